@@ -1,0 +1,131 @@
+// The backend interface: every production implementation (cpu, cuda) offers the
+// operations of SPEC §5 on host buffers, so each property and fuzzer takes the
+// backend as a parameter. All entry points are *checked*: they validate every input
+// first and throw kvcheck::Error before writing any output byte.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impl/format.h"
+#include "impl/layout.h"
+
+namespace kvcheck {
+
+/// A paged cache in host memory: `base` points at size_bytes() bytes laid out by
+/// `layout` (see KVCache for an owning allocation).
+struct CacheView {
+  uint8_t* base = nullptr;
+  CacheLayout layout;
+};
+struct ConstCacheView {
+  const uint8_t* base = nullptr;
+  CacheLayout layout;
+};
+
+/// Store input kv[rows][E] of BF16 bit patterns; row r starts at data + r*row_stride
+/// (elements, >= E). `rows` is what the buffer holds: the operation takes its row
+/// count from slot_mapping and throws kShapeMismatch when rows < slot_mapping.size().
+struct KVInput {
+  const bf16_bits* data = nullptr;
+  int64_t rows = 0;
+  int64_t row_stride = 0;  // elements
+};
+
+/// Load output (SPEC §5.2). data: `rows` rows of format.load_row_bytes() bytes at
+/// data_row_stride bytes apart; scales: index formats only, `rows` rows of
+/// format.load_scale_row_bytes() bytes at scale_row_stride bytes apart (ue8m0 as
+/// int32 little-endian packs, fp32 as floats). rows must be >= total_k.
+struct LoadOutput {
+  uint8_t* data = nullptr;
+  int64_t data_row_stride = 0;  // bytes
+  uint8_t* scales = nullptr;
+  int64_t scale_row_stride = 0;  // bytes
+  int64_t rows = 0;
+};
+
+/// A load segment (SPEC §5.2): copy tokens [src_begin, src_end) of block
+/// src_block_id (-1: zeros) to output rows [dst_offset, dst_offset+len).
+/// Stored as 4 consecutive int32 in this order in `load_segments` spans.
+struct LoadSegment {
+  int32_t src_block_id, src_begin, src_end, dst_offset;
+  bool operator==(const LoadSegment&) const = default;
+};
+static_assert(sizeof(LoadSegment) == 16);
+
+/// convert_kv_index (SPEC §5.5) arguments. topk[num_q][k] holds logical token
+/// indices (or -1); row q looks up block_table row seq_ids[q] (an empty seq_ids
+/// means seq_ids[q] == q) and is valid below context_lens[q].
+struct ConvertKvIndexArgs {
+  std::span<const int32_t> topk;          // [num_q * k]
+  int32_t num_q = 0, k = 0;
+  std::span<const int32_t> block_table;   // [num_seqs * max_blocks]
+  int32_t max_blocks = 0;
+  std::span<const int32_t> seq_ids;       // [num_q] or empty
+  std::span<const int32_t> context_lens;  // [num_q], tokens
+  int32_t block_size = 0;
+};
+
+/// What a backend can run; properties skip (and report) what it cannot.
+struct BackendCapabilities {
+  bool store_load = true;
+  bool index_transforms = true;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// SPEC §5.1. kv rows are BF16 [n][E], n = slot_mapping.size(). Throws
+  /// kShapeMismatch, kSlotOutOfRange (index and value named), kDuplicateSlot.
+  virtual void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                              const CacheView& cache) const = 0;
+
+  /// SPEC §5.2. load_segments holds S*4 int32 (LoadSegment order); total_k >= 0.
+  /// Throws kInvalidArgument, kShapeMismatch, kSegmentBlockOutOfRange,
+  /// kSegmentRangeInvalid, kSegmentDestinationOutOfRange, kSegmentOverlap.
+  virtual void load_paged_kv_cache(const ConstCacheView& cache,
+                                   std::span<const int32_t> load_segments, int32_t total_k,
+                                   const LoadOutput& out) const = 0;
+
+  /// SPEC §5.5 convert_kv_index into out[num_q*k]. Throws kInvalidArgument for
+  /// bad sizes and kRangeOutOfTable when a valid index needs a block past
+  /// max_blocks or a -1 table entry.
+  virtual void convert_kv_index(const ConvertKvIndexArgs& args, std::span<int32_t> out) const = 0;
+
+  /// SPEC §5.5 kv_index_cat: out[num_q][wl+wr] = L row, then R row with every
+  /// non -1 entry shifted by total_k_swa_cached + total_k_swa_cur.
+  virtual void kv_index_cat(std::span<const int32_t> left, int32_t wl,
+                            std::span<const int32_t> right, int32_t wr, int32_t num_q,
+                            int32_t total_k_swa_cached, int32_t total_k_swa_cur,
+                            std::span<int32_t> out) const = 0;
+
+  /// SPEC §5.5 expand_swa_index: pivots[num_q][4] = off1, len1, off2, len2 ->
+  /// out[num_q][width].
+  virtual void expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
+                                std::span<int32_t> out) const = 0;
+
+  /// SPEC §5.5 SWA decode index: start_len[num_q][2] = start_slot, valid_len ->
+  /// out[num_q][width] physical slots walking forward along the start slot's ring
+  /// of ring_size slots (wrapping), -1 from column valid_len on.
+  virtual void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q,
+                                int32_t width, int32_t ring_size,
+                                std::span<int32_t> out) const = 0;
+};
+
+/// Backends compiled into this build, in order (cpu first). `why_missing` gets a
+/// line per backend that is built but cannot run here (e.g. "cuda: no device").
+std::vector<std::shared_ptr<const Backend>> available_backends(
+    std::vector<std::string>* why_missing = nullptr);
+
+/// The backend called `name`; throws Error(kInvalidArgument) listing the names
+/// available here when there is none.
+std::shared_ptr<const Backend> backend_by_name(const std::string& name);
+
+}  // namespace kvcheck

@@ -1,0 +1,81 @@
+// KVCacheFormat: how one token's record is stored (SPEC §2). This table is the only
+// code that reference/ and the backends share.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kvcheck {
+
+enum class QuantizedDtype : uint8_t { kNone, kE4M3, kE2M1 };
+enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32 };
+/// Element type of a cache tensor as a framework would report it.
+enum class CacheDtype : uint8_t { kUInt8, kBF16 };
+
+/// Bit patterns of a bfloat16 value (little-endian in memory).
+using bf16_bits = uint16_t;
+
+/// One token's record layout. Construct through the named factories or fill the
+/// fields and call validate(). Sizes are in bytes unless named *_elements/elements.
+struct KVCacheFormat {
+  std::string name;
+  QuantizedDtype quantized_dtype = QuantizedDtype::kNone;
+  int32_t elements = 0;            // logical elements per token
+  int32_t elements_per_sf = 0;     // group size; 0 for BF16
+  SfFormat sf_format = SfFormat::kNone;
+  bool do_cast = false;            // load dequantises to BF16
+  bool token_interleaved = false;  // record = [data | scales] per token
+  int32_t bf16_tail_elements = 0;  // legacy BF16 tail; only 0 is valid (SPEC §2)
+
+  /// Throws Error(kInvalidFormat) naming the broken rule (SPEC §2 validation).
+  void validate() const;
+
+  bool is_quantized() const { return quantized_dtype != QuantizedDtype::kNone; }
+  bool is_bf16() const { return !is_quantized(); }
+  /// Index caches keep quantised bytes on load (quantized, no do_cast).
+  bool is_index() const { return is_quantized() && !do_cast; }
+  int32_t bits_per_element() const;
+  int64_t quantized_bytes() const;  // elements*bits/8 (BF16: 2*elements)
+  int64_t num_scales() const;       // ceil(elements/elements_per_sf); 0 for BF16
+  int64_t sf_bytes() const;         // num_scales * (1|1|4)
+  int64_t bytes_per_token() const;  // quantized_bytes + sf_bytes
+  /// gcd(32, bytes_per_token): the widest alignment a kernel may assume per token.
+  int64_t token_alignment() const;
+  /// Bytes per output row of load_paged_kv_cache's data buffer (SPEC §5.2):
+  /// do_cast/BF16 -> 2*elements (BF16), index -> quantized_bytes.
+  int64_t load_row_bytes() const;
+  /// Bytes per output row of the scale buffer: index formats sf_bytes, else 0.
+  int64_t load_scale_row_bytes() const;
+
+  bool operator==(const KVCacheFormat&) const = default;
+
+  // The supported formats (SPEC §2 table).
+  static KVCacheFormat V41();
+  static KVCacheFormat V41_FP4();
+  static KVCacheFormat FP4_INDEX();
+  static KVCacheFormat FP8_FP32SF_INDEX();
+  static KVCacheFormat MXFP8_INDEX();
+  /// BF16(E): E a multiple of 8, 8 <= E <= 4096; throws kInvalidFormat otherwise.
+  static KVCacheFormat BF16(int32_t elements);
+};
+
+/// The five quantised formats plus BF16(512), in SPEC order.
+std::vector<KVCacheFormat> supported_formats();
+/// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "BF16(E)".
+/// Throws Error(kUnknownFormat) listing the valid names.
+KVCacheFormat format_by_name(const std::string& name);
+
+std::string to_string(QuantizedDtype);
+std::string to_string(SfFormat);
+
+/// Resolves a cache's format from its dtype and shape [..., 1, bytes_per_token]
+/// (uint8) or [..., E] (bf16). Throws kUnknownFormat when nothing matches and
+/// kAmbiguousFormat naming both candidates for 132-byte records unless sf_format
+/// picks one (SPEC §2).
+KVCacheFormat resolve_format(CacheDtype dtype, std::span<const int64_t> shape,
+                             std::optional<SfFormat> sf_format = std::nullopt);
+
+}  // namespace kvcheck

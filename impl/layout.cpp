@@ -1,0 +1,53 @@
+#include "impl/layout.h"
+
+#include <limits>
+#include <numeric>
+
+#include "impl/error.h"
+
+namespace kvcheck {
+
+int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size) {
+  const int64_t bpt = format.bytes_per_token();
+  const int64_t alignment = format.token_interleaved ? std::lcm<int64_t>(32, bpt) : 32;
+  const int64_t bytes = int64_t{block_size} * bpt;
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks,
+                              int32_t block_size) {
+  format.validate();
+  if (block_size < 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "block_size must be >= 1, got " + std::to_string(block_size));
+  if (num_blocks < 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "num_blocks must be >= 1, got " + std::to_string(num_blocks));
+  CacheLayout layout{format, num_blocks, block_size, block_stride_for(format, block_size)};
+  if (num_blocks > std::numeric_limits<int64_t>::max() / layout.block_stride ||
+      num_blocks * block_size > std::numeric_limits<int32_t>::max())
+    throw Error(ErrorCode::kInvalidArgument,
+                "cache of " + std::to_string(num_blocks) + " blocks of " +
+                    std::to_string(block_size) + " tokens: slots must fit in int32");
+  return layout;
+}
+
+int64_t CacheLayout::data_token_stride() const {
+  return format.token_interleaved ? format.bytes_per_token() : format.quantized_bytes();
+}
+
+int64_t CacheLayout::scale_token_stride() const {
+  return format.token_interleaved ? format.bytes_per_token() : format.sf_bytes();
+}
+
+int64_t CacheLayout::data_offset(int64_t block, int64_t token) const {
+  return block * block_stride + token * data_token_stride();
+}
+
+int64_t CacheLayout::scale_offset(int64_t block, int64_t token) const {
+  const int64_t region = format.token_interleaved ? format.quantized_bytes()
+                                                  : int64_t{block_size} * format.quantized_bytes();
+  return block * block_stride + region + token * scale_token_stride();
+}
+
+}  // namespace kvcheck

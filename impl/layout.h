@@ -1,0 +1,39 @@
+// CacheLayout: the one owner of a paged cache's strides and byte offsets (SPEC §3).
+// Production code computes every address through it; reference/ writes the formulas
+// out on its own and a property checks the two agree.
+#pragma once
+
+#include <cstdint>
+
+#include "impl/format.h"
+
+namespace kvcheck {
+
+struct CacheLayout {
+  KVCacheFormat format;
+  int64_t num_blocks = 0;    // blocks in the cache
+  int32_t block_size = 0;    // tokens per block, any value >= 1
+  int64_t block_stride = 0;  // bytes from block b to block b+1
+
+  /// Validates format, num_blocks >= 1, block_size >= 1 and that the cache size
+  /// fits in int64. Throws Error(kInvalidFormat | kInvalidArgument).
+  static CacheLayout make(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size);
+
+  int64_t size_bytes() const { return num_blocks * block_stride; }
+  int64_t num_slots() const { return num_blocks * block_size; }
+  /// Bytes of a block holding records; [record_bytes, block_stride) is padding.
+  int64_t record_bytes() const { return int64_t{block_size} * format.bytes_per_token(); }
+  /// Byte offset of token t's quantised data (or BF16 elements) in block b.
+  int64_t data_offset(int64_t block, int64_t token) const;
+  /// Byte offset of token t's scales in block b (undefined for BF16).
+  int64_t scale_offset(int64_t block, int64_t token) const;
+  /// Distance between consecutive tokens' data / scales within a block, in bytes.
+  int64_t data_token_stride() const;
+  int64_t scale_token_stride() const;
+};
+
+/// block_stride of SPEC §3: interleaved round_up(bs*bpt, lcm(32, bpt)), else
+/// round_up(bs*bpt, 32). Bytes.
+int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size);
+
+}  // namespace kvcheck

@@ -1,0 +1,19 @@
+// Scalar reference load_paged_kv_cache (SPEC §5.2), one output row at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "impl/backend.h"  // plain argument types only; no production code is called
+
+namespace kvcheck::ref {
+
+/// SPEC §5.2. load_segments holds S*4 int32. Validates everything first
+/// (kInvalidFormat, kInvalidArgument, kShapeMismatch, kSegmentBlockOutOfRange,
+/// kSegmentRangeInvalid, kSegmentDestinationOutOfRange, kSegmentOverlap) and
+/// writes nothing on error. Rows no segment covers keep their values.
+void load_paged_kv_cache(const uint8_t* cache, const KVCacheFormat& format, int64_t num_blocks,
+                         int32_t block_size, std::span<const int32_t> load_segments,
+                         int32_t total_k, const LoadOutput& out);
+
+}  // namespace kvcheck::ref
