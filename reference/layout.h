@@ -8,6 +8,11 @@
 
 namespace kvcheck::ref {
 
+/// Validates the format (kInvalidFormat) and the cache geometry: block_size >= 1,
+/// num_blocks >= 1, num_blocks*block_size <= INT32_MAX (slots are int32) and
+/// num_blocks*block_stride fits in int64 (kInvalidArgument).
+void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size);
+
 /// SPEC §3 block_stride in bytes.
 int64_t block_stride(const KVCacheFormat& format, int32_t block_size);
 /// Byte offset of token `token`'s data in block `block`.

@@ -10,6 +10,11 @@
 
 namespace kvcheck::ref {
 
+/// SPEC §4 constants, fp32 round-to-nearest of the quotient.
+inline constexpr float kInv448 = 1.0f / 448.0f;  // 0x3B124925
+inline constexpr float kInv6 = 1.0f / 6.0f;      // 0x3E2AAAAB
+inline constexpr float kFp8AmaxMargin = 1e-4f;   // FP8_AMAX_MARGIN (SPEC §4.1)
+
 /// Exact: bits << 16 (SPEC §4).
 float bf16_to_float(bf16_bits x);
 /// Round to nearest even; any NaN -> 0x7FFF (SPEC §4).
@@ -37,6 +42,11 @@ float group_amax(std::span<const float> x);
 /// (fp32, little-endian). Throws Error(kInvalidFormat) for BF16 formats.
 void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
                     std::span<uint8_t> codes, std::span<uint8_t> scale);
+
+/// Value of one group's scale bytes as a float: ue8m0 2^(b-127), e4m3 decoded,
+/// fp32 from 4 little-endian bytes. scale has 1 or 4 bytes. Throws kInvalidFormat
+/// for BF16.
+float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale);
 
 /// Dequantised value of one code under its group's scale bytes, rounded to BF16
 /// (SPEC §4: bf16_rn(float(q) * scale)).

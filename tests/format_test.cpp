@@ -1,6 +1,10 @@
 // Known answers of SPEC §2/§3, computed by hand from the SPEC table (not from code).
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "impl/error.h"
 #include "impl/format.h"
 #include "impl/layout.h"
@@ -22,6 +26,128 @@ TEST(Layout, BlockStrideKnownAnswers) {
   // lcm(32, 528) = 1056; 64*528 = 33792 = 32*1056; 133*528 = 70224 -> 67 * 1056 = 70752.
   EXPECT_EQ(block_stride_for(KVCacheFormat::V41(), 64), 33792);
   EXPECT_EQ(block_stride_for(KVCacheFormat::V41(), 133), 70752);
+}
+
+// Runs `fn`, expects an Error with `code` whose message contains every `needle`.
+void expect_error(const std::function<void()>& fn, ErrorCode code,
+                  const std::vector<std::string>& needles = {}) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected " << to_string(code) << ", nothing thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "'" << e.what() << "' lacks '" << n << "'";
+  }
+}
+
+TEST(Format, SupportedFormatsValidate) {
+  for (const auto& f : supported_formats()) EXPECT_NO_THROW(f.validate()) << f.name;
+}
+
+// One test per SPEC §2 validation rule; each starts from a valid format and breaks
+// exactly that rule, so removing the check makes the test fail.
+TEST(Format, ValidationQuantizedWithoutGroup) {
+  KVCacheFormat f = KVCacheFormat::V41();
+  f.elements_per_sf = 0;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+}
+
+TEST(Format, ValidationQuantizedWithoutScaleFormat) {
+  KVCacheFormat f = KVCacheFormat::MXFP8_INDEX();
+  f.sf_format = SfFormat::kNone;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+}
+
+TEST(Format, ValidationGroupMustDivideElements) {
+  KVCacheFormat f = KVCacheFormat::V41();
+  f.elements_per_sf = 48;  // 512 % 48 = 32
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"48", "512"});
+}
+
+TEST(Format, ValidationBf16TailWithQuantized) {
+  KVCacheFormat f = KVCacheFormat::V41();
+  f.bf16_tail_elements = 64;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+}
+
+TEST(Format, ValidationDoCastNeedsInterleaved) {
+  KVCacheFormat f = KVCacheFormat::V41_FP4();
+  f.token_interleaved = false;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+}
+
+TEST(Format, ValidationBf16Elements) {
+  expect_error([] { KVCacheFormat::BF16(12); }, ErrorCode::kInvalidFormat, {"12"});
+  expect_error([] { KVCacheFormat::BF16(4104); }, ErrorCode::kInvalidFormat, {"4104"});
+  expect_error([] { KVCacheFormat::BF16(0); }, ErrorCode::kInvalidFormat);
+  EXPECT_NO_THROW(KVCacheFormat::BF16(4096));
+  EXPECT_NO_THROW(KVCacheFormat::BF16(8));
+}
+
+TEST(Format, DerivedSizesByHand) {
+  // FP8_FP32SF_INDEX: 128 e4m3 bytes, ceil(128/128) = 1 scale of 4 bytes.
+  const auto fp8 = KVCacheFormat::FP8_FP32SF_INDEX();
+  EXPECT_EQ(fp8.quantized_bytes(), 128);
+  EXPECT_EQ(fp8.num_scales(), 1);
+  EXPECT_EQ(fp8.sf_bytes(), 4);
+  // V41_FP4: 512/2 = 256 data bytes, 512/16 = 32 e4m3 scales.
+  const auto v41fp4 = KVCacheFormat::V41_FP4();
+  EXPECT_EQ(v41fp4.quantized_bytes(), 256);
+  EXPECT_EQ(v41fp4.num_scales(), 32);
+  EXPECT_EQ(v41fp4.sf_bytes(), 32);
+  // gcd(32, 528) = 16 (SPEC §3), gcd(32, 288) = 32, gcd(32, 68) = 4.
+  EXPECT_EQ(KVCacheFormat::V41().token_alignment(), 16);
+  EXPECT_EQ(v41fp4.token_alignment(), 32);
+  EXPECT_EQ(KVCacheFormat::FP4_INDEX().token_alignment(), 4);
+}
+
+TEST(Format, ResolveFromShape) {
+  const std::vector<int64_t> v41{100, 64, 1, 528}, v41fp4{100, 64, 1, 288},
+      fp4{100, 64, 1, 68}, bf16{100, 64, 512};
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, v41).name, "V41");
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, v41fp4).name, "V41_FP4");
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, fp4).name, "FP4_INDEX");
+  EXPECT_EQ(resolve_format(CacheDtype::kBF16, bf16), KVCacheFormat::BF16(512));
+}
+
+TEST(Format, Resolve132BytesIsAmbiguousUnlessScaleFormatGiven) {
+  const std::vector<int64_t> shape{10, 64, 1, 132};
+  expect_error([&] { resolve_format(CacheDtype::kUInt8, shape); }, ErrorCode::kAmbiguousFormat,
+               {"FP8_FP32SF_INDEX", "MXFP8_INDEX", "132"});
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape, SfFormat::kFP32).name, "FP8_FP32SF_INDEX");
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape, SfFormat::kUE8M0).name, "MXFP8_INDEX");
+  expect_error([&] { resolve_format(CacheDtype::kUInt8, shape, SfFormat::kE4M3); },
+               ErrorCode::kUnknownFormat, {"132"});
+}
+
+TEST(Format, ResolveUnknownSizes) {
+  // 296 is the seed's wrong V41_FP4 size (SPEC §2 [decided]).
+  for (int64_t bytes : {296, 0, 1, 529, 264}) {
+    const std::vector<int64_t> shape{4, 1, bytes};
+    expect_error([&] { resolve_format(CacheDtype::kUInt8, shape); }, ErrorCode::kUnknownFormat,
+                 {std::to_string(bytes)});
+  }
+  const std::vector<int64_t> v41{4, 1, 528};
+  expect_error([&] { resolve_format(CacheDtype::kUInt8, v41, SfFormat::kFP32); },
+               ErrorCode::kUnknownFormat);
+  for (int64_t e : {12, 4104, 0}) {
+    const std::vector<int64_t> shape{4, e};
+    expect_error([&] { resolve_format(CacheDtype::kBF16, shape); }, ErrorCode::kUnknownFormat);
+  }
+  expect_error([] { resolve_format(CacheDtype::kUInt8, std::span<const int64_t>{}); },
+               ErrorCode::kUnknownFormat);
+}
+
+TEST(Format, ByName) {
+  for (const auto& f : supported_formats()) EXPECT_EQ(format_by_name(f.name), f);
+  EXPECT_EQ(format_by_name("BF16(64)"), KVCacheFormat::BF16(64));
+  EXPECT_EQ(format_by_name("BF16(64)").bytes_per_token(), 128);
+  expect_error([] { format_by_name("v41"); }, ErrorCode::kUnknownFormat, {"v41", "MXFP8_INDEX"});
+  expect_error([] { format_by_name("BF16()"); }, ErrorCode::kUnknownFormat);
+  expect_error([] { format_by_name("BF16(-8)"); }, ErrorCode::kUnknownFormat);
+  expect_error([] { format_by_name("BF16(12)"); }, ErrorCode::kInvalidFormat);
 }
 
 }  // namespace

@@ -1,0 +1,191 @@
+#include "tools/kvcheck/campaign.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "impl/backend.h"
+#include "impl/error.h"
+#include "properties/registry.h"
+#include "properties/runner.h"
+
+namespace kvcheck::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One (property, backend) row of the campaign, accumulated over rounds.
+struct Row {
+  const props::Property* property;
+  std::shared_ptr<const Backend> backend;
+  std::string backend_label;
+  int cases = 0;
+  int failures = 0;
+  double seconds = 0;
+  std::string message, reproduce;
+  uint64_t failing_seed = 0;
+};
+
+bool selected(const props::Property& p, const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  for (const auto& f : filters)
+    if (p.name.find(f) != std::string::npos || p.op == f) return true;
+  return false;
+}
+
+uint64_t mix_seed(uint64_t seed, uint64_t round, uint64_t row) {
+  uint64_t x = seed ^ (round * 0x9E3779B97F4A7C15ull) ^ (row * 0xC2B2AE3D27D4EB4Full);
+  x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ull;
+  return x ^ (x >> 29);
+}
+
+void print_table(const std::vector<Row>& rows, std::ostream& out) {
+  size_t w = 8;
+  for (const auto& r : rows) w = std::max(w, r.property->name.size());
+  fmt::print(out, "\n{:<{}}  {:<8} {:>9} {:>9} {:>9}\n", "property", w, "backend", "cases", "failures", "time");
+  fmt::print(out, "{:-<{}}\n", "", w + 40);
+  int total_cases = 0, total_failures = 0;
+  for (const auto& r : rows) {
+    fmt::print(out, "{:<{}}  {:<8} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, r.cases,
+               r.failures, r.seconds, r.failures ? "  FAIL" : "");
+    total_cases += r.cases;
+    total_failures += r.failures;
+  }
+  fmt::print(out, "{:-<{}}\n{:<{}}  {:<8} {:>9} {:>9}\n", "", w + 40, "total", w, "", total_cases, total_failures);
+}
+
+}  // namespace
+
+void list_properties(std::ostream& out) {
+  for (const auto& p : props::registry().all())
+    fmt::print(out, "{:<56} {:<12} {:<11} {}\n", p.name, p.op, p.per_backend ? "per-backend" : "host",
+               p.invariant);
+}
+
+int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress) {
+  std::vector<std::string> missing;
+  auto backends = available_backends(&missing);
+  if (!options.backends.empty()) {
+    std::vector<std::shared_ptr<const Backend>> chosen;
+    for (const auto& name : options.backends) {
+      try {
+        chosen.push_back(backend_by_name(name));
+      } catch (const Error& e) {
+        fmt::print(out, "kvcheck run: {}\n", e.what());
+        return 2;
+      }
+    }
+    backends = chosen;
+  }
+  std::vector<Row> rows;
+  for (const auto& p : props::registry().all()) {
+    if (!selected(p, options.properties)) continue;
+    for (const auto& b : backends) {
+      Row row;
+      row.property = &p;
+      row.backend = b;
+      row.backend_label = props::backend_label(p, *b);
+      rows.push_back(row);
+      if (!p.per_backend) break;  // host properties run once
+    }
+  }
+  if (rows.empty()) {
+    fmt::print(out, "kvcheck run: no property matches {}\n", fmt::join(options.properties, ", "));
+    return 2;
+  }
+
+  const uint64_t seed = options.seed.value_or(
+      props::configured_seed(static_cast<uint64_t>(Clock::now().time_since_epoch().count())));
+  const bool timed = options.seconds > 0;
+  const int per_row_cases = options.cases > 0 ? options.cases : 200;
+  const int chunk = timed ? 20 : per_row_cases;
+  std::string backend_names;
+  for (const auto& b : backends) backend_names += (backend_names.empty() ? "" : ", ") + std::string(b->name());
+  fmt::print(out, "kvcheck run: {} properties x backends [{}], seed {}, budget {}\n", rows.size(), backend_names,
+             seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
+  for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
+  out.flush();
+
+  const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  double last_line = 0;
+  int failures = 0;
+  for (uint64_t round = 0;; ++round) {
+    bool ran = false;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Row& r = rows[i];
+      if (r.failures > 0) continue;  // a failing row keeps its minimal case
+      if (timed ? elapsed() >= options.seconds : round > 0) break;
+      const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
+      const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
+      ran = true;
+      r.cases += o.cases;
+      r.seconds += o.seconds;
+      if (o.failed) {
+        ++failures;
+        r.failures = 1;
+        r.message = o.message;
+        r.reproduce = o.reproduce;
+        r.failing_seed = case_seed;
+        fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}\n",
+                   r.property->name, r.backend_label, o.message, o.reproduce, r.property->name,
+                   r.backend->name());
+        out.flush();
+      }
+      if (options.progress && (tty || elapsed() - last_line >= 10)) {
+        const std::string line =
+            fmt::format("[{:6.1f}s{}] round {} {:<52} failures {}", elapsed(),
+                        timed ? fmt::format("/{:.0f}s", options.seconds) : std::string(), round + 1,
+                        r.property->name + "/" + r.backend_label, failures);
+        if (tty)
+          progress << "\r" << line << "\x1b[K" << std::flush;
+        else
+          progress << line << "\n" << std::flush;
+        last_line = elapsed();
+      }
+    }
+    if (!ran || !timed) break;
+  }
+  if (tty) progress << "\r\x1b[K" << std::flush;
+
+  print_table(rows, out);
+  fmt::print(out, "{} in {:.1f}s, seed {}{}\n", failures ? "FAILED" : "all properties held", elapsed(), seed,
+             failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string());
+
+  if (!options.report_path.empty()) {
+    nlohmann::json report;
+    report["seed"] = seed;
+    report["budget"] = timed ? nlohmann::json{{"seconds", options.seconds}} : nlohmann::json{{"cases", per_row_cases}};
+    report["seconds"] = elapsed();
+    report["backends"] = backend_names;
+    report["not_run"] = missing;
+    report["failures"] = failures;
+    for (const auto& r : rows)
+      report["results"].push_back({{"property", r.property->name},
+                                   {"op", r.property->op},
+                                   {"invariant", r.property->invariant},
+                                   {"backend", r.backend_label},
+                                   {"cases", r.cases},
+                                   {"failures", r.failures},
+                                   {"seconds", r.seconds},
+                                   {"message", r.message},
+                                   {"reproduce", r.reproduce}});
+    std::ofstream f(options.report_path);
+    f << report.dump(2) << "\n";
+    if (!f) {
+      fmt::print(out, "kvcheck run: cannot write report {}\n", options.report_path);
+      return 2;
+    }
+    fmt::print(out, "report: {}\n", options.report_path);
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace kvcheck::tool

@@ -1,3 +1,39 @@
-// SCAFFOLD: the CLI grows with the campaign (issue 3).
+// kvcheck command line: parses options and calls the library (tools/kvcheck/*.h).
+#include <CLI/CLI.hpp>
+
 #include <iostream>
-int main() { std::cout << "kvcheck\n"; return 0; }
+
+#include "tools/kvcheck/campaign.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvcheck: differential testing of paged KV-cache kernels against a scalar reference"};
+  app.require_subcommand(1);
+
+  kvcheck::tool::CampaignOptions run;
+  uint64_t seed = 0;
+  bool list = false, quiet = false;
+  auto* run_cmd = app.add_subcommand("run", "Run every property on every available backend (the main job)");
+  run_cmd->add_option("--seconds", run.seconds, "Time budget in seconds (repeats rounds of 20 cases)")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--cases", run.cases, "Cases per (property, backend) when no --seconds (default 200)")
+      ->check(CLI::PositiveNumber);
+  auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
+  run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
+  run_cmd->add_option("--property", run.properties, "Only properties whose name contains this, or this op");
+  run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file");
+  run_cmd->add_flag("--list", list, "List the properties and exit");
+  run_cmd->add_flag("--quiet", quiet, "No progress line");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (run_cmd->parsed()) {
+    if (list) {
+      kvcheck::tool::list_properties(std::cout);
+      return 0;
+    }
+    if (seed_opt->count() > 0) run.seed = seed;
+    run.progress = !quiet;
+    return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
+  }
+  return 0;
+}

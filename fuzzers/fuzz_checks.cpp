@@ -1,0 +1,73 @@
+#include "fuzzers/fuzz_checks.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace kvcheck::fuzz {
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
+      {"format", check_format},     {"numerics", check_numerics},
+  };
+  return all;
+}
+
+const Target* target_by_name(std::string_view name) {
+  for (const auto& t : targets())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const Backend& fuzz_backend() {
+  static const std::shared_ptr<const Backend> backend = [] {
+    const char* env = std::getenv("KVCHECK_FUZZ_BACKEND");
+    const std::string name = env && *env ? env : "cpu";
+    try {
+      return backend_by_name(name);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "kvcheck fuzz: KVCHECK_FUZZ_BACKEND: %s\n", e.what());
+      std::abort();
+    }
+  }();
+  return *backend;
+}
+
+int fuzz_one(std::string_view name, const uint8_t* data, size_t size) {
+  const Target* t = target_by_name(name);
+  if (t == nullptr) {
+    std::fprintf(stderr, "kvcheck fuzz: no target '%.*s'\n", static_cast<int>(name.size()),
+                 name.data());
+    std::abort();
+  }
+  const Backend& backend = fuzz_backend();
+  const CheckResult r = t->run(data, size, backend);
+  if (r.failure.empty()) return 0;
+  std::fprintf(stderr, "\n==== kvcheck fuzz_%s: FAILED (backend %.*s) ====\n%s\n%s\n", t->name.c_str(),
+               static_cast<int>(backend.name().size()), backend.name().data(),
+               r.scenario.c_str(), r.failure.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Outcome capture(const std::function<void()>& f) {
+  try {
+    f();
+    return {};
+  } catch (const Error& e) {
+    return {e.code(), e.what()};
+  }
+}
+
+std::string show(const Outcome& o) {
+  return o.code ? "threw " + o.message : std::string("returned normally");
+}
+
+std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend) {
+  if (ref.code == be.code) return "";
+  return "error mismatch: reference " + show(ref) + "; backend " + std::string(backend) + " " +
+         show(be) + "\n";
+}
+
+}  // namespace kvcheck::fuzz

@@ -1,0 +1,76 @@
+// The fuzz targets as library functions: decode the input (fuzz_data.h), run the
+// reference and a backend, compare bit for bit and check the invariants. Shared by
+// the libFuzzer binaries, their replay builds and `kvcheck explain`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impl/backend.h"
+#include "fuzzers/fuzz_data.h"
+#include "impl/error.h"
+
+namespace kvcheck::fuzz {
+
+/// Result of one input: the decoded scenario (always) and the failure report ("" when
+/// every check passed). `skipped` names what the backend could not run (kUnsupported).
+struct CheckResult {
+  std::string scenario;
+  std::string failure;
+  std::string skipped;
+};
+
+/// One fuzz target: fuzzers/fuzz_<name>.cpp runs `run` on every input.
+struct Target {
+  std::string name;  // store, load, round_trip, format, numerics, plan, ...
+  std::function<CheckResult(const uint8_t* data, size_t size, const Backend& backend)> run;
+};
+
+/// Every target built into this library, in a fixed order.
+const std::vector<Target>& targets();
+/// nullptr when there is no target `name`.
+const Target* target_by_name(std::string_view name);
+
+/// The backend under test: $KVCHECK_FUZZ_BACKEND, default "cpu" (resolved once;
+/// an unknown name prints the available ones and aborts).
+const Backend& fuzz_backend();
+
+/// LLVMFuzzerTestOneInput body: runs target `name`; on failure prints the scenario
+/// and the decoded first difference to stderr and calls abort().
+int fuzz_one(std::string_view name, const uint8_t* data, size_t size);
+
+// Per-target checks (fuzzers/check_<name>.cpp).
+CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_format(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_numerics(const uint8_t* data, size_t size, const Backend& backend);
+
+/// Load output buffers of a scenario: s.out_rows rows at load_row_bytes() +
+/// s.data_row_pad (scales: + s.scale_row_pad) bytes, then a 64-byte tail band, all
+/// pre-filled from s.out_seed so untouched bytes are visible.
+struct OutBuffers {
+  static constexpr size_t kTail = 64;
+  std::vector<uint8_t> data, scales;
+  LoadOutput out;
+  explicit OutBuffers(const LoadScenario& s);
+  bool operator==(const OutBuffers& o) const { return data == o.data && scales == o.scales; }
+};
+
+/// What one side (reference or backend) did: returned, or threw an Error.
+struct Outcome {
+  std::optional<ErrorCode> code;
+  std::string message;
+};
+/// Runs f, catching kvcheck::Error into the Outcome (other exceptions propagate).
+Outcome capture(const std::function<void()>& f);
+std::string show(const Outcome& o);
+/// "" when both sides agree on throwing and on the code; else a report line.
+std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend);
+
+}  // namespace kvcheck::fuzz

@@ -1,0 +1,475 @@
+#include "fuzzers/fuzz_data.h"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <sstream>
+
+#include "impl/layout.h"
+
+namespace kvcheck::fuzz {
+namespace {
+
+// Awkward index values of SPEC §6 (num_slots / num_blocks added by the callers).
+constexpr int32_t kAwkward[] = {-2, INT32_MIN, INT32_MAX, -1, 0};
+
+// BF16 bit patterns of SPEC §4.5: ±0, NaNs, ±Inf, subnormals, huge, and values at
+// e4m3/e2m1 saturation and rounding boundaries (448, 480, 6, 5).
+constexpr bf16_bits kSpecialBf16[] = {0x0000, 0x8000, 0x7FC0, 0xFFC0, 0x7F81, 0x7F80, 0xFF80,
+                                      0x0001, 0x8001, 0x007F, 0x7F7F, 0xFF7F, 0x3F80, 0x43E0,
+                                      0x43F0, 0xC3E0, 0x40C0, 0x40A0, 0x3A83, 0x0080};
+
+int64_t cap_div(int64_t budget, int64_t per) { return per <= 0 ? budget : budget / per; }
+
+bf16_bits gen_value(SplitMix64& rng, int mode) {
+  const uint64_t r = rng.next();
+  switch (mode) {
+    case 0: return static_cast<bf16_bits>(r);  // random bits: NaNs, Infs, subnormals too
+    case 1: {  // normal values around 1 (exponent 117..137)
+      const uint16_t sign = (r & 1) ? 0x8000 : 0;
+      const uint16_t exp = static_cast<uint16_t>(117 + (r >> 1) % 21);
+      return static_cast<bf16_bits>(sign | (exp << 7) | ((r >> 8) & 0x7F));
+    }
+    case 2:  // specials mixed with normal values
+      if ((r & 3) != 0) return kSpecialBf16[(r >> 2) % std::size(kSpecialBf16)];
+      return gen_value(rng, 1);
+    default:  // mostly zero, sometimes one value
+      return (r & 7) == 0 ? static_cast<bf16_bits>(r >> 16) : bf16_bits{0};
+  }
+}
+
+const char* kValueModes[] = {"random-bits", "normal", "specials", "mostly-zero"};
+
+int32_t pick_block_size(FuzzedDataProvider& fdp) {
+  const int choice = fdp.ConsumeIntegralInRange<int>(0, 9);
+  constexpr int32_t kSizes[] = {1, 2, 16, 64, 133, 256, 53, 61, 69};
+  if (choice < 9) return kSizes[choice];
+  return fdp.ConsumeIntegralInRange<int32_t>(1, 300);
+}
+
+// Distinct valid slots chosen by the generator (partial Fisher-Yates over [0, n)).
+std::vector<int32_t> distinct_slots(SplitMix64& rng, int64_t num_slots, size_t count) {
+  std::vector<int32_t> all(static_cast<size_t>(num_slots));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+  count = std::min(count, all.size());
+  for (size_t i = 0; i < count; ++i)
+    std::swap(all[i], all[i + rng.next() % (all.size() - i)]);
+  all.resize(count);
+  return all;
+}
+
+void make_slot_mapping(FuzzedDataProvider& fdp, SplitMix64& rng, const CacheShape& shape,
+                       size_t n, bool valid_only, StoreScenario& s) {
+  const int mode = fdp.ConsumeIntegralInRange<int>(0, valid_only ? 4 : 5);
+  const int pad_pct = fdp.ConsumeIntegralInRange<int>(0, 4) * 25;  // -1 share, modes 0/4
+  auto padded = [&] { return static_cast<int>(rng.next() % 100) < pad_pct; };
+  std::vector<int32_t>& m = s.slot_mapping;
+  m.assign(n, -1);
+  switch (mode) {
+    case 0: {  // distinct random slots with -1 sprinkled
+      s.slot_mode = "distinct-random";
+      auto slots = distinct_slots(rng, shape.num_slots(), n);
+      for (size_t i = 0; i < slots.size(); ++i) m[i] = padded() ? -1 : slots[i];
+      break;
+    }
+    case 1:
+      s.slot_mode = "all-padding";
+      break;
+    case 2: {  // a prefill run of consecutive slots, -1 past the end of the cache
+      s.slot_mode = "consecutive-run";
+      const int64_t start = fdp.ConsumeIntegralInRange<int64_t>(0, shape.num_slots() - 1);
+      for (size_t i = 0; i < n && start + static_cast<int64_t>(i) < shape.num_slots(); ++i)
+        m[i] = static_cast<int32_t>(start + static_cast<int64_t>(i));
+      break;
+    }
+    case 3: {  // padding rows right next to a valid slot 0 (the clamp-to-0 bug)
+      s.slot_mode = "padding-next-to-slot-0";
+      auto slots = distinct_slots(rng, shape.num_slots(), n + 1);
+      slots.erase(std::remove(slots.begin(), slots.end(), 0), slots.end());
+      size_t next = 0;
+      for (size_t i = 0; i < n; ++i)
+        m[i] = (i % 2 == 0 || next >= slots.size()) ? -1 : slots[next++];
+      if (n > 0) m[n >= 2 ? 1 : 0] = 0;
+      break;
+    }
+    case 4: {  // vLLM paged prefill: slot of token t = T[t / bs] * bs + t % bs (SPEC §5.4)
+      s.slot_mode = "paged-block-table";
+      auto table = distinct_slots(rng, shape.num_blocks, static_cast<size_t>(shape.num_blocks));
+      const int64_t capacity = shape.num_slots();
+      const int64_t begin = fdp.ConsumeIntegralInRange<int64_t>(0, capacity - 1);
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t t = begin + static_cast<int64_t>(i);
+        if (t >= capacity) break;
+        m[i] = static_cast<int32_t>(table[t / shape.block_size] * int64_t{shape.block_size} +
+                                    t % shape.block_size);
+        if (padded()) m[i] = -1;
+      }
+      break;
+    }
+    default: {  // raw: awkward and random values, mostly invalid
+      s.slot_mode = "raw";
+      for (size_t i = 0; i < n; ++i) {
+        const int k = fdp.ConsumeIntegralInRange<int>(0, 7);
+        if (k < 5) m[i] = kAwkward[k];
+        else if (k == 5) m[i] = static_cast<int32_t>(shape.num_slots());
+        else m[i] = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(shape.num_slots()));
+      }
+    }
+  }
+  if (valid_only || n == 0 || fdp.ConsumeIntegralInRange<int>(0, 7) != 0) return;
+  // Inject one bad entry: an awkward value or a duplicate of another row's slot.
+  const size_t at = fdp.ConsumeIntegralInRange<size_t>(0, n - 1);
+  const int k = fdp.ConsumeIntegralInRange<int>(0, 5);
+  if (k < 3) m[at] = kAwkward[k];
+  else if (k == 3) m[at] = static_cast<int32_t>(shape.num_slots());
+  else if (k == 4) m[at] = static_cast<int32_t>(shape.num_slots() - 1);
+  else m[at] = m[fdp.ConsumeIntegralInRange<size_t>(0, n - 1)];
+  s.slot_mode += "+injected[" + std::to_string(at) + "]";
+}
+
+StoreScenario decode_store_impl(FuzzedDataProvider& fdp, bool valid_only) {
+  StoreScenario s;
+  s.shape = decode_cache_shape(fdp);
+  const int64_t e = s.shape.format.elements;
+  constexpr int32_t kPads[] = {0, 0, 8, 1, 37};
+  s.row_stride = e + fdp.PickValueInArray(kPads);
+  const int64_t max_rows = std::min<int64_t>(kMaxRows, cap_div(kMaxKvElements, s.row_stride));
+  const size_t n = fdp.ConsumeIntegralInRange<size_t>(0, static_cast<size_t>(max_rows));
+  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
+  make_slot_mapping(fdp, rng, s.shape, n, valid_only, s);
+  s.kv_rows = static_cast<int64_t>(n);
+  if (!valid_only && n > 0 && fdp.ConsumeIntegralInRange<int>(0, 15) == 0) s.kv_rows -= 1;
+  const int value_mode = fdp.ConsumeIntegralInRange<int>(0, 3);
+  s.value_mode = kValueModes[value_mode];
+  s.cache_seed = fdp.ConsumeIntegral<uint64_t>();
+  s.kv.resize(static_cast<size_t>(s.kv_rows * s.row_stride));
+  for (auto& v : s.kv) v = gen_value(rng, value_mode);
+  // The rest of the input sets the first elements directly, so libFuzzer can steer values.
+  for (size_t i = 0; i < s.kv.size() && fdp.remaining_bytes() >= 2; ++i)
+    s.kv[i] = fdp.ConsumeIntegral<uint16_t>();
+  return s;
+}
+
+void make_segments(FuzzedDataProvider& fdp, SplitMix64& rng, LoadScenario& s) {
+  const int32_t bs = s.shape.block_size, nb = s.shape.num_blocks;
+  const int mode = fdp.ConsumeIntegralInRange<int>(0, 4);
+  auto& seg = s.segments;
+  auto push = [&](int32_t b, int32_t begin, int32_t end, int32_t dst) {
+    seg.insert(seg.end(), {b, begin, end, dst});
+  };
+  if (mode <= 2) {
+    static const char* kNames[] = {"contiguous", "zero-fill", "shuffled-gaps"};
+    s.segment_mode = kNames[mode];
+    int32_t dst = 0;
+    while (dst < s.total_k && static_cast<int32_t>(seg.size() / 4) < kMaxSegments) {
+      if (mode == 2) dst += static_cast<int32_t>(rng.next() % 3);  // gaps keep out's values
+      if (dst >= s.total_k) break;
+      const int32_t room = s.total_k - dst;
+      if (mode >= 1 && rng.next() % 3 == 0) {
+        const int32_t len = 1 + static_cast<int32_t>(rng.next() % std::min(bs, room));
+        push(-1, 0, len, dst);
+        dst += len;
+        continue;
+      }
+      const int32_t b = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nb));
+      const int32_t begin = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(bs + 1));
+      const int32_t max_len = std::min(bs - begin, room);
+      const int32_t len = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(max_len + 1));
+      push(b, begin, begin + len, dst);
+      dst += len;
+    }
+    if (mode == 2)  // shuffled order (destinations stay disjoint)
+      for (size_t i = seg.size() / 4; i > 1; --i) {
+        const size_t j = rng.next() % i;
+        std::swap_ranges(seg.begin() + static_cast<ptrdiff_t>(4 * (i - 1)),
+                         seg.begin() + static_cast<ptrdiff_t>(4 * i),
+                         seg.begin() + static_cast<ptrdiff_t>(4 * j));
+      }
+  } else if (mode == 3) {  // SWA shape: zero-fill pad, then a ring block wrapped at x
+    s.segment_mode = "wrapped-ring";
+    const int32_t pad = std::min<int32_t>(s.total_k, static_cast<int32_t>(rng.next() % (bs + 1)));
+    if (pad > 0) push(-1, 0, pad, 0);
+    const int32_t b = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nb));
+    const int32_t x = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(bs));
+    int32_t dst = pad;
+    const int32_t first = std::min(bs - x, s.total_k - dst);
+    if (first > 0) push(b, x, x + first, dst), dst += first;
+    const int32_t second = std::min(x, s.total_k - dst);
+    if (second > 0) push(b, 0, second, dst), dst += second;
+  } else {  // raw: arbitrary values, mostly invalid
+    s.segment_mode = "raw";
+    const int count = fdp.ConsumeIntegralInRange<int>(0, 8);
+    for (int i = 0; i < 4 * count; ++i)
+      seg.push_back(fdp.ConsumeBool() ? fdp.ConsumeIntegral<int32_t>()
+                                      : fdp.ConsumeIntegralInRange<int32_t>(-2, bs + 1));
+  }
+  if (seg.empty() || fdp.ConsumeIntegralInRange<int>(0, 7) != 0) return;
+  // Inject one bad field: an awkward value, or another segment's destination (overlap).
+  const size_t i = fdp.ConsumeIntegralInRange<size_t>(0, seg.size() / 4 - 1);
+  const int field = fdp.ConsumeIntegralInRange<int>(0, 3);
+  const int32_t values[] = {-2, INT32_MIN, INT32_MAX, nb, bs + 1, s.total_k, -1,
+                            seg[4 * fdp.ConsumeIntegralInRange<size_t>(0, seg.size() / 4 - 1) + 3]};
+  seg[4 * i + static_cast<size_t>(field)] = fdp.PickValueInArray(values);
+  s.segment_mode += "+injected[" + std::to_string(i) + "][" + std::to_string(field) + "]";
+}
+
+void decode_output(FuzzedDataProvider& fdp, LoadScenario& s, bool valid_only) {
+  s.out_rows = s.total_k + fdp.ConsumeIntegralInRange<int64_t>(0, 3);
+  if (!valid_only && s.total_k > 0 && fdp.ConsumeIntegralInRange<int>(0, 15) == 0)
+    s.out_rows = s.total_k - 1;
+  constexpr int64_t kDataPads[] = {0, 4, 16, 64};
+  constexpr int64_t kScalePads[] = {0, 4, 16};
+  s.data_row_pad = fdp.PickValueInArray(kDataPads);
+  s.scale_row_pad = fdp.PickValueInArray(kScalePads);
+  s.out_seed = fdp.ConsumeIntegral<uint64_t>();
+}
+
+int32_t max_total_k(const KVCacheFormat& f) {
+  return static_cast<int32_t>(std::min<int64_t>(2 * kMaxRows, cap_div(256 << 10, f.load_row_bytes() + 64)));
+}
+
+std::string hex16(uint32_t v, int width) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%0*x", width, v);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t SplitMix64::next() {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+CacheShape decode_cache_shape(FuzzedDataProvider& fdp) {
+  CacheShape s;
+  const int f = fdp.ConsumeIntegralInRange<int>(0, 6);
+  if (f < 6) {
+    s.format = supported_formats()[static_cast<size_t>(f)];
+  } else {
+    constexpr int32_t kElements[] = {8, 16, 64, 128, 136, 1024, 4096};
+    s.format = KVCacheFormat::BF16(fdp.PickValueInArray(kElements));
+  }
+  s.block_size = pick_block_size(fdp);
+  while (s.block_size > 1 && block_stride_for(s.format, s.block_size) > kMaxCacheBytes)
+    s.block_size /= 2;
+  const int64_t stride = block_stride_for(s.format, s.block_size);
+  const int32_t max_blocks =
+      static_cast<int32_t>(std::clamp<int64_t>(kMaxCacheBytes / stride, 1, kMaxBlocks));
+  s.num_blocks = fdp.ConsumeIntegralInRange<int32_t>(1, max_blocks);
+  return s;
+}
+
+StoreScenario decode_store(FuzzedDataProvider& fdp) { return decode_store_impl(fdp, false); }
+
+LoadScenario decode_load(FuzzedDataProvider& fdp) {
+  LoadScenario s;
+  s.shape = decode_cache_shape(fdp);
+  s.total_k = fdp.ConsumeIntegralInRange<int32_t>(0, max_total_k(s.shape.format));
+  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
+  s.cache_seed = rng.next();
+  make_segments(fdp, rng, s);
+  decode_output(fdp, s, false);
+  return s;
+}
+
+RoundTripScenario decode_round_trip(FuzzedDataProvider& fdp) {
+  RoundTripScenario r;
+  r.store = decode_store_impl(fdp, true);
+  LoadScenario& l = r.load;
+  l.shape = r.store.shape;
+  const int32_t bs = l.shape.block_size;
+  SplitMix64 rng{r.store.cache_seed ^ 0x5EEDull};
+  // Every block once, in shuffled order, each as whole-block segment (or a zero-fill
+  // piece in its place), until the output cap is reached.
+  auto order = distinct_slots(rng, l.shape.num_blocks, static_cast<size_t>(l.shape.num_blocks));
+  const bool zero_fill = fdp.ConsumeBool();
+  l.segment_mode = zero_fill ? "whole-blocks+zero-fill" : "whole-blocks";
+  const int32_t cap = max_total_k(l.shape.format);
+  int32_t dst = 0;
+  for (int32_t b : order) {
+    if (dst + bs > cap || static_cast<int32_t>(l.segments.size() / 4) >= kMaxSegments) break;
+    if (zero_fill && rng.next() % 4 == 0) {
+      const int32_t len = 1 + static_cast<int32_t>(rng.next() % static_cast<uint64_t>(bs));
+      l.segments.insert(l.segments.end(), {-1, 0, len, dst});
+      dst += len;
+      if (dst + bs > cap) break;
+    }
+    l.segments.insert(l.segments.end(), {b, 0, bs, dst});
+    dst += bs;
+  }
+  l.total_k = dst;
+  decode_output(fdp, l, true);
+  return r;
+}
+
+FormatScenario decode_format(FuzzedDataProvider& fdp) {
+  FormatScenario s;
+  const int kind = fdp.ConsumeIntegralInRange<int>(0, 2);
+  const int base = fdp.ConsumeIntegralInRange<int>(0, 5);
+  s.format = supported_formats()[static_cast<size_t>(base)];
+  constexpr int32_t kElements[] = {0, -8, 8, 16, 96, 128, 130, 512, 513, 4096, 4104};
+  constexpr int32_t kGroups[] = {0, -1, 1, 3, 16, 32, 64, 128, 512};
+  if (kind == 2) {  // every field arbitrary
+    s.format.name = "fuzzed";
+    s.format.quantized_dtype = static_cast<QuantizedDtype>(fdp.ConsumeIntegralInRange<int>(0, 2));
+    s.format.sf_format = static_cast<SfFormat>(fdp.ConsumeIntegralInRange<int>(0, 3));
+    s.format.elements = fdp.PickValueInArray(kElements);
+    s.format.elements_per_sf = fdp.PickValueInArray(kGroups);
+    s.format.do_cast = fdp.ConsumeBool();
+    s.format.token_interleaved = fdp.ConsumeBool();
+    s.format.bf16_tail_elements = fdp.ConsumeIntegralInRange<int>(0, 3) == 0 ? 64 : 0;
+  } else if (kind == 1) {  // a supported format with one field changed
+    s.format.name += "~mutated";
+    switch (fdp.ConsumeIntegralInRange<int>(0, 5)) {
+      case 0: s.format.elements = fdp.PickValueInArray(kElements); break;
+      case 1: s.format.elements_per_sf = fdp.PickValueInArray(kGroups); break;
+      case 2: s.format.sf_format = static_cast<SfFormat>(fdp.ConsumeIntegralInRange<int>(0, 3)); break;
+      case 3: s.format.do_cast = !s.format.do_cast; break;
+      case 4: s.format.token_interleaved = !s.format.token_interleaved; break;
+      default: s.format.bf16_tail_elements = 64; break;
+    }
+  } else if (base == 5) {  // BF16(E) with E random
+    s.format = KVCacheFormat::BF16(8 * fdp.ConsumeIntegralInRange<int32_t>(1, 512));
+  }
+  s.block_size = pick_block_size(fdp);
+  s.block = fdp.ConsumeIntegralInRange<int64_t>(0, 1 << 20);
+  s.token = fdp.ConsumeIntegralInRange<int64_t>(0, s.block_size - 1);
+  s.dtype = fdp.ConsumeBool() ? CacheDtype::kBF16 : CacheDtype::kUInt8;
+  const int rank = fdp.ConsumeIntegralInRange<int>(0, 4);
+  constexpr int64_t kDims[] = {1, 528, 288, 68, 132, 512, 4096, 4104, 0, -1, 130, 1024};
+  for (int i = 0; i < rank; ++i)
+    s.shape.push_back(fdp.ConsumeBool() ? fdp.PickValueInArray(kDims)
+                                        : fdp.ConsumeIntegralInRange<int64_t>(-4, 9000));
+  s.sf_choice = fdp.ConsumeIntegralInRange<int>(0, 3);
+  return s;
+}
+
+NumericsScenario decode_numerics(FuzzedDataProvider& fdp) {
+  NumericsScenario s;
+  s.format = supported_formats()[fdp.ConsumeIntegralInRange<size_t>(0, 4)];
+  const int value_mode = fdp.ConsumeIntegralInRange<int>(0, 3);
+  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
+  s.group.resize(static_cast<size_t>(s.format.elements_per_sf));
+  for (auto& v : s.group) v = gen_value(rng, value_mode);
+  // Float bit patterns straight from the input (4 bytes each), so the fuzzer can aim
+  // at rounding boundaries; group elements overwritten from what is left.
+  const size_t count = fdp.ConsumeIntegralInRange<size_t>(0, 64);
+  for (size_t i = 0; i < count && fdp.remaining_bytes() >= 4; ++i)
+    s.floats.push_back(fdp.ConsumeIntegral<uint32_t>());
+  for (size_t i = 0; i < s.group.size() && fdp.remaining_bytes() >= 2; ++i)
+    s.group[i] = fdp.ConsumeIntegral<uint16_t>();
+  return s;
+}
+
+void fill_pattern(uint64_t seed, uint8_t* bytes, size_t n) {
+  SplitMix64 rng{seed};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t r = rng.next();
+    for (int b = 0; b < 8; ++b) bytes[i + b] = static_cast<uint8_t>(r >> (8 * b));
+  }
+  const uint64_t r = rng.next();
+  for (int b = 0; i < n; ++i, ++b) bytes[i] = static_cast<uint8_t>(r >> (8 * b));
+}
+
+void fill_cache_bytes(const CacheShape& shape, uint64_t seed, uint8_t* bytes) {
+  const CacheLayout l = CacheLayout::make(shape.format, shape.num_blocks, shape.block_size);
+  fill_pattern(seed, bytes, static_cast<size_t>(l.size_bytes()));
+  if (!(shape.format.do_cast && shape.format.sf_format == SfFormat::kUE8M0)) return;
+  for (int64_t b = 0; b < l.num_blocks; ++b)
+    for (int64_t t = 0; t < l.block_size; ++t)
+      for (int64_t g = 0; g < l.format.sf_bytes(); ++g) {
+        uint8_t& v = bytes[l.scale_offset(b, t) + g];
+        v = static_cast<uint8_t>(1 + v % 253);  // [1, 253]
+      }
+}
+
+std::string format_ints(const std::vector<int32_t>& v, size_t max_items) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size() && i < max_items; ++i)
+    out += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() > max_items) out += ", ... (" + std::to_string(v.size()) + " in all)";
+  return out + "]";
+}
+
+std::string describe(const CacheShape& s) {
+  const KVCacheFormat& f = s.format;
+  std::ostringstream o;
+  o << "  format: " << f.name << " (" << to_string(f.quantized_dtype) << ", " << f.elements
+    << " elements";
+  if (f.is_quantized())
+    o << ", " << f.elements_per_sf << " per " << to_string(f.sf_format) << " scale"
+      << (f.do_cast ? ", do_cast" : "") << (f.token_interleaved ? ", interleaved" : "");
+  o << ", " << f.bytes_per_token() << " bytes/token)\n";
+  o << "  cache: block_size " << s.block_size << ", num_blocks " << s.num_blocks
+    << ", block_stride " << block_stride_for(f, s.block_size) << " bytes, num_slots "
+    << s.num_slots() << "\n";
+  return o.str();
+}
+
+std::string describe(const StoreScenario& s) {
+  std::ostringstream o;
+  o << "store_kv_cache scenario\n" << describe(s.shape);
+  o << "  slot_mapping (" << s.slot_mapping.size() << " rows, " << s.slot_mode
+    << "): " << format_ints(s.slot_mapping) << "\n";
+  o << "  kv: " << s.kv_rows << " rows, row_stride " << s.row_stride << " elements, values "
+    << s.value_mode;
+  if (!s.kv.empty()) {
+    o << "; row 0 starts";
+    for (size_t i = 0; i < 8 && i < s.kv.size(); ++i) o << " " << hex16(s.kv[i], 4);
+  }
+  o << "\n  cache sentinel seed: " << s.cache_seed << "\n";
+  return o.str();
+}
+
+std::string describe(const LoadScenario& s) {
+  std::ostringstream o;
+  o << "load_paged_kv_cache scenario\n" << describe(s.shape);
+  o << "  total_k " << s.total_k << ", output rows " << s.out_rows << " (row pad "
+    << s.data_row_pad << " data / " << s.scale_row_pad << " scale bytes)\n";
+  o << "  segments (" << s.segments.size() / 4 << ", " << s.segment_mode
+    << ") [block, begin, end, dst]:";
+  for (size_t i = 0; i + 3 < s.segments.size() && i < 4 * 32; i += 4)
+    o << (i % 16 == 0 ? "\n    " : " ") << "[" << s.segments[i] << ", " << s.segments[i + 1]
+      << ", " << s.segments[i + 2] << ", " << s.segments[i + 3] << "]";
+  if (s.segments.size() % 4) o << "\n    (+" << s.segments.size() % 4 << " stray int32)";
+  if (s.segments.size() > 4 * 32) o << "\n    ...";
+  o << "\n  cache seed " << s.cache_seed << ", output sentinel seed " << s.out_seed << "\n";
+  return o.str();
+}
+
+std::string describe(const RoundTripScenario& s) {
+  return "store -> load round trip\n" + describe(s.store) + describe(s.load);
+}
+
+std::string describe(const FormatScenario& s) {
+  const KVCacheFormat& f = s.format;
+  std::ostringstream o;
+  o << "format scenario\n  fields: name '" << f.name << "', quantized " << to_string(f.quantized_dtype)
+    << ", elements " << f.elements << ", elements_per_sf " << f.elements_per_sf << ", sf "
+    << to_string(f.sf_format) << ", do_cast " << f.do_cast << ", interleaved "
+    << f.token_interleaved << ", bf16_tail " << f.bf16_tail_elements << "\n";
+  o << "  offsets at block " << s.block << ", token " << s.token << ", block_size " << s.block_size
+    << "\n  resolve_format(" << (s.dtype == CacheDtype::kBF16 ? "bf16" : "uint8") << ", [";
+  for (size_t i = 0; i < s.shape.size(); ++i) o << (i ? ", " : "") << s.shape[i];
+  o << "], sf " << (s.sf_choice ? to_string(static_cast<SfFormat>(s.sf_choice)) : "unset")
+    << ")\n";
+  return o.str();
+}
+
+std::string describe(const NumericsScenario& s) {
+  std::ostringstream o;
+  o << "numerics scenario\n  floats (" << s.floats.size() << "):";
+  for (size_t i = 0; i < s.floats.size() && i < 16; ++i) o << " " << hex16(s.floats[i], 8);
+  o << "\n  group of " << s.format.name << " (" << s.group.size() << "):";
+  for (size_t i = 0; i < s.group.size() && i < 32; ++i) o << " " << hex16(s.group[i], 4);
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace kvcheck::fuzz

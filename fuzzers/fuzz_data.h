@@ -1,0 +1,119 @@
+// The one input decoder of kvcheck's fuzzers: turns libFuzzer bytes into scenario
+// structs (FuzzedDataProvider underneath). Never throws and accepts any byte string,
+// so every file is a valid input; `kvcheck explain` and the corpus generator use the
+// same functions, so a crash file always decodes to the scenario that crashed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "impl/backend.h"
+#include "impl/format.h"
+
+class FuzzedDataProvider;
+
+namespace kvcheck::fuzz {
+
+/// Caps that keep one input small and fast (SPEC §6 scenarios, not sizes).
+inline constexpr int64_t kMaxCacheBytes = 1 << 20;  // per cache buffer
+inline constexpr int32_t kMaxBlocks = 64;
+inline constexpr int32_t kMaxRows = 256;             // kv rows / load rows
+inline constexpr int64_t kMaxKvElements = 1 << 17;   // rows * row_stride
+inline constexpr int32_t kMaxSegments = 64;
+
+/// Deterministic 64-bit generator (splitmix64) for the bulk bytes a scenario needs
+/// (cache contents, most kv values): the input carries only the seed.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next();
+};
+
+/// A cache shape: format, block_size (1, 2, 16, 64, 133, 256, odd, random) and
+/// num_blocks, capped so num_blocks*block_stride <= kMaxCacheBytes.
+struct CacheShape {
+  KVCacheFormat format;
+  int32_t block_size = 1;
+  int32_t num_blocks = 1;
+  int64_t num_slots() const { return int64_t{num_blocks} * block_size; }
+};
+
+/// store_kv_cache scenario (SPEC §5.1). kv holds kv_rows rows of row_stride
+/// elements (row_stride >= E); kv_rows < slot_mapping.size() is a shape error on
+/// purpose. cache_seed fills the cache with a sentinel pattern before the store.
+struct StoreScenario {
+  CacheShape shape;
+  std::vector<int32_t> slot_mapping;
+  int64_t kv_rows = 0;
+  int64_t row_stride = 0;  // elements
+  std::vector<bf16_bits> kv;
+  uint64_t cache_seed = 0;
+  std::string slot_mode;   // how slot_mapping was made, for reports
+  std::string value_mode;  // how kv values were made
+};
+
+/// load_paged_kv_cache scenario (SPEC §5.2). The cache holds bytes from cache_seed
+/// (ue8m0 scale bytes of do_cast formats kept in [1, 253], the values a store can
+/// write); the output buffers are pre-filled from out_seed.
+struct LoadScenario {
+  CacheShape shape;
+  uint64_t cache_seed = 0;
+  std::vector<int32_t> segments;  // S*4: src_block_id, src_begin, src_end, dst_offset
+  int32_t total_k = 0;
+  int64_t out_rows = 0;           // >= total_k unless a shape error is wanted
+  int64_t data_row_pad = 0;       // bytes past load_row_bytes() per output row
+  int64_t scale_row_pad = 0;
+  uint64_t out_seed = 0;
+  std::string segment_mode;
+};
+
+/// store -> load round trip: a valid store, then a load of the stored blocks
+/// (whole blocks, in shuffled order, with zero-fill pieces between).
+struct RoundTripScenario {
+  StoreScenario store;
+  LoadScenario load;  // shape and cache_seed unused: the cache is the stored one
+};
+
+/// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
+struct FormatScenario {
+  KVCacheFormat format;  // arbitrary fields, often invalid
+  int32_t block_size = 1;
+  int64_t block = 0, token = 0;    // a location to check offsets at
+  CacheDtype dtype = CacheDtype::kUInt8;
+  std::vector<int64_t> shape;      // for resolve_format
+  int sf_choice = 0;               // 0: none, else SfFormat value
+};
+
+/// Numerics scenario (SPEC §4): raw float bit patterns and one BF16 scale group.
+struct NumericsScenario {
+  std::vector<uint32_t> floats;
+  KVCacheFormat format;            // a quantised format
+  std::vector<bf16_bits> group;    // elements_per_sf values
+};
+
+CacheShape decode_cache_shape(FuzzedDataProvider& fdp);
+StoreScenario decode_store(FuzzedDataProvider& fdp);
+LoadScenario decode_load(FuzzedDataProvider& fdp);
+RoundTripScenario decode_round_trip(FuzzedDataProvider& fdp);
+FormatScenario decode_format(FuzzedDataProvider& fdp);
+NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
+
+/// Fills `bytes` from seed; for do_cast ue8m0 formats the scale bytes of every
+/// record are mapped into [1, 253] (k + 127, k in [-126, 126], SPEC §4.1).
+void fill_cache_bytes(const CacheShape& shape, uint64_t seed, uint8_t* bytes);
+/// Fills `n` bytes with the pattern of `seed` (sentinel for memory not to be touched).
+void fill_pattern(uint64_t seed, uint8_t* bytes, size_t n);
+
+/// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
+std::string describe(const CacheShape& s);
+std::string describe(const StoreScenario& s);
+std::string describe(const LoadScenario& s);
+std::string describe(const RoundTripScenario& s);
+std::string describe(const FormatScenario& s);
+std::string describe(const NumericsScenario& s);
+
+/// "[1, -1, 7, ...]" with at most `max_items` entries shown.
+std::string format_ints(const std::vector<int32_t>& v, size_t max_items = 64);
+
+}  // namespace kvcheck::fuzz

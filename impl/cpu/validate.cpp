@@ -1,0 +1,186 @@
+#include "impl/cpu/validate.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "impl/error.h"
+
+namespace kvcheck::cpu {
+namespace {
+
+using std::to_string;
+
+[[noreturn]] void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
+
+// Bitmap of row/slot ids; cheap when the id space is not much larger than the input.
+class Bitmap {
+ public:
+  explicit Bitmap(int64_t bits) : words_(static_cast<size_t>((bits + 63) / 64), 0) {}
+  bool test_and_set(int64_t i) {
+    uint64_t& w = words_[static_cast<size_t>(i >> 6)];
+    const uint64_t bit = uint64_t{1} << (i & 63);
+    const bool was = (w & bit) != 0;
+    w |= bit;
+    return was;
+  }
+  // True when any bit of [b, e) was set already; sets them all.
+  bool test_and_set_range(int64_t b, int64_t e) {
+    bool any = false;
+    while (b < e) {
+      const int64_t word_end = std::min(e, (b | 63) + 1);
+      const uint64_t ones = word_end - b == 64 ? ~uint64_t{0}
+                                               : ((uint64_t{1} << (word_end - b)) - 1);
+      uint64_t& w = words_[static_cast<size_t>(b >> 6)];
+      const uint64_t mask = ones << (b & 63);
+      any |= (w & mask) != 0;
+      w |= mask;
+      b = word_end;
+    }
+    return any;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+std::string seg_str(std::span<const int32_t> s, size_t i) {
+  return "load_segments[" + to_string(i) + "] = [" + to_string(s[4 * i]) + ", " +
+         to_string(s[4 * i + 1]) + ", " + to_string(s[4 * i + 2]) + ", " +
+         to_string(s[4 * i + 3]) + "]";
+}
+
+}  // namespace
+
+void validate_layout(const CacheLayout& layout) {
+  const CacheLayout expected = CacheLayout::make(layout.format, layout.num_blocks, layout.block_size);
+  if (expected.block_stride != layout.block_stride)
+    fail(ErrorCode::kInvalidArgument,
+         "cache layout block_stride " + to_string(layout.block_stride) + " is not " +
+             to_string(expected.block_stride) + " (SPEC §3)");
+}
+
+void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                    const CacheView& cache) {
+  const CacheLayout& layout = cache.layout;
+  validate_layout(layout);
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  if (n == 0) return;
+  const int64_t elements = layout.format.elements;
+  if (kv.rows < n)
+    fail(ErrorCode::kShapeMismatch, "kv has " + to_string(kv.rows) +
+                                        " rows but slot_mapping has " + to_string(n));
+  if (kv.row_stride < elements)
+    fail(ErrorCode::kInvalidArgument, "kv.row_stride " + to_string(kv.row_stride) +
+                                          " is smaller than the format's " +
+                                          to_string(elements) + " elements");
+  if (kv.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv.data is null");
+  if (cache.base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+
+  const int64_t num_slots = layout.num_slots();
+  // Bitmap when it costs at most ~one word per row, else a hash map.
+  const bool use_bitmap = num_slots <= 64 * n + (int64_t{1} << 16);
+  Bitmap seen(use_bitmap ? num_slots : 0);
+  std::unordered_map<int32_t, int64_t> first_row;
+  if (!use_bitmap) first_row.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t slot = slot_mapping[static_cast<size_t>(i)];
+    if (slot == -1) continue;
+    if (slot < -1 || slot >= num_slots)
+      fail(ErrorCode::kSlotOutOfRange,
+           "slot_mapping[" + to_string(i) + "] = " + to_string(slot) + " is outside [0, " +
+               to_string(num_slots) + ") (num_blocks " + to_string(layout.num_blocks) +
+               " * block_size " + to_string(layout.block_size) + ") and is not -1");
+    bool duplicate = false;
+    if (use_bitmap) {
+      duplicate = seen.test_and_set(slot);
+    } else {
+      duplicate = !first_row.emplace(slot, i).second;
+    }
+    if (duplicate) {
+      int64_t j = 0;
+      while (slot_mapping[static_cast<size_t>(j)] != slot) ++j;
+      fail(ErrorCode::kDuplicateSlot, "slot_mapping[" + to_string(i) + "] = " + to_string(slot) +
+                                          " repeats slot_mapping[" + to_string(j) + "]");
+    }
+  }
+}
+
+int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs,
+                      int32_t total_k, const LoadOutput& out) {
+  const CacheLayout& layout = cache.layout;
+  validate_layout(layout);
+  const KVCacheFormat& f = layout.format;
+  if (segs.size() % 4 != 0)
+    fail(ErrorCode::kInvalidArgument, "load_segments has " + to_string(segs.size()) +
+                                          " int32, not a multiple of 4");
+  if (total_k < 0) fail(ErrorCode::kInvalidArgument, "total_k = " + to_string(total_k) + " < 0");
+  if (out.rows < total_k)
+    fail(ErrorCode::kShapeMismatch,
+         "out has " + to_string(out.rows) + " rows but total_k = " + to_string(total_k));
+  if (total_k > 0 && (out.data == nullptr || out.data_row_stride < f.load_row_bytes()))
+    fail(ErrorCode::kShapeMismatch,
+         "out.data needs rows of >= " + to_string(f.load_row_bytes()) + " bytes, got stride " +
+             to_string(out.data_row_stride) + (out.data == nullptr ? " and a null pointer" : ""));
+  if (total_k > 0 && f.is_index() &&
+      (out.scales == nullptr || out.scale_row_stride < f.load_scale_row_bytes()))
+    fail(ErrorCode::kShapeMismatch,
+         "out.scales needs rows of >= " + to_string(f.load_scale_row_bytes()) +
+             " bytes, got stride " + to_string(out.scale_row_stride) +
+             (out.scales == nullptr ? " and a null pointer" : ""));
+  const size_t num_segments = segs.size() / 4;
+
+  // Overlap detection: a bitmap over output rows when that is small relative to the
+  // work, else an ordered map of the disjoint row ranges seen so far.
+  const bool use_bitmap = total_k <= (int64_t{1} << 22) ||
+                          total_k <= 64 * static_cast<int64_t>(num_segments) * layout.block_size;
+  Bitmap rows(use_bitmap ? total_k : 0);
+  std::map<int64_t, std::pair<int64_t, size_t>> ranges;  // begin -> (end, segment)
+  int64_t covered = 0;
+  for (size_t s = 0; s < num_segments; ++s) {
+    const int32_t block = segs[4 * s], begin = segs[4 * s + 1], end = segs[4 * s + 2];
+    const int64_t dst = segs[4 * s + 3];
+    if (block != -1 && (block < 0 || block >= layout.num_blocks))
+      fail(ErrorCode::kSegmentBlockOutOfRange,
+           seg_str(segs, s) + ": block " + to_string(block) + " is not -1 and not in [0, " +
+               to_string(layout.num_blocks) + ")");
+    if (!(0 <= begin && begin <= end && end <= layout.block_size))
+      fail(ErrorCode::kSegmentRangeInvalid,
+           seg_str(segs, s) + ": need 0 <= src_begin <= src_end <= block_size " +
+               to_string(layout.block_size));
+    const int64_t len = int64_t{end} - begin;
+    if (dst < 0 || dst + len > total_k)
+      fail(ErrorCode::kSegmentDestinationOutOfRange,
+           seg_str(segs, s) + ": rows [" + to_string(dst) + ", " + to_string(dst + len) +
+               ") are not inside [0, total_k = " + to_string(total_k) + ")");
+    if (len == 0) continue;
+    if (block >= 0 && cache.base == nullptr)
+      fail(ErrorCode::kShapeMismatch, seg_str(segs, s) + " reads a null cache");
+    bool overlap = false;
+    if (use_bitmap) {
+      overlap = rows.test_and_set_range(dst, dst + len);
+    } else {
+      auto next = ranges.upper_bound(dst);
+      overlap = next != ranges.end() && next->first < dst + len;
+      if (!overlap && next != ranges.begin()) overlap = std::prev(next)->second.first > dst;
+      if (!overlap) ranges.emplace(dst, std::make_pair(dst + len, s));
+    }
+    if (overlap) {
+      size_t t = 0;
+      for (;; ++t) {
+        const int64_t t_dst = segs[4 * t + 3];
+        const int64_t t_len = int64_t{segs[4 * t + 2]} - segs[4 * t + 1];
+        if (t_len > 0 && t_dst < dst + len && dst < t_dst + t_len) break;
+      }
+      fail(ErrorCode::kSegmentOverlap,
+           seg_str(segs, s) + ": output rows overlap " + seg_str(segs, t));
+    }
+    covered += len;
+  }
+  return covered;
+}
+
+}  // namespace kvcheck::cpu

@@ -1,0 +1,32 @@
+// Checked-entry validation of the CPU backend's store and load, in the order fixed by
+// docs/spec.md §5.2 "Validation order" (the reference follows the same order).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "impl/backend.h"
+
+namespace kvcheck::cpu {
+
+/// Throws kInvalidFormat / kInvalidArgument when `layout` is not what
+/// CacheLayout::make(format, num_blocks, block_size) gives.
+void validate_layout(const CacheLayout& layout);
+
+/// SPEC §5.1 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
+/// kInvalidArgument (layout); for n > 0: kShapeMismatch (kv.rows < n),
+/// kInvalidArgument (kv.row_stride < E), kShapeMismatch (null kv.data / cache base),
+/// then the smallest bad row: kSlotOutOfRange, kDuplicateSlot. O(n) expected.
+void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                    const CacheView& cache);
+
+/// SPEC §5.2 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
+/// kInvalidArgument (layout, segment count % 4, total_k < 0), kShapeMismatch
+/// (out.rows < total_k, null or too-narrow out buffers), then the smallest bad
+/// segment: kSegmentBlockOutOfRange, kSegmentRangeInvalid,
+/// kSegmentDestinationOutOfRange, kShapeMismatch (reads a null cache),
+/// kSegmentOverlap. O(S + total_k/64) or O(S log S). Returns the rows written.
+int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> load_segments,
+                      int32_t total_k, const LoadOutput& out);
+
+}  // namespace kvcheck::cpu

@@ -1,0 +1,213 @@
+#include "properties/diff.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "reference/numerics.h"
+
+namespace kvcheck::props {
+namespace {
+
+std::string hex_bytes(std::span<const uint8_t> b) {
+  std::string s = "0x";
+  for (size_t i = b.size(); i-- > 0;) s += fmt::format("{:02X}", b[i]);  // little-endian value
+  return s;
+}
+
+std::string show_float(float v) { return fmt::format("{:g}", v); }
+
+uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Value of the data unit starting at p (one element; e2m1: one byte = two elements).
+std::string decode_data(QuantizedDtype q, const uint8_t* p) {
+  switch (q) {
+    case QuantizedDtype::kNone:
+      return fmt::format("{} (bf16 {})", hex_bytes({p, 2}), show_float(ref::bf16_to_float(load_u16(p))));
+    case QuantizedDtype::kE4M3:
+      return fmt::format("{} (e4m3 {})", hex_bytes({p, 1}), show_float(ref::e4m3_to_float(*p)));
+    case QuantizedDtype::kE2M1:
+      return fmt::format("{} (e2m1 lo {}, hi {})", hex_bytes({p, 1}),
+                         show_float(ref::e2m1_to_float(*p & 0xF)), show_float(ref::e2m1_to_float(*p >> 4)));
+  }
+  return "?";
+}
+
+std::string decode_scale(SfFormat sf, const uint8_t* p) {
+  switch (sf) {
+    case SfFormat::kUE8M0:
+      return fmt::format("{} (ue8m0 2^{} = {})", hex_bytes({p, 1}), int{*p} - 127,
+                         show_float(ref::e8m0_to_float(*p)));
+    case SfFormat::kE4M3:
+      return fmt::format("{} (e4m3 {})", hex_bytes({p, 1}), show_float(ref::e4m3_to_float(*p)));
+    case SfFormat::kFP32:
+      return fmt::format("{} (fp32 {})", hex_bytes({p, 4}), show_float(load_f32(p)));
+    case SfFormat::kNone: break;
+  }
+  return "?";
+}
+
+int64_t data_unit_bytes(const KVCacheFormat& f) { return f.is_bf16() ? 2 : 1; }
+int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.sf_format == SfFormat::kFP32 ? 4 : 1; }
+
+int64_t count_diffs(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
+  return n;
+}
+
+}  // namespace
+
+CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, int64_t offset) {
+  const int64_t bpt = f.bytes_per_token();
+  const int64_t qb = f.quantized_bytes();
+  const int64_t sfb = f.sf_bytes();
+  const int64_t records = int64_t{block_size} * bpt;
+  // SPEC §3 block_stride, written out again on purpose (no impl/ code).
+  int64_t align = 32;
+  if (f.token_interleaved) {
+    int64_t a = 32, b = bpt;
+    while (b != 0) { const int64_t t = a % b; a = b; b = t; }
+    align = 32 / a * bpt;
+  }
+  const int64_t stride = (records + align - 1) / align * align;
+  CacheByteLocation loc;
+  loc.block = offset / stride;
+  const int64_t r = offset % stride;
+  if (r >= records) {
+    loc.kind = CacheByteLocation::Kind::kPadding;
+    loc.token = -1;
+    loc.index = r - records;
+    return loc;
+  }
+  const int64_t per_element_bits = f.bits_per_element();
+  if (f.token_interleaved) {
+    loc.token = r / bpt;
+    const int64_t o = r % bpt;
+    if (o < qb) {
+      loc.index = o * 8 / per_element_bits;
+    } else {
+      loc.kind = CacheByteLocation::Kind::kScale;
+      loc.index = (o - qb) / scale_unit_bytes(f);
+    }
+  } else if (r < int64_t{block_size} * qb) {
+    loc.token = r / qb;
+    loc.index = (r % qb) * 8 / per_element_bits;
+  } else {
+    const int64_t s = r - int64_t{block_size} * qb;
+    loc.kind = CacheByteLocation::Kind::kScale;
+    loc.token = s / sfb;
+    loc.index = (s % sfb) / scale_unit_bytes(f);
+  }
+  return loc;
+}
+
+std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expected,
+                       std::span<const uint8_t> actual) {
+  if (expected.size() != actual.size())
+    return fmt::format("cache sizes differ: expected {} bytes, actual {}", expected.size(), actual.size());
+  size_t i = 0;
+  while (i < expected.size() && expected[i] == actual[i]) ++i;
+  if (i == expected.size()) return "";
+  const KVCacheFormat& f = layout.format;
+  const CacheByteLocation loc = locate_cache_byte(f, layout.block_size, static_cast<int64_t>(i));
+  std::string where, exp, act;
+  switch (loc.kind) {
+    case CacheByteLocation::Kind::kPadding:
+      where = fmt::format("block {} padding byte {} (past the {} record bytes)", loc.block, loc.index,
+                          layout.record_bytes());
+      exp = hex_bytes({&expected[i], 1});
+      act = hex_bytes({&actual[i], 1});
+      break;
+    case CacheByteLocation::Kind::kData: {
+      const int64_t unit = data_unit_bytes(f);
+      const size_t start = i - (i % static_cast<size_t>(unit));  // records are unit-aligned
+      where = fmt::format("block {}, token {} (slot {}), data element {}", loc.block, loc.token,
+                          loc.block * layout.block_size + loc.token, loc.index);
+      exp = decode_data(f.quantized_dtype, &expected[start]);
+      act = decode_data(f.quantized_dtype, &actual[start]);
+      break;
+    }
+    case CacheByteLocation::Kind::kScale: {
+      const int64_t unit = scale_unit_bytes(f);
+      const size_t start = i - (i % static_cast<size_t>(unit));
+      where = fmt::format("block {}, token {} (slot {}), scale group {} (elements [{}, {}))", loc.block,
+                          loc.token, loc.block * layout.block_size + loc.token, loc.index,
+                          loc.index * f.elements_per_sf, (loc.index + 1) * f.elements_per_sf);
+      exp = decode_scale(f.sf_format, &expected[start]);
+      act = decode_scale(f.sf_format, &actual[start]);
+      break;
+    }
+  }
+  return fmt::format(
+      "first differing cache byte at offset {} of {} ({} bytes differ)\n"
+      "  at:       {} [format {}, block_size {}, block_stride {}]\n"
+      "  expected: {}\n"
+      "  actual:   {}",
+      i, expected.size(), count_diffs(expected, actual), where, f.name, layout.block_size,
+      layout.block_stride, exp, act);
+}
+
+std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOutput& expected,
+                             const LoadOutput& actual) {
+  const int64_t row_bytes = f.load_row_bytes();
+  const int64_t sf_row_bytes = f.load_scale_row_bytes();
+  int64_t ndiff = 0;
+  std::string first;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* e = expected.data + r * expected.data_row_stride;
+    const uint8_t* a = actual.data + r * actual.data_row_stride;
+    for (int64_t b = 0; b < row_bytes; ++b) {
+      if (e[b] == a[b]) continue;
+      if (ndiff++ == 0) {
+        const bool bf16_out = !f.is_index();
+        const int64_t unit = bf16_out ? 2 : 1;
+        const int64_t start = b - b % unit;
+        const QuantizedDtype q = bf16_out ? QuantizedDtype::kNone : f.quantized_dtype;
+        first = fmt::format("  at:       output row {}, data element {}\n  expected: {}\n  actual:   {}", r,
+                            start * 8 / (bf16_out ? 16 : f.bits_per_element()), decode_data(q, e + start),
+                            decode_data(q, a + start));
+      }
+    }
+    if (sf_row_bytes == 0) continue;
+    const uint8_t* es = expected.scales + r * expected.scale_row_stride;
+    const uint8_t* as = actual.scales + r * actual.scale_row_stride;
+    for (int64_t b = 0; b < sf_row_bytes; ++b) {
+      if (es[b] == as[b]) continue;
+      if (ndiff++ == 0) {
+        const int64_t unit = scale_unit_bytes(f);
+        const int64_t start = b - b % unit;
+        first = fmt::format("  at:       output row {}, scale group {}{}\n  expected: {}\n  actual:   {}", r,
+                            start / unit,
+                            f.sf_format == SfFormat::kUE8M0 ? fmt::format(" (int32 word {}, byte {})", b / 4, b % 4)
+                                                            : std::string(),
+                            decode_scale(f.sf_format, es + start), decode_scale(f.sf_format, as + start));
+      }
+    }
+  }
+  if (ndiff == 0) return "";
+  return fmt::format("first differing load output byte ({} bytes differ) [format {}, {} rows]\n{}", ndiff,
+                     f.name, rows, first);
+}
+
+std::string diff_int32(const std::string& what, std::span<const int32_t> expected,
+                       std::span<const int32_t> actual) {
+  if (expected.size() != actual.size())
+    return fmt::format("{}: sizes differ, expected {} entries, actual {}", what, expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != actual[i])
+      return fmt::format("{}[{}]: expected {}, actual {}", what, i, expected[i], actual[i]);
+  return "";
+}
+
+}  // namespace kvcheck::props

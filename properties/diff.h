@@ -1,0 +1,42 @@
+// Decoded first-difference reports (SPEC §6): which op, format, backend, and the
+// first differing byte as (block, token, data element i | scale group g | padding)
+// with expected and actual shown as hex and as decoded values. Shared by the
+// properties, the fuzzers and `kvcheck explain`.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "impl/backend.h"
+
+namespace kvcheck::props {
+
+/// Where one byte of a paged cache lives (offsets are bytes from the cache base).
+struct CacheByteLocation {
+  enum class Kind { kData, kScale, kPadding };
+  int64_t block = 0;
+  int64_t token = 0;  // -1 for padding
+  Kind kind = Kind::kData;
+  int64_t index = 0;  // data element (e2m1: the low element of the byte) or scale group
+};
+
+/// Decodes a byte offset with the SPEC §3 formulas (written here, independent of impl/).
+CacheByteLocation locate_cache_byte(const KVCacheFormat& format, int32_t block_size,
+                                    int64_t offset);
+
+/// "" when equal; otherwise a multi-line report of the first differing cache byte and
+/// the number of differing bytes. Buffers are the whole cache (size_bytes).
+std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expected,
+                       std::span<const uint8_t> actual);
+
+/// "" when equal; otherwise the first differing load-output row/element decoded
+/// (BF16 value, raw e4m3/e2m1 code, or scale) for `rows` rows. Strides as in LoadOutput.
+std::string diff_load_output(const KVCacheFormat& format, int64_t rows, const LoadOutput& expected,
+                             const LoadOutput& actual);
+
+/// "" when equal; otherwise "<what>[i]: expected E, actual A" for the first difference.
+std::string diff_int32(const std::string& what, std::span<const int32_t> expected,
+                       std::span<const int32_t> actual);
+
+}  // namespace kvcheck::props

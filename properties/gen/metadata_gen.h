@@ -1,0 +1,42 @@
+// Generators for host metadata (block tables, sequences, plans, index inputs) and the
+// prefill-step scenario. Each builds on earlier draws (no RC_PRE filtering) and
+// shrinks toward small batches, identity block tables and short sequences.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <rapidcheck.h>
+
+#include "impl/load_plan.h"
+
+namespace kvcheck::props::gen {
+
+/// 1, 2, 16, 64, 133, 256, or any value in [1, 300].
+rc::Gen<int32_t> block_size();
+/// A shuffled permutation of 0..n-1 (shrinks to the identity).
+rc::Gen<std::vector<int32_t>> permutation(int32_t n);
+/// One block table per entry of `blocks_needed`: distinct physical blocks taken from
+/// a shuffled pool (non-contiguous), each table followed by up to `max_tail` extra
+/// entries, -1 or unused blocks. Returns {tables, num_physical_blocks}.
+struct BlockTables {
+  std::vector<std::vector<int32_t>> tables;
+  int32_t num_blocks = 0;
+};
+rc::Gen<BlockTables> block_tables(std::vector<int32_t> blocks_needed, int32_t max_tail);
+
+/// A batch of 0..4 sequences for SWA plans / the prefill step: histories shorter
+/// and longer than the window, chunks longer than the ring, swa_valid_start inside
+/// the history, distinct state ids below the returned num_states. block_table empty.
+struct SwaBatch {
+  std::vector<SeqMeta> seqs;
+  int32_t window = 1, ring_size = 1, num_states = 1;
+};
+rc::Gen<SwaBatch> swa_batch();
+
+/// Ceil division for block counts.
+inline int32_t blocks_for(int32_t tokens, int32_t block_size) {
+  return (tokens + block_size - 1) / block_size;
+}
+
+}  // namespace kvcheck::props::gen

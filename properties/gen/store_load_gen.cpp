@@ -1,0 +1,219 @@
+#include "properties/gen/store_load_gen.h"
+
+#include <algorithm>
+#include <numeric>
+#include <ostream>
+#include <random>
+
+namespace kvcheck {
+void showValue(const KVCacheFormat& f, std::ostream& os) { os << f.name; }
+}  // namespace kvcheck
+
+namespace kvcheck::props {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// How a row's values are drawn; percentages shrink towards plain normal values.
+struct ValueMix {
+  int zero_group_pct = 0;
+  int special_pct = 0;   // ±Inf, NaN, ±0
+  int subnormal_pct = 0;
+  int huge_pct = 0;
+  uint32_t seed = 0;
+};
+
+bf16_bits draw_value(std::mt19937& rng, const ValueMix& mix, int base_exponent) {
+  const int roll = static_cast<int>(rng() % 100);
+  const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
+  const uint16_t mant = static_cast<uint16_t>(rng() & 0x7F);
+  if (roll < mix.special_pct) {
+    switch (rng() % 6) {
+      case 0: return static_cast<bf16_bits>(sign | 0x7F80);            // ±Inf
+      case 1: return static_cast<bf16_bits>(sign | 0x7FC0);            // quiet NaN
+      case 2: return static_cast<bf16_bits>(sign | 0x7F80 | (mant | 1));  // NaN with payload
+      default: return sign;                                            // ±0
+    }
+  }
+  if (roll < mix.special_pct + mix.subnormal_pct) return static_cast<bf16_bits>(sign | (mant | 1));
+  if (roll < mix.special_pct + mix.subnormal_pct + mix.huge_pct)
+    return static_cast<bf16_bits>(sign | ((230 + rng() % 25) << 7) | mant);  // up to 2^127
+  const int e = std::clamp(base_exponent + static_cast<int>(rng() % 9) - 4, 1, 254);
+  return static_cast<bf16_bits>(sign | (e << 7) | mant);
+}
+
+}  // namespace
+
+void fill_pattern(std::span<uint8_t> bytes, uint32_t seed) {
+  uint64_t word = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i % 8 == 0) word = splitmix64((uint64_t{seed} << 32) ^ i);
+    bytes[i] = static_cast<uint8_t>(word >> (8 * (i % 8)));
+  }
+}
+
+void showValue(const CacheShape& s, std::ostream& os) {
+  os << "{format " << s.format.name << ", block_size " << s.block_size << ", num_blocks "
+     << s.num_blocks << ", fill_seed " << s.fill_seed << "}";
+}
+
+void showValue(const StoreScenario& s, std::ostream& os) {
+  os << "store ";
+  showValue(s.shape, os);
+  os << " n=" << s.slot_mapping.size() << " row_stride=" << s.row_stride << " slot_mapping=[";
+  for (size_t i = 0; i < s.slot_mapping.size(); ++i) os << (i ? ", " : "") << s.slot_mapping[i];
+  os << "] kv[0][0..7]=[";
+  for (size_t i = 0; i < std::min<size_t>(8, s.kv.size()); ++i)
+    os << (i ? " " : "") << "0x" << std::hex << s.kv[i] << std::dec;
+  os << "]";
+}
+
+void showValue(const LoadScenario& s, std::ostream& os) {
+  os << "load ";
+  showValue(s.shape, os);
+  os << " total_k=" << s.total_k << " out_rows=" << s.out_rows << " load_segments=[";
+  for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
+    os << (i ? ", " : "") << "[" << s.load_segments[i] << ", " << s.load_segments[i + 1] << ", "
+       << s.load_segments[i + 2] << ", " << s.load_segments[i + 3] << "]";
+  os << "]";
+}
+
+rc::Gen<KVCacheFormat> gen_format() {
+  return rc::gen::weightedOneOf<KVCacheFormat>({
+      {6, rc::gen::elementOf(supported_formats())},
+      {1, rc::gen::map(rc::gen::inRange(1, 129),
+                       [](int k) { return KVCacheFormat::BF16(8 * std::min(k, 512)); })},
+  });
+}
+
+rc::Gen<int32_t> gen_block_size() {
+  return rc::gen::weightedOneOf<int32_t>({
+      {3, rc::gen::elementOf(std::vector<int32_t>{1, 2, 16, 64, 133, 256})},
+      {1, rc::gen::elementOf(std::vector<int32_t>{53, 61, 69})},
+      {2, rc::gen::inRange<int32_t>(1, 301)},
+  });
+}
+
+rc::Gen<CacheShape> gen_cache_shape() {
+  return rc::gen::apply(
+      [](KVCacheFormat f, int32_t bs, int32_t nb, uint32_t seed) {
+        // Keep one case under ~2 MB of cache so hundreds of cases run per second.
+        const int64_t per_block = int64_t{bs} * f.bytes_per_token();
+        nb = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(nb, (2 << 20) / per_block)));
+        return CacheShape{std::move(f), bs, nb, seed};
+      },
+      gen_format(), gen_block_size(), rc::gen::inRange(1, 7), rc::gen::arbitrary<uint32_t>());
+}
+
+rc::Gen<bf16_bits> gen_bf16() {
+  return rc::gen::weightedOneOf<bf16_bits>({
+      {8, rc::gen::map(rc::gen::inRange(0, 1 << 15),
+                       [](int v) { return static_cast<bf16_bits>(((v & 0xFF) << 7 | 0x3F80) ^ (v >> 8 << 15)); })},
+      {2, rc::gen::arbitrary<uint16_t>()},
+      {1, rc::gen::elementOf(std::vector<bf16_bits>{0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1,
+                                                    0x0001, 0x8001, 0x007F, 0x7F7F, 0xFF7F})},
+  });
+}
+
+rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape) {
+  return rc::gen::exec([shape] {
+    StoreScenario s;
+    s.shape = shape;
+    const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
+    const int64_t e = shape.format.elements;
+    const int max_rows = static_cast<int>(std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96));
+    const int n = *rc::gen::inRange(0, max_rows + 1);
+    const int padding_mode = *rc::gen::elementOf(std::vector<int>{0, 1, 1, 2});  // none, some, all
+    const uint32_t slot_seed = *rc::gen::arbitrary<uint32_t>();
+    const bool want_slot_zero = *rc::gen::elementOf(std::vector<bool>{false, true});
+    std::mt19937 rng(slot_seed);
+    // Distinct valid slots by partial Fisher-Yates over [0, num_slots).
+    std::vector<int32_t> pool(static_cast<size_t>(num_slots));
+    std::iota(pool.begin(), pool.end(), 0);
+    size_t next = 0;
+    s.slot_mapping.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const bool pad = padding_mode == 2 || (padding_mode == 1 && rng() % 3 == 0) ||
+                       next >= pool.size();
+      if (pad) {
+        s.slot_mapping[static_cast<size_t>(i)] = -1;
+        continue;
+      }
+      std::swap(pool[next], pool[next + rng() % (pool.size() - next)]);
+      s.slot_mapping[static_cast<size_t>(i)] = pool[next++];
+    }
+    if (want_slot_zero && padding_mode != 2 && n >= 2) {
+      // The classic bug: a -1 clamped to 0. Put slot 0 right after a padding row.
+      for (auto& slot : s.slot_mapping)
+        if (slot == 0) slot = -1;
+      const size_t at = rng() % static_cast<size_t>(n - 1);
+      s.slot_mapping[at] = -1;
+      s.slot_mapping[at + 1] = 0;
+    }
+    s.row_stride = e + *rc::gen::elementOf(std::vector<int64_t>{0, 0, 8, 3, 17});
+    ValueMix mix;
+    mix.zero_group_pct = *rc::gen::inRange(0, 40);
+    mix.special_pct = *rc::gen::inRange(0, 20);
+    mix.subnormal_pct = *rc::gen::inRange(0, 15);
+    mix.huge_pct = *rc::gen::inRange(0, 15);
+    mix.seed = *rc::gen::arbitrary<uint32_t>();
+    std::mt19937 vrng(mix.seed);
+    s.kv.assign(static_cast<size_t>(n * s.row_stride), 0x7FC0);  // NaN in the row padding
+    const int64_t group = shape.format.is_quantized() ? shape.format.elements_per_sf : 8;
+    for (int r = 0; r < n; ++r) {
+      const int base_exponent = 100 + static_cast<int>(vrng() % 50);
+      for (int64_t g = 0; g < e; g += group) {
+        const bool zero = static_cast<int>(vrng() % 100) < mix.zero_group_pct;
+        for (int64_t i = g; i < std::min(e, g + group); ++i)
+          s.kv[static_cast<size_t>(r * s.row_stride + i)] =
+              zero ? bf16_bits{0} : draw_value(vrng, mix, base_exponent);
+      }
+    }
+    return s;
+  });
+}
+
+rc::Gen<StoreScenario> gen_store_scenario() {
+  return rc::gen::mapcat(gen_cache_shape(),
+                         [](const CacheShape& shape) { return gen_store_scenario(shape); });
+}
+
+rc::Gen<LoadScenario> gen_load_scenario() {
+  return rc::gen::exec([] {
+    LoadScenario s;
+    s.shape = *gen_cache_shape();
+    const int32_t bs = s.shape.block_size;
+    const int num_segments = *rc::gen::inRange(0, 13);
+    const uint32_t seed = *rc::gen::arbitrary<uint32_t>();
+    const int zero_fill_pct = *rc::gen::inRange(0, 40);
+    const int gap_pct = *rc::gen::inRange(0, 50);
+    std::mt19937 rng(seed);
+    int32_t dst = 0;
+    std::vector<LoadSegment> segs;
+    for (int i = 0; i < num_segments; ++i) {
+      if (static_cast<int>(rng() % 100) < gap_pct) dst += static_cast<int32_t>(rng() % 4);
+      const bool zero = static_cast<int>(rng() % 100) < zero_fill_pct;
+      int32_t a = static_cast<int32_t>(rng() % (bs + 1)), b = static_cast<int32_t>(rng() % (bs + 1));
+      if (a > b) std::swap(a, b);
+      if (rng() % 4 == 0) { a = 0; b = bs; }  // whole blocks are the common case
+      const int32_t block = zero ? -1 : static_cast<int32_t>(rng() % s.shape.num_blocks);
+      segs.push_back({block, a, b, dst});
+      dst += b - a;
+    }
+    if (static_cast<int>(rng() % 100) < gap_pct) dst += 1;
+    s.total_k = dst;
+    std::shuffle(segs.begin(), segs.end(), rng);
+    for (const auto& g : segs)
+      s.load_segments.insert(s.load_segments.end(), {g.src_block_id, g.src_begin, g.src_end, g.dst_offset});
+    s.out_rows = s.total_k + *rc::gen::inRange(0, 3);
+    s.out_seed = *rc::gen::arbitrary<uint32_t>();
+    return s;
+  });
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,55 @@
+// The prefill-step scenario (SPEC §5.3-§5.6): runs the whole pipeline of one prefill
+// step on a multi-sequence batch through a Backend and checks one end-to-end
+// invariant. Reusable by properties, fuzzers and tests.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "impl/backend.h"
+#include "impl/load_plan.h"
+
+namespace kvcheck::props {
+
+struct PrefillScenario {
+  KVCacheFormat format = KVCacheFormat::BF16(8);  // BF16(E) or V41
+  int32_t window = 1, ring_size = 1, num_swa_states = 1;  // SWA cache: one ring per block
+  int32_t block_size = 1, ratio = 1;  // compressed cache blocks hold block_size/ratio tokens
+  int32_t num_compressed_blocks = 1;
+  int32_t topk_width = 0;
+  std::vector<SeqMeta> seqs;  // distinct state_ids, disjoint compressed block tables
+  /// Per sequence [seqlen_q][topk_width]: the compressed tokens (logical, < seqlen_k /
+  /// ratio, distinct per row) each chunk row is given; -1 = none.
+  std::vector<std::vector<int32_t>> topk;
+  /// The wrong order (store the chunk into the ring before loading the history),
+  /// to prove the check can fail.
+  bool store_before_load = false;
+};
+
+void showValue(const PrefillScenario& s, std::ostream& os);
+
+/// Runs the step on `backend`:
+///  1. the caches before the step: ring slot r of sequence s holds the newest
+///     position h < history_end with h % ring_size == r (a stale marker when there
+///     is none or h < swa_valid_start); compressed token c sits at its paged slot;
+///  2. plans (build_compressed_plan, build_swa_plan), load of the SWA history into
+///     kv[0, total_k_swa), of the compressed cache into kv[main_offset, ...), copy of
+///     the chunk's KV into kv[total_k_swa, main_offset), store of the chunk into the
+///     ring (append_swa_store_slots) — after the loads unless store_before_load;
+///  3. indices: expand_swa_index(build_swa_prefill_pivots) and kv_index_cat with
+///     the compressed top-k shifted to their buffer rows.
+/// Every token's KV encodes (kind, sequence, position) exactly, so the check reads
+/// identities back: for every chunk row, the rows its final index selects are exactly
+/// its SWA window [max(p-window+1, swa_valid_start), p] and its given compressed
+/// tokens; the ring afterwards holds the newest position of every slot. Returns ""
+/// or a readable report of the first violation (sequence, row, expected, actual).
+/// Invalid scenarios (or a backend Error) are reported as failures too.
+std::string run_prefill_step(const PrefillScenario& s, const Backend& backend);
+
+/// True when storing before loading must corrupt a visible history row: some history
+/// position the first chunk row sees shares a ring slot with a stored chunk token.
+bool store_overlaps_visible_history(const PrefillScenario& s);
+
+}  // namespace kvcheck::props

@@ -1,0 +1,21 @@
+#include "properties/registry.h"
+
+namespace kvcheck::props {
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry r;
+    register_layout_properties(r);
+    register_store_properties(r);
+    register_load_properties(r);
+    register_round_trip_properties(r);
+    register_plan_properties(r);
+    register_slot_mapping_properties(r);
+    register_index_properties(r);
+    register_prefill_properties(r);
+    return r;
+  }();
+  return r;
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,48 @@
+// The property registry: every RapidCheck property of kvcheck, each stating one
+// invariant, run by the GoogleTest suite (label `property`) and by `kvcheck run`.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "impl/backend.h"
+
+namespace kvcheck::props {
+
+/// A property body draws its scenario with `*gen` and checks with RC_ASSERT /
+/// RC_FAIL (never gtest EXPECT_*: RapidCheck would not see the failure).
+/// Backend properties run once per available backend; host properties test host
+/// code in impl/ (plans, slot mappings) and run once, under the backend name "host".
+struct Property {
+  std::string name;       // prop_store_matches_reference
+  std::string op;         // store | load | round_trip | layout | plan | slot_mapping | index | prefill
+  std::string invariant;  // one sentence, shown in reports
+  bool per_backend = true;
+  std::function<void(const Backend&)> body;  // host properties ignore the argument
+};
+
+class Registry {
+ public:
+  void add(Property p) { properties_.push_back(std::move(p)); }
+  const std::vector<Property>& all() const { return properties_; }
+
+ private:
+  std::vector<Property> properties_;
+};
+
+/// All properties, registered once in a fixed order (properties/registry.cpp).
+const Registry& registry();
+
+// One registration function per properties/*_props.cpp file.
+void register_layout_properties(Registry& r);
+void register_store_properties(Registry& r);
+void register_load_properties(Registry& r);
+void register_round_trip_properties(Registry& r);
+void register_plan_properties(Registry& r);
+void register_slot_mapping_properties(Registry& r);
+void register_index_properties(Registry& r);
+void register_prefill_properties(Registry& r);
+
+}  // namespace kvcheck::props

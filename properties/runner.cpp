@@ -1,0 +1,75 @@
+#include "properties/runner.h"
+
+#include <rapidcheck.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+namespace kvcheck::props {
+namespace {
+
+class QuietListener final : public rc::detail::TestListener {
+ public:
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+}  // namespace
+
+std::string backend_label(const Property& p, const Backend& b) {
+  return p.per_backend ? std::string(b.name()) : std::string("host");
+}
+
+std::string test_id(const Property& p, const Backend& b) { return p.name + "/" + backend_label(p, b); }
+
+uint64_t configured_seed(uint64_t fallback) {
+  const char* env = std::getenv("RC_PARAMS");
+  if (env != nullptr && std::string(env).find("seed=") != std::string::npos)
+    return rc::detail::configuration().testParams.seed;
+  return fallback;
+}
+
+PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget) {
+  PropertyOutcome o;
+  o.property = p.name;
+  o.op = p.op;
+  o.backend = backend_label(p, b);
+  rc::detail::TestMetadata metadata;
+  metadata.id = test_id(p, b);
+  metadata.description = p.name;
+  rc::detail::TestParams params;
+  params.seed = budget.seed;
+  params.maxSuccess = budget.cases;
+  params.maxSize = budget.max_size;
+  params.maxDiscardRatio = 10;
+  QuietListener listener;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = rc::detail::checkProperty(
+      rc::detail::toProperty([&] { p.body(b); }), metadata, params, listener,
+      rc::detail::configuration().reproduce);
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rc::detail::SuccessResult ok;
+  if (result.match(ok)) {
+    o.cases = ok.numSuccess;
+    return o;
+  }
+  o.failed = true;
+  std::ostringstream msg;
+  rc::detail::printResultMessage(result, msg);
+  o.message = msg.str();
+  rc::detail::FailureResult fail;
+  rc::detail::GaveUpResult gave_up;
+  if (result.match(fail)) {
+    o.cases = fail.numSuccess;
+    rc::detail::Configuration config;
+    config.reproduce[metadata.id] = fail.reproduce;
+    o.reproduce = rc::detail::configToMinimalString(config);
+  } else if (result.match(gave_up)) {
+    o.cases = gave_up.numSuccess;
+  }
+  return o;
+}
+
+}  // namespace kvcheck::props

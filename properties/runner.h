@@ -1,0 +1,39 @@
+// Runs one registered property on one backend for a case budget through
+// RapidCheck, honouring RC_PARAMS="reproduce=..." for replaying a failure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "impl/backend.h"
+#include "properties/registry.h"
+
+namespace kvcheck::props {
+
+struct CaseBudget {
+  uint64_t seed = 0;
+  int cases = 100;
+  int max_size = 100;
+};
+
+struct PropertyOutcome {
+  std::string property, op, backend;
+  int cases = 0;          // successful cases run
+  bool failed = false;
+  std::string message;    // RapidCheck's minimal counterexample and our decoded report
+  std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
+  double seconds = 0;
+};
+
+/// Backend name a property runs under: the backend's, or "host" for host properties.
+std::string backend_label(const Property& p, const Backend& b);
+/// "<property>/<backend label>": RapidCheck's test id, the key of reproduce strings.
+std::string test_id(const Property& p, const Backend& b);
+
+/// Runs p on b (host properties ignore b) for budget.cases cases from budget.seed.
+PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget);
+
+/// The seed for reproducible runs: RC_PARAMS's seed when given, else `fallback`.
+uint64_t configured_seed(uint64_t fallback);
+
+}  // namespace kvcheck::props

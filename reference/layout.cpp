@@ -1,0 +1,54 @@
+// SPEC §3 offsets, spelled out again here (never via impl/layout.h).
+#include "reference/layout.h"
+
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "impl/error.h"
+
+namespace kvcheck::ref {
+namespace {
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
+  format.validate();
+  if (block_size < 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "block_size must be >= 1, got " + std::to_string(block_size));
+  if (num_blocks < 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "num_blocks must be >= 1, got " + std::to_string(num_blocks));
+  if (num_blocks > std::numeric_limits<int32_t>::max() / block_size ||
+      num_blocks > std::numeric_limits<int64_t>::max() / block_stride(format, block_size))
+    throw Error(ErrorCode::kInvalidArgument,
+                "cache of " + std::to_string(num_blocks) + " blocks of " +
+                    std::to_string(block_size) + " tokens: slots must fit in int32");
+}
+
+int64_t block_stride(const KVCacheFormat& format, int32_t block_size) {
+  const int64_t bpt = format.bytes_per_token();
+  const int64_t records = int64_t{block_size} * bpt;
+  if (format.token_interleaved) return round_up(records, std::lcm(int64_t{32}, bpt));
+  return round_up(records, 32);
+}
+
+int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t block,
+                    int64_t token) {
+  const int64_t base = block * block_stride(format, block_size);
+  if (format.token_interleaved) return base + token * format.bytes_per_token();
+  return base + token * format.quantized_bytes();  // BF16: quantized_bytes == 2E
+}
+
+int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block,
+                     int64_t token) {
+  const int64_t base = block * block_stride(format, block_size);
+  if (format.token_interleaved)
+    return base + token * format.bytes_per_token() + format.quantized_bytes();
+  return base + int64_t{block_size} * format.quantized_bytes() + token * format.sf_bytes();
+}
+
+}  // namespace kvcheck::ref

@@ -1,0 +1,109 @@
+// Reference store_kv_cache (SPEC §5.1): validate everything, then quantise and write
+// one row, one group, one element at a time.
+#include "reference/store.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "impl/error.h"
+#include "reference/layout.h"
+#include "reference/numerics.h"
+
+namespace kvcheck::ref {
+namespace {
+
+// Throws for every rule of SPEC §5.1 in the order docs/spec.md §5.2 [decided] fixes:
+// format and geometry, kv shape and pointers, then rows in index order (range, then
+// repeat of an earlier row's slot); the smallest failing row wins.
+void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                    const uint8_t* cache, const KVCacheFormat& format, int64_t num_blocks,
+                    int32_t block_size) {
+  check_cache_geometry(format, num_blocks, block_size);
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  if (n == 0) return;
+  if (kv.rows < n)
+    throw Error(ErrorCode::kShapeMismatch, "kv has " + std::to_string(kv.rows) +
+                                               " rows but slot_mapping has " +
+                                               std::to_string(n) + " entries");
+  if (kv.row_stride < format.elements)
+    throw Error(ErrorCode::kInvalidArgument,
+                "kv row_stride " + std::to_string(kv.row_stride) + " elements < E = " +
+                    std::to_string(format.elements));
+  if (kv.data == nullptr) throw Error(ErrorCode::kShapeMismatch, "kv data is null");
+  if (cache == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
+
+  const int64_t num_slots = num_blocks * block_size;
+  std::unordered_map<int32_t, int64_t> first_row;  // slot -> first row storing it
+  first_row.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t slot = slot_mapping[i];
+    if (slot < -1 || slot >= num_slots)
+      throw Error(ErrorCode::kSlotOutOfRange,
+                  "slot_mapping[" + std::to_string(i) + "] = " + std::to_string(slot) +
+                      ": valid are -1 and [0, " + std::to_string(num_slots) + ")");
+    if (slot == -1) continue;
+    const auto [it, inserted] = first_row.emplace(slot, i);
+    if (!inserted)
+      throw Error(ErrorCode::kDuplicateSlot,
+                  "slot_mapping[" + std::to_string(i) + "] = " + std::to_string(slot) +
+                      " repeats slot_mapping[" + std::to_string(it->second) + "]");
+  }
+}
+
+void write_bf16_row(const bf16_bits* x, int64_t elements, uint8_t* dst) {
+  for (int64_t e = 0; e < elements; ++e) {
+    dst[2 * e] = static_cast<uint8_t>(x[e] & 0xFF);  // little-endian
+    dst[2 * e + 1] = static_cast<uint8_t>(x[e] >> 8);
+  }
+}
+
+// One token's record: data at `data`, scales at `scales` (SPEC §2, §4; FP4 packing:
+// element 2i in the low nibble of byte i, 2i+1 in the high nibble).
+void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_t* data,
+                         uint8_t* scales) {
+  const int64_t group = format.elements_per_sf;
+  const int64_t scale_bytes = format.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const bool fp4 = format.quantized_dtype == QuantizedDtype::kE2M1;
+  std::vector<uint8_t> codes(static_cast<size_t>(group));
+  for (int64_t g = 0; g < format.num_scales(); ++g) {
+    const int64_t first = g * group;
+    quantize_group(format, std::span<const bf16_bits>(x + first, static_cast<size_t>(group)),
+                   codes, std::span<uint8_t>(scales + g * scale_bytes,
+                                             static_cast<size_t>(scale_bytes)));
+    for (int64_t i = 0; i < group; ++i) {
+      const int64_t e = first + i;
+      if (!fp4) {
+        data[e] = codes[static_cast<size_t>(i)];
+      } else if (e % 2 == 0) {
+        data[e / 2] = static_cast<uint8_t>((data[e / 2] & 0xF0) | codes[static_cast<size_t>(i)]);
+      } else {
+        data[e / 2] =
+            static_cast<uint8_t>((data[e / 2] & 0x0F) | (codes[static_cast<size_t>(i)] << 4));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, uint8_t* cache,
+                    const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
+  validate_store(kv, slot_mapping, cache, format, num_blocks, block_size);
+  for (size_t r = 0; r < slot_mapping.size(); ++r) {
+    const int32_t slot = slot_mapping[r];
+    if (slot == -1) continue;  // padding: nothing is written, slot 0 included
+    const int64_t block = slot / block_size, token = slot % block_size;
+    const bf16_bits* x = kv.data + static_cast<int64_t>(r) * kv.row_stride;
+    uint8_t* data = cache + data_offset(format, block_size, block, token);
+    if (format.is_bf16()) {
+      write_bf16_row(x, format.elements, data);
+    } else {
+      write_quantized_row(format, x, data,
+                          cache + scale_offset(format, block_size, block, token));
+    }
+  }
+}
+
+}  // namespace kvcheck::ref

@@ -1,0 +1,62 @@
+// The property suite under GoogleTest (CTest label `property`): one test per
+// (property, backend), registered from the property registry, fixed seed and case
+// budget so CI is reproducible. RC_PARAMS (seed=, max_success=, reproduce=) and
+// KVCHECK_PROPERTY_CASES override the budget.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "impl/backend.h"
+#include "properties/registry.h"
+#include "properties/runner.h"
+
+namespace {
+
+constexpr uint64_t kCiSeed = 0x6B76636865636Bull;  // "kvcheck"
+
+int case_budget() {
+  if (const char* env = std::getenv("KVCHECK_PROPERTY_CASES")) return std::atoi(env);
+  const char* rc_params = std::getenv("RC_PARAMS");
+  if (rc_params && std::string(rc_params).find("max_success=") != std::string::npos)
+    return rc::detail::configuration().testParams.maxSuccess;
+  return 100;
+}
+
+class PropertyTest : public testing::Test {
+ public:
+  PropertyTest(const kvcheck::props::Property* p, std::shared_ptr<const kvcheck::Backend> b)
+      : property_(p), backend_(std::move(b)) {}
+  void TestBody() override {
+    const auto o = kvcheck::props::run_property(
+        *property_, *backend_, {kvcheck::props::configured_seed(kCiSeed), case_budget(), 100});
+    if (o.failed)
+      FAIL() << property_->name << " on " << o.backend << " (" << property_->invariant << ")\n"
+             << o.message << "\nreproduce: RC_PARAMS=\"" << o.reproduce << "\" ctest -R '"
+             << property_->name << "'  or  ./kvcheck run --property " << property_->name << " --backend "
+             << backend_->name();
+  }
+
+ private:
+  const kvcheck::props::Property* property_;
+  std::shared_ptr<const kvcheck::Backend> backend_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  std::vector<std::string> missing;
+  const auto backends = kvcheck::available_backends(&missing);
+  for (const auto& p : kvcheck::props::registry().all()) {
+    for (const auto& b : backends) {
+      if (!p.per_backend && b != backends.front()) continue;  // host properties run once
+      const std::string label = p.per_backend ? std::string(b->name()) : "host";
+      testing::RegisterTest(
+          ("Property/" + p.op).c_str(), (p.name + "/" + label).c_str(), nullptr, nullptr, __FILE__,
+          __LINE__, [p = &p, b]() -> testing::Test* { return new PropertyTest(p, b); });
+    }
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,31 @@
+// `kvcheck run`: the differential campaign. Runs every registered property on every
+// available backend for a time or case budget, shows live progress, prints a
+// table and writes a JSON report.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvcheck::tool {
+
+struct CampaignOptions {
+  double seconds = 0;                  // time budget; 0 = use `cases`
+  int cases = 0;                       // cases per (property, backend); 0 with seconds 0 = 200
+  std::optional<uint64_t> seed;        // default: from the clock, printed for replay
+  std::vector<std::string> backends;   // empty = every available backend
+  std::vector<std::string> properties; // substrings of property names or ops; empty = all
+  std::string report_path;             // JSON report; empty = none
+  bool progress = true;                // live progress line on the progress stream
+};
+
+/// Runs the campaign. Returns 0 when every property held, 1 on any failure, 2 when
+/// the options select nothing runnable (unknown backend or property filter).
+int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress);
+
+/// Prints the registered properties (name, op, per-backend or host, invariant).
+void list_properties(std::ostream& out);
+
+}  // namespace kvcheck::tool
