@@ -55,7 +55,7 @@ bool skip(const Backend& b) {
 
 void prop_prefill_step_sees_exactly_its_window(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
-  const PrefillScenario s = draw_scenario();
+  const PrefillScenario s = *rc::gen::exec(draw_scenario);
   RC_TAG(store_overlaps_visible_history(s) ? "store overlaps loaded history" : "no overlap");
   const std::string msg = run_prefill_step(s, b);
   if (!msg.empty()) RC_FAIL(msg);
@@ -64,7 +64,7 @@ void prop_prefill_step_sees_exactly_its_window(const Backend& b) {
 // The order rule made observable: the wrong order fails exactly when it must.
 void prop_prefill_store_before_load_fails_iff_overlap(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
-  PrefillScenario s = draw_scenario();
+  PrefillScenario s = *rc::gen::exec(draw_scenario);
   s.store_before_load = true;
   const bool overlap = store_overlaps_visible_history(s);
   RC_TAG(overlap ? "overlap" : "no overlap");

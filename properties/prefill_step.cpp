@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <vector>
 #include <sstream>
 
 #include "impl/error.h"
@@ -193,30 +194,43 @@ class Step {
       const int32_t seq = static_cast<int32_t>(i);
       for (int32_t j = 0; j < q.seqlen_q; ++j, ++q_row) {
         const int32_t p = history_end(i) + j;
-        std::multiset<Identity> expected;
+        std::vector<Identity> expected;
         for (int32_t t = std::max(p - s_.window + 1, 0); t <= p; ++t)
-          if (t >= history_end(i) || t >= q.swa_valid_start) expected.insert({kSwa, seq, t});
+          if (t >= history_end(i) || t >= q.swa_valid_start) expected.push_back({kSwa, seq, t});
         for (int32_t c = 0; c < s_.topk_width; ++c) {
           const int32_t x = s_.topk[i][static_cast<size_t>(j) * s_.topk_width + c];
-          if (x != -1) expected.insert({kCompressed, seq, x});
+          if (x != -1) expected.push_back({kCompressed, seq, x});
         }
-        const std::multiset<Identity> all = expected;
+        std::sort(expected.begin(), expected.end());
+        std::vector<Identity> actual;
+        std::vector<int32_t> column;  // column of each actual entry, for the report
         for (int32_t c = 0; c < width_; ++c) {
           const int32_t r = index_[static_cast<size_t>(q_row * width_ + c)];
           if (r == -1) continue;
-          const std::string col = "index column " + std::to_string(c) + " selects row " + std::to_string(r);
           if (r < 0 || r >= total_kv_)
-            return where(i, j) + col + " outside the KV buffer [0, " + std::to_string(total_kv_) + ")";
-          const Identity got = decode(row(r), e_);
-          auto it = expected.find(got);
-          if (it == expected.end())
-            return where(i, j) + col + " holding " + show(got) + ", which " +
-                   (all.count(got) ? "an earlier column already selected" : "it must not see");
-          expected.erase(it);
+            return where(i, j) + "index column " + std::to_string(c) + " selects row " +
+                   std::to_string(r) + " outside the KV buffer [0, " + std::to_string(total_kv_) + ")";
+          actual.push_back(decode(row(r), e_));
+          column.push_back(c);
         }
-        if (!expected.empty())
-          return where(i, j) + "no index column selects " + show(*expected.begin()) + " (" +
-                 std::to_string(expected.size()) + " visible tokens missing)";
+        std::vector<Identity> sorted = actual;
+        std::sort(sorted.begin(), sorted.end());
+        if (sorted == expected) continue;
+        // Report the first selected row that is not (or no longer) expected, else a miss.
+        std::vector<Identity> left = expected;
+        for (size_t a = 0; a < actual.size(); ++a) {
+          const auto it = std::lower_bound(left.begin(), left.end(), actual[a]);
+          if (it == left.end() || *it != actual[a]) {
+            const bool dup = std::binary_search(expected.begin(), expected.end(), actual[a]);
+            const int32_t r = index_[static_cast<size_t>(q_row * width_ + column[a])];
+            return where(i, j) + "index column " + std::to_string(column[a]) + " selects row " +
+                   std::to_string(r) + " holding " + show(actual[a]) + ", which " +
+                   (dup ? "an earlier column already selected" : "it must not see");
+          }
+          left.erase(it);
+        }
+        return where(i, j) + "no index column selects " + show(left.front()) + " (" +
+               std::to_string(left.size()) + " visible tokens missing)";
       }
     }
     return "";

@@ -24,11 +24,19 @@ KVCHECK_CPU_INLINE uint32_t f_bits(float f) { return std::bit_cast<uint32_t>(f);
 /// Exact (SPEC §4).
 KVCHECK_CPU_INLINE float bf16_to_f32(uint16_t x) { return bits_f(uint32_t{x} << 16); }
 
+/// cond ? a : b on integers without control flow. GCC sinks a float computation
+/// used by one arm of a ?: into a branch and then (trapping math) cannot if-convert
+/// it back, which blocks vectorisation; a mask blend keeps the loop straight-line.
+KVCHECK_CPU_INLINE uint32_t sel(bool cond, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(cond);
+  return (a & m) | (b & ~m);
+}
+
 /// Round to nearest even on the bits; any NaN -> 0x7FFF (SPEC §4).
 KVCHECK_CPU_INLINE uint16_t f32_to_bf16(float f) {
   const uint32_t u = f_bits(f);
   const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFu : rounded);
+  return static_cast<uint16_t>(sel((u & 0x7FFFFFFFu) > 0x7F800000u, 0x7FFFu, rounded));
 }
 
 /// SATFINITE e4m3, RNE; NaN -> 0x7F; sign of zero kept (SPEC §4).
@@ -40,9 +48,9 @@ KVCHECK_CPU_INLINE uint8_t f32_to_e4m3(float x) {
   const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t normal = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
   const uint32_t sub = f_bits(bits_f(a) * 512.0f + bits_f(kMagic)) - kMagic;
-  uint32_t mag = a < 0x3C800000u ? sub : normal;  // 2^-6, the smallest normal
-  mag = a >= 0x43E00000u ? 0x7Eu : mag;           // >= 448 (Inf too) saturates
-  return static_cast<uint8_t>(a > 0x7F800000u ? 0x7Fu : (sign | mag));
+  uint32_t mag = sel(a < 0x3C800000u, sub, normal);  // 2^-6, the smallest normal
+  mag = sel(a >= 0x43E00000u, 0x7Eu, mag);           // >= 448 (Inf too) saturates
+  return static_cast<uint8_t>(sel(a > 0x7F800000u, 0x7Fu, sign | mag));
 }
 
 /// e2m1 nibble, RNE, saturate to ±6; NaN -> 0x7; -0 -> 0x8 (SPEC §4).
@@ -53,9 +61,9 @@ KVCHECK_CPU_INLINE uint8_t f32_to_e2m1(float x) {
   const uint32_t sign = (u >> 28) & 0x8u;
   const uint32_t normal = ((a + 0x1FFFFFu + ((a >> 22) & 1u)) >> 22) - (126u << 1);
   const uint32_t sub = f_bits(bits_f(a) * 2.0f + bits_f(kMagic)) - kMagic;
-  uint32_t mag = a < 0x3F800000u ? sub : normal;  // 1.0
-  mag = a >= 0x40C00000u ? 0x7u : mag;            // >= 6 (Inf too) saturates
-  return static_cast<uint8_t>(a > 0x7F800000u ? 0x7u : (sign | mag));
+  uint32_t mag = sel(a < 0x3F800000u, sub, normal);  // 1.0
+  mag = sel(a >= 0x40C00000u, 0x7u, mag);            // >= 6 (Inf too) saturates
+  return static_cast<uint8_t>(sel(a > 0x7F800000u, 0x7u, sign | mag));
 }
 
 /// Value of an e4m3 code; 0x7F/0xFF -> NaN.
@@ -64,8 +72,8 @@ KVCHECK_CPU_INLINE float e4m3_to_f32(uint8_t code) {
   const uint32_t sign = uint32_t{code & 0x80u} << 24;
   const uint32_t sub = f_bits(static_cast<float>(static_cast<int32_t>(mag)) * 0.001953125f);
   const uint32_t normal = (mag << 20) + (120u << 23);
-  const uint32_t bits = (mag < 8 ? sub : normal) | sign;
-  return bits_f(mag == 0x7Fu ? 0x7FC00000u : bits);
+  const uint32_t bits = sel(mag < 8, sub, normal) | sign;
+  return bits_f(sel(mag == 0x7Fu, 0x7FC00000u, bits));
 }
 
 /// Value of an e2m1 nibble (low 4 bits).
@@ -74,7 +82,7 @@ KVCHECK_CPU_INLINE float e2m1_to_f32(uint8_t nibble) {
   const uint32_t sign = uint32_t{nibble & 0x8u} << 28;
   const uint32_t sub = f_bits(static_cast<float>(static_cast<int32_t>(mag)) * 0.5f);
   const uint32_t normal = (mag << 22) + (126u << 23);
-  return bits_f((mag < 2 ? sub : normal) | sign);
+  return bits_f(sel(mag < 2, sub, normal) | sign);
 }
 
 /// 2^(byte-127); 0xFF -> NaN; 0 -> 2^-127 (a subnormal).
@@ -100,10 +108,10 @@ KVCHECK_CPU_INLINE float exp2_neg(int32_t k) { return bits_f(static_cast<uint32_
 /// Max over |x| of bf16 bit patterns ignoring NaN, as the bf16 bits of the result.
 /// Works on the integers: for non-NaN values |x| orders like its bits.
 KVCHECK_CPU_INLINE uint32_t bf16_amax_bits(const uint16_t* x, int32_t n) {
-  uint32_t m = 0;
+  uint16_t m = 0;  // 16-bit lanes and a mask (not ?:) so the loop vectorises
   for (int32_t i = 0; i < n; ++i) {
-    uint32_t a = x[i] & 0x7FFFu;
-    a = a > 0x7F80u ? 0u : a;
+    uint16_t a = static_cast<uint16_t>(x[i] & 0x7FFFu);
+    a = static_cast<uint16_t>(a & static_cast<uint16_t>(0u - static_cast<uint32_t>(a <= 0x7F80u)));
     m = a > m ? a : m;
   }
   return m;

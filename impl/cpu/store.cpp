@@ -67,8 +67,8 @@ KVCHECK_CPU_INLINE void quantize_group(const uint16_t* x, uint8_t* data, uint8_t
     std::memcpy(data, codes, G);
   } else {
     uint8_t packed[G / 2];  // element 2i low nibble, 2i+1 high (SPEC §2)
-    for (int j = 0; j < G / 2; ++j)
-      packed[j] = static_cast<uint8_t>(codes[2 * j] | (codes[2 * j + 1] << 4));
+    for (int j = 0; j < G / 2; ++j)  // x16 not << 4: x86 has no byte shifts
+      packed[j] = static_cast<uint8_t>(codes[2 * j] + codes[2 * j + 1] * 16u);
     std::memcpy(data, packed, G / 2);
   }
 }

@@ -70,4 +70,23 @@ rc::Gen<SwaBatch> swa_batch() {
   });
 }
 
+void showValue(const BlockTables& t, std::ostream& os) {
+  os << "BlockTables{num_blocks " << t.num_blocks;
+  for (const auto& row : t.tables) {
+    os << ", [";
+    for (size_t i = 0; i < row.size(); ++i) os << (i ? " " : "") << row[i];
+    os << "]";
+  }
+  os << "}";
+}
+
+void showValue(const SwaBatch& b, std::ostream& os) {
+  os << "SwaBatch{window " << b.window << ", ring_size " << b.ring_size << ", num_states "
+     << b.num_states;
+  for (const SeqMeta& s : b.seqs)
+    os << ", {seqlen_k " << s.seqlen_k << ", seqlen_q " << s.seqlen_q << ", swa_valid_start "
+       << s.swa_valid_start << ", state_id " << s.state_id << "}";
+  os << "}";
+}
+
 }  // namespace kvcheck::props::gen

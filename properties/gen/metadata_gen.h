@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include <rapidcheck.h>
@@ -33,6 +34,9 @@ struct SwaBatch {
   int32_t window = 1, ring_size = 1, num_states = 1;
 };
 rc::Gen<SwaBatch> swa_batch();
+
+void showValue(const BlockTables& t, std::ostream& os);
+void showValue(const SwaBatch& b, std::ostream& os);
 
 /// Ceil division for block counts.
 inline int32_t blocks_for(int32_t tokens, int32_t block_size) {

@@ -1,0 +1,21 @@
+// Host interface of tests/cuda/device_numerics.cu (kept free of CUDA headers so the
+// gtest side compiles as plain C++20).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvcheck::cuda_test {
+
+struct DeviceConversions {
+  std::vector<uint8_t> e4m3, e2m1;
+  std::vector<uint16_t> bf16;
+};
+
+/// Number of CUDA devices; returns the runtime's error text ("" on success).
+std::string device_count(int* count);
+/// Converts float bit patterns on device 0; returns "" or the CUDA error text.
+std::string convert_on_device(const std::vector<uint32_t>& in, DeviceConversions& out);
+
+}  // namespace kvcheck::cuda_test
