@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/layout.h"
 #include "reference/layout.h"

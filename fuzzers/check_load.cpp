@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 #include "fuzzers/fuzz_data.h"
 #include "reference/numerics.h"
 

@@ -3,7 +3,7 @@
 // output), and a BF16 row stored then loaded must come back unchanged.
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return kvcheck::fuzz::fuzz_one("format", data, size);

@@ -15,7 +15,7 @@ namespace {
 PrefillScenario draw_scenario() {
   const auto batch = *gen::swa_batch();
   PrefillScenario s;
-  s.format = *rc::gen::element(KVCacheFormat::BF16(8), KVCacheFormat::V41());
+  s.format = *rc::gen::arbitrary<bool>() ? KVCacheFormat::V41() : KVCacheFormat::BF16(8);
   s.window = batch.window;
   s.ring_size = batch.ring_size;
   s.num_swa_states = batch.num_states;

@@ -27,7 +27,7 @@ template <typename Scenario>
 Bytes find_input(Scenario (*decode)(FuzzedDataProvider&), const std::function<bool(const Scenario&)>& want,
                  uint64_t salt) {
   SplitMix64 rng{0xC0FFEEull ^ salt};
-  for (int attempt = 0; attempt < 2000000; ++attempt) {
+  for (int attempt = 0; attempt < 100000; ++attempt) {
     Bytes b(16 + rng.next() % 240);
     for (auto& x : b) x = static_cast<uint8_t>(rng.next());
     FuzzedDataProvider fdp(b.data(), b.size());
@@ -72,6 +72,7 @@ void store_seeds(const fs::path& root) {
   auto d = kvcheck::fuzz::decode_store;
   for (const auto& f : kFormats) {
     seed<S>(root, "store", "fmt-" + f, d, [&](const S& s) { return s.shape.format.name == f && s.slot_mapping.size() >= 3 && s.slot_mode == "distinct-random"; });
+    if (f == "BF16(4096)") continue;  // a 133-token block exceeds kMaxCacheBytes
     seed<S>(root, "store", "fmt-" + f + "-bs133", d, [&](const S& s) { return s.shape.format.name == f && s.shape.block_size == 133 && !s.slot_mapping.empty(); });
   }
   for (int bs : kBlockSizes)
@@ -94,6 +95,7 @@ void load_seeds(const fs::path& root, const std::string& target) {
   auto d = kvcheck::fuzz::decode_load;
   for (const auto& f : kFormats) {
     seed<L>(root, target, "fmt-" + f, d, [&](const L& s) { return s.shape.format.name == f && s.segment_mode == "zero-fill" && s.segments.size() >= 8; });
+    if (f == "BF16(4096)") continue;
     seed<L>(root, target, "fmt-" + f + "-bs133", d, [&](const L& s) { return s.shape.format.name == f && s.shape.block_size == 133 && s.segments.size() >= 4 && !has(s.segment_mode, "+"); });
   }
   for (int bs : kBlockSizes)
@@ -114,6 +116,7 @@ void round_trip_seeds(const fs::path& root) {
   auto d = kvcheck::fuzz::decode_round_trip;
   for (const auto& f : kFormats) {
     seed<R>(root, "round_trip", "fmt-" + f, d, [&](const R& r) { return r.store.shape.format.name == f && r.store.slot_mapping.size() >= 4 && r.load.total_k > 0; });
+    if (f == "BF16(4096)") continue;
     seed<R>(root, "round_trip", "fmt-" + f + "-bs133-zero-fill", d, [&](const R& r) { return r.store.shape.format.name == f && r.store.shape.block_size == 133 && has(r.load.segment_mode, "zero") && r.load.total_k > 0; });
   }
   for (int bs : kBlockSizes)

@@ -1,4 +1,4 @@
-#include "fuzzers/fuzz_checks.h"
+#include "fuzzers/checks.h"
 
 #include <cstdio>
 #include <cstdlib>

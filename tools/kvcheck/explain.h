@@ -1,0 +1,18 @@
+// `kvcheck explain FILE [--target T]`: decodes a corpus or crash file with the fuzzers'
+// decoder into a readable scenario, runs it, and prints the decoded first difference
+// when it fails.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+namespace kvcheck {
+
+/// Explains one fuzz input. `target` "" = guess from the path: the directory after
+/// corpus/ (corpus/<target>/..., regressions/ included), else a file name starting
+/// with "<target>-" or "fuzz_<target>". Runs the check on the backend named by
+/// $KVCHECK_FUZZ_BACKEND (default cpu). Returns 0 when the input passes, 1 when it
+/// fails (report written to `out`), 2 when the file or the target is unusable.
+int explain_file(const std::string& path, const std::string& target, std::ostream& out);
+
+}  // namespace kvcheck
