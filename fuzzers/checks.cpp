@@ -9,7 +9,7 @@ namespace kvcheck::fuzz {
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
-      {"format", check_format},     {"numerics", check_numerics},
+      {"format", check_format},     {"numerics", check_numerics}, {"index", check_index},
   };
   return all;
 }

@@ -50,6 +50,7 @@ CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend)
 CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_format(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_numerics(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_index(const uint8_t* data, size_t size, const Backend& backend);
 
 /// Load output buffers of a scenario: s.out_rows rows at load_row_bytes() +
 /// s.data_row_pad (scales: + s.scale_row_pad) bytes, then a 64-byte tail band, all

@@ -17,10 +17,10 @@ class FuzzedDataProvider;
 namespace kvcheck::fuzz {
 
 /// Caps that keep one input small and fast (SPEC §6 scenarios, not sizes).
-inline constexpr int64_t kMaxCacheBytes = 1 << 20;  // per cache buffer
+inline constexpr int64_t kMaxCacheBytes = 1 << 18;  // per cache buffer
 inline constexpr int32_t kMaxBlocks = 64;
 inline constexpr int32_t kMaxRows = 256;             // kv rows / load rows
-inline constexpr int64_t kMaxKvElements = 1 << 17;   // rows * row_stride
+inline constexpr int64_t kMaxKvElements = 1 << 15;   // rows * row_stride
 inline constexpr int32_t kMaxSegments = 64;
 
 /// Deterministic 64-bit generator (splitmix64) for the bulk bytes a scenario needs
@@ -92,12 +92,31 @@ struct NumericsScenario {
   std::vector<bf16_bits> group;    // elements_per_sf values
 };
 
+/// Index transform scenario (SPEC §5.5), one operation per input. Inputs are valid
+/// (the reference assumes so) except when `invalid` names what was broken for
+/// convert_kv_index (a -1 or missing table entry a valid index needs).
+struct IndexScenario {
+  enum class Op { kConvert, kCat, kExpand, kSwaDecode } op = Op::kConvert;
+  int32_t num_q = 0;
+  // convert_kv_index
+  std::vector<int32_t> topk, block_table, seq_ids, context_lens;
+  int32_t k = 0, max_blocks = 0, block_size = 1;
+  // kv_index_cat
+  std::vector<int32_t> left, right;
+  int32_t wl = 0, wr = 0, total_k_swa_cached = 0, total_k_swa_cur = 0;
+  // expand_swa_index (pivots) / swa_decode_index (start_len)
+  std::vector<int32_t> pivots, start_len;
+  int32_t width = 0, ring_size = 1;
+  std::string invalid;  // "" = valid input
+};
+
 CacheShape decode_cache_shape(FuzzedDataProvider& fdp);
 StoreScenario decode_store(FuzzedDataProvider& fdp);
 LoadScenario decode_load(FuzzedDataProvider& fdp);
 RoundTripScenario decode_round_trip(FuzzedDataProvider& fdp);
 FormatScenario decode_format(FuzzedDataProvider& fdp);
 NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
+IndexScenario decode_index(FuzzedDataProvider& fdp);
 
 /// Fills `bytes` from seed; for do_cast ue8m0 formats the scale bytes of every
 /// record are mapped into [1, 253] (k + 127, k in [-126, 126], SPEC §4.1).
@@ -112,6 +131,7 @@ std::string describe(const LoadScenario& s);
 std::string describe(const RoundTripScenario& s);
 std::string describe(const FormatScenario& s);
 std::string describe(const NumericsScenario& s);
+std::string describe(const IndexScenario& s);
 
 /// "[1, -1, 7, ...]" with at most `max_items` entries shown.
 std::string format_ints(const std::vector<int32_t>& v, size_t max_items = 64);

@@ -12,6 +12,7 @@
 
 #include "impl/cpu/cpu_backend.h"
 #include "impl/error.h"
+#include "tests/test_util.h"
 #include "impl/kv_cache.h"
 #include "reference/load.h"
 #include "reference/store.h"
@@ -257,18 +258,6 @@ TEST(CpuBackend, V41Fp4KnownAnswerZeros) {
 
 // ---- checked-entry errors: the code, and nothing written ----
 
-template <class Fn>
-void expect_error(ErrorCode code, Fn&& fn, const std::string& needle = "") {
-  try {
-    fn();
-    ADD_FAILURE() << "no error, expected " << to_string(code);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    if (!needle.empty()) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  }
-}
 
 class CpuStoreErrors : public ::testing::Test {
  protected:

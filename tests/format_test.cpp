@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "impl/error.h"
+#include "tests/test_util.h"
 #include "impl/format.h"
 #include "impl/layout.h"
 
@@ -28,19 +29,6 @@ TEST(Layout, BlockStrideKnownAnswers) {
   EXPECT_EQ(block_stride_for(KVCacheFormat::V41(), 133), 70752);
 }
 
-// Runs `fn`, expects an Error with `code` whose message contains every `needle`.
-void expect_error(const std::function<void()>& fn, ErrorCode code,
-                  const std::vector<std::string>& needles = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected " << to_string(code) << ", nothing thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << e.what() << "' lacks '" << n << "'";
-  }
-}
 
 TEST(Format, SupportedFormatsValidate) {
   for (const auto& f : supported_formats()) EXPECT_NO_THROW(f.validate()) << f.name;

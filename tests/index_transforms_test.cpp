@@ -5,22 +5,13 @@
 
 #include "impl/backend.h"
 #include "impl/error.h"
+#include "tests/test_util.h"
 
 namespace kvcheck {
 namespace {
 
 using V = std::vector<int32_t>;
 
-template <typename F>
-ErrorCode code_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return ErrorCode::kUnsupported;
-}
 
 class IndexTransforms : public testing::TestWithParam<std::shared_ptr<const Backend>> {};
 

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "impl/error.h"
+#include "tests/test_util.h"
 #include "impl/load_plan.h"
 
 namespace kvcheck {
@@ -11,16 +12,6 @@ namespace {
 
 using Segs = std::vector<LoadSegment>;
 
-template <typename F>
-ErrorCode code_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return ErrorCode::kUnsupported;
-}
 
 TEST(BlockLoadPlanBuilder, ZeroFillSplitsIntoBlockSizedPieces) {
   BlockLoadPlanBuilder b(4);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impl/error.h"
+#include "tests/test_util.h"
 #include "reference/load.h"
 #include "reference/store.h"
 
@@ -22,18 +23,6 @@ constexpr uint8_t kSentinel = 0xEE;
 constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
 constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
 
-void expect_error(const std::function<void()>& fn, ErrorCode code,
-                  const std::vector<std::string>& needles = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected " << to_string(code) << ", nothing thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << e.what() << "' lacks '" << n << "'";
-  }
-}
 
 void put_le16(Bytes& b, size_t at, uint16_t v) {
   b[at] = static_cast<uint8_t>(v & 0xFF);

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "impl/error.h"
+#include "tests/test_util.h"
 #include "impl/slot_mapping.h"
 
 namespace kvcheck {
@@ -11,16 +12,6 @@ namespace {
 
 using V = std::vector<int32_t>;
 
-template <typename F>
-ErrorCode code_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return ErrorCode::kUnsupported;
-}
 
 // SPEC §5.4: bs 4, table [7, 9]: tokens 0..3 -> 28..31, tokens 4, 5 -> 36, 37.
 TEST(PagedSlotMapping, SpecKnownAnswer) {

@@ -150,6 +150,21 @@ void numerics_seeds(const fs::path& root) {
   seed<N>(root, "numerics", "many-floats", d, [](const N& s) { return s.floats.size() >= 40; });
 }
 
+void index_seeds(const fs::path& root) {
+  using I = kvcheck::fuzz::IndexScenario;
+  auto d = kvcheck::fuzz::decode_index;
+  const char* names[] = {"convert", "cat", "expand", "swa-decode"};
+  for (int op = 0; op < 4; ++op)
+    for (int i = 0; i < 3; ++i)
+      seed<I>(root, "index", std::string(names[op]) + "-" + std::to_string(i), d, [&](const I& s) {
+        return static_cast<int>(s.op) == op && s.num_q >= 2 && s.invalid.empty() && (i != 2 || s.num_q >= 12);
+      });
+  seed<I>(root, "index", "convert-bs133", d, [](const I& s) { return s.op == I::Op::kConvert && s.block_size == 133 && s.num_q >= 2 && s.k >= 4 && s.invalid.empty(); });
+  seed<I>(root, "index", "convert-missing-block", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'b'; });
+  seed<I>(root, "index", "convert-no-table-row", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'n'; });
+  seed<I>(root, "index", "empty", d, [](const I& s) { return s.num_q == 0; });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +178,7 @@ int main(int argc, char** argv) {
   round_trip_seeds(root);
   format_seeds(root);
   numerics_seeds(root);
+  index_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

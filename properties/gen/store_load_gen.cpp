@@ -110,16 +110,6 @@ rc::Gen<CacheShape> gen_cache_shape() {
       gen_format(), gen_block_size(), rc::gen::inRange(1, 7), rc::gen::arbitrary<uint32_t>());
 }
 
-rc::Gen<bf16_bits> gen_bf16() {
-  return rc::gen::weightedOneOf<bf16_bits>({
-      {8, rc::gen::map(rc::gen::inRange(0, 1 << 15),
-                       [](int v) { return static_cast<bf16_bits>(((v & 0xFF) << 7 | 0x3F80) ^ (v >> 8 << 15)); })},
-      {2, rc::gen::arbitrary<uint16_t>()},
-      {1, rc::gen::elementOf(std::vector<bf16_bits>{0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1,
-                                                    0x0001, 0x8001, 0x007F, 0x7F7F, 0xFF7F})},
-  });
-}
-
 rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape) {
   return rc::gen::exec([shape] {
     StoreScenario s;

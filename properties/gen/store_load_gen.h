@@ -49,8 +49,6 @@ void showValue(const LoadScenario& s, std::ostream& os);
 rc::Gen<KVCacheFormat> gen_format();
 rc::Gen<int32_t> gen_block_size();
 rc::Gen<CacheShape> gen_cache_shape();
-/// One BF16 bit pattern: normal values, ±0, subnormals, huge values, ±Inf, NaN.
-rc::Gen<bf16_bits> gen_bf16();
 /// Valid store: distinct valid slots mixed with -1 (none, some, all; -1 next to slot 0).
 rc::Gen<StoreScenario> gen_store_scenario();
 rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -102,6 +103,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
 
   const uint64_t seed = options.seed.value_or(
       props::configured_seed(static_cast<uint64_t>(Clock::now().time_since_epoch().count())));
+  // RapidCheck echoes its configuration once ("Using configuration: seed=..."); make
+  // that echo show the campaign's seed instead of an unrelated random one.
+  const char* rc_params = std::getenv("RC_PARAMS");
+  const std::string params = rc_params ? rc_params : "";
+  if (params.find("seed=") == std::string::npos)
+    setenv("RC_PARAMS", (params + (params.empty() ? "" : " ") + "seed=" + std::to_string(seed)).c_str(), 1);
   const bool timed = options.seconds > 0;
   const int per_row_cases = options.cases > 0 ? options.cases : 200;
   const int chunk = timed ? 20 : per_row_cases;

@@ -1,0 +1,109 @@
+// SPEC §4 numerics on the device. Conversions are NVIDIA's (the §4 oracle): e4m3 by
+// __nv_cvt_float_to_fp8(SATFINITE), e2m1 by __nv_cvt_float_to_fp4(RN), bf16 by
+// __float2bfloat16_rn. Products and reciprocals use the _rn intrinsics so nothing
+// can be contracted into an FMA or approximated (the target also builds -fmad=false).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp4.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "impl/cuda/kernels.h"
+
+namespace kvcheck::cuda::dev {
+
+constexpr float kInv448 = 0x1.24924Ap-9f;  // RN(1/448) = 0x3B124925 (SPEC §4)
+constexpr float kInv6 = 0x1.555556p-3f;    // RN(1/6)   = 0x3E2AAAAB (SPEC §4)
+static_assert(kInv448 == 1.0f / 448.0f && kInv6 == 1.0f / 6.0f, "SPEC §4 constants");
+constexpr float kAmaxMargin = 1e-4f;                  // FP8_AMAX_MARGIN (SPEC §4.1)
+constexpr float kFp4AmaxFloor = 0.001953125f * 6.0f;  // 2^-9 * 6 (SPEC §4.3), exact
+
+__device__ __forceinline__ float bf16_to_f32(uint16_t x) { return __uint_as_float(uint32_t{x} << 16); }
+__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+__device__ __forceinline__ uint8_t cvt_e4m3(float x) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+__device__ __forceinline__ uint8_t cvt_e2m1(float x) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) & 0xF);
+}
+
+/// Value of an e4m3 code, exact; 0x7F/0xFF -> NaN.
+__device__ __forceinline__ float e4m3_to_f32(uint8_t code) {
+  const uint32_t mag = code & 0x7Fu, sign = uint32_t{code & 0x80u} << 24;
+  if (mag == 0x7Fu) return __uint_as_float(0x7FC00000u);
+  const float v = mag < 8 ? __fmul_rn(static_cast<float>(mag), 0.001953125f)  // k * 2^-9
+                          : __uint_as_float((mag << 20) + (120u << 23));
+  return __uint_as_float(__float_as_uint(v) | sign);
+}
+/// Value of an e2m1 nibble (low 4 bits), exact.
+__device__ __forceinline__ float e2m1_to_f32(uint8_t nibble) {
+  const uint32_t mag = nibble & 0x7u, sign = uint32_t{nibble & 0x8u} << 28;
+  const uint32_t bits = mag < 2 ? (mag ? 0x3F000000u : 0u) : (mag << 22) + (126u << 23);
+  return __uint_as_float(bits | sign);
+}
+/// 2^(byte-127); 0xFF -> NaN; 0 -> 2^-127 (subnormal, no flush).
+__device__ __forceinline__ float ue8m0_to_f32(uint8_t b) {
+  return __uint_as_float(b == 0xFFu ? 0x7FC00000u : (b == 0 ? 0x00400000u : uint32_t{b} << 23));
+}
+
+/// SPEC §4 ceil_log2 from the bits, s > 0 and not NaN; +Inf -> 128.
+__device__ __forceinline__ int32_t ceil_log2(float s) {
+  const uint32_t u = __float_as_uint(s);
+  const int32_t e = static_cast<int32_t>(u >> 23);
+  const uint32_t m = u & 0x7FFFFFu;
+  if (e == 0xFF) return 128;
+  if (e == 0) return m <= 1 ? -149 : 32 - __clz(static_cast<int>(m - 1)) - 149;
+  return e - 127 + (m != 0 ? 1 : 0);
+}
+/// 2^-k for k in [-126, 126]: a normal float, so x * 2^-k is exact.
+__device__ __forceinline__ float exp2_neg(int32_t k) {
+  return __uint_as_float(static_cast<uint32_t>(127 - k) << 23);
+}
+
+/// One group's scale from its amax (SPEC §4.1-4.4): writes the scale bytes, returns
+/// the multiplier for every element (2^-k or RN(1/sf)).
+template <DevDtype D, DevSf S>
+__device__ __forceinline__ float group_scale(float amax, uint8_t* scale) {
+  if constexpr (S == DevSf::kUE8M0) {
+    const float a = amax < kAmaxMargin ? kAmaxMargin : amax;
+    int32_t k = ceil_log2(__fmul_rn(a, D == DevDtype::kE4M3 ? kInv448 : kInv6));
+    k = k < -126 ? -126 : (k > 126 ? 126 : k);
+    *scale = static_cast<uint8_t>(k + 127);
+    return exp2_neg(k);
+  } else if constexpr (S == DevSf::kE4M3) {
+    float t = __fmul_rn(amax < kFp4AmaxFloor ? kFp4AmaxFloor : amax, kInv6);
+    t = 448.0f < t ? 448.0f : t;
+    const uint8_t sf = cvt_e4m3(t);
+    *scale = sf;
+    return __frcp_rn(e4m3_to_f32(sf));  // RN(1/sf): the same rounded scale both ways
+  } else {
+    static_assert(S == DevSf::kFP32, "scale format");
+    const float sf = __fmul_rn(amax < kAmaxMargin ? kAmaxMargin : amax, kInv448);
+    const uint32_t b = __float_as_uint(sf);  // little-endian bytes; may be unaligned
+    scale[0] = static_cast<uint8_t>(b);
+    scale[1] = static_cast<uint8_t>(b >> 8);
+    scale[2] = static_cast<uint8_t>(b >> 16);
+    scale[3] = static_cast<uint8_t>(b >> 24);
+    return __frcp_rn(sf);
+  }
+}
+
+/// The float value of one group's scale bytes (dequantisation, SPEC §4).
+template <DevSf S>
+__device__ __forceinline__ float scale_value(const uint8_t* scale) {
+  if constexpr (S == DevSf::kUE8M0) {
+    return ue8m0_to_f32(scale[0]);
+  } else if constexpr (S == DevSf::kE4M3) {
+    return e4m3_to_f32(scale[0]);
+  } else {
+    static_assert(S == DevSf::kFP32, "scale format");
+    return __uint_as_float(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
+                           uint32_t{scale[3]} << 24);
+  }
+}
+
+}  // namespace kvcheck::cuda::dev
