@@ -16,19 +16,22 @@ namespace {
 
 constexpr int32_t kSentinel = 0x7A7A7A7A;
 
-// Must convert_kv_index throw? A topk entry below -1 (the CPU backend's decision,
-// SPEC is silent), or a valid entry that needs a -1 block or a missing table row.
+// Must convert_kv_index throw? A topk entry below -1 or a query without a block
+// table row (the CPU backend's decisions; SPEC is silent), or a valid entry that
+// needs a -1 block.
 bool invalid_convert(const IndexScenario& s) {
   for (int32_t x : s.topk)
     if (x < -1) return true;
   const int64_t num_seqs = static_cast<int64_t>(s.block_table.size()) / s.max_blocks;
+  for (int32_t q = 0; q < s.num_q; ++q)  // a query without a table row, used or not
+    if ((s.seq_ids.empty() ? q : s.seq_ids[static_cast<size_t>(q)]) >= num_seqs) return true;
   for (int32_t q = 0; q < s.num_q; ++q) {
     const int64_t seq = s.seq_ids.empty() ? q : s.seq_ids[static_cast<size_t>(q)];
     const int32_t ctx = s.context_lens[static_cast<size_t>(q)];
     for (int32_t j = 0; j < s.k; ++j) {
       const int32_t x = s.topk[static_cast<size_t>(q * s.k + j)];
       if (x < 0 || x >= ctx) continue;
-      if (seq >= num_seqs || s.block_table[static_cast<size_t>(seq * s.max_blocks + x / s.block_size)] < 0)
+      if (s.block_table[static_cast<size_t>(seq * s.max_blocks + x / s.block_size)] < 0)
         return true;
     }
   }

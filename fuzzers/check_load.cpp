@@ -74,13 +74,13 @@ std::string check_rows(const LoadScenario& s, const uint8_t* cache, const OutBuf
 OutBuffers::OutBuffers(const LoadScenario& s) {
   const KVCacheFormat& f = s.shape.format;
   out.rows = s.out_rows;
-  out.data_row_stride = f.load_row_bytes() + s.data_row_pad;
-  data.resize(static_cast<size_t>(s.out_rows * out.data_row_stride) + kTail);
+  out.data_row_stride = f.load_row_bytes() + s.data_row_pad;  // may be too small on purpose
+  data.resize(static_cast<size_t>(s.out_rows * (f.load_row_bytes() + 64)) + kTail);
   fill_pattern(s.out_seed, data.data(), data.size());
   out.data = data.data();
   if (f.load_scale_row_bytes() > 0) {
     out.scale_row_stride = f.load_scale_row_bytes() + s.scale_row_pad;
-    scales.resize(static_cast<size_t>(s.out_rows * out.scale_row_stride) + kTail);
+    scales.resize(static_cast<size_t>(s.out_rows * (f.load_scale_row_bytes() + 16)) + kTail);
     fill_pattern(s.out_seed ^ 0x5CA1E5ull, scales.data(), scales.size());
     out.scales = scales.data();
   }

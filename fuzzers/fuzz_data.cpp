@@ -120,21 +120,24 @@ void make_slot_mapping(FuzzedDataProvider& fdp, SplitMix64& rng, const CacheShap
   }
   if (valid_only || n == 0 || fdp.ConsumeIntegralInRange<int>(0, 7) != 0) return;
   // Inject one bad entry: an awkward value or a duplicate of another row's slot.
+  static const char* kKinds[] = {"-2", "INT32_MIN", "INT32_MAX", "num_slots", "last-slot",
+                                  "duplicate"};
   const size_t at = fdp.ConsumeIntegralInRange<size_t>(0, n - 1);
   const int k = fdp.ConsumeIntegralInRange<int>(0, 5);
   if (k < 3) m[at] = kAwkward[k];
   else if (k == 3) m[at] = static_cast<int32_t>(shape.num_slots());
   else if (k == 4) m[at] = static_cast<int32_t>(shape.num_slots() - 1);
   else m[at] = m[fdp.ConsumeIntegralInRange<size_t>(0, n - 1)];
-  s.slot_mode += "+injected[" + std::to_string(at) + "]";
+  s.slot_mode += "+injected-" + std::string(kKinds[k]) + "[" + std::to_string(at) + "]";
 }
 
 StoreScenario decode_store_impl(FuzzedDataProvider& fdp, bool valid_only) {
   StoreScenario s;
   s.shape = decode_cache_shape(fdp);
   const int64_t e = s.shape.format.elements;
-  constexpr int32_t kPads[] = {0, 0, 8, 1, 37};
+  constexpr int32_t kPads[] = {0, 0, 8, 1, 37, -1};  // -1: row_stride < E, an error
   s.row_stride = e + fdp.PickValueInArray(kPads);
+  if (valid_only) s.row_stride = std::max<int64_t>(s.row_stride, e);
   const int64_t max_rows = std::min<int64_t>(kMaxRows, cap_div(kMaxKvElements, s.row_stride));
   const size_t n = fdp.ConsumeIntegralInRange<size_t>(0, static_cast<size_t>(max_rows));
   SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
@@ -200,8 +203,8 @@ void make_segments(FuzzedDataProvider& fdp, SplitMix64& rng, LoadScenario& s) {
     if (second > 0) push(b, 0, second, dst), dst += second;
   } else {  // raw: arbitrary values, mostly invalid
     s.segment_mode = "raw";
-    const int count = fdp.ConsumeIntegralInRange<int>(0, 8);
-    for (int i = 0; i < 4 * count; ++i)
+    const int count = 4 * fdp.ConsumeIntegralInRange<int>(0, 8) + (fdp.ConsumeBool() ? 0 : fdp.ConsumeIntegralInRange<int>(0, 3));  // stray int32: not S*4
+    for (int i = 0; i < count; ++i)
       seg.push_back(fdp.ConsumeBool() ? fdp.ConsumeIntegral<int32_t>()
                                       : fdp.ConsumeIntegralInRange<int32_t>(-2, bs + 1));
   }
@@ -211,18 +214,24 @@ void make_segments(FuzzedDataProvider& fdp, SplitMix64& rng, LoadScenario& s) {
   const int field = fdp.ConsumeIntegralInRange<int>(0, 3);
   const int32_t values[] = {-2, INT32_MIN, INT32_MAX, nb, bs + 1, s.total_k, -1,
                             seg[4 * fdp.ConsumeIntegralInRange<size_t>(0, seg.size() / 4 - 1) + 3]};
-  seg[4 * i + static_cast<size_t>(field)] = fdp.PickValueInArray(values);
-  s.segment_mode += "+injected[" + std::to_string(i) + "][" + std::to_string(field) + "]";
+  const size_t v = fdp.ConsumeIntegralInRange<size_t>(0, std::size(values) - 1);
+  seg[4 * i + static_cast<size_t>(field)] = values[v];
+  static const char* kKinds[] = {"-2", "INT32_MIN", "INT32_MAX", "num_blocks", "block_size+1",
+                                  "total_k", "-1", "other-dst"};
+  s.segment_mode += "+injected-" + std::string(kKinds[v]) + "[" + std::to_string(i) + "][" +
+                    std::to_string(field) + "]";
 }
 
 void decode_output(FuzzedDataProvider& fdp, LoadScenario& s, bool valid_only) {
   s.out_rows = s.total_k + fdp.ConsumeIntegralInRange<int64_t>(0, 3);
   if (!valid_only && s.total_k > 0 && fdp.ConsumeIntegralInRange<int>(0, 15) == 0)
     s.out_rows = s.total_k - 1;
-  constexpr int64_t kDataPads[] = {0, 4, 16, 64};
-  constexpr int64_t kScalePads[] = {0, 4, 16};
+  constexpr int64_t kDataPads[] = {0, 4, 16, 64, -2};  // -2: stride too small, an error
+  constexpr int64_t kScalePads[] = {0, 4, 16, -4};
   s.data_row_pad = fdp.PickValueInArray(kDataPads);
   s.scale_row_pad = fdp.PickValueInArray(kScalePads);
+  if (valid_only) s.data_row_pad = std::max<int64_t>(s.data_row_pad, 0);
+  if (valid_only) s.scale_row_pad = std::max<int64_t>(s.scale_row_pad, 0);
   s.out_seed = fdp.ConsumeIntegral<uint64_t>();
 }
 

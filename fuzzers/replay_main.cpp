@@ -43,7 +43,9 @@ int main(int argc, char** argv) {
         if (e.is_regular_file()) files.push_back(e.path());
       std::sort(files.begin(), files.end());
       for (const auto& f : files) count += replay(f);
-    } else if (!replay(arg)) {
+    } else if (replay(arg)) {
+      ++count;
+    } else {
       return 1;
     }
   }

@@ -82,7 +82,9 @@ void store_seeds(const fs::path& root) {
       seed<S>(root, "store", "slots-" + mode + "-" + f, d, [&](const S& s) { return s.slot_mode == mode && s.shape.format.name == f && s.slot_mapping.size() >= 2; });
   seed<S>(root, "store", "all-padding-bs133", d, [](const S& s) { return s.slot_mode == "all-padding" && s.shape.block_size == 133 && s.slot_mapping.size() >= 4; });
   seed<S>(root, "store", "empty", d, [](const S& s) { return s.slot_mapping.empty(); });
-  seed<S>(root, "store", "injected-bad-slot", d, [](const S& s) { return has(s.slot_mode, "+injected"); });
+  for (const std::string k : {"-2", "INT32_MIN", "INT32_MAX", "num_slots", "last-slot", "duplicate"})
+    seed<S>(root, "store", "injected-" + k, d, [&](const S& s) { return has(s.slot_mode, "+injected-" + k + "[") && s.kv_rows == static_cast<int64_t>(s.slot_mapping.size()) && s.row_stride >= s.shape.format.elements; });
+  seed<S>(root, "store", "row-stride-short", d, [](const S& s) { return s.row_stride < s.shape.format.elements && !s.slot_mapping.empty(); });
   seed<S>(root, "store", "kv-rows-short", d, [](const S& s) { return s.kv_rows < static_cast<int64_t>(s.slot_mapping.size()); });
   seed<S>(root, "store", "row-stride-padded", d, [](const S& s) { return s.row_stride > s.shape.format.elements && s.slot_mapping.size() >= 2 && s.slot_mode == "distinct-random"; });
   for (const std::string v : {"specials", "random-bits", "mostly-zero"})
@@ -107,6 +109,11 @@ void load_seeds(const fs::path& root, const std::string& target) {
   seed<L>(root, target, "empty", d, [](const L& s) { return s.total_k == 0; });
   for (int field = 0; field < 4; ++field)
     seed<L>(root, target, "injected-field-" + std::to_string(field), d, [&](const L& s) { return has(s.segment_mode, "][" + std::to_string(field) + "]") && s.segments.size() >= 8; });
+  for (const std::string k : {"-2", "INT32_MIN", "INT32_MAX", "num_blocks", "block_size+1", "total_k", "other-dst"})
+    seed<L>(root, target, "injected-" + k, d, [&](const L& s) { return has(s.segment_mode, "+injected-" + k + "[") && s.segments.size() >= 8 && s.data_row_pad >= 0 && s.scale_row_pad >= 0 && s.out_rows >= s.total_k; });
+  seed<L>(root, target, "segments-not-multiple-of-4", d, [](const L& s) { return s.segments.size() % 4 != 0; });
+  seed<L>(root, target, "data-stride-short", d, [](const L& s) { return s.data_row_pad < 0 && s.total_k > 0; });
+  seed<L>(root, target, "scale-stride-short", d, [](const L& s) { return s.scale_row_pad < 0 && s.shape.format.is_index() && s.total_k > 0 && s.data_row_pad >= 0; });
   seed<L>(root, target, "out-rows-short", d, [](const L& s) { return s.out_rows < s.total_k; });
   seed<L>(root, target, "padded-out-rows", d, [](const L& s) { return s.data_row_pad > 0 && s.scale_row_pad > 0 && s.shape.format.is_index() && s.segments.size() >= 8; });
 }

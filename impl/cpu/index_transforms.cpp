@@ -1,77 +1,13 @@
-// CPU index transforms (SPEC §5.5). Each validates all of its input first, then
-// writes; the loops are branch-light so the compiler vectorises them.
-#include <limits>
-#include <string>
-
+// CPU index transforms (SPEC §5.5). Each validates all of its input first
+// (impl/validate_index.h, shared with the cuda backend), then writes; the loops are
+// branch-light so the compiler vectorises them.
 #include "impl/cpu/cpu_backend.h"
-#include "impl/error.h"
+#include "impl/validate_index.h"
 
 namespace kvcheck::cpu {
-namespace {
-
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-std::string str(int64_t v) { return std::to_string(v); }
-
-void check_size(const char* what, size_t actual, int64_t expected) {
-  if (static_cast<int64_t>(actual) != expected)
-    throw Error(ErrorCode::kShapeMismatch, std::string(what) + " has " +
-                                               str(static_cast<int64_t>(actual)) +
-                                               " entries, expected " + str(expected));
-}
-
-void check_non_negative(const char* what, int64_t v) {
-  if (v < 0) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " = " + str(v) + " < 0");
-}
-
-}  // namespace
 
 void CpuBackend::convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> out) const {
-  check_non_negative("num_q", a.num_q);
-  check_non_negative("k", a.k);
-  check_non_negative("max_blocks", a.max_blocks);
-  if (a.block_size < 1)
-    throw Error(ErrorCode::kInvalidArgument, "block_size must be >= 1, got " + str(a.block_size));
-  const int64_t n = int64_t{a.num_q} * a.k;
-  check_size("topk", a.topk.size(), n);
-  check_size("out", out.size(), n);
-  check_size("context_lens", a.context_lens.size(), a.num_q);
-  if (!a.seq_ids.empty()) check_size("seq_ids", a.seq_ids.size(), a.num_q);
-  const int64_t num_seqs =
-      a.max_blocks == 0 ? 0 : static_cast<int64_t>(a.block_table.size()) / a.max_blocks;
-  if (a.max_blocks != 0 && num_seqs * a.max_blocks != static_cast<int64_t>(a.block_table.size()))
-    throw Error(ErrorCode::kShapeMismatch,
-                "block_table has " + str(static_cast<int64_t>(a.block_table.size())) +
-                    " entries, not a multiple of max_blocks " + str(a.max_blocks));
-  // Validate every entry before writing (out may alias topk).
-  for (int32_t q = 0; q < a.num_q; ++q) {
-    const int64_t seq = a.seq_ids.empty() ? q : a.seq_ids[static_cast<size_t>(q)];
-    // With max_blocks == 0 the table has no rows to count; any index then misses it.
-    if (seq < 0 || (a.max_blocks > 0 && seq >= num_seqs))
-      throw Error(ErrorCode::kInvalidArgument, "seq_ids[" + str(q) + "] = " + str(seq) +
-                                                   ", block_table has " + str(num_seqs) + " rows");
-    const int32_t ctx = a.context_lens[static_cast<size_t>(q)];
-    if (ctx < 0)
-      throw Error(ErrorCode::kInvalidArgument, "context_lens[" + str(q) + "] = " + str(ctx));
-    const int32_t* row = a.topk.data() + int64_t{q} * a.k;
-    const int32_t* table = a.block_table.data() + seq * a.max_blocks;
-    for (int32_t c = 0; c < a.k; ++c) {
-      const int32_t x = row[c];
-      if (x < -1)
-        throw Error(ErrorCode::kInvalidArgument,
-                    "topk[" + str(q) + "][" + str(c) + "] = " + str(x) + " (only -1 may be negative)");
-      if (x < 0 || x >= ctx) continue;
-      const int64_t index = x / a.block_size;
-      const int64_t block = index < a.max_blocks ? table[index] : -1;
-      if (index >= a.max_blocks || block < 0)
-        throw Error(ErrorCode::kRangeOutOfTable,
-                    "topk[" + str(q) + "][" + str(c) + "] = " + str(x) + " needs block_table[" +
-                        str(seq) + "][" + str(index) + "]" +
-                        (index < a.max_blocks ? " = " + str(block) : " past max_blocks " + str(a.max_blocks)));
-      if (block * a.block_size + x % a.block_size > kInt32Max)
-        throw Error(ErrorCode::kInvalidArgument,
-                    "topk[" + str(q) + "][" + str(c) + "]: slot of block " + str(block) + " overflows int32");
-    }
-  }
+  validate_convert_kv_index(a, out.size());  // all of it first: out may alias topk
   for (int32_t q = 0; q < a.num_q; ++q) {
     const int64_t seq = a.seq_ids.empty() ? q : a.seq_ids[static_cast<size_t>(q)];
     const int32_t ctx = a.context_lens[static_cast<size_t>(q)];
@@ -89,28 +25,8 @@ void CpuBackend::kv_index_cat(std::span<const int32_t> left, int32_t wl,
                               std::span<const int32_t> right, int32_t wr, int32_t num_q,
                               int32_t total_k_swa_cached, int32_t total_k_swa_cur,
                               std::span<int32_t> out) const {
-  check_non_negative("wl", wl);
-  check_non_negative("wr", wr);
-  check_non_negative("num_q", num_q);
-  check_non_negative("total_k_swa_cached", total_k_swa_cached);
-  check_non_negative("total_k_swa_cur", total_k_swa_cur);
-  check_size("left", left.size(), int64_t{num_q} * wl);
-  check_size("right", right.size(), int64_t{num_q} * wr);
-  check_size("out", out.size(), int64_t{num_q} * (int64_t{wl} + wr));
-  const int64_t shift = int64_t{total_k_swa_cached} + total_k_swa_cur;
-  for (size_t i = 0; i < right.size(); ++i) {
-    const int32_t x = right[i];
-    if (x < -1)
-      throw Error(ErrorCode::kInvalidArgument, "right[" + str(static_cast<int64_t>(i) / wr) + "][" +
-                                                   str(static_cast<int64_t>(i) % wr) + "] = " +
-                                                   str(x) + " (only -1 may be negative)");
-    if (x >= 0 && x + shift > kInt32Max)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "right[" + str(static_cast<int64_t>(i) / wr) + "][" +
-                      str(static_cast<int64_t>(i) % wr) + "] = " + str(x) + " + " + str(shift) +
-                      " overflows int32");
-  }
-  const int32_t s = static_cast<int32_t>(shift);
+  const int32_t s = validate_kv_index_cat(left, wl, right, wr, num_q, total_k_swa_cached,
+                                          total_k_swa_cur, out.size());
   for (int64_t q = 0; q < num_q; ++q) {
     int32_t* o = out.data() + q * (int64_t{wl} + wr);
     const int32_t* l = left.data() + q * wl;
@@ -122,23 +38,7 @@ void CpuBackend::kv_index_cat(std::span<const int32_t> left, int32_t wl,
 
 void CpuBackend::expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
                                   std::span<int32_t> out) const {
-  check_non_negative("num_q", num_q);
-  check_non_negative("width", width);
-  check_size("pivots", pivots.size(), int64_t{num_q} * 4);
-  check_size("out", out.size(), int64_t{num_q} * width);
-  for (int32_t q = 0; q < num_q; ++q) {
-    const int32_t* p = pivots.data() + int64_t{q} * 4;
-    const std::string row = "pivots[" + str(q) + "]";
-    if (p[1] < 0 || p[3] < 0 || int64_t{p[1]} + p[3] > width)
-      throw Error(ErrorCode::kInvalidArgument, row + ": need len1, len2 >= 0 and len1 + len2 <= width " +
-                                                   str(width) + ", got len1 " + str(p[1]) + ", len2 " + str(p[3]));
-    for (int k : {0, 2}) {
-      if (p[k + 1] == 0) continue;
-      if (p[k] < 0 || int64_t{p[k]} + p[k + 1] - 1 > kInt32Max)
-        throw Error(ErrorCode::kInvalidArgument, row + ": piece at offset " + str(p[k]) + " of length " +
-                                                     str(p[k + 1]) + " leaves [0, INT32_MAX]");
-    }
-  }
+  validate_expand_swa_index(pivots, num_q, width, out.size());
   for (int64_t q = 0; q < num_q; ++q) {
     const int32_t* p = pivots.data() + q * 4;
     int32_t* o = out.data() + q * width;
@@ -150,26 +50,7 @@ void CpuBackend::expand_swa_index(std::span<const int32_t> pivots, int32_t num_q
 
 void CpuBackend::swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                                   int32_t ring_size, std::span<int32_t> out) const {
-  check_non_negative("num_q", num_q);
-  check_non_negative("width", width);
-  if (ring_size < 1)
-    throw Error(ErrorCode::kInvalidArgument, "ring_size must be >= 1, got " + str(ring_size));
-  check_size("start_len", start_len.size(), int64_t{num_q} * 2);
-  check_size("out", out.size(), int64_t{num_q} * width);
-  for (int32_t q = 0; q < num_q; ++q) {
-    const int32_t start = start_len[static_cast<size_t>(q) * 2];
-    const int32_t len = start_len[static_cast<size_t>(q) * 2 + 1];
-    if (len < 0 || len > width || len > ring_size)
-      throw Error(ErrorCode::kInvalidArgument, "start_len[" + str(q) + "]: valid_len " + str(len) +
-                                                   " not in [0, min(width " + str(width) +
-                                                   ", ring_size " + str(ring_size) + ")]");
-    if (len > 0 && start < 0)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "start_len[" + str(q) + "]: start_slot " + str(start) + " < 0");
-    if (len > 0 && (int64_t{start} / ring_size + 1) * ring_size - 1 > kInt32Max)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "start_len[" + str(q) + "]: ring of start_slot " + str(start) + " overflows int32");
-  }
+  validate_swa_decode_index(start_len, num_q, width, ring_size, out.size());
   for (int64_t q = 0; q < num_q; ++q) {
     const int32_t start = start_len[static_cast<size_t>(q) * 2];
     const int32_t len = start_len[static_cast<size_t>(q) * 2 + 1];

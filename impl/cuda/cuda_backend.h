@@ -1,0 +1,43 @@
+// The production CUDA backend: the Backend interface on host buffers. Each call
+// validates on the host first (the same checks as the cpu backend, so the same
+// ErrorCode and message, and nothing is copied or launched on bad input), then
+// copies its inputs to the device, runs the kernels of kernels.h and copies the
+// outputs back. A CUDA runtime failure after validation throws std::runtime_error
+// (never a kvcheck::Error: harnesses treat kUnsupported as "skip").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "impl/backend.h"
+#include "impl/cuda/kernels.h"
+
+namespace kvcheck::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  // cuda_backend.cpp
+  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                      const CacheView& cache) const override;
+  void load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments,
+                           int32_t total_k, const LoadOutput& out) const override;
+  // index_host.cpp
+  void convert_kv_index(const ConvertKvIndexArgs& args, std::span<int32_t> out) const override;
+  void kv_index_cat(std::span<const int32_t> left, int32_t wl, std::span<const int32_t> right,
+                    int32_t wr, int32_t num_q, int32_t total_k_swa_cached,
+                    int32_t total_k_swa_cur, std::span<int32_t> out) const override;
+  void expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
+                        std::span<int32_t> out) const override;
+  void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
+                        int32_t ring_size, std::span<int32_t> out) const override;
+};
+
+/// The runtime strides kernels.h takes for a cache layout (SPEC §3).
+DevLayout dev_layout(const CacheLayout& layout);
+
+/// The backend when a CUDA device that runs this build's kernels is present, else
+/// nullptr and (when why_not is given) the reason, e.g. "no CUDA device".
+std::shared_ptr<const Backend> make_cuda_backend(std::string* why_not);
+
+}  // namespace kvcheck::cuda
