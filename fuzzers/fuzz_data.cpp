@@ -208,7 +208,7 @@ void make_segments(FuzzedDataProvider& fdp, SplitMix64& rng, LoadScenario& s) {
       seg.push_back(fdp.ConsumeBool() ? fdp.ConsumeIntegral<int32_t>()
                                       : fdp.ConsumeIntegralInRange<int32_t>(-2, bs + 1));
   }
-  if (seg.empty() || fdp.ConsumeIntegralInRange<int>(0, 7) != 0) return;
+  if (seg.size() < 4 || fdp.ConsumeIntegralInRange<int>(0, 7) != 0) return;
   // Inject one bad field: an awkward value, or another segment's destination (overlap).
   const size_t i = fdp.ConsumeIntegralInRange<size_t>(0, seg.size() / 4 - 1);
   const int field = fdp.ConsumeIntegralInRange<int>(0, 3);

@@ -121,6 +121,9 @@ struct Case {
   int32_t block_size;
 };
 
+// Readable CTest names (gtest would otherwise print the parameter's raw bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.format.name << " block_size " << c.block_size; }
+
 std::string name_of(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.format.name + "_bs" + std::to_string(info.param.block_size);
   for (auto& c : n)

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "tools/kvcheck/campaign.h"
+#include "tools/kvcheck/explain.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kvcheck: differential testing of paged KV-cache kernels against a scalar reference"};
@@ -24,7 +25,19 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--list", list, "List the properties and exit");
   run_cmd->add_flag("--quiet", quiet, "No progress line");
 
+  std::string explain_path, explain_target;
+  auto* explain_cmd = app.add_subcommand(
+      "explain", "Decode a corpus or crash file into a readable scenario; run it and show the first difference");
+  explain_cmd->add_option("FILE", explain_path, "A file under corpus/<target>/ or a libFuzzer crash file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  explain_cmd->add_option("--target", explain_target,
+                          "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill); "
+                          "default: guessed from the path");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (explain_cmd->parsed()) return kvcheck::explain_file(explain_path, explain_target, std::cout);
 
   if (run_cmd->parsed()) {
     if (list) {
