@@ -235,6 +235,10 @@ void decode_output(FuzzedDataProvider& fdp, LoadScenario& s, bool valid_only) {
   s.out_seed = fdp.ConsumeIntegral<uint64_t>();
 }
 
+// Builder block sizes from here on reach total_k past INT32_MAX in a few pieces; the
+// check compares segments arithmetically instead of row by row.
+constexpr int32_t kHugeBlock = 1 << 20;
+
 int32_t max_total_k(const KVCacheFormat& f) {
   return static_cast<int32_t>(std::min<int64_t>(2 * kMaxRows, cap_div(256 << 10, f.load_row_bytes() + 64)));
 }
@@ -256,9 +260,11 @@ uint64_t SplitMix64::next() {
 
 CacheShape decode_cache_shape(FuzzedDataProvider& fdp) {
   CacheShape s;
-  const int f = fdp.ConsumeIntegralInRange<int>(0, 6);
+  const int f = fdp.ConsumeIntegralInRange<int>(0, 7);
   if (f < 6) {
     s.format = supported_formats()[static_cast<size_t>(f)];
+  } else if (f == 7) {
+    s.format = decode_custom_format(fdp);
   } else {
     constexpr int32_t kElements[] = {8, 16, 64, 128, 136, 1024, 4096};
     s.format = KVCacheFormat::BF16(fdp.PickValueInArray(kElements));
@@ -271,6 +277,30 @@ CacheShape decode_cache_shape(FuzzedDataProvider& fdp) {
       static_cast<int32_t>(std::clamp<int64_t>(kMaxCacheBytes / stride, 1, kMaxBlocks));
   s.num_blocks = fdp.ConsumeIntegralInRange<int32_t>(1, max_blocks);
   return s;
+}
+
+KVCacheFormat decode_custom_format(FuzzedDataProvider& fdp) {
+  // Groups 16/32/128 have compiled kernels for every dtype/scale pairing; the others
+  // (odd ones end an e2m1 group mid-byte) take the run-time group-size path.
+  constexpr int32_t kGroups[] = {1, 3, 5, 7, 16, 32, 64, 128};
+  KVCacheFormat f;
+  f.quantized_dtype = fdp.ConsumeBool() ? QuantizedDtype::kE4M3 : QuantizedDtype::kE2M1;
+  f.sf_format = static_cast<SfFormat>(fdp.ConsumeIntegralInRange<int>(1, 3));
+  f.elements_per_sf = fdp.PickValueInArray(kGroups);
+  int32_t groups = fdp.ConsumeIntegralInRange<int32_t>(1, 8);
+  f.do_cast = fdp.ConsumeBool();
+  f.token_interleaved = f.do_cast || fdp.ConsumeBool();
+  // SPEC §2: e2m1 needs an even element count; non-interleaved ue8m0 scales load as
+  // int32 (sf_bytes % 4 == 0). Round the group count up to satisfy both.
+  const bool odd_e2m1 = f.quantized_dtype == QuantizedDtype::kE2M1 && f.elements_per_sf % 2 != 0;
+  if (odd_e2m1) groups += groups % 2;
+  if (!f.token_interleaved && f.sf_format == SfFormat::kUE8M0) groups = (groups + 3) / 4 * 4;
+  f.elements = groups * f.elements_per_sf;
+  f.name = to_string(f.quantized_dtype) + "x" + std::to_string(f.elements) + "_G" +
+           std::to_string(f.elements_per_sf) + "_" + to_string(f.sf_format) +
+           (f.do_cast ? "_CAST" : f.token_interleaved ? "_INDEX_INTERLEAVED" : "_INDEX");
+  f.validate();  // never throws: the rules above are the whole SPEC §2 list
+  return f;
 }
 
 StoreScenario decode_store(FuzzedDataProvider& fdp) { return decode_store_impl(fdp, false); }
@@ -448,6 +478,265 @@ IndexScenario decode_index(FuzzedDataProvider& fdp) {
   return s;
 }
 
+PlanScenario decode_plan(FuzzedDataProvider& fdp) {
+  PlanScenario s;
+  s.mode = static_cast<PlanScenario::Mode>(fdp.ConsumeIntegralInRange<int>(0, 2));
+  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
+  auto below = [&](int64_t n) {
+    return static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::max<int64_t>(n, 1)));
+  };
+  switch (s.mode) {
+    case PlanScenario::Mode::kBuilder: {
+      // Mostly ordinary block sizes; huge ones reach total_k past INT32_MAX in a few
+      // pieces; < 1 is the constructor's error.
+      const int size_mode = fdp.ConsumeIntegralInRange<int>(0, 15);
+      constexpr int32_t kHuge[] = {1 << 20, (1 << 30) + 7, INT32_MAX};
+      constexpr int32_t kBad[] = {0, -1, INT32_MIN};
+      s.block_size = size_mode < 13 ? pick_block_size(fdp)
+                     : size_mode < 15 ? fdp.PickValueInArray(kHuge)
+                                      : fdp.PickValueInArray(kBad);
+      const bool huge = s.block_size >= kHugeBlock;
+      const int32_t bs = std::max(s.block_size, 1);
+      const int num_ops = fdp.ConsumeIntegralInRange<int>(0, 12);
+      for (int i = 0; i < num_ops; ++i) {
+        PlanOp op;
+        op.kind = static_cast<PlanOp::Kind>(fdp.ConsumeIntegralInRange<int>(0, 3));
+        const int bad = fdp.ConsumeIntegralInRange<int>(0, 9);  // 0, 1: an invalid field
+        switch (op.kind) {
+          case PlanOp::Kind::kSegment: {
+            const int which = fdp.ConsumeIntegralInRange<int>(0, 3);
+            op.a = which == 0 ? -1 : below(64);
+            op.b = op.a == -1 ? 0 : fdp.ConsumeIntegralInRange<int32_t>(0, bs);
+            op.c = fdp.ConsumeIntegralInRange<int32_t>(op.b, bs);
+            if (bad == 0) {
+              constexpr int32_t kBlocks[] = {-2, INT32_MIN};
+              op.a = fdp.PickValueInArray(kBlocks);
+              op.note = "invalid block";
+            } else if (bad == 1) {
+              const int k = fdp.ConsumeIntegralInRange<int>(0, 2);
+              if (k == 0) op.b = op.c + 1, op.note = "invalid: begin > end";
+              else if (k == 1) op.c = bs == INT32_MAX ? INT32_MAX : bs + 1, op.b = 0, op.note = "invalid: end > block_size";
+              else op.b = -1, op.note = "invalid: begin < 0";
+            }
+            break;
+          }
+          case PlanOp::Kind::kZeroFill:
+            op.a = huge ? fdp.ConsumeIntegralInRange<int32_t>(0, INT32_MAX)
+                        : fdp.ConsumeIntegralInRange<int32_t>(0, 3 * bs + 2);
+            if (bad == 0) op.a = fdp.ConsumeBool() ? -1 : INT32_MIN, op.note = "invalid: negative";
+            break;
+          case PlanOp::Kind::kPaged: {
+            const int32_t tokens = huge ? fdp.ConsumeIntegralInRange<int32_t>(0, INT32_MAX)
+                                        : fdp.ConsumeIntegralInRange<int32_t>(0, 4 * bs + 3);
+            const int64_t need = (int64_t{tokens} + bs - 1) / bs;
+            const int tail = fdp.ConsumeIntegralInRange<int>(0, 2);
+            const int table_mode = fdp.ConsumeIntegralInRange<int>(0, 4);
+            op.table.resize(static_cast<size_t>(need + tail));
+            if (table_mode <= 1) {  // distinct blocks from a shuffled pool
+              op.note = "shuffled table";
+              auto pool = distinct_slots(rng, static_cast<int64_t>(op.table.size()) + 8, op.table.size());
+              std::copy(pool.begin(), pool.end(), op.table.begin());
+            } else {  // random entries, repeats allowed
+              op.note = "random table";
+              for (auto& b : op.table) b = below(64);
+            }
+            if (table_mode == 3 && !op.table.empty()) {  // holes, maybe inside the range
+              op.note = "holey table";
+              for (int h = fdp.ConsumeIntegralInRange<int>(1, 3); h > 0; --h)
+                op.table[static_cast<size_t>(below(static_cast<int64_t>(op.table.size())))] =
+                    fdp.ConsumeBool() ? -1 : INT32_MIN;
+            }
+            if (table_mode == 4 && need > 0) {  // one block short
+              op.note = "short table";
+              op.table.resize(static_cast<size_t>(need - 1));
+            }
+            op.c = tokens;
+            op.b = fdp.ConsumeIntegralInRange<int32_t>(0, tokens);
+            if (bad == 0) {
+              if (fdp.ConsumeBool()) op.b = op.c + 1, op.note += ", invalid: begin > end";
+              else op.b = -1, op.note += ", invalid: begin < 0";
+            }
+            break;
+          }
+          case PlanOp::Kind::kRing: {
+            op.a = below(16);
+            const int pos_mode = fdp.ConsumeIntegralInRange<int>(0, 7);
+            const int64_t len_choice = fdp.ConsumeIntegralInRange<int>(0, 4);
+            int64_t len = len_choice == 0 ? 0
+                          : len_choice == 1 ? bs  // exactly the ring
+                                            : fdp.ConsumeIntegralInRange<int32_t>(0, bs);
+            int64_t begin = pos_mode == 0 ? INT32_MAX - len - below(bs)  // far positions
+                                          : fdp.ConsumeIntegralInRange<int32_t>(0, 4 * std::min(bs, 1 << 28));
+            begin = std::clamp<int64_t>(begin, 0, INT32_MAX - len);
+            if (bad == 0) {
+              const int k = fdp.ConsumeIntegralInRange<int>(0, 3);
+              if (k == 0) op.a = fdp.ConsumeBool() ? -1 : INT32_MIN, op.note = "invalid: state_id < 0";
+              else if (k == 1) begin = -1 - below(bs), op.note = "invalid: begin < 0";
+              else if (k == 2 && bs < INT32_MAX) len = bs + 1, begin = std::min<int64_t>(begin, INT32_MAX - len), op.note = "invalid: longer than the ring";
+              else len = -1 - below(bs), begin = std::max<int64_t>(begin, -len), op.note = "invalid: begin > end";
+            }
+            op.b = static_cast<int32_t>(begin);
+            op.c = static_cast<int32_t>(begin + len);
+            if (op.note.empty() && len > 0 && begin % bs + len > bs) op.note = "wraps";
+            if (op.note.empty() && len == bs) op.note = "exactly the ring";
+            break;
+          }
+        }
+        s.ops.push_back(std::move(op));
+      }
+      break;
+    }
+    case PlanScenario::Mode::kCompressed: {
+      s.block_size = pick_block_size(fdp);
+      std::vector<int32_t> divisors;
+      for (int32_t d = 1; d <= s.block_size; ++d)
+        if (s.block_size % d == 0) divisors.push_back(d);
+      s.ratio = divisors[fdp.ConsumeIntegralInRange<size_t>(0, divisors.size() - 1)];
+      const int32_t per_block = s.block_size / s.ratio;
+      const int32_t num_seqs = fdp.ConsumeIntegralInRange<int32_t>(0, 4);
+      const int table_mode = fdp.ConsumeIntegralInRange<int>(0, 3);  // 2: holey, 3: short
+      s.table_mode = table_mode <= 1 ? "disjoint shuffled" : table_mode == 2 ? "holey" : "short";
+      int32_t next_block = 0;
+      std::vector<int32_t> pool = distinct_slots(rng, 4 * 64, 4 * 64);
+      for (int32_t i = 0; i < num_seqs; ++i) {
+        SeqMeta q;
+        q.seqlen_k = fdp.ConsumeBool() ? fdp.ConsumeIntegralInRange<int32_t>(0, s.ratio)  // n == 0 reachable
+                                       : fdp.ConsumeIntegralInRange<int32_t>(0, 5 * s.block_size);
+        const int32_t n = q.seqlen_k / s.ratio;
+        const int32_t need = (n + per_block - 1) / per_block;
+        for (int32_t b = 0; b < need + fdp.ConsumeIntegralInRange<int32_t>(0, 2); ++b)
+          q.block_table.push_back(b >= need && fdp.ConsumeBool() ? -1 : pool[static_cast<size_t>(next_block++ % 256)]);
+        s.seqs.push_back(std::move(q));
+      }
+      if (table_mode >= 2 && num_seqs > 0) {
+        SeqMeta& q = s.seqs[static_cast<size_t>(below(num_seqs))];
+        if (table_mode == 3 && !q.block_table.empty()) q.block_table.pop_back();
+        if (table_mode == 2 && !q.block_table.empty())
+          q.block_table[static_cast<size_t>(below(static_cast<int64_t>(q.block_table.size())))] = -1;
+      }
+      const int bad = fdp.ConsumeIntegralInRange<int>(0, 9);
+      if (bad == 0) {
+        constexpr int32_t kRatios[] = {0, -1, INT32_MIN};
+        s.ratio = fdp.PickValueInArray(kRatios);
+        s.broken = "ratio " + std::to_string(s.ratio);
+      } else if (bad == 1 && s.block_size > 1) {
+        s.ratio = s.block_size + 1;  // does not divide block_size
+        s.broken = "ratio does not divide block_size";
+      } else if (bad == 2) {
+        s.block_size = fdp.ConsumeBool() ? 0 : -s.block_size;
+        s.broken = "block_size " + std::to_string(s.block_size);
+      } else if (bad == 3 && num_seqs > 0) {
+        const int32_t i = below(num_seqs);
+        s.seqs[static_cast<size_t>(i)].seqlen_k = fdp.ConsumeBool() ? -1 : INT32_MIN;
+        s.broken = "seqlen_k of sequence " + std::to_string(i);
+      }
+      break;
+    }
+    case PlanScenario::Mode::kSwa: {
+      s.window = fdp.ConsumeIntegralInRange<int32_t>(1, 16);
+      s.ring_size = s.window + (fdp.ConsumeBool() ? 0 : fdp.ConsumeIntegralInRange<int32_t>(0, 8));
+      const int32_t num_seqs = fdp.ConsumeIntegralInRange<int32_t>(0, 4);
+      const auto states = distinct_slots(rng, 8, 8);
+      for (int32_t i = 0; i < num_seqs; ++i) {
+        SeqMeta q;
+        const int hist_mode = fdp.ConsumeIntegralInRange<int>(0, 7);
+        const int32_t history_end =
+            hist_mode == 0 ? fdp.ConsumeIntegralInRange<int32_t>(1 << 30, (1 << 30) + 64)  // far
+            : hist_mode == 1 ? fdp.ConsumeIntegralInRange<int32_t>(0, s.window - 1)       // short
+                             : fdp.ConsumeIntegralInRange<int32_t>(0, 3 * s.ring_size);
+        q.seqlen_q = fdp.ConsumeIntegralInRange<int32_t>(0, 2 * s.ring_size + 3);
+        q.seqlen_k = history_end + q.seqlen_q;
+        const int start_mode = fdp.ConsumeIntegralInRange<int>(0, 3);
+        q.swa_valid_start = start_mode == 0   ? 0
+                            : start_mode <= 2 ? fdp.ConsumeIntegralInRange<int32_t>(0, history_end)
+                                              : history_end + fdp.ConsumeIntegralInRange<int32_t>(0, 5);
+        q.state_id = states[static_cast<size_t>(i)];
+        s.seqs.push_back(std::move(q));
+      }
+      const int bad = fdp.ConsumeIntegralInRange<int>(0, 9);
+      if (bad == 0) {
+        if (fdp.ConsumeBool()) s.window = fdp.ConsumeBool() ? 0 : -1, s.broken = "window < 1";
+        else s.ring_size = s.window - 1, s.broken = "ring_size < window";
+      } else if (bad == 1 && num_seqs > 0) {
+        const int32_t i = below(num_seqs);
+        SeqMeta& q = s.seqs[static_cast<size_t>(i)];
+        const int k = fdp.ConsumeIntegralInRange<int>(0, 3);
+        static const char* kWhat[] = {"seqlen_q > seqlen_k", "seqlen_q < 0", "swa_valid_start < 0",
+                                      "state_id < 0"};
+        if (k == 0) q.seqlen_q = q.seqlen_k + 1;
+        else if (k == 1) q.seqlen_q = -1;
+        else if (k == 2) q.swa_valid_start = -1;
+        else q.state_id = INT32_MIN;
+        s.broken = std::string(kWhat[k]) + " in sequence " + std::to_string(i);
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp) {
+  PrefillFuzzScenario out;
+  props::PrefillScenario& s = out.step;
+  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
+  const int fmt = fdp.ConsumeIntegralInRange<int>(0, 3);
+  s.format = fmt == 0 ? KVCacheFormat::V41() : KVCacheFormat::BF16(fmt == 1 ? 8 : fmt == 2 ? 16 : 64);
+  s.window = fdp.ConsumeIntegralInRange<int32_t>(1, 16);
+  s.ring_size = s.window + (fdp.ConsumeBool() ? 0 : fdp.ConsumeIntegralInRange<int32_t>(0, 8));
+  const int32_t num_seqs = fdp.ConsumeIntegralInRange<int32_t>(0, 4);
+  s.num_swa_states = std::max(num_seqs + fdp.ConsumeIntegralInRange<int32_t>(0, 2), 1);
+  const auto states = distinct_slots(rng, s.num_swa_states, static_cast<size_t>(s.num_swa_states));
+  constexpr int32_t kBlockSizes[] = {1, 2, 4, 16, 64, 133};
+  s.block_size = fdp.ConsumeBool() ? fdp.PickValueInArray(kBlockSizes)
+                                   : fdp.ConsumeIntegralInRange<int32_t>(1, 300);
+  std::vector<int32_t> divisors;
+  for (int32_t d = 1; d <= s.block_size; ++d)
+    if (s.block_size % d == 0) divisors.push_back(d);
+  s.ratio = divisors[fdp.ConsumeIntegralInRange<size_t>(0, divisors.size() - 1)];
+  const int32_t per_block = s.block_size / s.ratio;
+  int32_t needed = 0;
+  for (int32_t i = 0; i < num_seqs; ++i) {
+    SeqMeta q;
+    const int hist_mode = fdp.ConsumeIntegralInRange<int>(0, 3);
+    const int32_t history_end = hist_mode == 0 ? fdp.ConsumeIntegralInRange<int32_t>(0, s.window - 1)
+                                               : fdp.ConsumeIntegralInRange<int32_t>(0, 3 * s.ring_size);
+    q.seqlen_q = fdp.ConsumeIntegralInRange<int32_t>(0, 2 * s.ring_size + 3);
+    q.seqlen_k = history_end + q.seqlen_q;
+    q.swa_valid_start = fdp.ConsumeBool() ? 0 : fdp.ConsumeIntegralInRange<int32_t>(0, history_end);
+    q.state_id = states[static_cast<size_t>(i)];
+    needed += (q.seqlen_k / s.ratio + per_block - 1) / per_block;
+    s.seqs.push_back(std::move(q));
+  }
+  // Disjoint block tables from one shuffled pool; tails of -1 or spare blocks.
+  const int32_t spare = fdp.ConsumeIntegralInRange<int32_t>(0, 4);
+  const auto pool = distinct_slots(rng, needed + spare, static_cast<size_t>(needed + spare));
+  s.num_compressed_blocks = std::max(needed + spare, 1);
+  size_t next = 0;
+  for (SeqMeta& q : s.seqs) {
+    const int32_t need = (q.seqlen_k / s.ratio + per_block - 1) / per_block;
+    for (int32_t b = 0; b < need; ++b) q.block_table.push_back(pool[next++]);
+    for (int32_t t = fdp.ConsumeIntegralInRange<int32_t>(0, 1); t > 0; --t)
+      q.block_table.push_back(spare > 0 && fdp.ConsumeBool()
+                                  ? pool[static_cast<size_t>(needed + static_cast<int32_t>(rng.next() % static_cast<uint64_t>(spare)))]
+                                  : -1);
+  }
+  s.topk_width = fdp.ConsumeIntegralInRange<int32_t>(0, 5);
+  for (const SeqMeta& q : s.seqs) {
+    const int32_t n = q.seqlen_k / s.ratio;
+    std::vector<int32_t> topk;
+    for (int32_t j = 0; j < q.seqlen_q; ++j) {
+      const size_t row_begin = topk.size();
+      for (int32_t c = 0; c < s.topk_width; ++c) {
+        const int32_t x = n == 0 ? -1 : static_cast<int32_t>(rng.next() % static_cast<uint64_t>(n + 1)) - 1;
+        topk.push_back(std::find(topk.begin() + static_cast<ptrdiff_t>(row_begin), topk.end(), x) == topk.end() ? x : -1);
+      }
+    }
+    s.topk.push_back(std::move(topk));
+  }
+  s.store_before_load = fdp.ConsumeIntegralInRange<int>(0, 7) == 0;
+  return out;
+}
+
 void fill_pattern(uint64_t seed, uint8_t* bytes, size_t n) {
   SplitMix64 rng{seed};
   size_t i = 0;
@@ -581,6 +870,61 @@ std::string describe(const IndexScenario& s) {
       break;
   }
   if (!s.invalid.empty()) o << "  invalid on purpose: " << s.invalid << "\n";
+  return o.str();
+}
+
+std::string describe(const PlanScenario& s) {
+  std::ostringstream o;
+  auto seqs = [&] {
+    for (size_t i = 0; i < s.seqs.size(); ++i) {
+      const SeqMeta& q = s.seqs[i];
+      o << "  seq " << i << ": seqlen_k " << q.seqlen_k << ", seqlen_q " << q.seqlen_q;
+      if (s.mode == PlanScenario::Mode::kSwa)
+        o << ", swa_valid_start " << q.swa_valid_start << ", state_id " << q.state_id;
+      else
+        o << ", block_table " << format_ints(q.block_table, 16);
+      o << "\n";
+    }
+    if (!s.broken.empty()) o << "  invalid on purpose: " << s.broken << "\n";
+  };
+  switch (s.mode) {
+    case PlanScenario::Mode::kBuilder: {
+      static const char* kOps[] = {"append_segment", "append_zero_fill", "append_paged_range",
+                                   "append_ring_range"};
+      o << "plan scenario: BlockLoadPlanBuilder(" << s.block_size << "), " << s.ops.size()
+        << " appends\n";
+      for (size_t i = 0; i < s.ops.size(); ++i) {
+        const PlanOp& op = s.ops[i];
+        o << "  " << i << ": " << kOps[static_cast<int>(op.kind)] << "(";
+        switch (op.kind) {
+          case PlanOp::Kind::kSegment: o << op.a << ", " << op.b << ", " << op.c; break;
+          case PlanOp::Kind::kZeroFill: o << op.a; break;
+          case PlanOp::Kind::kPaged: o << format_ints(op.table, 16) << ", " << op.b << ", " << op.c; break;
+          case PlanOp::Kind::kRing: o << op.a << ", " << op.b << ", " << op.c; break;
+        }
+        o << ")" << (op.note.empty() ? "" : "  # " + op.note) << "\n";
+      }
+      break;
+    }
+    case PlanScenario::Mode::kCompressed:
+      o << "plan scenario: build_compressed_plan, block_size " << s.block_size << ", ratio "
+        << s.ratio << ", " << s.seqs.size() << " sequences, tables " << s.table_mode << "\n";
+      seqs();
+      break;
+    case PlanScenario::Mode::kSwa:
+      o << "plan scenario: build_swa_plan, window " << s.window << ", ring_size " << s.ring_size
+        << ", " << s.seqs.size() << " sequences\n";
+      seqs();
+      break;
+  }
+  return o.str();
+}
+
+std::string describe(const PrefillFuzzScenario& s) {
+  std::ostringstream o;
+  o << "prefill scenario\n  ";
+  props::showValue(s.step, o);
+  o << "\n";
   return o.str();
 }
 

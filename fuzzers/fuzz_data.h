@@ -11,6 +11,8 @@
 
 #include "impl/backend.h"
 #include "impl/format.h"
+#include "impl/load_plan.h"
+#include "properties/prefill_step.h"
 
 class FuzzedDataProvider;
 
@@ -30,7 +32,8 @@ struct SplitMix64 {
   uint64_t next();
 };
 
-/// A cache shape: format, block_size (1, 2, 16, 64, 133, 256, odd, random) and
+/// A cache shape: format (the SPEC §2 table, BF16(E), or a custom quantised format),
+/// block_size (1, 2, 16, 64, 133, 256, odd, random) and
 /// num_blocks, capped so num_blocks*block_stride <= kMaxCacheBytes.
 struct CacheShape {
   KVCacheFormat format;
@@ -110,6 +113,37 @@ struct IndexScenario {
   std::string invalid;  // "" = valid input
 };
 
+/// One BlockLoadPlanBuilder call (SPEC §5.3). Fields by kind: segment (a = block,
+/// b = src_begin, c = src_end), zero fill (a = num_tokens), paged range (b = token_begin,
+/// c = token_end over `table`), ring range (a = state_id, b = begin, c = end).
+struct PlanOp {
+  enum class Kind { kSegment, kZeroFill, kPaged, kRing } kind = Kind::kSegment;
+  int32_t a = 0, b = 0, c = 0;
+  std::vector<int32_t> table;
+  std::string note;  // how it was made ("shuffled table", "wraps", "invalid: ...")
+};
+
+/// Load-plan scenario (SPEC §5.3), one of: a sequence of builder appends over
+/// source blocks of block_size tokens (block_size may be invalid, or huge so that
+/// total_k overflows); build_compressed_plan(seqs, block_size, ratio);
+/// build_swa_plan(seqs, window, ring_size). Arguments may be invalid on purpose
+/// (`note` of the op or `broken` names what).
+struct PlanScenario {
+  enum class Mode { kBuilder, kCompressed, kSwa } mode = Mode::kBuilder;
+  int32_t block_size = 1;
+  std::vector<PlanOp> ops;
+  int32_t ratio = 1, window = 1, ring_size = 1;
+  std::vector<SeqMeta> seqs;
+  std::string broken;  // compressed/SWA: what was made invalid ("" = valid arguments)
+  std::string table_mode;
+};
+
+/// Prefill-step scenario (SPEC §5.3-§5.6) for props::run_prefill_step: always valid
+/// (distinct state ids, disjoint compressed block tables, distinct top-k per row).
+struct PrefillFuzzScenario {
+  props::PrefillScenario step;
+};
+
 CacheShape decode_cache_shape(FuzzedDataProvider& fdp);
 StoreScenario decode_store(FuzzedDataProvider& fdp);
 LoadScenario decode_load(FuzzedDataProvider& fdp);
@@ -117,6 +151,11 @@ RoundTripScenario decode_round_trip(FuzzedDataProvider& fdp);
 FormatScenario decode_format(FuzzedDataProvider& fdp);
 NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
 IndexScenario decode_index(FuzzedDataProvider& fdp);
+PlanScenario decode_plan(FuzzedDataProvider& fdp);
+PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
+/// A valid quantised format outside the SPEC §2 table (odd group sizes, every
+/// dtype/scale pairing, do_cast or index), so the run-time group-size kernels run.
+KVCacheFormat decode_custom_format(FuzzedDataProvider& fdp);
 
 /// Fills `bytes` from seed; for do_cast ue8m0 formats the scale bytes of every
 /// record are mapped into [1, 253] (k + 127, k in [-126, 126], SPEC §4.1).
@@ -132,6 +171,8 @@ std::string describe(const RoundTripScenario& s);
 std::string describe(const FormatScenario& s);
 std::string describe(const NumericsScenario& s);
 std::string describe(const IndexScenario& s);
+std::string describe(const PlanScenario& s);
+std::string describe(const PrefillFuzzScenario& s);
 
 /// "[1, -1, 7, ...]" with at most `max_items` entries shown.
 std::string format_ints(const std::vector<int32_t>& v, size_t max_items = 64);

@@ -41,7 +41,7 @@ void KVCacheFormat::validate() const {
       invalid(*this, "a BF16 tail mixed with quantized data is not supported");
     if (quantized_dtype == QuantizedDtype::kE2M1 && elements % 2 != 0)
       invalid(*this, "e2m1 needs an even element count (two per byte)");
-    if (!token_interleaved && sf_format == SfFormat::kUE8M0 && sf_bytes() % 4 != 0)
+    if (is_index() && sf_format == SfFormat::kUE8M0 && sf_bytes() % 4 != 0)
       invalid(*this, "index ue8m0 scales load as int32: sf_bytes must be a multiple of 4");
   } else {
     if (elements_per_sf != 0 || sf_format != SfFormat::kNone)

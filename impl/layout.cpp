@@ -23,6 +23,12 @@ CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks,
   if (num_blocks < 1)
     throw Error(ErrorCode::kInvalidArgument,
                 "num_blocks must be >= 1, got " + std::to_string(num_blocks));
+  // A block's bytes must fit in int64 before block_stride is even computed (SPEC §3).
+  const int64_t bpt = format.bytes_per_token();
+  if (block_size > (std::numeric_limits<int64_t>::max() - std::lcm<int64_t>(32, bpt)) / bpt)
+    throw Error(ErrorCode::kInvalidArgument,
+                "a block of " + std::to_string(block_size) + " tokens of " + std::to_string(bpt) +
+                    " bytes overflows int64");
   CacheLayout layout{format, num_blocks, block_size, block_stride_for(format, block_size)};
   if (num_blocks > std::numeric_limits<int64_t>::max() / layout.block_stride ||
       num_blocks * block_size > std::numeric_limits<int32_t>::max())

