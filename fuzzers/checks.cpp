@@ -10,6 +10,7 @@ const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
       {"format", check_format},     {"numerics", check_numerics}, {"index", check_index},
+      {"plan", check_plan},         {"prefill", check_prefill},
   };
   return all;
 }

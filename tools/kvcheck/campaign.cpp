@@ -119,7 +119,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
   const int chunk = timed ? 20 : per_row_cases;
   std::string backend_names;
   for (const auto& b : backends) backend_names += (backend_names.empty() ? "" : ", ") + std::string(b->name());
-  fmt::print(out, "kvcheck run: {} properties x backends [{}], seed {}, budget {}\n", rows.size(), backend_names,
+  fmt::print(out, "kvcheck run: {} (property, backend) pairs on [{}], seed {}, budget {}\n", rows.size(), backend_names,
              seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
   out.flush();
