@@ -290,11 +290,11 @@ KVCacheFormat decode_custom_format(FuzzedDataProvider& fdp) {
   int32_t groups = fdp.ConsumeIntegralInRange<int32_t>(1, 8);
   f.do_cast = fdp.ConsumeBool();
   f.token_interleaved = f.do_cast || fdp.ConsumeBool();
-  // SPEC §2: e2m1 needs an even element count; non-interleaved ue8m0 scales load as
+  // SPEC §2: e2m1 needs an even element count; index (no do_cast) ue8m0 scales load as
   // int32 (sf_bytes % 4 == 0). Round the group count up to satisfy both.
   const bool odd_e2m1 = f.quantized_dtype == QuantizedDtype::kE2M1 && f.elements_per_sf % 2 != 0;
   if (odd_e2m1) groups += groups % 2;
-  if (!f.token_interleaved && f.sf_format == SfFormat::kUE8M0) groups = (groups + 3) / 4 * 4;
+  if (!f.do_cast && f.sf_format == SfFormat::kUE8M0) groups = (groups + 3) / 4 * 4;
   f.elements = groups * f.elements_per_sf;
   f.name = to_string(f.quantized_dtype) + "x" + std::to_string(f.elements) + "_G" +
            std::to_string(f.elements_per_sf) + "_" + to_string(f.sf_format) +
@@ -313,6 +313,8 @@ LoadScenario decode_load(FuzzedDataProvider& fdp) {
   s.cache_seed = rng.next();
   make_segments(fdp, rng, s);
   decode_output(fdp, s, false);
+  // A negative total_k (kInvalidArgument); the output buffers keep their rows.
+  if (fdp.ConsumeIntegralInRange<int>(0, 31) == 0) s.total_k = -1 - s.total_k;
   return s;
 }
 

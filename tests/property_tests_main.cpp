@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -47,6 +48,14 @@ class PropertyTest : public testing::Test {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  // The suite runs with kCiSeed unless RC_PARAMS names a seed; put it in RC_PARAMS so
+  // RapidCheck's own "Using configuration: seed=..." echo shows the seed really used.
+  const char* rc_params = std::getenv("RC_PARAMS");
+  const std::string params = rc_params ? rc_params : "";
+  if (params.find("seed=") == std::string::npos)
+    setenv("RC_PARAMS", (params + (params.empty() ? "" : " ") + "seed=" + std::to_string(kCiSeed)).c_str(), 1);
+  std::printf("kvcheck property suite: seed %llu, %d cases per (property, backend)\n",
+              static_cast<unsigned long long>(kvcheck::props::configured_seed(kCiSeed)), case_budget());
   std::vector<std::string> missing;
   const auto backends = kvcheck::available_backends(&missing);
   for (const auto& p : kvcheck::props::registry().all()) {

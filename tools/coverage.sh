@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ./kvcheck coverage [TARGET...]
 # clang source-based coverage of replaying corpus/<target>/ (every target by default):
-# builds the replay_<target> programs instrumented in build-coverage, replays, prints
-# line/branch coverage per source file of impl/ and reference/, and writes the HTML
-# report to build-coverage/coverage-html/index.html. Env: KVCHECK_COVERAGE_BUILD_DIR.
+# builds the replay_<target> programs instrumented in build-coverage, replays each
+# corpus twice (native and KVCHECK_CPU_ISA=baseline CPU kernels), prints line/branch
+# coverage per source file of impl/ and reference/, and writes the HTML report to
+# build-coverage/coverage-html/index.html. Env: KVCHECK_COVERAGE_BUILD_DIR.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,10 +31,15 @@ mkdir -p "$BUILD/profiles"
 objects=()
 for t in "${TARGETS[@]}"; do
   bin="$BUILD/fuzzers/replay_$t"
-  LLVM_PROFILE_FILE="$BUILD/profiles/$t-%p.profraw" "$bin" "$ROOT/corpus/$t" >/dev/null 2>&1 || {
-    echo "kvcheck coverage: replay_$t failed on its corpus (run ./kvcheck test -L replay)" >&2
-    exit 1
-  }
+  # Twice: the CPU kernels' AVX2 path (when the machine has it) and the baseline
+  # path (KVCHECK_CPU_ISA=baseline, impl/cpu/isa.h), so both count.
+  for isa in native baseline; do
+    KVCHECK_CPU_ISA="$([[ $isa == baseline ]] && echo baseline || true)" \
+      LLVM_PROFILE_FILE="$BUILD/profiles/$t-$isa-%p.profraw" "$bin" "$ROOT/corpus/$t" >/dev/null 2>&1 || {
+      echo "kvcheck coverage: replay_$t ($isa ISA) failed on its corpus (run ./kvcheck test -L replay)" >&2
+      exit 1
+    }
+  done
   objects+=(-object "$bin")
 done
 llvm-profdata-14 merge -sparse "$BUILD"/profiles/*.profraw -o "$BUILD/coverage.profdata"

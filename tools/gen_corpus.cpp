@@ -6,6 +6,9 @@
 // files: regenerate with `gen_corpus corpus` after changing the decoder.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
+#include <cctype>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +70,30 @@ const std::vector<std::string> kFormats = {"V41", "V41_FP4", "FP4_INDEX", "FP8_F
                                            "MXFP8_INDEX", "BF16(512)", "BF16(8)", "BF16(136)", "BF16(4096)"};
 const std::vector<int> kBlockSizes = {1, 2, 16, 64, 133, 256, 53, 61, 69};
 
+// Custom (outside the SPEC §2 table) formats: every dtype x scale format x group class
+// (compiled kernels 16/32/128, run-time sizes), so both kernel families are seeded.
+struct CustomKind {
+  kvcheck::QuantizedDtype dtype;
+  kvcheck::SfFormat sf;
+  int group_class;  // 16, 32, 128, or 0 = a run-time group size
+};
+std::vector<CustomKind> custom_kinds() {
+  std::vector<CustomKind> out;
+  for (auto d : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
+    for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
+      for (int g : {16, 32, 128, 0}) out.push_back({d, sf, g});
+  return out;
+}
+std::string name_of(const CustomKind& k) {
+  return kvcheck::to_string(k.dtype) + "-" + kvcheck::to_string(k.sf) + "-" +
+         (k.group_class ? "G" + std::to_string(k.group_class) : std::string("Grt"));
+}
+bool is_custom(const kvcheck::KVCacheFormat& f, const CustomKind& k) {
+  const bool compiled = f.elements_per_sf == 16 || f.elements_per_sf == 32 || f.elements_per_sf == 128;
+  return has(f.name, "_G") && f.quantized_dtype == k.dtype && f.sf_format == k.sf &&
+         (k.group_class ? f.elements_per_sf == k.group_class : !compiled);
+}
+
 void store_seeds(const fs::path& root) {
   using S = kvcheck::fuzz::StoreScenario;
   auto d = kvcheck::fuzz::decode_store;
@@ -87,6 +114,8 @@ void store_seeds(const fs::path& root) {
   seed<S>(root, "store", "row-stride-short", d, [](const S& s) { return s.row_stride < s.shape.format.elements && !s.slot_mapping.empty(); });
   seed<S>(root, "store", "kv-rows-short", d, [](const S& s) { return s.kv_rows < static_cast<int64_t>(s.slot_mapping.size()); });
   seed<S>(root, "store", "row-stride-padded", d, [](const S& s) { return s.row_stride > s.shape.format.elements && s.slot_mapping.size() >= 2 && s.slot_mode == "distinct-random"; });
+  for (const auto& k : custom_kinds())
+    seed<S>(root, "store", "custom-" + name_of(k), d, [&](const S& s) { return is_custom(s.shape.format, k) && s.slot_mapping.size() >= 3 && s.slot_mode == "distinct-random" && s.value_mode != "mostly-zero"; });
   for (const std::string v : {"specials", "random-bits", "mostly-zero"})
     for (const std::string f : {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
       seed<S>(root, "store", "values-" + v + "-" + f, d, [&](const S& s) { return s.value_mode == v && s.shape.format.name == f && s.slot_mapping.size() >= 2 && s.slot_mode == "distinct-random"; });
@@ -114,7 +143,12 @@ void load_seeds(const fs::path& root, const std::string& target) {
   seed<L>(root, target, "segments-not-multiple-of-4", d, [](const L& s) { return s.segments.size() % 4 != 0; });
   seed<L>(root, target, "data-stride-short", d, [](const L& s) { return s.data_row_pad < 0 && s.total_k > 0; });
   seed<L>(root, target, "scale-stride-short", d, [](const L& s) { return s.scale_row_pad < 0 && s.shape.format.is_index() && s.total_k > 0 && s.data_row_pad >= 0; });
+  seed<L>(root, target, "total-k-negative", d, [](const L& s) { return s.total_k < 0 && s.segments.size() >= 8 && s.segments.size() % 4 == 0; });
   seed<L>(root, target, "out-rows-short", d, [](const L& s) { return s.out_rows < s.total_k; });
+  for (const auto& k : custom_kinds())  // do_cast: the dequantising kernels
+    seed<L>(root, target, "custom-cast-" + name_of(k), d, [&](const L& s) { return is_custom(s.shape.format, k) && s.shape.format.do_cast && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
+  seed<L>(root, target, "custom-index-ue8m0", d, [](const L& s) { return has(s.shape.format.name, "_G") && s.shape.format.sf_format == kvcheck::SfFormat::kUE8M0 && s.shape.format.is_index() && !s.shape.format.token_interleaved && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
+  seed<L>(root, target, "custom-index-interleaved-fp32", d, [](const L& s) { return has(s.shape.format.name, "INDEX_INTERLEAVED") && s.shape.format.sf_format == kvcheck::SfFormat::kFP32 && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
   seed<L>(root, target, "padded-out-rows", d, [](const L& s) { return s.data_row_pad > 0 && s.scale_row_pad > 0 && s.shape.format.is_index() && s.segments.size() >= 8; });
 }
 
@@ -128,6 +162,9 @@ void round_trip_seeds(const fs::path& root) {
   }
   for (int bs : kBlockSizes)
     seed<R>(root, "round_trip", "bs-" + std::to_string(bs), d, [&](const R& r) { return r.store.shape.block_size == bs && r.store.slot_mapping.size() >= 2 && r.load.total_k > 0; });
+  for (const auto& k : custom_kinds())
+    if (k.group_class == 0 || k.group_class == 16)
+      seed<R>(root, "round_trip", "custom-" + name_of(k), d, [&](const R& r) { return is_custom(r.store.shape.format, k) && r.store.slot_mapping.size() >= 3 && r.load.total_k > 0; });
   seed<R>(root, "round_trip", "all-padding", d, [](const R& r) { return r.store.slot_mode == "all-padding" && r.load.total_k > 0; });
   seed<R>(root, "round_trip", "specials-V41", d, [](const R& r) { return r.store.value_mode == "specials" && r.store.shape.format.name == "V41" && r.store.slot_mapping.size() >= 4; });
 }
@@ -172,6 +209,127 @@ void index_seeds(const fs::path& root) {
   seed<I>(root, "index", "empty", d, [](const I& s) { return s.num_q == 0; });
 }
 
+// "invalid: begin > end" -> "invalid-begin-gt-end": file names without spaces or signs.
+std::string slug(std::string s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '>' || c == '<') out += c == '>' ? "gt" : "lt";
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') out += c;
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+void plan_seeds(const fs::path& root) {
+  using P = kvcheck::fuzz::PlanScenario;
+  using K = kvcheck::fuzz::PlanOp::Kind;
+  using M = P::Mode;
+  auto d = kvcheck::fuzz::decode_plan;
+  auto count = [](const P& s, K k, const std::string& note) {
+    int n = 0;
+    for (const auto& op : s.ops) n += op.kind == k && (note.empty() ? !has(op.note, "invalid") : has(op.note, note));
+    return n;
+  };
+  auto valid = [](const P& s) {
+    for (const auto& op : s.ops) if (has(op.note, "invalid")) return false;
+    return s.block_size >= 1;
+  };
+  auto small = [](const P& s) { return s.block_size >= 1 && s.block_size < (1 << 20); };
+  seed<P>(root, "plan", "builder-all-kinds", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && valid(s) && count(s, K::kSegment, "") && count(s, K::kZeroFill, "") && count(s, K::kPaged, "") && count(s, K::kRing, ""); });
+  seed<P>(root, "plan", "builder-bs133", d, [&](const P& s) { return s.mode == M::kBuilder && s.block_size == 133 && valid(s) && s.ops.size() >= 4; });
+  seed<P>(root, "plan", "builder-zero-fill-pieces", d, [&](const P& s) {
+    for (const auto& op : s.ops) if (op.kind == K::kZeroFill && op.a > 2 * s.block_size) return small(s) && valid(s);
+    return false; });
+  for (const std::string note : {"shuffled table", "random table", "holey table", "short table"})
+    seed<P>(root, "plan", "builder-paged-" + note.substr(0, note.find(' ')), d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && count(s, K::kPaged, note) >= 2; });
+  seed<P>(root, "plan", "builder-ring-wraps", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 1 && count(s, K::kRing, "wraps") >= 2; });
+  seed<P>(root, "plan", "builder-ring-exact", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 1 && count(s, K::kRing, "exactly the ring") >= 1; });
+  // Every error of every append kind, once in an otherwise ordinary sequence.
+  const std::vector<std::pair<K, std::string>> errors = {
+      {K::kSegment, "invalid block"}, {K::kSegment, "invalid: begin > end"},
+      {K::kSegment, "invalid: end > block_size"}, {K::kSegment, "invalid: begin < 0"},
+      {K::kZeroFill, "invalid: negative"}, {K::kPaged, "invalid: begin > end"},
+      {K::kPaged, "invalid: begin < 0"}, {K::kRing, "invalid: state_id < 0"},
+      {K::kRing, "invalid: begin < 0"}, {K::kRing, "invalid: longer than the ring"},
+      {K::kRing, "invalid: begin > end"}};
+  const char* kind_names[] = {"segment", "zero-fill", "paged", "ring"};
+  for (const auto& error : errors) {
+    const K kind = error.first;  // named copies: clang-14 cannot capture structured bindings
+    const std::string note = error.second;
+    seed<P>(root, "plan", std::string("builder-") + kind_names[static_cast<int>(kind)] + "-" + slug(note), d, [&](const P& s) {
+      int invalid = 0;
+      for (const auto& op : s.ops) invalid += has(op.note, "invalid");
+      return s.mode == M::kBuilder && small(s) && s.ops.size() >= 3 && invalid == 1 && count(s, kind, note) == 1; });
+  }
+  seed<P>(root, "plan", "builder-huge-overflow", d, [&](const P& s) {
+    int64_t total = 0;
+    for (const auto& op : s.ops) if (op.kind == K::kZeroFill && op.a > 0) total += op.a;
+    return s.mode == M::kBuilder && s.block_size >= (1 << 20) && total > INT32_MAX; });
+  seed<P>(root, "plan", "builder-huge-paged", d, [&](const P& s) { return s.mode == M::kBuilder && s.block_size >= (1 << 20) && count(s, K::kPaged, "") >= 2; });
+  seed<P>(root, "plan", "builder-bad-block-size", d, [](const P& s) { return s.mode == M::kBuilder && s.block_size < 1; });
+  seed<P>(root, "plan", "builder-empty", d, [](const P& s) { return s.mode == M::kBuilder && s.ops.empty() && s.block_size >= 1; });
+  seed<P>(root, "plan", "compressed", d, [](const P& s) { return s.mode == M::kCompressed && s.broken.empty() && s.table_mode[0] == 'd' && s.seqs.size() >= 3 && s.ratio > 1; });
+  seed<P>(root, "plan", "compressed-bs133", d, [](const P& s) { return s.mode == M::kCompressed && s.broken.empty() && s.table_mode[0] == 'd' && s.block_size == 133 && s.seqs.size() >= 2; });
+  seed<P>(root, "plan", "compressed-seqlen-below-ratio", d, [](const P& s) {
+    if (s.mode != M::kCompressed || !s.broken.empty() || s.table_mode[0] != 'd' || s.seqs.size() < 2) return false;
+    for (const auto& q : s.seqs) if (q.seqlen_k > 0 && q.seqlen_k < s.ratio) return true;
+    return false; });
+  for (const std::string t : {"holey", "short"})
+    seed<P>(root, "plan", "compressed-" + t, d, [&](const P& s) { return s.mode == M::kCompressed && s.broken.empty() && s.table_mode == t && s.seqs.size() >= 2; });
+  for (const std::string b : {"ratio ", "ratio does not", "block_size ", "seqlen_k"})
+    seed<P>(root, "plan", "compressed-bad-" + b.substr(0, b.find(' ') == std::string::npos ? b.size() : b.find(' ')) + (b == "ratio does not" ? "-divisor" : ""), d, [&](const P& s) { return s.mode == M::kCompressed && starts(s.broken, b) && !s.seqs.empty(); });
+  auto swa_feature = [](const P& s, int what) {
+    for (const auto& q : s.seqs) {
+      const int64_t he = q.seqlen_k - q.seqlen_q, hb = he - s.window;
+      const int64_t pad = std::clamp<int64_t>(q.swa_valid_start - hb, 0, s.window);
+      const int64_t b = hb + pad, len = he - b;
+      if (what == 0 && len > 0 && b % s.ring_size + len > s.ring_size) return true;  // wraps
+      if (what == 1 && pad > 0 && pad < s.window) return true;                        // zero fill
+      if (what == 2 && he < s.window) return true;                                     // short history
+      if (what == 3 && q.seqlen_q > s.ring_size) return true;                          // chunk > ring
+      if (what == 4 && he >= (1 << 30)) return true;                                   // far positions
+    }
+    return false;
+  };
+  const char* swa_names[] = {"wrapped-ring", "zero-fill", "short-history", "chunk-longer-than-ring", "far-positions"};
+  for (int w = 0; w < 5; ++w)
+    seed<P>(root, "plan", std::string("swa-") + swa_names[w], d, [&](const P& s) { return s.mode == M::kSwa && s.broken.empty() && s.seqs.size() >= 2 && swa_feature(s, w); });
+  for (const std::string b : {"window", "ring_size", "seqlen_q >", "seqlen_q <", "swa_valid_start", "state_id"})
+    seed<P>(root, "plan", "swa-bad-" + std::string(b == "seqlen_q >" ? "seqlen_q-above-k" : b == "seqlen_q <" ? "seqlen_q-negative" : b), d, [&](const P& s) { return s.mode == M::kSwa && starts(s.broken, b) && s.seqs.size() >= 2; });
+}
+
+void prefill_seeds(const fs::path& root) {
+  using F = kvcheck::fuzz::PrefillFuzzScenario;
+  auto d = kvcheck::fuzz::decode_prefill;
+  auto any = [](const F& f, int what) {
+    const auto& s = f.step;
+    for (const auto& q : s.seqs) {
+      const int64_t he = q.seqlen_k - q.seqlen_q, hb = he - s.window;
+      const int64_t pad = std::clamp<int64_t>(q.swa_valid_start - hb, 0, s.window);
+      const int64_t b = hb + pad, len = he - b;
+      if (what == 0 && len > 0 && b % s.ring_size + len > s.ring_size) return true;
+      if (what == 1 && pad > 0) return true;
+      if (what == 2 && q.seqlen_k > 0 && q.seqlen_k < s.ratio) return true;
+      if (what == 3 && he < s.window && he > 0) return true;
+      if (what == 4 && q.seqlen_q > s.ring_size) return true;
+      if (what == 5 && q.swa_valid_start > 0 && q.swa_valid_start < he) return true;
+    }
+    return what == 6 && s.block_size == 133;
+  };
+  const char* names[] = {"wrapped-ring", "zero-fill", "seqlen-below-ratio", "short-history",
+                         "chunk-longer-than-ring", "swa-valid-start", "bs133"};
+  for (int w = 0; w < 7; ++w)
+    for (const bool v41 : {false, true})
+      seed<F>(root, "prefill", std::string(names[w]) + (v41 ? "-V41" : "-BF16"), d, [&](const F& f) {
+        return any(f, w) && (f.step.format.name == "V41") == v41 && !f.step.store_before_load &&
+               f.step.seqs.size() >= 2 && f.step.topk_width >= 1; });
+  seed<F>(root, "prefill", "four-sequences", d, [](const F& f) { return f.step.seqs.size() == 4 && !f.step.store_before_load && f.step.topk_width >= 3; });
+  seed<F>(root, "prefill", "store-before-load-overlap", d, [](const F& f) { return f.step.store_before_load && kvcheck::props::store_overlaps_visible_history(f.step); });
+  seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.step.store_before_load && !f.step.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f.step); });
+  seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.step.seqs.empty(); });
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,6 +344,8 @@ int main(int argc, char** argv) {
   format_seeds(root);
   numerics_seeds(root);
   index_seeds(root);
+  plan_seeds(root);
+  prefill_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

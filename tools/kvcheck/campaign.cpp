@@ -64,9 +64,16 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
 }  // namespace
 
 void list_properties(std::ostream& out) {
+  fmt::print(out, "{:<56} {:<12} {:<11} {}\n", "property", "op", "runs on", "invariant");
   for (const auto& p : props::registry().all())
-    fmt::print(out, "{:<56} {:<12} {:<11} {}\n", p.name, p.op, p.per_backend ? "per-backend" : "host",
+    fmt::print(out, "{:<56} {:<12} {:<11} {}\n", p.name, p.op, p.per_backend ? "each backend" : "host",
                p.invariant);
+}
+
+void list_backends(std::ostream& out) {
+  std::vector<std::string> missing;
+  for (const auto& b : available_backends(&missing)) fmt::print(out, "{:<8} available\n", b->name());
+  for (const auto& m : missing) fmt::print(out, "{}\n", m);
 }
 
 int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress) {

@@ -28,4 +28,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
 /// Prints the registered properties (name, op, per-backend or host, invariant).
 void list_properties(std::ostream& out);
 
+/// Prints the backends built into this binary: "available" or why not (e.g. no GPU).
+void list_backends(std::ostream& out);
+
 }  // namespace kvcheck::tool

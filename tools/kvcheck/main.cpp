@@ -32,17 +32,20 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   bool list = false, quiet = false;
   auto* run_cmd = app.add_subcommand("run", "Run every property on every available backend (the main job)");
-  run_cmd->add_option("--seconds", run.seconds, "Time budget in seconds (repeats rounds of 20 cases)")
+  auto* seconds_opt = run_cmd->add_option("--seconds", run.seconds, "Time budget in seconds (repeats rounds of 20 cases)")
       ->check(kFinitePositive);
-  run_cmd->add_option("--cases", run.cases, "Cases per (property, backend) when no --seconds (default 200)")
-      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--cases", run.cases, "Cases per (property, backend) (default 200); not with --seconds")
+      ->check(CLI::PositiveNumber)
+      ->excludes(seconds_opt);
   auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
   run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
-  run_cmd->add_option("--property", run.properties, "Only properties whose name contains this, or this op");
+  run_cmd->add_option("--property", run.properties, "Only properties whose name contains this text, or whose op is this (repeatable)");
   run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file")
       ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
   run_cmd->add_flag("--list", list, "List the properties and exit");
   run_cmd->add_flag("--quiet", quiet, "No progress line");
+
+  auto* backends_cmd = app.add_subcommand("backends", "List the backends built here and why any cannot run");
 
   std::string explain_path, explain_target;
   auto* explain_cmd = app.add_subcommand(
@@ -61,6 +64,10 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
+  if (backends_cmd->parsed()) {
+    kvcheck::tool::list_backends(std::cout);
+    return 0;
+  }
   if (explain_cmd->parsed()) return kvcheck::explain_file(explain_path, explain_target, std::cout);
 
   if (run_cmd->parsed()) {
