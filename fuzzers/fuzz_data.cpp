@@ -516,9 +516,18 @@ PlanScenario decode_plan(FuzzedDataProvider& fdp) {
               op.note = "invalid block";
             } else if (bad == 1) {
               const int k = fdp.ConsumeIntegralInRange<int>(0, 2);
-              if (k == 0) op.b = op.c + 1, op.note = "invalid: begin > end";
-              else if (k == 1) op.c = bs == INT32_MAX ? INT32_MAX : bs + 1, op.b = 0, op.note = "invalid: end > block_size";
-              else op.b = -1, op.note = "invalid: begin < 0";
+              if (k == 0) {
+                if (op.c == INT32_MAX) --op.c;  // room for begin = end + 1
+                op.b = op.c + 1;
+                op.note = "invalid: begin > end";
+              } else if (k == 1 && bs < INT32_MAX) {
+                op.b = 0;
+                op.c = bs + 1;
+                op.note = "invalid: end > block_size";
+              } else if (k == 2) {
+                op.b = -1;
+                op.note = "invalid: begin < 0";
+              }
             }
             break;
           }
@@ -555,6 +564,7 @@ PlanScenario decode_plan(FuzzedDataProvider& fdp) {
             op.c = tokens;
             op.b = fdp.ConsumeIntegralInRange<int32_t>(0, tokens);
             if (bad == 0) {
+              if (op.c == INT32_MAX) --op.c;  // room for begin = end + 1
               if (fdp.ConsumeBool()) op.b = op.c + 1, op.note += ", invalid: begin > end";
               else op.b = -1, op.note += ", invalid: begin < 0";
             }

@@ -70,8 +70,6 @@ std::string expand_segments(std::span<const LoadSegment> segments, int32_t total
     if (s.src_block_id < -1) return who + ": block below -1";
     if (s.src_begin < 0 || s.src_begin > s.src_end || s.src_end > block_size)
       return who + ": not inside one block of " + std::to_string(block_size) + " tokens";
-    if (s.src_block_id == -1 && s.src_begin != 0)
-      return who + ": zero fill must start at offset 0";
     for (int32_t t = s.src_begin; t < s.src_end; ++t) {
       const int64_t dst = int64_t{s.dst_offset} + (t - s.src_begin);
       if (dst < 0 || dst >= total_k)

@@ -203,6 +203,14 @@ void index_seeds(const fs::path& root) {
       seed<I>(root, "index", std::string(names[op]) + "-" + std::to_string(i), d, [&](const I& s) {
         return static_cast<int>(s.op) == op && s.num_q >= 2 && s.invalid.empty() && (i != 2 || s.num_q >= 12);
       });
+  // Valid conversions: no topk entry below -1 (an awkward value makes the whole call throw).
+  auto convert_valid = [](const I& s) {
+    if (s.op != I::Op::kConvert || !s.invalid.empty() || s.num_q < 2 || s.k < 2) return false;
+    for (int32_t x : s.topk) if (x < -1) return false;
+    return true;
+  };
+  seed<I>(root, "index", "convert-valid", d, [&](const I& s) { return convert_valid(s) && s.seq_ids.empty(); });
+  seed<I>(root, "index", "convert-valid-seq-ids", d, [&](const I& s) { return convert_valid(s) && !s.seq_ids.empty(); });
   seed<I>(root, "index", "convert-bs133", d, [](const I& s) { return s.op == I::Op::kConvert && s.block_size == 133 && s.num_q >= 2 && s.k >= 4 && s.invalid.empty(); });
   seed<I>(root, "index", "convert-missing-block", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'b'; });
   seed<I>(root, "index", "convert-no-table-row", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'n'; });
