@@ -22,7 +22,7 @@ int case_budget() {
   const char* rc_params = std::getenv("RC_PARAMS");
   if (rc_params && std::string(rc_params).find("max_success=") != std::string::npos)
     return rc::detail::configuration().testParams.maxSuccess;
-  return 100;
+  return 300;
 }
 
 class PropertyTest : public testing::Test {
