@@ -76,12 +76,12 @@ OutBuffers::OutBuffers(const LoadScenario& s) {
   out.rows = s.out_rows;
   out.data_row_stride = f.load_row_bytes() + s.data_row_pad;  // may be too small on purpose
   data.resize(static_cast<size_t>(s.out_rows * (f.load_row_bytes() + 64)) + kTail);
-  fill_pattern(s.out_seed, data.data(), data.size());
+  props::fill_pattern(data, s.out_seed);
   out.data = data.data();
   if (f.load_scale_row_bytes() > 0) {
     out.scale_row_stride = f.load_scale_row_bytes() + s.scale_row_pad;
     scales.resize(static_cast<size_t>(s.out_rows * (f.load_scale_row_bytes() + 16)) + kTail);
-    fill_pattern(s.out_seed ^ 0x5CA1E5ull, scales.data(), scales.size());
+    props::fill_pattern(scales, s.out_seed ^ 0x5CA1E5ull);
     out.scales = scales.data();
   }
 }

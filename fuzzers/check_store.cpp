@@ -64,7 +64,7 @@ CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
   const int64_t bytes = layout.size_bytes();
   KVCache ref_cache(layout, 0, kGuard), be_cache(layout, 0, kGuard);
-  fill_pattern(s.cache_seed, ref_cache.data(), static_cast<size_t>(bytes));
+  props::fill_pattern({ref_cache.data(), static_cast<size_t>(bytes)}, s.cache_seed);
   std::memcpy(be_cache.data(), ref_cache.data(), static_cast<size_t>(bytes));
   const std::vector<uint8_t> before(ref_cache.data(), ref_cache.data() + bytes);
 

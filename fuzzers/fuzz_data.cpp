@@ -251,13 +251,6 @@ std::string hex16(uint32_t v, int width) {
 
 }  // namespace
 
-uint64_t SplitMix64::next() {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 CacheShape decode_cache_shape(FuzzedDataProvider& fdp) {
   CacheShape s;
   const int f = fdp.ConsumeIntegralInRange<int>(0, 7);
@@ -749,20 +742,10 @@ PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp) {
   return out;
 }
 
-void fill_pattern(uint64_t seed, uint8_t* bytes, size_t n) {
-  SplitMix64 rng{seed};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const uint64_t r = rng.next();
-    for (int b = 0; b < 8; ++b) bytes[i + b] = static_cast<uint8_t>(r >> (8 * b));
-  }
-  const uint64_t r = rng.next();
-  for (int b = 0; i < n; ++i, ++b) bytes[i] = static_cast<uint8_t>(r >> (8 * b));
-}
 
 void fill_cache_bytes(const CacheShape& shape, uint64_t seed, uint8_t* bytes) {
   const CacheLayout l = CacheLayout::make(shape.format, shape.num_blocks, shape.block_size);
-  fill_pattern(seed, bytes, static_cast<size_t>(l.size_bytes()));
+  props::fill_pattern({bytes, static_cast<size_t>(l.size_bytes())}, seed);
   if (!(shape.format.do_cast && shape.format.sf_format == SfFormat::kUE8M0)) return;
   for (int64_t b = 0; b < l.num_blocks; ++b)
     for (int64_t t = 0; t < l.block_size; ++t)

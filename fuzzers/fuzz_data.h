@@ -12,6 +12,7 @@
 #include "impl/backend.h"
 #include "impl/format.h"
 #include "impl/load_plan.h"
+#include "properties/gen/splitmix.h"
 #include "properties/prefill_step.h"
 
 class FuzzedDataProvider;
@@ -25,12 +26,8 @@ inline constexpr int32_t kMaxRows = 256;             // kv rows / load rows
 inline constexpr int64_t kMaxKvElements = 1 << 15;   // rows * row_stride
 inline constexpr int32_t kMaxSegments = 64;
 
-/// Deterministic 64-bit generator (splitmix64) for the bulk bytes a scenario needs
-/// (cache contents, most kv values): the input carries only the seed.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next();
-};
+/// Bulk bytes a scenario needs (cache contents, most kv values) come from a seed.
+using props::SplitMix64;
 
 /// A cache shape: format (the SPEC §2 table, BF16(E), or a custom quantised format),
 /// block_size (1, 2, 16, 64, 133, 256, odd, random) and
@@ -160,8 +157,6 @@ KVCacheFormat decode_custom_format(FuzzedDataProvider& fdp);
 /// Fills `bytes` from seed; for do_cast ue8m0 formats the scale bytes of every
 /// record are mapped into [1, 253] (k + 127, k in [-126, 126], SPEC §4.1).
 void fill_cache_bytes(const CacheShape& shape, uint64_t seed, uint8_t* bytes);
-/// Fills `n` bytes with the pattern of `seed` (sentinel for memory not to be touched).
-void fill_pattern(uint64_t seed, uint8_t* bytes, size_t n);
 
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
 std::string describe(const CacheShape& s);

@@ -12,13 +12,6 @@ void showValue(const KVCacheFormat& f, std::ostream& os) { os << f.name; }
 namespace kvcheck::props {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // How a row's values are drawn; percentages shrink towards plain normal values.
 struct ValueMix {
   int zero_group_pct = 0;
@@ -48,14 +41,6 @@ bf16_bits draw_value(std::mt19937& rng, const ValueMix& mix, int base_exponent) 
 }
 
 }  // namespace
-
-void fill_pattern(std::span<uint8_t> bytes, uint32_t seed) {
-  uint64_t word = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    if (i % 8 == 0) word = splitmix64((uint64_t{seed} << 32) ^ i);
-    bytes[i] = static_cast<uint8_t>(word >> (8 * (i % 8)));
-  }
-}
 
 void showValue(const CacheShape& s, std::ostream& os) {
   os << "{format " << s.format.name << ", block_size " << s.block_size << ", num_blocks "

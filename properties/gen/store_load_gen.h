@@ -11,6 +11,7 @@
 
 #include "impl/backend.h"
 #include "impl/format.h"
+#include "properties/gen/splitmix.h"
 
 namespace kvcheck {
 void showValue(const KVCacheFormat& f, std::ostream& os);
@@ -55,7 +56,5 @@ rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape);
 /// Valid load plan: zero-fill segments, gaps, shuffled order.
 rc::Gen<LoadScenario> gen_load_scenario();
 
-/// Deterministic byte pattern (splitmix64 of seed and index) for prior contents.
-void fill_pattern(std::span<uint8_t> bytes, uint32_t seed);
 
 }  // namespace kvcheck::props
