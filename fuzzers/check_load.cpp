@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "fuzzers/checks.h"
+#include "properties/harness.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"
@@ -18,7 +19,6 @@
 namespace kvcheck::fuzz {
 namespace {
 
-constexpr int64_t kGuard = 256;
 std::string first_raw_difference(const char* what, const std::vector<uint8_t>& e,
                                  const std::vector<uint8_t>& a, int64_t row_stride) {
   for (size_t i = 0; i < e.size(); ++i)
@@ -92,7 +92,7 @@ CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend)
   CheckResult result{describe(s), "", ""};
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
-  KVCache cache(layout, 0, kGuard);
+  KVCache cache(layout, 0, props::kGuardBytes);
   fill_cache_bytes(sh, s.cache_seed, cache.data());
   const std::vector<uint8_t> cache_before(cache.bytes().begin(), cache.bytes().end());
   const OutBuffers before(s);

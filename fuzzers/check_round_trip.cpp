@@ -4,6 +4,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "fuzzers/checks.h"
+#include "properties/harness.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"
@@ -46,7 +47,7 @@ CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& ba
   const StoreScenario& s = rt.store;
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
-  KVCache ref_cache(layout, 0, 256), be_cache(layout, 0, 256);  // zeroed, as alloc_kv_cache
+  KVCache ref_cache(layout, 0, props::kGuardBytes), be_cache(layout, 0, props::kGuardBytes);  // zeroed, as alloc_kv_cache
   const KVInput kv{s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows, s.row_stride};
   OutBuffers ref_out(rt.load), be_out(rt.load);
 

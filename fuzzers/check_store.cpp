@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "fuzzers/checks.h"
+#include "properties/harness.h"
 #include "fuzzers/fuzz_data.h"
 #include "impl/kv_cache.h"
 #include "properties/diff.h"
@@ -15,8 +16,6 @@
 
 namespace kvcheck::fuzz {
 namespace {
-
-constexpr int64_t kGuard = 256;
 
 // Independent of both sides: which bytes may a store write, and (BF16) what must
 // they hold. Returns "" or the first violation.
@@ -63,7 +62,7 @@ CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
   const int64_t bytes = layout.size_bytes();
-  KVCache ref_cache(layout, 0, kGuard), be_cache(layout, 0, kGuard);
+  KVCache ref_cache(layout, 0, props::kGuardBytes), be_cache(layout, 0, props::kGuardBytes);
   props::fill_pattern({ref_cache.data(), static_cast<size_t>(bytes)}, s.cache_seed);
   std::memcpy(be_cache.data(), ref_cache.data(), static_cast<size_t>(bytes));
   const std::vector<uint8_t> before(ref_cache.data(), ref_cache.data() + bytes);
