@@ -41,11 +41,11 @@ void CudaBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slo
   const int64_t row_bytes = int64_t{layout.format.elements} * 2;
   // Inputs travel without guards, so compute-sanitizer memcheck sees an overread.
   DeviceBuffer d_kv(span_bytes(kv.rows, kv.row_stride * 2, row_bytes));
-  to_device(d_kv.get(), kv.data, span_bytes(kv.rows, kv.row_stride * 2, row_bytes));
+  to_device(d_kv.get(), kv.data, span_bytes(kv.rows, kv.row_stride * 2, row_bytes), opts_.stream);
   DeviceBuffer d_slots(static_cast<size_t>(n) * 4);
-  to_device(d_slots.get(), slot_mapping.data(), static_cast<size_t>(n) * 4);
+  to_device(d_slots.get(), slot_mapping.data(), static_cast<size_t>(n) * 4, opts_.stream);
   const GuardedBuffer d_cache(cache.base, static_cast<size_t>(layout.size_bytes()), guard_for(layout.block_stride),
-                              "the cache");
+                              "the cache", opts_.stream);
   DeviceBuffer status(sizeof(DeviceStatus)), workspace(store_workspace_bytes(layout.paged()));
   StoreArgs a;
   a.kv = d_kv.as<uint16_t>();
@@ -68,16 +68,16 @@ void CudaBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span<con
   const CacheLayout& layout = cache.layout;
   const KVCacheFormat& f = layout.format;
   const size_t cache_bytes = cache.base ? static_cast<size_t>(layout.size_bytes()) : 0;
-  const GuardedBuffer d_cache(cache.base, cache_bytes, guard_for(layout.block_stride), "the cache");
+  const GuardedBuffer d_cache(cache.base, cache_bytes, guard_for(layout.block_stride), "the cache", opts_.stream);
   DeviceBuffer d_segs(load_segments.size() * 4);
-  to_device(d_segs.get(), load_segments.data(), load_segments.size() * 4);
+  to_device(d_segs.get(), load_segments.data(), load_segments.size() * 4, opts_.stream);
   // Output rows no segment covers keep their bytes: the whole span goes both ways.
   const GuardedBuffer d_data(out.data, span_bytes(total_k, out.data_row_stride, f.load_row_bytes()),
-                             guard_for(out.data_row_stride), "out.data");
+                             guard_for(out.data_row_stride), "out.data", opts_.stream);
   const GuardedBuffer d_scales(
       f.is_index() ? out.scales : nullptr,
       f.is_index() ? span_bytes(total_k, out.scale_row_stride, f.load_scale_row_bytes()) : 0,
-      guard_for(out.scale_row_stride), "out.scales");
+      guard_for(out.scale_row_stride), "out.scales", opts_.stream);
   DeviceBuffer status(sizeof(DeviceStatus)), workspace(load_workspace_bytes(total_k));
   LoadArgs a;
   a.load_segments = d_segs.as<int32_t>();

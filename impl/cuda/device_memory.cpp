@@ -26,25 +26,28 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what)
-    : bytes_(bytes), guard_(bytes ? guard : 0), what_(what), buf_(bytes ? bytes + 2 * guard : 0) {
+GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream)
+    : bytes_(bytes), guard_(bytes ? guard : 0), what_(what), stream_(stream), buf_(bytes ? bytes + 2 * guard : 0) {
   if (bytes_ == 0) return;
-  check_rt(cudaMemset(buf_.get(), kSentinel, guard_), "cudaMemset(guard)");
-  check_rt(cudaMemset(buf_.get() + guard_ + bytes_, kSentinel, guard_), "cudaMemset(guard)");
+  const auto s = static_cast<cudaStream_t>(stream);
+  check_rt(cudaMemsetAsync(buf_.get(), kSentinel, guard_, s), "cudaMemsetAsync(guard)");
+  check_rt(cudaMemsetAsync(buf_.get() + guard_ + bytes_, kSentinel, guard_, s), "cudaMemsetAsync(guard)");
   if (host) {
-    to_device(get(), host, bytes_);
+    to_device(get(), host, bytes_, stream);
   } else {
-    check_rt(cudaMemset(get(), kSentinel, bytes_), "cudaMemset(buffer)");
+    check_rt(cudaMemsetAsync(get(), kSentinel, bytes_, s), "cudaMemsetAsync(buffer)");
   }
 }
 
 void GuardedBuffer::download(void* host) const {
   if (bytes_ == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream_);
   std::vector<uint8_t> guards(2 * guard_);
-  check_rt(cudaMemcpy(guards.data(), buf_.get(), guard_, cudaMemcpyDeviceToHost), "cudaMemcpy(guard)");
-  check_rt(cudaMemcpy(guards.data() + guard_, buf_.get() + guard_ + bytes_, guard_, cudaMemcpyDeviceToHost),
-           "cudaMemcpy(guard)");
-  if (host) check_rt(cudaMemcpy(host, get(), bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy device->host");
+  check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), guard_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
+  check_rt(cudaMemcpyAsync(guards.data() + guard_, buf_.get() + guard_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
+           "cudaMemcpyAsync(guard)");
+  if (host) check_rt(cudaMemcpyAsync(host, get(), bytes_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device->host");
+  check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   const auto bad = std::find_if(guards.begin(), guards.end(), [](uint8_t b) { return b != kSentinel; });
   if (bad != guards.end()) {
     const auto at = static_cast<int64_t>(bad - guards.begin());
@@ -65,8 +68,10 @@ size_t guard_for(int64_t row_bytes) {
   return (g + 255) / 256 * 256;
 }
 
-void to_device(void* dst, const void* src, size_t bytes) {
-  if (bytes) check_rt(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host->device");
+void to_device(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes)
+    check_rt(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+             "cudaMemcpyAsync host->device");
 }
 
 void synchronize(void* stream, const char* what) {

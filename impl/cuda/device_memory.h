@@ -30,16 +30,18 @@ class DeviceBuffer {
 class GuardedBuffer {
  public:
   static constexpr uint8_t kSentinel = 0xA5;
-  /// `what` names the buffer in reports ("cache", "out.data", ...).
-  GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what);
+  /// `what` names the buffer in reports ("cache", "out.data", ...). Fills and
+  /// uploads on `stream` (a cudaStream_t), so kernels later on it see them.
+  GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream);
   uint8_t* get() const { return bytes_ ? buf_.get() + guard_ : nullptr; }
   /// Copies the buffer's bytes to host (may be nullptr: only the guards are
-  /// checked) and checks both guard bands.
+  /// checked) after the stream's work, and checks both guard bands.
   void download(void* host) const;
 
  private:
   size_t bytes_, guard_;
   const char* what_;
+  void* stream_;
   DeviceBuffer buf_;
 };
 
@@ -47,8 +49,9 @@ class GuardedBuffer {
 /// least one row, rounded up to 256 bytes.
 size_t guard_for(int64_t row_bytes);
 
-/// Synchronous copy to the device; a no-op for 0 bytes.
-void to_device(void* dst, const void* src, size_t bytes);
+/// Copy to the device on `stream` (a cudaStream_t), ordered before later work on
+/// it; a no-op for 0 bytes.
+void to_device(void* dst, const void* src, size_t bytes, void* stream);
 /// Waits for `stream` (a cudaStream_t) and throws on an asynchronous kernel error.
 void synchronize(void* stream, const char* what);
 

@@ -13,8 +13,8 @@ namespace {
 
 /// A device copy of a host int32 span (no guard: inputs are only read).
 struct DeviceInts {
-  explicit DeviceInts(std::span<const int32_t> host) : buf(host.size() * 4) {
-    to_device(buf.get(), host.data(), host.size() * 4);
+  DeviceInts(std::span<const int32_t> host, void* stream) : buf(host.size() * 4) {
+    to_device(buf.get(), host.data(), host.size() * 4, stream);
   }
   int32_t* get() const { return buf.as<int32_t>(); }
   DeviceBuffer buf;
@@ -22,8 +22,8 @@ struct DeviceInts {
 
 /// The output of one call: uploaded whole, guarded.
 struct DeviceOut {
-  explicit DeviceOut(std::span<int32_t> host)
-      : host(host), buf(host.data(), host.size() * 4, guard_for(0), "out") {}
+  DeviceOut(std::span<int32_t> host, void* stream)
+      : host(host), buf(host.data(), host.size() * 4, guard_for(0), "out", stream) {}
   int32_t* get() const { return reinterpret_cast<int32_t*>(buf.get()); }
   std::span<int32_t> host;
   GuardedBuffer buf;
@@ -45,8 +45,9 @@ void run_checked(const char* what, const LaunchOptions& o, DeviceOut& out, Call 
 
 void CudaBackend::convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> out) const {
   validate_convert_kv_index_shape(a, out.size());  // the sizes the uploads below rely on
-  const DeviceInts topk(a.topk), table(a.block_table), seq_ids(a.seq_ids), ctx(a.context_lens);
-  DeviceOut d_out(out);
+  const DeviceInts topk(a.topk, opts_.stream), table(a.block_table, opts_.stream), seq_ids(a.seq_ids, opts_.stream),
+      ctx(a.context_lens, opts_.stream);
+  DeviceOut d_out(out, opts_.stream);
   ConvertArgs d;
   d.topk = topk.get();
   d.num_q = a.num_q;
@@ -67,8 +68,8 @@ void CudaBackend::kv_index_cat(std::span<const int32_t> left, int32_t wl, std::s
                                std::span<int32_t> out) const {
   validate_kv_index_cat_shape(left.size(), wl, right.size(), wr, num_q, total_k_swa_cached, total_k_swa_cur,
                               out.size());
-  const DeviceInts d_left(left), d_right(right);
-  DeviceOut d_out(out);
+  const DeviceInts d_left(left, opts_.stream), d_right(right, opts_.stream);
+  DeviceOut d_out(out, opts_.stream);
   run_checked("kv_index_cat", opts_, d_out, [&](DeviceStatus* st) {
     return cuda::kv_index_cat(d_left.get(), wl, d_right.get(), wr, num_q, total_k_swa_cached, total_k_swa_cur,
                               d_out.get(), true, st, opts_);
@@ -78,8 +79,8 @@ void CudaBackend::kv_index_cat(std::span<const int32_t> left, int32_t wl, std::s
 void CudaBackend::expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
                                    std::span<int32_t> out) const {
   validate_expand_swa_index_shape(pivots.size(), num_q, width, out.size());
-  const DeviceInts d_pivots(pivots);
-  DeviceOut d_out(out);
+  const DeviceInts d_pivots(pivots, opts_.stream);
+  DeviceOut d_out(out, opts_.stream);
   run_checked("expand_swa_index", opts_, d_out, [&](DeviceStatus* st) {
     return cuda::expand_swa_index(d_pivots.get(), num_q, width, d_out.get(), true, st, opts_);
   });
@@ -88,8 +89,8 @@ void CudaBackend::expand_swa_index(std::span<const int32_t> pivots, int32_t num_
 void CudaBackend::swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                                    int32_t ring_size, std::span<int32_t> out) const {
   validate_swa_decode_index_shape(start_len.size(), num_q, width, ring_size, out.size());
-  const DeviceInts d_start_len(start_len);
-  DeviceOut d_out(out);
+  const DeviceInts d_start_len(start_len, opts_.stream);
+  DeviceOut d_out(out, opts_.stream);
   run_checked("swa_decode_index", opts_, d_out, [&](DeviceStatus* st) {
     return cuda::swa_decode_index(d_start_len.get(), num_q, width, ring_size, d_out.get(), true, st, opts_);
   });

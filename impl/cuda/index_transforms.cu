@@ -130,17 +130,11 @@ int64_t grid_cap_override() {
 
 namespace dev {
 int64_t grid_for(int64_t ctas_wanted) {
-  // One wave of resident CTAs: enough to fill the device, and a grid-stride loop
-  // past it. Read once (device 0 is the device kvcheck runs on).
-  static const int64_t wave = [] {
-    int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) sms = 0;
-    if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0) != cudaSuccess) per_sm = 0;
-    cudaGetLastError();
-    const int64_t w = int64_t{sms} * (per_sm / kThreads);
-    return w > 0 ? w : int64_t{1} << 12;
-  }();
-  const int64_t cap = grid_cap_override() > 0 ? grid_cap_override() : wave;
+  // Default: a CTA per piece of work (the hardware schedules them as others retire,
+  // which beats a persistent grid whose size guesses the occupancy); the test-only
+  // cap turns every grid-stride loop into many rows per CTA.
+  constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
+  const int64_t cap = grid_cap_override() > 0 ? grid_cap_override() : kMaxGrid;
   return ctas_wanted < 1 ? 1 : (ctas_wanted > cap ? cap : ctas_wanted);
 }
 }  // namespace dev

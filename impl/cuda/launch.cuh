@@ -36,8 +36,8 @@ __device__ __forceinline__ bool failed(const DeviceStatus* status) {
   return status != nullptr && *reinterpret_cast<const volatile unsigned long long*>(&status->first) != kStatusOk;
 }
 
-/// CTAs for a grid-stride loop over `ctas_wanted` CTAs of work: at most one full
-/// wave of resident CTAs (or KVCHECK_CUDA_MAX_GRID), at least 1.
+/// CTAs for a grid-stride loop over `ctas_wanted` CTAs of work: all of them (at
+/// most 2^31-1), or at most KVCHECK_CUDA_MAX_GRID; at least 1.
 int64_t grid_for(int64_t ctas_wanted);
 
 template <typename... P, typename... A>

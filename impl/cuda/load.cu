@@ -1,7 +1,8 @@
-// load_paged_kv_cache kernels (SPEC §4, §5.2). Work is (segment, tile) pairs in a
-// grid-stride loop; a tile is the tokens one CTA handles at a time, a token a group
-// of kLanes lanes of one warp. Segment lengths are at most block_size (validated, or
-// assumed by the unchecked entry), so a segment has ceil(block_size / tile) tiles.
+// load_paged_kv_cache kernels (SPEC §4, §5.2). Work is (segment, tile) pairs handed
+// to WARPS in a grid-stride loop; a tile is the tokens one warp handles at a time (a
+// token is kLanes lanes), so a 133-token block wastes at most one partial warp tile.
+// Segment lengths are at most block_size (validated, or assumed by the unchecked
+// entry), so a segment has ceil(block_size / tile) tiles.
 //
 // Fixed dequantising path (V41, V41_FP4): each lane turns 8 codes into 8 BF16 (one
 // 16-byte store) per step; run-time path for custom do_cast formats and unaligned
@@ -17,71 +18,84 @@ namespace {
 using dev::kThreads;
 constexpr int kWarps = kThreads / 32;
 
-/// The work item a CTA holds: segment s's tokens [t0, t0 + tile).
+/// The work item a warp holds: segment s's tokens [t0, t0 + tile).
 struct Task {
   int32_t block, begin, len;
   int64_t dst, t0;
 };
 
 __device__ __forceinline__ Task task_of(const LoadArgs& a, int64_t task, int64_t tiles, int64_t tile) {
-  const int64_t s = task / tiles;  // one division per tile, not per element
+  const int64_t s = task / tiles;  // one division per warp tile, not per element
   const int32_t* p = a.load_segments + 4 * s;
-  return {p[0], p[1], p[2] - p[1], p[3], (task - s * tiles) * tile};
+  return {__ldg(p), __ldg(p + 1), __ldg(p + 2) - __ldg(p + 1), __ldg(p + 3), (task - s * tiles) * tile};
 }
 
 __device__ __forceinline__ int64_t tiles_per_segment(const PagedLayout& L, int64_t tile) {
   return (L.block_size + tile - 1) / tile;
 }
 
+__device__ __forceinline__ int64_t warp_id() { return (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5; }
+__device__ __forceinline__ int64_t num_warps() { return (int64_t{gridDim.x} * kThreads) >> 5; }
+
+constexpr int kDequantTile = 2;  // tokens per warp tile of the fixed dequant kernel
+
 template <int E, int G, PagedDtype D, PagedSf S>
 __global__ void __launch_bounds__(kThreads)
     load_dequant_fixed_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
-  constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, one token per warp
+  constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, a token per warp
   constexpr int kGroupLanes = G / 8;
   static_assert(E % 256 == 0 && G % 8 == 0, "fixed load layout");
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t tiles = tiles_per_segment(L, kWarps);
-  for (int64_t task = blockIdx.x; task < a.num_segments * tiles; task += gridDim.x) {
-    const Task t = task_of(a, task, tiles, kWarps);
-    const int64_t i = t.t0 + warp;
-    if (i >= t.len) continue;
-    uint4* __restrict__ o = reinterpret_cast<uint4*>(a.out_data + (t.dst + i) * a.out_data_stride);
-    if (t.block < 0) {  // -1: zero rows (SPEC §5.2)
+  const int lane = threadIdx.x & 31;
+  const int64_t tiles = tiles_per_segment(L, kDequantTile);
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
+    const Task t = task_of(a, task, tiles, kDequantTile);
+    uint32_t q[kDequantTile][kSteps][2];
+    float scale[kDequantTile][kSteps];
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) o[s * 32 + lane] = make_uint4(0, 0, 0, 0);
-      continue;
-    }
-    const uint8_t* __restrict__ data = cache.base + L.data_offset(t.block, t.begin + i);
-    const uint8_t* __restrict__ sc = cache.base + L.scale_offset(t.block, t.begin + i);
-    uint32_t q[kSteps][2];
-    float scale[kSteps];
+    for (int u = 0; u < kDequantTile; ++u) {  // all loads of the tile first
+      const int64_t i = t.t0 + u;
+      if (i >= t.len || t.block < 0) continue;
+      const uint8_t* __restrict__ data = cache.base + L.data_offset(t.block, t.begin + i);
+      const uint8_t* __restrict__ sc = cache.base + L.scale_offset(t.block, t.begin + i);
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {  // all loads first
-      const int chunk = s * 32 + lane;
-      if constexpr (D == PagedDtype::kE4M3) {
-        const uint2 v = __ldcs(reinterpret_cast<const uint2*>(data) + chunk);
-        q[s][0] = v.x;
-        q[s][1] = v.y;
-      } else {
-        q[s][0] = __ldcs(reinterpret_cast<const unsigned int*>(data) + chunk);
-        q[s][1] = 0;
+      for (int s = 0; s < kSteps; ++s) {
+        const int chunk = s * 32 + lane;
+        if constexpr (D == PagedDtype::kE4M3) {
+          const uint2 v = __ldcs(reinterpret_cast<const uint2*>(data) + chunk);
+          q[u][s][0] = v.x;
+          q[u][s][1] = v.y;
+        } else {
+          q[u][s][0] = __ldcs(reinterpret_cast<const unsigned int*>(data) + chunk);
+          q[u][s][1] = 0;
+        }
+        scale[u][s] = dev::scale_value<S>(sc + chunk / kGroupLanes);
       }
-      scale[s] = dev::scale_value<S>(sc + chunk / kGroupLanes);
     }
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      float f[8];
+    for (int u = 0; u < kDequantTile; ++u) {
+      const int64_t i = t.t0 + u;
+      if (i >= t.len) continue;
+      uint4* __restrict__ o = reinterpret_cast<uint4*>(a.out_data + (t.dst + i) * a.out_data_stride);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float v = D == PagedDtype::kE4M3 ? dev::e4m3_to_f32((q[s][j / 4] >> (8 * (j % 4))) & 0xFF)
-                                               : dev::e2m1_to_f32((q[s][0] >> (4 * j)) & 0xF);
-        f[j] = __fmul_rn(v, scale[s]);  // dequant = bf16_rn(float(q) * scale) (SPEC §4)
+      for (int s = 0; s < kSteps; ++s) {
+        if (t.block < 0) {  // -1: zero rows (SPEC §5.2)
+          __stcs(o + s * 32 + lane, make_uint4(0, 0, 0, 0));
+          continue;
+        }
+        float f[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float v = D == PagedDtype::kE4M3 ? dev::e4m3_to_f32((q[u][s][j / 4] >> (8 * (j % 4))) & 0xFF)
+                                                 : dev::e2m1_to_f32((q[u][s][0] >> (4 * j)) & 0xF);
+          f[j] = __fmul_rn(v, scale[u][s]);  // dequant = bf16_rn(float(q) * scale) (SPEC §4)
+        }
+        __stcs(o + s * 32 + lane,
+               make_uint4(dev::f32x2_to_bf16x2(f[0], f[1]), dev::f32x2_to_bf16x2(f[2], f[3]),
+                          dev::f32x2_to_bf16x2(f[4], f[5]), dev::f32x2_to_bf16x2(f[6], f[7])));
       }
-      o[s * 32 + lane] = make_uint4(dev::f32x2_to_bf16x2(f[0], f[1]), dev::f32x2_to_bf16x2(f[2], f[3]),
-                                    dev::f32x2_to_bf16x2(f[4], f[5]), dev::f32x2_to_bf16x2(f[6], f[7]));
     }
   }
   dev::pdl_trigger();
@@ -95,11 +109,11 @@ __global__ void __launch_bounds__(kThreads)
   const PagedLayout& L = cache.layout;
   constexpr int64_t kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
   const int64_t row_bytes = int64_t{L.elements} * 2;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t tiles = tiles_per_segment(L, kWarps);
-  for (int64_t task = blockIdx.x; task < a.num_segments * tiles; task += gridDim.x) {
-    const Task t = task_of(a, task, tiles, kWarps);
-    const int64_t i = t.t0 + warp;
+  const int lane = threadIdx.x & 31;
+  const int64_t tiles = L.block_size;  // a token per warp tile
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
+    const Task t = task_of(a, task, tiles, 1);
+    const int64_t i = t.t0;
     if (i >= t.len) continue;
     uint8_t* o = a.out_data + (t.dst + i) * a.out_data_stride;
     if (t.block < 0) {
@@ -147,15 +161,13 @@ __global__ void __launch_bounds__(kThreads)
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  constexpr int kTokensPerWarp = 32 / kLanes;
-  constexpr int64_t kTile = kWarps * kTokensPerWarp;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sl = lane % kLanes;
-  const int64_t slot_in_tile = warp * kTokensPerWarp + lane / kLanes;
+  constexpr int kTile = 32 / kLanes;  // tokens per warp tile
+  const int lane = threadIdx.x & 31, sl = lane % kLanes;
   const bool index = L.dtype != PagedDtype::kBF16;
   const int64_t tiles = tiles_per_segment(L, kTile);
-  for (int64_t task = blockIdx.x; task < a.num_segments * tiles; task += gridDim.x) {
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
     const Task t = task_of(a, task, tiles, kTile);
-    const int64_t i = t.t0 + slot_in_tile;
+    const int64_t i = t.t0 + lane / kLanes;
     if (i >= t.len) continue;
     uint8_t* __restrict__ o = a.out_data + (t.dst + i) * a.out_data_stride;
     uint8_t* __restrict__ os = index ? a.out_scales + (t.dst + i) * a.out_scale_stride : nullptr;
@@ -178,20 +190,22 @@ __global__ void __launch_bounds__(kThreads)
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+/// CTAs for warp tiles of `tile` tokens over every segment.
 int64_t grid(const LoadArgs& a, const PagedLayout& L, int64_t tile) {
-  return dev::grid_for(a.num_segments * ((L.block_size + tile - 1) / tile));
+  const int64_t warp_tasks = a.num_segments * ((L.block_size + tile - 1) / tile);
+  return dev::grid_for((warp_tasks + kWarps - 1) / kWarps);
 }
 
 template <int kLanes>
 std::string copy(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
-  const int64_t g = grid(a, c.layout, kWarps * (32 / kLanes));
+  const int64_t g = grid(a, c.layout, 32 / kLanes);
   return vec ? dev::launch("load_copy_kernel", load_copy_kernel<kLanes, true>, g, o, c, a, st)
              : dev::launch("load_copy_kernel", load_copy_kernel<kLanes, false>, g, o, c, a, st);
 }
 
 template <PagedDtype D>
 std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t g = grid(a, c.layout, kWarps);
+  const int64_t g = grid(a, c.layout, 1);
   switch (c.layout.sf) {
     case PagedSf::kUE8M0: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
     case PagedSf::kE4M3: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
@@ -218,7 +232,7 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
     return copy<32>(c, a, st, o, vec);
   }
   const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0;
-  const int64_t g = grid(a, L, kWarps);
+  const int64_t g = grid(a, L, kDequantTile);
   if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
     return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<512, 32, Dt::kE4M3, Sf::kUE8M0>, g, o, c, a, st);
   if (vec && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4

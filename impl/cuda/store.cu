@@ -21,6 +21,48 @@ namespace {
 
 using dev::kThreads;
 
+/// One token's amax, scales and codes, from the kSteps 16-byte chunks this lane
+/// holds (chunk = step*kLanes + sl). All lanes run the shuffles; only slot >= 0 writes.
+template <int kLanes, int kSteps, int G, PagedDtype D, PagedSf S>
+__device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, int32_t slot, uint8_t* data,
+                                             uint8_t* scales) {
+  constexpr int kGroupLanes = G / 8;  // lanes sharing one scale group
+  constexpr int kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int chunk = s * kLanes + sl;
+    const uint32_t w[4] = {in[s].x, in[s].y, in[s].z, in[s].w};
+    uint32_t m = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) m = dev::abs_max_bf16x2(m, w[j]);
+    m = max(m & 0xFFFFu, m >> 16);
+#pragma unroll
+    for (int off = 1; off < kGroupLanes; off <<= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
+    if (slot < 0) continue;  // -1 padding: nothing written (after the shuffles)
+    if (chunk % kGroupLanes == 0) dev::put_scale<S>(scales + (chunk / kGroupLanes) * kScaleBytes, gs.code);
+    float f[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f[2 * j] = __fmul_rn(__uint_as_float(w[j] << 16), gs.mult);
+      f[2 * j + 1] = __fmul_rn(__uint_as_float(w[j] & 0xFFFF0000u), gs.mult);
+    }
+    if constexpr (D == PagedDtype::kE4M3) {  // 8 codes, element i in byte i
+      uint2 q;
+      q.x = dev::cvt_e4m3x2(f[0], f[1]) | (dev::cvt_e4m3x2(f[2], f[3]) << 16);
+      q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
+      reinterpret_cast<uint2*>(data)[chunk] = q;
+    } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
+      uint32_t q = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) q |= uint32_t{dev::cvt_e2m1(f[j])} << (4 * j);
+      reinterpret_cast<uint32_t*>(data)[chunk] = q;
+    }
+  }
+}
+
+constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
+
 template <int E, int G, PagedDtype D, PagedSf S>
 __global__ void __launch_bounds__(kThreads)
     store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
@@ -28,10 +70,9 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kLanes = kChunks < 32 ? kChunks : 32;
   constexpr int kSteps = kChunks / kLanes;
   constexpr int kTokensPerWarp = 32 / kLanes;
-  constexpr int kGroupLanes = G / 8;  // lanes sharing one scale group
-  constexpr int kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
-  static_assert(E % 8 == 0 && G % 8 == 0 && kChunks % kLanes == 0 && 32 % kLanes == 0 &&
-                    kGroupLanes <= kLanes && E % G == 0,
+  constexpr int kRowsPerTrip = kTokensPerWarp * kUnroll;
+  static_assert(E % 8 == 0 && G % 8 == 0 && kChunks % kLanes == 0 && 32 % kLanes == 0 && G / 8 <= kLanes &&
+                    E % G == 0,
                 "fixed store layout");
   dev::pdl_wait();
   if (dev::failed(status)) return;
@@ -39,45 +80,23 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31, sub = lane / kLanes, sl = lane % kLanes;
   const int64_t warp = (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5;
   const int64_t num_warps = (int64_t{gridDim.x} * kThreads) >> 5;
-  for (int64_t r0 = warp * kTokensPerWarp; r0 < a.num_tokens; r0 += num_warps * kTokensPerWarp) {
-    const int64_t r = r0 + sub;
-    const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
-    const uint4* __restrict__ x = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
-    uint4 in[kSteps];
+  for (int64_t r0 = warp * kRowsPerTrip; r0 < a.num_tokens; r0 += num_warps * kRowsPerTrip) {
+    int32_t slot[kUnroll];
+    uint4 in[kUnroll][kSteps];
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) in[s] = slot >= 0 ? __ldcs(x + s * kLanes + sl) : make_uint4(0, 0, 0, 0);
-    uint8_t* __restrict__ data = cache.base + (slot >= 0 ? L.slot_data_offset(slot) : 0);
-    uint8_t* __restrict__ scales = cache.base + (slot >= 0 ? L.slot_scale_offset(slot) : 0);
+    for (int u = 0; u < kUnroll; ++u) {  // slot and kv loads in flight together
+      const int64_t r = r0 + u * kTokensPerWarp + sub;
+      const bool live = r < a.num_tokens;
+      slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
+      const uint4* __restrict__ x = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      const int chunk = s * kLanes + sl;
-      const uint32_t w[4] = {in[s].x, in[s].y, in[s].z, in[s].w};
-      uint32_t m = 0;
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(x + s * kLanes + sl) : make_uint4(0, 0, 0, 0);
+    }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) m = dev::abs_max_bf16x2(m, w[j]);
-      m = max(m & 0xFFFFu, m >> 16);
-#pragma unroll
-      for (int off = 1; off < kGroupLanes; off <<= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-      const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
-      if (slot < 0) continue;  // -1 padding: nothing written (after the shuffles)
-      if (chunk % kGroupLanes == 0) dev::put_scale<S>(scales + (chunk / kGroupLanes) * kScaleBytes, gs.code);
-      float f[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        f[2 * j] = __fmul_rn(__uint_as_float(w[j] << 16), gs.mult);
-        f[2 * j + 1] = __fmul_rn(__uint_as_float(w[j] & 0xFFFF0000u), gs.mult);
-      }
-      if constexpr (D == PagedDtype::kE4M3) {  // 8 codes, element i in byte i
-        uint2 q;
-        q.x = dev::cvt_e4m3x2(f[0], f[1]) | (dev::cvt_e4m3x2(f[2], f[3]) << 16);
-        q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
-        reinterpret_cast<uint2*>(data)[chunk] = q;
-      } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
-        uint32_t q = 0;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) q |= uint32_t{dev::cvt_e2m1(f[j])} << (4 * j);
-        reinterpret_cast<uint32_t*>(data)[chunk] = q;
-      }
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t off = slot[u] >= 0 ? L.slot_data_offset(slot[u]) : 0;
+      const int64_t sc = slot[u] >= 0 ? L.slot_scale_offset(slot[u]) : 0;
+      encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + off, cache.base + sc);
     }
   }
   dev::pdl_trigger();
@@ -140,29 +159,58 @@ __global__ void __launch_bounds__(kThreads)
   dev::pdl_trigger();
 }
 
-/// BF16 rows: kLanes lanes copy one row; 16-byte accesses when kVec.
+/// BF16 rows: kLanes lanes copy one row, kUnroll rows per trip; 16-byte accesses
+/// when kVec, with all of a trip's loads in flight first for rows of up to
+/// 2*kLanes chunks.
 template <int kLanes, bool kVec>
 __global__ void __launch_bounds__(kThreads)
     store_copy_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  constexpr int kRowsPerWarp = 32 / kLanes;
+  constexpr int kRowsPerWarp = 32 / kLanes, kRowsPerTrip = kRowsPerWarp * kUnroll;
   const int lane = threadIdx.x & 31, sub = lane / kLanes, sl = lane % kLanes;
   const int64_t warp = (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5;
   const int64_t num_warps = (int64_t{gridDim.x} * kThreads) >> 5;
-  const int64_t row_bytes = L.quantized_bytes;
-  for (int64_t r0 = warp * kRowsPerWarp; r0 < a.num_tokens; r0 += num_warps * kRowsPerWarp) {
-    const int64_t r = r0 + sub;
-    const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
-    if (slot < 0) continue;
-    uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
-    const uint8_t* __restrict__ src = reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride);
+  const int64_t row_bytes = L.quantized_bytes, chunks = row_bytes / 16;
+  for (int64_t r0 = warp * kRowsPerTrip; r0 < a.num_tokens; r0 += num_warps * kRowsPerTrip) {
     if constexpr (kVec) {
-      for (int64_t c = sl; c < row_bytes / 16; c += kLanes)
-        reinterpret_cast<uint4*>(dst)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
-    } else {
-      dev::copy_bytes(dst, src, row_bytes, sl, kLanes);
+      if (chunks <= 2 * kLanes) {  // the common rows (BF16 up to 4 KiB per lane group): all loads first
+        int32_t slot[kUnroll];
+        uint4 v[kUnroll][2];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t r = r0 + u * kRowsPerWarp + sub;
+          const bool live = r < a.num_tokens;
+          slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
+          const uint4* __restrict__ src = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (slot[u] < 0) continue;
+          uint4* __restrict__ dst = reinterpret_cast<uint4*>(cache.base + L.slot_data_offset(slot[u]));
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            if (sl + k * kLanes < chunks) dst[sl + k * kLanes] = v[u][k];
+        }
+        continue;
+      }
+    }
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t r = r0 + u * kRowsPerWarp + sub;
+      const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
+      if (slot < 0) continue;
+      uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
+      const uint8_t* __restrict__ src = reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride);
+      if constexpr (kVec) {
+        for (int64_t c = sl; c < chunks; c += kLanes)
+          reinterpret_cast<uint4*>(dst)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+      } else {
+        dev::copy_bytes(dst, src, row_bytes, sl, kLanes);
+      }
     }
   }
   dev::pdl_trigger();
@@ -177,7 +225,7 @@ template <int E, int G, PagedDtype D, PagedSf S>
 std::string fixed(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
   return dev::launch("store_fixed_kernel", store_fixed_kernel<E, G, D, S>,
-                     grid(a.num_tokens, (kThreads / 32) * (32 / kLanes)), o, c, a, st);
+                     grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), o, c, a, st);
 }
 
 template <PagedDtype D>
@@ -193,7 +241,7 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
 
 template <int kLanes>
 std::string copy(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
-  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes));
+  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
   return vec ? dev::launch("store_copy_kernel", store_copy_kernel<kLanes, true>, g, o, c, a, st)
              : dev::launch("store_copy_kernel", store_copy_kernel<kLanes, false>, g, o, c, a, st);
 }

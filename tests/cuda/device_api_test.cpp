@@ -310,6 +310,7 @@ TEST(DeviceApi, CheckedCallsCaptureIntoAGraph) {
     if (bad) slots[200] = slots[17];  // a duplicate, blamed at row 200
     ck(cudaMemcpy(d_slots.as<void>(), slots.data(), slots.size() * 4, cudaMemcpyHostToDevice));
     ck(cudaMemset(d_cache.as<void>(), 0x11, want.size()));
+    ck(cudaDeviceSynchronize());  // the legacy-stream setup is done before stream s runs
     cudaGraph_t graph;
     ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     const cuda::PendingCheck pc = cuda::store_kv_cache_checked(
@@ -344,8 +345,10 @@ TEST(DeviceApi, GuardBandsSeeWritesOutsideTheBuffer) {
   KVCHECK_NEED_GPU();
   Bytes host(1000, 0x42), back(1000);
   for (const int64_t offset : {int64_t{-1}, int64_t{1000}, int64_t{-4096}, int64_t{1000 + 4095}}) {
-    cuda::GuardedBuffer b(host.data(), host.size(), cuda::guard_for(0), "the test buffer");
+    cuda::GuardedBuffer b(host.data(), host.size(), cuda::guard_for(0), "the test buffer", nullptr);
+    ck(cudaDeviceSynchronize());
     ck(cudaMemset(b.get() + offset, 0x00, 1));
+    ck(cudaDeviceSynchronize());
     try {
       b.download(back.data());
       ADD_FAILURE() << "a write at offset " << offset << " was not seen";
@@ -353,7 +356,7 @@ TEST(DeviceApi, GuardBandsSeeWritesOutsideTheBuffer) {
       EXPECT_NE(std::string(e.what()).find("offset " + std::to_string(offset)), std::string::npos) << e.what();
     }
   }
-  cuda::GuardedBuffer clean(host.data(), host.size(), cuda::guard_for(0), "the test buffer");
+  cuda::GuardedBuffer clean(host.data(), host.size(), cuda::guard_for(0), "the test buffer", nullptr);
   clean.download(back.data());
   EXPECT_EQ(back, host);
 }

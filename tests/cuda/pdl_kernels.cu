@@ -30,11 +30,11 @@ __global__ void producer(int32_t round, uint16_t* kv, int64_t elements, int32_t*
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < static_cast<unsigned long long>(spin_ns));
+  // Spin on the SM clock (about 2 cycles per ns on an H200): %globaltimer may tick
+  // coarsely or not at all inside a VM.
+  const long long t0 = clock64();
+  while (clock64() - t0 < 2 * spin_ns) {
+  }
   const int64_t tid = int64_t{blockIdx.x} * blockDim.x + threadIdx.x, nt = int64_t{gridDim.x} * blockDim.x;
   if (kv != nullptr)
     for (int64_t i = tid; i < n * elements; i += nt) kv[i] = value(round, i / elements, i % elements);

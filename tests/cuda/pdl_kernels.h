@@ -15,7 +15,7 @@ uint16_t pdl_value(int32_t round, int64_t r, int64_t e);
 int32_t pdl_slot(int32_t round, int64_t r, int64_t num_slots);
 
 /// Enqueues a producer on `stream` that lets its dependents launch at once, spins
-/// for `spin_ns`, then writes round `round`'s kv rows [n][elements] and
+/// for about `spin_ns`, then writes round `round`'s kv rows [n][elements] and
 /// slot_mapping[n] (and, for loads, one segment per block: block b's tokens to rows
 /// [pdl_slot-permuted block * block_size ...) into segments[num_blocks][4]).
 std::string launch_producer(int32_t round, uint16_t* kv, int64_t elements, int32_t* slot_mapping, int64_t n,
