@@ -2,6 +2,8 @@
 // call's validation kernels (validate.cu) run first and these return when its status
 // holds an error. Also the device probe and the grid cap.
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
@@ -130,12 +132,31 @@ int64_t grid_cap_override() {
 
 namespace dev {
 int64_t grid_for(int64_t ctas_wanted) {
-  // Default: a CTA per piece of work (the hardware schedules them as others retire,
-  // which beats a persistent grid whose size guesses the occupancy); the test-only
-  // cap turns every grid-stride loop into many rows per CTA.
+  // The test-only cap turns every grid-stride loop into many rows per CTA.
   constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
   const int64_t cap = grid_cap_override() > 0 ? grid_cap_override() : kMaxGrid;
   return ctas_wanted < 1 ? 1 : (ctas_wanted > cap ? cap : ctas_wanted);
+}
+
+int64_t resident_ctas(const void* kernel) {
+  static std::mutex mu;
+  static std::unordered_map<const void*, int64_t> known;
+  static const int sms = [] {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) n = 0;
+    cudaGetLastError();
+    return n;
+  }();
+  const std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(kernel);
+  if (it == known.end()) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) != cudaSuccess) per_sm = 0;
+    cudaGetLastError();
+    const int64_t wave = int64_t{sms} * per_sm;
+    it = known.emplace(kernel, wave > 0 ? wave : int64_t{1} << 12).first;
+  }
+  return it->second;
 }
 }  // namespace dev
 

@@ -36,13 +36,20 @@ __device__ __forceinline__ bool failed(const DeviceStatus* status) {
   return status != nullptr && *reinterpret_cast<const volatile unsigned long long*>(&status->first) != kStatusOk;
 }
 
-/// CTAs for a grid-stride loop over `ctas_wanted` CTAs of work: all of them (at
-/// most 2^31-1), or at most KVCHECK_CUDA_MAX_GRID; at least 1.
+/// CTAs for a grid-stride loop over `ctas_wanted` CTAs of work: at least 1, at most
+/// 2^31-1 and at most KVCHECK_CUDA_MAX_GRID when that is set.
 int64_t grid_for(int64_t ctas_wanted);
+/// How many CTAs of `kernel` (kThreads threads, no dynamic shared memory) the device
+/// holds at once: one full wave. Queried once per kernel.
+int64_t resident_ctas(const void* kernel);
 
 template <typename... P, typename... A>
 std::string launch(const char* name, void (*kernel)(P...), int64_t grid, const LaunchOptions& o,
                    A&&... args) {
+  // One wave at most (unless the test cap is smaller): a grid-stride loop then
+  // gives every CTA the same number of trips, and no CTA waits for a second wave.
+  const int64_t wave = resident_ctas(reinterpret_cast<const void*>(kernel));
+  if (grid > wave) grid = wave;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   cfg.blockDim = dim3(kThreads);

@@ -37,7 +37,8 @@ __device__ __forceinline__ int64_t tiles_per_segment(const PagedLayout& L, int64
 __device__ __forceinline__ int64_t warp_id() { return (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5; }
 __device__ __forceinline__ int64_t num_warps() { return (int64_t{gridDim.x} * kThreads) >> 5; }
 
-constexpr int kDequantTile = 2;  // tokens per warp tile of the fixed dequant kernel
+constexpr int kDequantTile = 4;  // tokens per warp tile of the fixed dequant kernel
+constexpr int kCopyUnroll = 4;   // token groups per warp tile of the copy kernel
 
 template <int E, int G, PagedDtype D, PagedSf S>
 __global__ void __launch_bounds__(kThreads)
@@ -154,36 +155,72 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /// BF16 and index formats: the data bytes (and scale bytes) of each token, kLanes
-/// lanes per token, 16-byte accesses for the data when kVec.
+/// lanes per token, kCopyUnroll tokens per lane group per warp tile; 16-byte
+/// accesses for the data when kVec, all of a tile's loads in flight first when a
+/// row has at most 2*kLanes chunks (every SPEC §2 format).
 template <int kLanes, bool kVec>
 __global__ void __launch_bounds__(kThreads)
     load_copy_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  constexpr int kTile = 32 / kLanes;  // tokens per warp tile
-  const int lane = threadIdx.x & 31, sl = lane % kLanes;
+  constexpr int kTokensPerWarp = 32 / kLanes, kTile = kTokensPerWarp * kCopyUnroll;
+  const int lane = threadIdx.x & 31, sl = lane % kLanes, sub = lane / kLanes;
   const bool index = L.dtype != PagedDtype::kBF16;
+  const int64_t chunks = L.quantized_bytes / 16;
   const int64_t tiles = tiles_per_segment(L, kTile);
   for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
     const Task t = task_of(a, task, tiles, kTile);
-    const int64_t i = t.t0 + lane / kLanes;
-    if (i >= t.len) continue;
-    uint8_t* __restrict__ o = a.out_data + (t.dst + i) * a.out_data_stride;
-    uint8_t* __restrict__ os = index ? a.out_scales + (t.dst + i) * a.out_scale_stride : nullptr;
-    if (t.block < 0) {  // -1: zero rows, scales too (SPEC §5.2)
-      dev::zero_bytes(o, L.quantized_bytes, sl, kLanes);
-      if (index) dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
-      continue;
-    }
-    const uint8_t* __restrict__ src = cache.base + L.data_offset(t.block, t.begin + i);
     if constexpr (kVec) {
-      for (int64_t c = sl; c < L.quantized_bytes / 16; c += kLanes)
-        reinterpret_cast<uint4*>(o)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
-    } else {
-      dev::copy_bytes(o, src, L.quantized_bytes, sl, kLanes);
+      if (chunks <= 2 * kLanes) {
+        uint4 v[kCopyUnroll][2];
+#pragma unroll
+        for (int u = 0; u < kCopyUnroll; ++u) {  // zero rows (block -1) keep v = 0
+          const int64_t i = t.t0 + u * kTokensPerWarp + sub;
+          const bool live = i < t.len && t.block >= 0;
+          const uint4* __restrict__ src =
+              reinterpret_cast<const uint4*>(cache.base + (live ? L.data_offset(t.block, t.begin + i) : 0));
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < kCopyUnroll; ++u) {
+          const int64_t i = t.t0 + u * kTokensPerWarp + sub;
+          if (i >= t.len) continue;
+          uint4* __restrict__ o = reinterpret_cast<uint4*>(a.out_data + (t.dst + i) * a.out_data_stride);
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            if (sl + k * kLanes < chunks) __stcs(o + sl + k * kLanes, v[u][k]);
+          if (!index) continue;
+          uint8_t* os = a.out_scales + (t.dst + i) * a.out_scale_stride;
+          if (t.block < 0)
+            dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
+          else
+            dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);
+        }
+        continue;
+      }
     }
-    if (index) dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int64_t i = t.t0 + u * kTokensPerWarp + sub;
+      if (i >= t.len) continue;
+      uint8_t* __restrict__ o = a.out_data + (t.dst + i) * a.out_data_stride;
+      uint8_t* __restrict__ os = index ? a.out_scales + (t.dst + i) * a.out_scale_stride : nullptr;
+      if (t.block < 0) {  // -1: zero rows, scales too (SPEC §5.2)
+        dev::zero_bytes(o, L.quantized_bytes, sl, kLanes);
+        if (index) dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
+        continue;
+      }
+      const uint8_t* __restrict__ src = cache.base + L.data_offset(t.block, t.begin + i);
+      if constexpr (kVec) {
+        for (int64_t c = sl; c < chunks; c += kLanes)
+          reinterpret_cast<uint4*>(o)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+      } else {
+        dev::copy_bytes(o, src, L.quantized_bytes, sl, kLanes);
+      }
+      if (index) dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);
+    }
   }
   dev::pdl_trigger();
 }
@@ -198,7 +235,7 @@ int64_t grid(const LoadArgs& a, const PagedLayout& L, int64_t tile) {
 
 template <int kLanes>
 std::string copy(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
-  const int64_t g = grid(a, c.layout, 32 / kLanes);
+  const int64_t g = grid(a, c.layout, (32 / kLanes) * kCopyUnroll);
   return vec ? dev::launch("load_copy_kernel", load_copy_kernel<kLanes, true>, g, o, c, a, st)
              : dev::launch("load_copy_kernel", load_copy_kernel<kLanes, false>, g, o, c, a, st);
 }

@@ -13,10 +13,7 @@ why=$("$kvcheck" backends 2>&1 | grep '^cuda' || true)
 [[ $why == *available* ]] || { echo "SKIP: ${why:-no cuda backend in this build}"; exit 77; }
 export KVCHECK_CUDA_MAX_GRID=2
 args=(--tool "$tool" --error-exitcode 9)
-case $tool in
-  memcheck) args+=(--leak-check full) ;;
-  initcheck) args+=(--track-unused-memory no) ;;
-esac
+[[ $tool == memcheck ]] && args+=(--leak-check full)
 # The 4 GiB cache test is memcheck-slow and adds nothing the small caches miss.
 "$sanitizer" "${args[@]}" "$tests" --gtest_filter='-*Over4GiB*:*DeviceConversionsMatchReference*' --gtest_brief=1 ||
   { echo "FAIL: compute-sanitizer $tool found errors in the CUDA tests"; exit 1; }
