@@ -4,7 +4,8 @@
 // loads read whole blocks in a random order). Baselines timed in the same process: a
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
-//   bench_cuda [--json FILE] [--quick]
+//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]
+// --format / --tokens run one format / one size (for ncu).
 // Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
 // rows (n <= 256): each launch timed alone (event, launch, event, sync), median of
 // 200, next to the empty kernel timed the same way. Bytes = payload read + written
@@ -12,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -105,16 +107,21 @@ void* dmalloc(size_t bytes) {
 
 int main(int argc, char** argv) {
   using namespace kvcheck;
-  std::string json;
+  std::string json, only_format;
   bool quick = false;
+  int64_t only_tokens = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) {
       json = argv[++i];
+    } else if (a == "--format" && i + 1 < argc) {
+      only_format = argv[++i];
+    } else if (a == "--tokens" && i + 1 < argc) {
+      only_tokens = std::atoll(argv[++i]);
     } else if (a == "--quick") {
       quick = true;
     } else {
-      std::fprintf(stderr, "usage: bench_cuda [--json FILE] [--quick]\n");
+      std::fprintf(stderr, "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]\n");
       return 2;
     }
   }
@@ -145,7 +152,9 @@ int main(int argc, char** argv) {
   const int64_t max_tokens = quick ? 65536 : 262144;
   std::vector<int64_t> sizes = {1, 16, 256, 4096, 65536};
   if (!quick) sizes.push_back(262144);
+  if (only_tokens > 0 && only_tokens <= max_tokens) sizes = {only_tokens};
   std::vector<KVCacheFormat> formats = supported_formats();
+  if (!only_format.empty()) formats = {format_by_name(only_format)};
   std::vector<Row> rows;
   std::mt19937_64 rng(1);
   for (const KVCacheFormat& f : formats) {

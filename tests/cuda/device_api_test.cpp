@@ -91,8 +91,8 @@ TEST(DeviceValidation, StoreErrorsAreTheCpuErrors) {
     ASSERT_EQ(cuda_cache, cpu_cache) << "round " << round << (want.empty() ? "" : ": wrote despite the error");
     errors += !want.empty();
   }
-  EXPECT_GT(errors, 100) << "the generator must mostly produce bad mappings";
-  EXPECT_LT(errors, 290) << "and some good ones";
+  EXPECT_GT(errors, 100) << errors << " of 300: the generator must mostly produce bad mappings";
+  EXPECT_LT(errors, 290) << errors << " of 300: and some good ones";
 }
 
 // Load: random segment lists with out-of-range blocks, bad ranges and destinations,
@@ -146,8 +146,8 @@ TEST(DeviceValidation, LoadErrorsAreTheCpuErrors) {
     ASSERT_EQ(cuda_sf, cpu_sf) << "round " << round;
     errors += !want.empty();
   }
-  EXPECT_GT(errors, 60);
-  EXPECT_LT(errors, 290);
+  EXPECT_GT(errors, 60) << errors << " of 300 cases were errors";
+  EXPECT_LT(errors, 290) << errors << " of 300 cases were errors";
 }
 
 // The four index transforms: random entries with -2, INT32_MIN/MAX, missing table
@@ -158,7 +158,7 @@ TEST(DeviceValidation, IndexErrorsAreTheCpuErrors) {
   std::mt19937_64 rng(0x1D3);
   const int32_t awkward[] = {-2, -1, 0, 1, INT32_MIN, INT32_MAX, INT32_MAX - 3, 63, 64, 4096};
   const auto pick = [&](int32_t lo, int32_t hi) {
-    return rng() % 8 == 0 ? awkward[rng() % std::size(awkward)]
+    return rng() % 24 == 0 ? awkward[rng() % std::size(awkward)]
                           : lo + static_cast<int32_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   int errors = 0, cases = 0;
@@ -184,8 +184,8 @@ TEST(DeviceValidation, IndexErrorsAreTheCpuErrors) {
     std::vector<int32_t> ctx(static_cast<size_t>(num_q)), seq_ids(static_cast<size_t>(num_q));
     for (auto& x : table) x = rng() % 6 == 0 ? -1 : pick(0, 1000);
     for (auto& x : topk) x = pick(-1, max_blocks * bs);
-    for (auto& x : ctx) x = rng() % 12 == 0 ? -1 : pick(0, max_blocks * bs + 2);
-    for (auto& x : seq_ids) x = rng() % 12 == 0 ? num_seqs : static_cast<int32_t>(rng() % num_seqs);
+    for (auto& x : ctx) x = rng() % 24 == 0 ? -1 : pick(0, max_blocks * bs + 2);
+    for (auto& x : seq_ids) x = rng() % 24 == 0 ? num_seqs : static_cast<int32_t>(rng() % num_seqs);
     const bool use_seq_ids = rng() % 2;  // without: row q reads table row q (may be missing)
     const ConvertKvIndexArgs a{topk, num_q, k, table, max_blocks,
                                use_seq_ids ? std::span<const int32_t>(seq_ids) : std::span<const int32_t>(), ctx, bs};
@@ -225,8 +225,9 @@ TEST(DeviceValidation, IndexErrorsAreTheCpuErrors) {
             [&](const Backend& b, std::vector<int32_t>& out) { b.swa_decode_index(start_len, num_q, width, ring, out); },
             static_cast<size_t>(num_q * width));
   }
-  EXPECT_GT(errors, cases / 10);
-  EXPECT_LT(errors, cases * 9 / 10);
+  // Both outcomes must be well represented, or the comparison proves little.
+  EXPECT_GT(errors, cases / 20) << errors << " of " << cases << " cases were errors";
+  EXPECT_LT(errors, cases * 19 / 20) << errors << " of " << cases << " cases were errors";
 }
 
 /// Device buffers of one PDL / graph test.
