@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bench/ncu.sh BUILD_DIR [FORMAT:OP ...] — the Nsight Compute evidence for a CUDA
+# kernel that misses its bandwidth target: runs bench_cuda for one format at 262,144
+# tokens under ncu (clocks left alone) and prints, per kernel, its time, DRAM bytes
+# read and written against the payload bench_cuda counts, DRAM and SM throughput and
+# issue-slot use. OP is store or load. Default: every SPEC §2 format, both ops.
+set -euo pipefail
+build=$1
+shift
+pairs=("$@")
+if ((${#pairs[@]} == 0)); then
+  for f in V41 V41_FP4 FP4_INDEX FP8_FP32SF_INDEX MXFP8_INDEX 'BF16(512)'; do pairs+=("$f:store" "$f:load"); done
+fi
+metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active
+for pair in "${pairs[@]}"; do
+  f=${pair%%:*} op=${pair##*:}
+  [[ $op == store ]] && re='regex:store_(fixed|copy|runtime)' || re='regex:load_(copy|dequant)'
+  # Skip the cache fill (a store) and the warm-up launches; profile one timed launch.
+  skip=$([[ $op == store ]] && echo 3 || echo 2)
+  echo "== $f $op (block_size 64, 262144 tokens)"
+  ncu --clock-control none --kernel-name "$re" --launch-skip "$skip" --launch-count 1 --metrics "$metrics" \
+    "$build/bench/bench_cuda" --format "$f" --tokens 262144 2>&1 |
+    grep -E '^\s+(gpu__time|dram__|sm__|smsp__)|^\s+[a-z_]+_kernel' | sed 's/^ */  /'
+done
