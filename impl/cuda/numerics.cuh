@@ -1,6 +1,6 @@
 // SPEC §4 numerics on the device. e4m3 is NVIDIA's __nv_cvt_float_to_fp8(SATFINITE)
-// (one hardware cvt on sm_90) and bf16 __float2bfloat16_rn; e2m1 is our own compare
-// ladder (NVIDIA's __nv_cvt_float_to_fp4 is emulated in software on sm_90), equal
+// (one hardware cvt on sm_90) and bf16 __float2bfloat16_rn; e2m1 is our own
+// scale-and-round (NVIDIA's __nv_cvt_float_to_fp4 is emulated in software on sm_90), equal
 // to it for every float (tests/cuda/device_numerics.cu checks all bf16 and 4M random
 // floats on the GPU). Products and reciprocals use the _rn intrinsics so nothing can
 // be contracted into an FMA or approximated (the target also builds -fmad=false).
@@ -30,14 +30,19 @@ __device__ __forceinline__ uint8_t cvt_e4m3(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 /// RN-even e2m1 code of x, saturating to +-6; NaN -> 0x7 (+6); the sign of zero kept.
-/// The codes 0..7 are 0, .5, 1, 1.5, 2, 3, 4, 6; ties go to the even code, so each
-/// midpoint belongs to the side whose code is even (0.25 -> 0, 0.75 -> 2, ...).
+/// The codes 0..7 are 0, .5, 1, 1.5, 2, 3, 4, 6: on [0,2) twice the value is the code,
+/// on [2,4) the value plus 2, on [4,6] half the value plus 4, so one exact
+/// power-of-two scale and one round-to-integer (adding 1.5*2^23, ties to even, which
+/// is the even code at every midpoint) give the code in ~12 instructions.
 __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
   const float a = fabsf(x);
-  if (a != a) return 0x7;
-  const uint32_t code = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) +
-                        (a >= 3.5f) + (a > 5.0f);
-  return static_cast<uint8_t>(code | ((__float_as_uint(x) >> 28) & 0x8u));
+  const float t = a < 6.0f ? a : 6.0f;  // NaN -> 6 (the compare fails), Inf and overflow saturate
+  const bool lo = t < 2.0f, mid = t < 4.0f;
+  const float m = lo ? 2.0f : (mid ? 1.0f : 0.5f);
+  const uint32_t k = lo ? 0u : (mid ? 2u : 4u);
+  const uint32_t code = (__float_as_uint(__fadd_rn(__fmul_rn(t, m), 12582912.0f)) - 0x4B400000u) + k;
+  const uint32_t sign = a == a ? (__float_as_uint(x) >> 28) & 0x8u : 0u;  // NaN: +6, no sign
+  return static_cast<uint8_t>(code | sign);
 }
 /// NVIDIA's software conversion, kept as the oracle of the device numerics test.
 __device__ __forceinline__ uint8_t cvt_e2m1_nvidia(float x) {
