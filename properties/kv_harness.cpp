@@ -207,8 +207,7 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
                            show_kv_element(b.layout.dtype, expected.data() + KvBuffers::kGuard + start),
                            show_kv_element(b.layout.dtype, actual.data() + KvBuffers::kGuard + start));
   }
-  return fmt::format("first differing byte at {} ({} bytes differ)\n  at:       {} [{}]\n  {}", off, count, where,
-                     describe(b.shape), values);
+  return fmt::format("first differing byte at {} ({} bytes differ)\n  at:       {}\n  {}", off, count, where, values);
 }
 
 std::string diff_kv_out(const char* what, const KvTokensOut& o, int32_t num_kv_heads, int32_t head_dim,

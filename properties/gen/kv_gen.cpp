@@ -74,6 +74,7 @@ uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64
   const uint64_t r = mix(seed, a, b, h, d);
   const int roll = static_cast<int>(r % 100);
   const bool fp16 = dtype == KvDtype::kFP16;
+  if (!is_model_dtype(dtype)) dtype = KvDtype::kBF16;  // rows of a wrong dtype (an error path): bf16 bits
   const uint16_t sign = (r >> 8) & 1 ? 0x8000 : 0;
   if (roll < 3) {  // specials
     switch ((r >> 9) % 5) {
@@ -188,7 +189,7 @@ rc::Gen<KvCacheShape> gen_kv_cache_shape() {
     if (is_fp8(s.dtype)) {
       s.scale_kind = *rc::gen::elementOf(std::vector<KvScaleKind>{KvScaleKind::kPerTensor, KvScaleKind::kPerHead});
       s.k_scale = kv_scales(s.scale_kind, s.num_kv_heads, *rc::gen::arbitrary<uint64_t>());
-      s.v_scale = kv_scales(s.scale_kind, s.num_kv_heads, *rc::gen::arbitrary<uint64_t>());
+      s.v_scale = kv_scales(s.scale_kind, s.num_kv_heads, *rc::gen::arbitrary<uint64_t>() ^ 0x5A17EDull);
     }
     s.fill_seed = *rc::gen::arbitrary<uint64_t>();
     return s;
