@@ -177,7 +177,11 @@ rc::Gen<KvCacheShape> gen_kv_cache_shape() {
     s.pad_head = *rc::gen::elementOf(pads);
     s.pad_token = *rc::gen::elementOf(pads);
     s.pad_page = *rc::gen::elementOf(pads);
-    const int64_t per_block = int64_t{s.block_size} * s.num_kv_heads * (s.head_dim + s.pad_head + s.pad_token) + s.pad_page;
+    auto block_elements = [&] {
+      return int64_t{s.block_size} * s.num_kv_heads * (s.head_dim + s.pad_head + s.pad_token) + s.pad_page;
+    };
+    while (block_elements() > kMaxKvCacheElements && s.block_size > 1) s.block_size /= 2;  // e.g. 128 x 576
+    const int64_t per_block = block_elements();
     const int32_t want = *rc::gen::inRange(1, 7);
     s.num_blocks = static_cast<int32_t>(std::clamp<int64_t>(kMaxKvCacheElements / per_block, 1, want));
     s.alloc = *rc::gen::elementOf(std::vector<KvAlloc>{KvAlloc::kSeparate, KvAlloc::kSeparate,
