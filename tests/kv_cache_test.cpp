@@ -306,3 +306,42 @@ TEST(KvFamily, CpuCapabilityAndDefaultUnsupported) {
 
 }  // namespace
 }  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// The run-time ISA choice (KVCHECK_CPU_ISA=baseline) must not change a byte.
+TEST(KvFamily, CpuBaselineAndAvx2Agree) {
+  const cpu::CpuBackend cpu;
+  for (KvDtype dtype : kv_dtypes()) {
+    const KvCacheLayout l = kv_dense_layout(dtype, KvHeadLayout::kHND, 3, 5, 3, 72);
+    const KvDtype model = is_fp8(dtype) ? KvDtype::kFP16 : dtype;
+    std::vector<uint16_t> key(7 * 3 * 72), value(key.size());
+    for (size_t i = 0; i < key.size(); ++i) {
+      key[i] = static_cast<uint16_t>(i * 2654435761u >> 7);
+      value[i] = static_cast<uint16_t>(i * 40503u + 17);
+    }
+    const float ks[] = {0.5f, 3.0f, 7.0f}, vs[] = {1.0f, 0.1f, 2.0f};
+    const V slots{3, -1, 0, 14, 7, 8, -1};
+    std::vector<uint16_t> out[2][2];
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) setenv("KVCHECK_CPU_ISA", "baseline", 1);
+      Pair p(l);
+      p.view.scales = {KvScaleKind::kPerHead, ks, vs};
+      cpu.store_kv(rows_in(key, model, 7, 3, 72), rows_in(value, model, 7, 3, 72), slots, p.view);
+      out[pass][0].assign(p.buf.begin(), p.buf.end());
+      std::vector<uint16_t> ok(15 * 3 * 72), ov(ok.size());
+      KvTokensOut o_k{reinterpret_cast<uint8_t*>(ok.data()), model, 15, 3 * 72, 72};
+      KvTokensOut o_v{reinterpret_cast<uint8_t*>(ov.data()), model, 15, 3 * 72, 72};
+      cpu.gather_kv(p.view, V{2, 0, 1}, 3, V{0, 15}, o_k, o_v);
+      ok.insert(ok.end(), ov.begin(), ov.end());
+      out[pass][1] = ok;
+      unsetenv("KVCHECK_CPU_ISA");
+    }
+    EXPECT_EQ(out[0][0], out[1][0]) << to_string(dtype) << " store";
+    EXPECT_EQ(out[0][1], out[1][1]) << to_string(dtype) << " gather";
+  }
+}
+
+}  // namespace
+}  // namespace kvcheck
