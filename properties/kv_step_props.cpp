@@ -61,7 +61,17 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     b.store_kv(kv_tokens(k0), kv_tokens(v0), first.slot_mapping, cache.view());
     // This step: new tokens, padded with -1 rows as a captured CUDA graph would be.
     PrefillMetadata m = prepare_prefill(step, s.cache.block_size);
-    m.slot_mapping.resize(m.slot_mapping.size() + static_cast<size_t>(s.graph_padding), -1);
+    if (s.decode) {  // decode: prepare_decode's slots, padded to a captured graph's batch
+      const int32_t graph = static_cast<int32_t>(n) + s.graph_padding;
+      const DecodeMetadata dm = prepare_decode(step, s.cache.block_size, s.graph_padding ? graph : 0);
+      std::vector<int32_t> want = m.slot_mapping;
+      want.resize(want.size() + static_cast<size_t>(s.graph_padding), -1);
+      if (dm.slot_mapping != want)
+        RC_FAIL(fmt::format("{}\nprepare_decode slots differ from the last tokens' prefill slots", ctx));
+      m.slot_mapping = dm.slot_mapping;
+    } else {
+      m.slot_mapping.resize(m.slot_mapping.size() + static_cast<size_t>(s.graph_padding), -1);
+    }
     const KvRows k1 = step_rows(s, s.key_dtype, s.value_seed, s.num_cached, s.num_tokens, s.graph_padding);
     const KvRows v1 = step_rows(s, s.value_dtype, s.value_seed ^ kValueSalt, s.num_cached, s.num_tokens, s.graph_padding);
     b.store_kv(kv_tokens(k1), kv_tokens(v1), m.slot_mapping, cache.view());

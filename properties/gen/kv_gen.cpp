@@ -152,8 +152,8 @@ std::string describe(const KvStepScenario& s) {
   for (size_t i = 0; i < s.num_tokens.size(); ++i)
     seqs += fmt::format("\n  seq {}: num_cached {} num_tokens {} block_table {}", i, s.num_cached[i],
                         s.num_tokens[i], ints(s.block_tables[i]));
-  return fmt::format("kv_step {}\n  key {} value {} graph_padding {}{}", describe(s.cache), to_string(s.key_dtype),
-                     to_string(s.value_dtype), s.graph_padding, seqs);
+  return fmt::format("kv_step ({}) {}\n  key {} value {} graph_padding {}{}", s.decode ? "decode" : "prefill",
+                     describe(s.cache), to_string(s.key_dtype), to_string(s.value_dtype), s.graph_padding, seqs);
 }
 
 void showValue(const KvCacheShape& s, std::ostream& os) { os << describe(s); }
@@ -298,13 +298,15 @@ rc::Gen<KvStepScenario> gen_kv_step_scenario() {
     s.cache = *gen_kv_cache_shape();
     const int32_t bs = s.cache.block_size;
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
-    int64_t budget = std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 1, 200);
+    int64_t budget = std::clamp<int64_t>((int64_t{1} << 16) / row_elems, 1, 160);
     const int num_seqs = *rc::gen::inRange(1, 5);
+    s.decode = *rc::gen::elementOf(std::vector<bool>{false, false, false, true});
     int64_t blocks = 0;
     for (int i = 0; i < num_seqs; ++i) {
-      const int32_t len = budget <= 0 ? 0 : *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(std::min<int64_t>(budget, 3 * int64_t{bs})) + 1);
+      const int32_t lo = s.decode ? 1 : 0;
+      const int32_t len = budget <= lo ? lo : *rc::gen::inRange<int32_t>(lo, static_cast<int32_t>(std::min<int64_t>(budget, 3 * int64_t{bs})) + 1);
       budget -= len;
-      const int mode = *rc::gen::inRange(0, 4);  // no hit, whole blocks cached, a chunk, decode-like
+      const int mode = s.decode ? 3 : *rc::gen::inRange(0, 4);  // no hit, whole blocks cached, a chunk, decode-like
       int32_t cached = 0;
       if (mode == 1) cached = len / bs * bs;
       if (mode == 2) cached = len == 0 ? 0 : *rc::gen::inRange<int32_t>(0, len + 1);

@@ -71,6 +71,7 @@ struct KvStepScenario {
   std::vector<int32_t> num_cached, num_tokens;
   KvDtype key_dtype = KvDtype::kBF16, value_dtype = KvDtype::kBF16;
   int32_t graph_padding = 0;  // extra -1 rows appended to the step's store
+  bool decode = false;        // a decode step: one new token per sequence, prepare_decode's slots
   uint64_t value_seed = 0;
 };
 
