@@ -1,119 +1,232 @@
-// CUDA backend kernel throughput (not a test): store and load of V41 at 16k-128k
-// tokens, device-resident buffers, timed with CUDA events (no host copies).
-// Prints one line per case with GB/s = (bytes read + bytes written) / time.
+// CUDA kernel throughput through the device API (impl/cuda/device_api.h), everything
+// device-resident: every SPEC §2 format, store and load, n = 1 .. 262,144 tokens,
+// block sizes 64 and 133, scattered slots (a random permutation of the cache's slots;
+// loads read whole blocks in a random order). Baselines timed in the same process: a
+// 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
+//
+//   bench_cuda [--json FILE] [--quick]
+// Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
+// rows (n <= 256): each launch timed alone (event, launch, event, sync), median of
+// 200, next to the empty kernel timed the same way. Bytes = payload read + written
+// (kv rows and records for a store; records and output rows for a load).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
-#include "impl/cuda/cuda_backend.h"
-#include "impl/cuda/kernels.h"
+#include <nlohmann/json.hpp>
 
+#include "bench/empty_kernel.h"
+#include "impl/cuda/device_api.h"
+#include "impl/layout.h"
+
+namespace kvcheck {
 namespace {
 
-using namespace kvcheck;
-
-#define CK(x)                                                                  \
-  do {                                                                         \
-    const cudaError_t e_ = (x);                                                \
-    if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));            \
-      std::exit(1);                                                            \
-    }                                                                          \
+#define CK(x)                                                                        \
+  do {                                                                               \
+    const cudaError_t e_ = (x);                                                      \
+    if (e_ != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                  \
+    }                                                                                \
   } while (0)
 
-template <typename F>
-float time_ms(F&& launch, int iters) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Milliseconds per launch: events around `iters` back-to-back launches, median of 5.
+double time_batched(const std::function<void()>& launch, int iters, cudaStream_t s) {
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
   for (int i = 0; i < 3; ++i) launch();  // warm up
-  CK(cudaEventRecord(a));
-  for (int i = 0; i < iters; ++i) launch();
-  CK(cudaEventRecord(b));
-  CK(cudaEventSynchronize(b));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, a, b));
+  std::vector<double> ms;
+  for (int rep = 0; rep < 5; ++rep) {
+    CK(cudaEventRecord(a, s));
+    for (int i = 0; i < iters; ++i) launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t / iters);
+  }
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
-  return ms / iters;
+  return median(ms);
 }
 
-void check(const std::string& err) {
-  if (!err.empty()) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    std::exit(1);
+/// Milliseconds of one launch timed alone (event, launch, event, sync), median of 200.
+double time_single(const std::function<void()>& launch, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 10; ++i) launch();
+  CK(cudaStreamSynchronize(s));
+  std::vector<double> ms;
+  for (int i = 0; i < 200; ++i) {
+    CK(cudaEventRecord(a, s));
+    launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
   }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return median(ms);
+}
+
+struct Row {
+  std::string op, format;
+  int64_t tokens, block_size;
+  double bytes, ms, gbps, ratio;  // ratio: to the copy (bandwidth rows) or the empty kernel (decode rows)
+  bool decode;
+};
+
+void* dmalloc(size_t bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+  return p;
 }
 
 }  // namespace
+}  // namespace kvcheck
 
-int main() {
+int main(int argc, char** argv) {
+  using namespace kvcheck;
+  std::string json;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) {
+      json = argv[++i];
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: bench_cuda [--json FILE] [--quick]\n");
+      return 2;
+    }
+  }
   const std::string why = cuda::probe_device();
   if (!why.empty()) {
     std::printf("bench_cuda: skipped (%s)\n", why.c_str());
     return 0;
   }
-  const KVCacheFormat f = KVCacheFormat::V41();
-  const int32_t bs = 64;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+
+  // Baselines.
+  const size_t copy_bytes = size_t{2} << 30;
+  void* src = dmalloc(copy_bytes);
+  void* dst = dmalloc(copy_bytes);
+  CK(cudaMemset(src, 1, copy_bytes));
+  const double copy_ms =
+      time_batched([&] { CK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }, 5, s);
+  const double copy_gbps = 2.0 * copy_bytes / copy_ms / 1e6;
+  CK(cudaFree(src));
+  CK(cudaFree(dst));
+  const double empty_ms = time_single([&] { bench::launch_empty(s); }, s);
+  std::printf("device %s: d2d copy %.1f GB/s (read + written), empty kernel %.2f us per launch\n", prop.name,
+              copy_gbps, empty_ms * 1e3);
+
+  const int64_t max_tokens = quick ? 65536 : 262144;
+  std::vector<int64_t> sizes = {1, 16, 256, 4096, 65536};
+  if (!quick) sizes.push_back(262144);
+  std::vector<KVCacheFormat> formats = supported_formats();
+  std::vector<Row> rows;
   std::mt19937_64 rng(1);
-  for (const int64_t tokens : {16384, 65536, 131072}) {
-    const CacheLayout layout = CacheLayout::make(f, tokens / bs, bs);
-    std::vector<uint16_t> kv(static_cast<size_t>(tokens * f.elements));
-    for (auto& x : kv) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((120 + rng() % 14) << 7) | (rng() & 0x7F));
-    std::vector<int32_t> slots(static_cast<size_t>(tokens));
-    std::iota(slots.begin(), slots.end(), 0);
-    std::vector<int32_t> segs;
-    std::vector<int64_t> order(static_cast<size_t>(tokens / bs));
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);  // blocks scattered, as in a paged cache
-    for (int64_t i = 0; i < tokens / bs; ++i)
-      segs.insert(segs.end(), {static_cast<int32_t>(order[i]), 0, bs, static_cast<int32_t>(i * bs)});
-    void *d_kv, *d_slots, *d_cache, *d_segs, *d_out;
-    CK(cudaMalloc(&d_kv, kv.size() * 2));
-    CK(cudaMalloc(&d_slots, slots.size() * 4));
-    CK(cudaMalloc(&d_cache, static_cast<size_t>(layout.size_bytes())));
-    CK(cudaMalloc(&d_segs, segs.size() * 4));
-    CK(cudaMalloc(&d_out, static_cast<size_t>(tokens * f.load_row_bytes())));
-    CK(cudaMemcpy(d_kv, kv.data(), kv.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d_slots, slots.data(), slots.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d_segs, segs.data(), segs.size() * 4, cudaMemcpyHostToDevice));
+  for (const KVCacheFormat& f : formats) {
+    for (const int32_t bs : {64, 133}) {
+      const int64_t num_blocks = (max_tokens + bs - 1) / bs;
+      const CacheLayout layout = CacheLayout::make(f, num_blocks, bs);
+      const cuda::DeviceCache cache{static_cast<uint8_t*>(dmalloc(static_cast<size_t>(layout.size_bytes()))),
+                                    layout.paged()};
+      CK(cudaMemset(cache.base, 0, static_cast<size_t>(layout.size_bytes())));
+      // kv: random finite bf16 with a per-group spread of exponents.
+      std::vector<uint16_t> kv(static_cast<size_t>(max_tokens * f.elements));
+      for (auto& x : kv) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((112 + rng() % 24) << 7) | (rng() & 0x7F));
+      std::vector<int32_t> perm(static_cast<size_t>(layout.num_slots()));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
+      std::iota(blocks.begin(), blocks.end(), 0);
+      std::shuffle(blocks.begin(), blocks.end(), rng);
+      auto* d_kv = static_cast<uint16_t*>(dmalloc(kv.size() * 2));
+      auto* d_slots = static_cast<int32_t*>(dmalloc(perm.size() * 4));
+      CK(cudaMemcpy(d_kv, kv.data(), kv.size() * 2, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(d_slots, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice));
+      const int64_t out_row = f.load_row_bytes(), sf_row = f.load_scale_row_bytes();
+      auto* d_out = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(max_tokens * out_row)));
+      auto* d_sf = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(max_tokens * std::max<int64_t>(sf_row, 4))));
+      // Fill the cache once with real records.
+      cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
+      for (const int64_t n : sizes) {
+        const bool decode = n <= 256;
+        const cuda::StoreArgs st{d_kv, max_tokens, f.elements, d_slots, n};
+        const auto store = [&] { cuda::store_kv_cache(cache, st, {s, false}); };
+        std::vector<int32_t> segs;
+        for (int64_t b = 0, t = 0; t < n; ++b, t += bs)
+          segs.insert(segs.end(), {blocks[static_cast<size_t>(b)], 0, static_cast<int32_t>(std::min<int64_t>(bs, n - t)),
+                                   static_cast<int32_t>(t)});
+        auto* d_segs = static_cast<int32_t*>(dmalloc(segs.size() * 4));
+        CK(cudaMemcpy(d_segs, segs.data(), segs.size() * 4, cudaMemcpyHostToDevice));
+        const cuda::LoadArgs ld{d_segs, static_cast<int64_t>(segs.size() / 4), static_cast<int32_t>(n), d_out, out_row,
+                                f.is_index() ? d_sf : nullptr, sf_row, n};
+        const auto load = [&] { cuda::load_paged_kv_cache(cache, ld, {s, false}); };
+        const double store_bytes = static_cast<double>(n) * (2.0 * f.elements + f.bytes_per_token());
+        const double load_bytes = static_cast<double>(n) * (f.bytes_per_token() + out_row + sf_row);
+        for (const bool is_store : {true, false}) {
+          const auto& fn = is_store ? std::function<void()>(store) : std::function<void()>(load);
+          const double ms = decode ? time_single(fn, s) : time_batched(fn, 20, s);
+          const double bytes = is_store ? store_bytes : load_bytes;
+          const double gbps = bytes / ms / 1e6;
+          rows.push_back({is_store ? "store" : "load", f.name, n, bs, bytes, ms, gbps,
+                          decode ? ms / empty_ms : gbps / copy_gbps, decode});
+        }
+        CK(cudaFree(d_segs));
+      }
+      CK(cudaFree(cache.base));
+      CK(cudaFree(d_kv));
+      CK(cudaFree(d_slots));
+      CK(cudaFree(d_out));
+      CK(cudaFree(d_sf));
+    }
+  }
+  CK(cudaStreamDestroy(s));
 
-    cuda::StoreLaunch st;
-    st.kv = static_cast<const uint16_t*>(d_kv);
-    st.kv_row_stride = f.elements;
-    st.slots = static_cast<const int32_t*>(d_slots);
-    st.n = tokens;
-    st.cache = static_cast<uint8_t*>(d_cache);
-    st.layout = cuda::dev_layout(layout);
-    const float store_ms = time_ms([&] { check(cuda::launch_store(st, nullptr)); }, 20);
-
-    cuda::LoadLaunch ld;
-    ld.cache = static_cast<const uint8_t*>(d_cache);
-    ld.layout = st.layout;
-    ld.do_cast = true;
-    ld.segments = static_cast<const int32_t*>(d_segs);
-    ld.num_segments = tokens / bs;
-    ld.max_len = bs;
-    ld.out_data = static_cast<uint8_t*>(d_out);
-    ld.out_data_stride = f.load_row_bytes();
-    const float load_ms = time_ms([&] { check(cuda::launch_load(ld, nullptr)); }, 20);
-
-    const double record = static_cast<double>(f.bytes_per_token()), bf16 = 2.0 * f.elements;
-    const double bytes = static_cast<double>(tokens) * (record + bf16);  // both ways
-    std::printf("V41 bs64 tokens %6lld: store %.4f ms %.1f GB/s | load(dequant) %.4f ms %.1f GB/s\n",
-                static_cast<long long>(tokens), store_ms, bytes / store_ms / 1e6, load_ms,
-                bytes / load_ms / 1e6);
-    CK(cudaFree(d_kv));
-    CK(cudaFree(d_slots));
-    CK(cudaFree(d_cache));
-    CK(cudaFree(d_segs));
-    CK(cudaFree(d_out));
+  std::printf("%-6s %-17s %7s %4s %12s %10s %9s %s\n", "op", "format", "tokens", "bs", "bytes", "us", "GB/s",
+              "ratio");
+  for (const Row& r : rows)
+    std::printf("%-6s %-17s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s\n", r.op.c_str(), r.format.c_str(),
+                static_cast<long long>(r.tokens), static_cast<long long>(r.block_size), r.bytes, r.ms * 1e3, r.gbps,
+                r.decode ? r.ratio : 100 * r.ratio, r.decode ? "x empty kernel" : "% of copy");
+  if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
+    nlohmann::json j{{"device", prop.name}, {"copy_gbps", copy_gbps}, {"empty_kernel_us", empty_ms * 1e3},
+                     {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows)
+      j["rows"].push_back({{"op", r.op}, {"format", r.format}, {"tokens", r.tokens}, {"block_size", r.block_size},
+                           {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps}, {"ratio_to_copy", r.gbps / copy_gbps},
+                           {"ratio_to_empty_kernel", r.ms / empty_ms}});
+    std::ofstream out(json);
+    out << j.dump(1) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "bench_cuda: cannot write %s\n", json.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", json.c_str());
   }
   return 0;
 }

@@ -47,13 +47,37 @@ int64_t CacheLayout::scale_token_stride() const {
 }
 
 int64_t CacheLayout::data_offset(int64_t block, int64_t token) const {
-  return block * block_stride + token * data_token_stride();
+  return paged().data_offset(block, token);
 }
 
 int64_t CacheLayout::scale_offset(int64_t block, int64_t token) const {
-  const int64_t region = format.token_interleaved ? format.quantized_bytes()
-                                                  : int64_t{block_size} * format.quantized_bytes();
-  return block * block_stride + region + token * scale_token_stride();
+  return paged().scale_offset(block, token);
+}
+
+PagedLayout CacheLayout::paged() const {
+  PagedLayout p;
+  p.dtype = format.quantized_dtype == QuantizedDtype::kE4M3   ? PagedDtype::kE4M3
+            : format.quantized_dtype == QuantizedDtype::kE2M1 ? PagedDtype::kE2M1
+                                                              : PagedDtype::kBF16;
+  p.sf = format.sf_format == SfFormat::kUE8M0  ? PagedSf::kUE8M0
+         : format.sf_format == SfFormat::kE4M3 ? PagedSf::kE4M3
+         : format.sf_format == SfFormat::kFP32 ? PagedSf::kFP32
+                                               : PagedSf::kNone;
+  p.elements = format.elements;
+  p.group = format.elements_per_sf;
+  p.quantized_bytes = format.quantized_bytes();
+  p.sf_bytes = format.sf_bytes();
+  p.do_cast = format.do_cast;
+  p.interleaved = format.token_interleaved;
+  p.num_blocks = num_blocks;
+  p.block_size = block_size;
+  p.block_stride = block_stride;
+  p.data_token_stride = data_token_stride();
+  // Interleaved: scales follow each token's data; else they follow the block's data.
+  p.scale_region = format.token_interleaved ? format.quantized_bytes()
+                                            : int64_t{block_size} * format.quantized_bytes();
+  p.scale_token_stride = scale_token_stride();
+  return p;
 }
 
 }  // namespace kvcheck

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "impl/format.h"
+#include "impl/paged_layout.h"
 
 namespace kvcheck {
 
@@ -30,6 +31,9 @@ struct CacheLayout {
   /// Distance between consecutive tokens' data / scales within a block, in bytes.
   int64_t data_token_stride() const;
   int64_t scale_token_stride() const;
+  /// The same geometry as plain values for kernels (impl/paged_layout.h owns the
+  /// address formula; data_offset/scale_offset above go through it).
+  PagedLayout paged() const;
 };
 
 /// block_stride of SPEC §3: interleaved round_up(bs*bpt, lcm(32, bpt)), else

@@ -36,4 +36,18 @@ void validate_expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, i
 void validate_swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                                int32_t ring_size, size_t out_size);
 
+
+// The checks above that read no entry (counts, sizes): for backends that check the
+// entries elsewhere (the CUDA validation kernels). Same codes and messages.
+/// Returns the number of block_table rows.
+int64_t validate_convert_kv_index_shape(const ConvertKvIndexArgs& args, size_t out_size);
+/// Returns the shift.
+int32_t validate_kv_index_cat_shape(size_t left_size, int32_t wl, size_t right_size, int32_t wr,
+                                    int32_t num_q, int32_t total_k_swa_cached,
+                                    int32_t total_k_swa_cur, size_t out_size);
+void validate_expand_swa_index_shape(size_t pivots_size, int32_t num_q, int32_t width,
+                                     size_t out_size);
+void validate_swa_decode_index_shape(size_t start_len_size, int32_t num_q, int32_t width,
+                                     int32_t ring_size, size_t out_size);
+
 }  // namespace kvcheck

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impl/error.h"
+#include "impl/validate_errors.h"
 
 namespace kvcheck::cpu {
 namespace {
@@ -47,12 +48,6 @@ class Bitmap {
   std::vector<uint64_t> words_;
 };
 
-std::string seg_str(std::span<const int32_t> s, size_t i) {
-  return "load_segments[" + to_string(i) + "] = [" + to_string(s[4 * i]) + ", " +
-         to_string(s[4 * i + 1]) + ", " + to_string(s[4 * i + 2]) + ", " +
-         to_string(s[4 * i + 3]) + "]";
-}
-
 }  // namespace
 
 void validate_layout(const CacheLayout& layout) {
@@ -63,11 +58,9 @@ void validate_layout(const CacheLayout& layout) {
              to_string(expected.block_stride) + " (SPEC §3)");
 }
 
-void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
-                    const CacheView& cache) {
+void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache) {
   const CacheLayout& layout = cache.layout;
   validate_layout(layout);
-  const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   const int64_t elements = layout.format.elements;
   if (kv.rows < n)
@@ -79,7 +72,14 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
                                           to_string(elements) + " elements");
   if (kv.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv.data is null");
   if (cache.base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+}
 
+void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                    const CacheView& cache) {
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  validate_store_shape(kv, n, cache);
+  if (n == 0) return;
+  const CacheLayout& layout = cache.layout;
   const int64_t num_slots = layout.num_slots();
   // Bitmap when it costs at most ~one word per row, else a hash map.
   const bool use_bitmap = num_slots <= 64 * n + (int64_t{1} << 16);
@@ -90,10 +90,7 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
     const int32_t slot = slot_mapping[static_cast<size_t>(i)];
     if (slot == -1) continue;
     if (slot < -1 || slot >= num_slots)
-      fail(ErrorCode::kSlotOutOfRange,
-           "slot_mapping[" + to_string(i) + "] = " + to_string(slot) + " is outside [0, " +
-               to_string(num_slots) + ") (num_blocks " + to_string(layout.num_blocks) +
-               " * block_size " + to_string(layout.block_size) + ") and is not -1");
+      throw slot_out_of_range_error(i, slot, layout.num_blocks, layout.block_size);
     bool duplicate = false;
     if (use_bitmap) {
       duplicate = seen.test_and_set(slot);
@@ -103,19 +100,18 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
     if (duplicate) {
       int64_t j = 0;
       while (slot_mapping[static_cast<size_t>(j)] != slot) ++j;
-      fail(ErrorCode::kDuplicateSlot, "slot_mapping[" + to_string(i) + "] = " + to_string(slot) +
-                                          " repeats slot_mapping[" + to_string(j) + "]");
+      throw duplicate_slot_error(i, slot, j);
     }
   }
 }
 
-int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs,
-                      int32_t total_k, const LoadOutput& out) {
+void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
+                         const LoadOutput& out) {
   const CacheLayout& layout = cache.layout;
   validate_layout(layout);
   const KVCacheFormat& f = layout.format;
-  if (segs.size() % 4 != 0)
-    fail(ErrorCode::kInvalidArgument, "load_segments has " + to_string(segs.size()) +
+  if (num_ints % 4 != 0)
+    fail(ErrorCode::kInvalidArgument, "load_segments has " + to_string(num_ints) +
                                           " int32, not a multiple of 4");
   if (total_k < 0) fail(ErrorCode::kInvalidArgument, "total_k = " + to_string(total_k) + " < 0");
   if (out.rows < total_k)
@@ -131,6 +127,12 @@ int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs
          "out.scales needs rows of >= " + to_string(f.load_scale_row_bytes()) +
              " bytes, got stride " + to_string(out.scale_row_stride) +
              (out.scales == nullptr ? " and a null pointer" : ""));
+}
+
+int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs,
+                      int32_t total_k, const LoadOutput& out) {
+  validate_load_shape(cache, static_cast<int64_t>(segs.size()), total_k, out);
+  const CacheLayout& layout = cache.layout;
   const size_t num_segments = segs.size() / 4;
 
   // Overlap detection: a bitmap over output rows when that is small relative to the
@@ -144,21 +146,15 @@ int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs
     const int32_t block = segs[4 * s], begin = segs[4 * s + 1], end = segs[4 * s + 2];
     const int64_t dst = segs[4 * s + 3];
     if (block != -1 && (block < 0 || block >= layout.num_blocks))
-      fail(ErrorCode::kSegmentBlockOutOfRange,
-           seg_str(segs, s) + ": block " + to_string(block) + " is not -1 and not in [0, " +
-               to_string(layout.num_blocks) + ")");
+      throw segment_block_error(s, &segs[4 * s], layout.num_blocks);
     if (!(0 <= begin && begin <= end && end <= layout.block_size))
-      fail(ErrorCode::kSegmentRangeInvalid,
-           seg_str(segs, s) + ": need 0 <= src_begin <= src_end <= block_size " +
-               to_string(layout.block_size));
+      throw segment_range_error(s, &segs[4 * s], layout.block_size);
     const int64_t len = int64_t{end} - begin;
     if (dst < 0 || dst + len > total_k)
-      fail(ErrorCode::kSegmentDestinationOutOfRange,
-           seg_str(segs, s) + ": rows [" + to_string(dst) + ", " + to_string(dst + len) +
-               ") are not inside [0, total_k = " + to_string(total_k) + ")");
+      throw segment_destination_error(s, &segs[4 * s], total_k);
     if (len == 0) continue;
     if (block >= 0 && cache.base == nullptr)
-      fail(ErrorCode::kShapeMismatch, seg_str(segs, s) + " reads a null cache");
+      throw segment_null_cache_error(s, &segs[4 * s]);
     bool overlap = false;
     if (use_bitmap) {
       overlap = rows.test_and_set_range(dst, dst + len);
@@ -175,8 +171,7 @@ int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs
         const int64_t t_len = int64_t{segs[4 * t + 2]} - segs[4 * t + 1];
         if (t_len > 0 && t_dst < dst + len && dst < t_dst + t_len) break;
       }
-      fail(ErrorCode::kSegmentOverlap,
-           seg_str(segs, s) + ": output rows overlap " + seg_str(segs, t));
+      throw segment_overlap_error(s, &segs[4 * s], t, &segs[4 * t]);
     }
     covered += len;
   }

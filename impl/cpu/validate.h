@@ -13,6 +13,14 @@ namespace kvcheck::cpu {
 /// CacheLayout::make(format, num_blocks, block_size) gives.
 void validate_layout(const CacheLayout& layout);
 
+/// The checks of validate_store that read no metadata (layout, sizes, strides,
+/// null pointers), for n = slot_mapping.size() rows; also used by backends that
+/// check the metadata elsewhere (the CUDA validation kernels).
+void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache);
+/// The checks of validate_load that read no segment (layout, num_ints % 4,
+/// total_k, output buffers); num_ints = load_segments.size().
+void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
+                         const LoadOutput& out);
 /// SPEC §5.1 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
 /// kInvalidArgument (layout); for n > 0: kShapeMismatch (kv.rows < n),
 /// kInvalidArgument (kv.row_stride < E), kShapeMismatch (null kv.data / cache base),

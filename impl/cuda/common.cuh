@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
 namespace kvcheck::cuda::dev {
 
@@ -35,17 +34,6 @@ __device__ __forceinline__ void zero_bytes(uint8_t* dst, int64_t n, int tid, int
   } else {
     for (int64_t i = tid; i < n; i += nt) dst[i] = 0;
   }
-}
-
-inline std::string launch_error(const char* kernel) {
-  const cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? std::string() : std::string(kernel) + ": " + cudaGetErrorString(e);
-}
-
-/// Grid for a grid-stride loop over `work` items of `per_cta` each.
-inline unsigned grid_for(int64_t work, int64_t per_cta, int64_t cap = 1 << 16) {
-  const int64_t g = (work + per_cta - 1) / per_cta;
-  return static_cast<unsigned>(g < 1 ? 1 : (g > cap ? cap : g));
 }
 
 }  // namespace kvcheck::cuda::dev

@@ -1,155 +1,106 @@
-// CudaBackend store / load on host buffers (SPEC §5.1, §5.2): validate with the
-// production checks (impl/cpu/validate.h, the docs/spec.md §5.2 order), then copy
-// in, launch, copy out. Only the cache blocks a call touches travel when that is
-// cheap (a few runs of blocks); otherwise the whole cache does.
+// CudaBackend store / load on host buffers (SPEC §5.1, §5.2) over the checked device
+// entry points: upload everything whole, run, download everything whole, check the
+// guard bands, then report the device's verdict.
 #include "impl/cuda/cuda_backend.h"
 
-#include <algorithm>
-#include <utility>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "impl/cpu/validate.h"
 #include "impl/cuda/device_memory.h"
-#include "impl/cuda/kernels.h"
 
 namespace kvcheck::cuda {
-
-DevLayout dev_layout(const CacheLayout& l) {
-  const KVCacheFormat& f = l.format;
-  DevLayout d;
-  d.dtype = f.quantized_dtype == QuantizedDtype::kE4M3   ? DevDtype::kE4M3
-            : f.quantized_dtype == QuantizedDtype::kE2M1 ? DevDtype::kE2M1
-                                                         : DevDtype::kBF16;
-  d.sf = f.sf_format == SfFormat::kUE8M0  ? DevSf::kUE8M0
-         : f.sf_format == SfFormat::kE4M3 ? DevSf::kE4M3
-         : f.sf_format == SfFormat::kFP32 ? DevSf::kFP32
-                                          : DevSf::kNone;
-  d.elements = f.elements;
-  d.group = f.elements_per_sf;
-  d.block_size = l.block_size;
-  d.block_stride = l.block_stride;
-  d.data_token_stride = l.data_token_stride();
-  d.scale_base = f.is_quantized() ? l.scale_offset(0, 0) : 0;
-  d.scale_token_stride = l.scale_token_stride();
-  d.quantized_bytes = f.quantized_bytes();
-  d.sf_bytes = f.sf_bytes();
-  return d;
-}
-
 namespace {
-
-/// A device copy of a host cache holding (at least) the given blocks' bytes. The
-/// device allocation has the cache's full size so kernels address it with the
-/// real 64-bit offsets.
-class DeviceCache {
- public:
-  DeviceCache(const uint8_t* host, const CacheLayout& layout, std::vector<int64_t> blocks)
-      : buf_(blocks.empty() ? 0 : static_cast<size_t>(layout.size_bytes())) {
-    if (blocks.empty()) return;
-    std::sort(blocks.begin(), blocks.end());
-    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
-    constexpr size_t kMaxRuns = 64;  // more runs: one big copy beats many small ones
-    for (size_t i = 0; i < blocks.size() && runs_.size() <= kMaxRuns; ++i) {
-      if (!runs_.empty() && runs_.back().second == blocks[i]) {
-        ++runs_.back().second;
-      } else {
-        runs_.emplace_back(blocks[i], blocks[i] + 1);
-      }
-    }
-    if (runs_.size() > kMaxRuns || static_cast<int64_t>(blocks.size()) * 2 > layout.num_blocks)
-      runs_.assign(1, {0, layout.num_blocks});
-    for (auto& run : runs_) {
-      run.first *= layout.block_stride;
-      run.second *= layout.block_stride;
-      to_device(buf_.get() + run.first, host + run.first, static_cast<size_t>(run.second - run.first));
-    }
-  }
-  uint8_t* get() const { return buf_.get(); }
-  /// Copies the same byte ranges back: the kernel's writes and unchanged bytes.
-  void copy_back(uint8_t* host) const {
-    for (const auto& run : runs_)
-      to_host(host + run.first, buf_.get() + run.first, static_cast<size_t>(run.second - run.first));
-  }
-
- private:
-  DeviceBuffer buf_;
-  std::vector<std::pair<int64_t, int64_t>> runs_;  // blocks, then bytes [begin, end)
-};
 
 /// Bytes spanned by `rows` rows of `row_bytes` at `stride` apart.
 size_t span_bytes(int64_t rows, int64_t stride, int64_t row_bytes) {
-  return rows == 0 ? 0 : static_cast<size_t>((rows - 1) * stride + row_bytes);
+  return rows <= 0 ? 0 : static_cast<size_t>((rows - 1) * stride + row_bytes);
 }
 
 }  // namespace
 
-void CudaBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
-                                 const CacheView& cache) const {
-  cpu::validate_store(kv, slot_mapping, cache);
-  const CacheLayout& layout = cache.layout;
-  const int64_t n = static_cast<int64_t>(slot_mapping.size());
-  std::vector<int64_t> blocks;
-  for (const int32_t slot : slot_mapping)
-    if (slot >= 0) blocks.push_back(slot / layout.block_size);
-  if (blocks.empty()) return;  // all padding: nothing to write
-  const size_t kv_bytes = span_bytes(n, kv.row_stride * 2, int64_t{layout.format.elements} * 2);
-  DeviceBuffer d_kv(kv_bytes), d_slots(static_cast<size_t>(n) * 4);
-  to_device(d_kv.get(), kv.data, kv_bytes);
-  to_device(d_slots.get(), slot_mapping.data(), static_cast<size_t>(n) * 4);
-  const DeviceCache d_cache(cache.base, layout, std::move(blocks));
-  StoreLaunch a;
-  a.kv = d_kv.as<uint16_t>();
-  a.kv_row_stride = kv.row_stride;
-  a.slots = d_slots.as<int32_t>();
-  a.n = n;
-  a.cache = d_cache.get();
-  a.layout = dev_layout(layout);
-  check(launch_store(a, nullptr), "store launch");
-  synchronize("store kernel");
-  d_cache.copy_back(cache.base);
+CudaBackend::CudaBackend() {
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    throw std::runtime_error("cuda: cudaStreamCreateWithFlags failed");
+  opts_.stream = s;
+  opts_.pdl = true;
 }
 
-void CudaBackend::load_paged_kv_cache(const ConstCacheView& cache,
-                                      std::span<const int32_t> load_segments, int32_t total_k,
-                                      const LoadOutput& out) const {
-  const int64_t covered = cpu::validate_load(cache, load_segments, total_k, out);
-  if (covered == 0) return;
+CudaBackend::~CudaBackend() { cudaStreamDestroy(static_cast<cudaStream_t>(opts_.stream)); }
+
+void CudaBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                                 const CacheView& cache) const {
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  cpu::validate_store_shape(kv, n, cache);  // before reading host buffers to upload them
+  if (n == 0) return;
+  const CacheLayout& layout = cache.layout;
+  const int64_t row_bytes = int64_t{layout.format.elements} * 2;
+  // Inputs travel without guards, so compute-sanitizer memcheck sees an overread.
+  DeviceBuffer d_kv(span_bytes(kv.rows, kv.row_stride * 2, row_bytes));
+  to_device(d_kv.get(), kv.data, span_bytes(kv.rows, kv.row_stride * 2, row_bytes), opts_.stream);
+  DeviceBuffer d_slots(static_cast<size_t>(n) * 4);
+  to_device(d_slots.get(), slot_mapping.data(), static_cast<size_t>(n) * 4, opts_.stream);
+  const GuardedBuffer d_cache(cache.base, static_cast<size_t>(layout.size_bytes()), guard_for(layout.block_stride),
+                              "the cache", opts_.stream);
+  DeviceBuffer status(sizeof(DeviceStatus)), workspace(store_workspace_bytes(layout.paged()));
+  StoreArgs a;
+  a.kv = d_kv.as<uint16_t>();
+  a.kv_rows = kv.rows;
+  a.kv_row_stride = kv.row_stride;
+  a.slot_mapping = d_slots.as<int32_t>();
+  a.num_tokens = n;
+  const PendingCheck pc = store_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged()}, a,
+                                                 status.as<DeviceStatus>(), workspace.get(), opts_);
+  synchronize(opts_.stream, "store kernels");
+  d_cache.download(cache.base);  // also on error: a write despite it must show
+  pc.throw_if_error(opts_.stream);
+}
+
+void CudaBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments,
+                                      int32_t total_k, const LoadOutput& out) const {
+  cpu::validate_load_shape(cache, static_cast<int64_t>(load_segments.size()), total_k, out);
+  const int64_t num_segments = static_cast<int64_t>(load_segments.size() / 4);
+  if (num_segments == 0) return;
   const CacheLayout& layout = cache.layout;
   const KVCacheFormat& f = layout.format;
-  const int64_t num_segments = static_cast<int64_t>(load_segments.size() / 4);
-  std::vector<int64_t> blocks;
-  int32_t max_len = 0;
-  for (int64_t s = 0; s < num_segments; ++s) {
-    const int32_t len = load_segments[4 * s + 2] - load_segments[4 * s + 1];
-    max_len = std::max(max_len, len);
-    if (load_segments[4 * s] >= 0 && len > 0) blocks.push_back(load_segments[4 * s]);
-  }
+  const size_t cache_bytes = cache.base ? static_cast<size_t>(layout.size_bytes()) : 0;
+  const GuardedBuffer d_cache(cache.base, cache_bytes, guard_for(layout.block_stride), "the cache", opts_.stream);
   DeviceBuffer d_segs(load_segments.size() * 4);
-  to_device(d_segs.get(), load_segments.data(), load_segments.size() * 4);
-  const DeviceCache d_cache(cache.base, layout, std::move(blocks));
+  to_device(d_segs.get(), load_segments.data(), load_segments.size() * 4, opts_.stream);
   // Output rows no segment covers keep their bytes: the whole span goes both ways.
-  const size_t data_bytes = span_bytes(total_k, out.data_row_stride, f.load_row_bytes());
-  const size_t scale_bytes =
-      f.is_index() ? span_bytes(total_k, out.scale_row_stride, f.load_scale_row_bytes()) : 0;
-  DeviceBuffer d_data(data_bytes), d_scales(scale_bytes);
-  to_device(d_data.get(), out.data, data_bytes);
-  to_device(d_scales.get(), out.scales, scale_bytes);
-  LoadLaunch a;
-  a.cache = d_cache.get();
-  a.layout = dev_layout(layout);
-  a.do_cast = f.do_cast;
-  a.index = f.is_index();
-  a.segments = d_segs.as<int32_t>();
+  const GuardedBuffer d_data(out.data, span_bytes(total_k, out.data_row_stride, f.load_row_bytes()),
+                             guard_for(out.data_row_stride), "out.data", opts_.stream);
+  const GuardedBuffer d_scales(
+      f.is_index() ? out.scales : nullptr,
+      f.is_index() ? span_bytes(total_k, out.scale_row_stride, f.load_scale_row_bytes()) : 0,
+      guard_for(out.scale_row_stride), "out.scales", opts_.stream);
+  DeviceBuffer status(sizeof(DeviceStatus)), workspace(load_workspace_bytes(total_k));
+  LoadArgs a;
+  a.load_segments = d_segs.as<int32_t>();
   a.num_segments = num_segments;
-  a.max_len = max_len;
+  a.total_k = total_k;
   a.out_data = d_data.get();
   a.out_data_stride = out.data_row_stride;
   a.out_scales = d_scales.get();
   a.out_scale_stride = out.scale_row_stride;
-  check(launch_load(a, nullptr), "load launch");
-  synchronize("load kernel");
-  to_host(out.data, d_data.get(), data_bytes);
-  to_host(out.scales, d_scales.get(), scale_bytes);
+  a.out_rows = out.rows;
+  const PendingCheck pc = load_paged_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged()}, a,
+                                                      status.as<DeviceStatus>(), workspace.get(), opts_);
+  synchronize(opts_.stream, "load kernels");
+  d_data.download(out.data);
+  d_scales.download(f.is_index() ? out.scales : nullptr);
+  // A load reads the cache: it must come back unchanged, byte for byte.
+  if (cache_bytes) {
+    std::vector<uint8_t> after(cache_bytes);
+    d_cache.download(after.data());
+    if (std::memcmp(after.data(), cache.base, cache_bytes) != 0)
+      throw std::runtime_error("cuda load kernels wrote into the cache they read");
+  }
+  pc.throw_if_error(opts_.stream);
 }
 
 std::shared_ptr<const Backend> make_cuda_backend(std::string* why_not) {

@@ -1,21 +1,27 @@
-// The production CUDA backend: the Backend interface on host buffers. Each call
-// validates on the host first (the same checks as the cpu backend, so the same
-// ErrorCode and message, and nothing is copied or launched on bad input), then
-// copies its inputs to the device, runs the kernels of kernels.h and copies the
-// outputs back. A CUDA runtime failure after validation throws std::runtime_error
-// (never a kvcheck::Error: harnesses treat kUnsupported as "skip").
+// The `cuda` backend of the harness: the Backend interface on HOST buffers as a thin
+// layer over the device API (device_api.h). Each call uploads its inputs and the
+// WHOLE cache and output buffers into guarded device allocations (GuardedBuffer:
+// sentinel bands on both sides), runs the checked device entry point on its own
+// stream with programmatic dependent launch, downloads the whole buffers, checks the
+// guards, and only then throws the device status's kvcheck::Error (so a kernel that
+// writes despite an error is seen). A CUDA failure or a guard hit throws
+// std::runtime_error (never a kvcheck::Error: harnesses treat kUnsupported as skip).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "impl/backend.h"
-#include "impl/cuda/kernels.h"
+#include "impl/cuda/device_api.h"
 
 namespace kvcheck::cuda {
 
 class CudaBackend final : public Backend {
  public:
+  CudaBackend();
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
   std::string_view name() const override { return "cuda"; }
   // cuda_backend.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
@@ -31,10 +37,10 @@ class CudaBackend final : public Backend {
                         std::span<int32_t> out) const override;
   void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                         int32_t ring_size, std::span<int32_t> out) const override;
-};
 
-/// The runtime strides kernels.h takes for a cache layout (SPEC §3).
-DevLayout dev_layout(const CacheLayout& layout);
+ private:
+  LaunchOptions opts_;  // this backend's stream, PDL on
+};
 
 /// The backend when a CUDA device that runs this build's kernels is present, else
 /// nullptr and (when why_not is given) the reason, e.g. "no CUDA device".

@@ -2,7 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace kvcheck::cuda {
 namespace {
@@ -12,10 +14,6 @@ void check_rt(cudaError_t e, const char* what) {
 }
 
 }  // namespace
-
-void check(const std::string& err, const char* what) {
-  if (!err.empty()) throw std::runtime_error(std::string("cuda ") + what + ": " + err);
-}
 
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   if (bytes == 0) return;
@@ -28,14 +26,56 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-void to_device(void* dst, const void* src, size_t bytes) {
-  if (bytes) check_rt(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host->device");
+GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream)
+    : bytes_(bytes), guard_(bytes ? guard : 0), what_(what), stream_(stream), buf_(bytes ? bytes + 2 * guard : 0) {
+  if (bytes_ == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  check_rt(cudaMemsetAsync(buf_.get(), kSentinel, guard_, s), "cudaMemsetAsync(guard)");
+  check_rt(cudaMemsetAsync(buf_.get() + guard_ + bytes_, kSentinel, guard_, s), "cudaMemsetAsync(guard)");
+  if (host) {
+    to_device(get(), host, bytes_, stream);
+  } else {
+    check_rt(cudaMemsetAsync(get(), kSentinel, bytes_, s), "cudaMemsetAsync(buffer)");
+  }
 }
 
-void to_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) check_rt(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device->host");
+void GuardedBuffer::download(void* host) const {
+  if (bytes_ == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream_);
+  std::vector<uint8_t> guards(2 * guard_);
+  check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), guard_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
+  check_rt(cudaMemcpyAsync(guards.data() + guard_, buf_.get() + guard_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
+           "cudaMemcpyAsync(guard)");
+  if (host) check_rt(cudaMemcpyAsync(host, get(), bytes_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device->host");
+  check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  const auto bad = std::find_if(guards.begin(), guards.end(), [](uint8_t b) { return b != kSentinel; });
+  if (bad != guards.end()) {
+    const auto at = static_cast<int64_t>(bad - guards.begin());
+    const int64_t offset = at < static_cast<int64_t>(guard_) ? at - static_cast<int64_t>(guard_)
+                                                             : static_cast<int64_t>(bytes_) + at - static_cast<int64_t>(guard_);
+    throw std::runtime_error(std::string("cuda kernel wrote outside ") + what_ + " (" + std::to_string(bytes_) +
+                             " bytes): guard byte at offset " + std::to_string(offset) + " is 0x" +
+                             [](uint8_t b) {
+                               const char* h = "0123456789ABCDEF";
+                               return std::string{h[b >> 4], h[b & 15]};
+                             }(*bad) +
+                             ", not the sentinel 0xA5");
+  }
 }
 
-void synchronize(const char* what) { check_rt(cudaDeviceSynchronize(), what); }
+size_t guard_for(int64_t row_bytes) {
+  const size_t g = std::max<size_t>(4096, row_bytes > 0 ? static_cast<size_t>(row_bytes) : 0);
+  return (g + 255) / 256 * 256;
+}
+
+void to_device(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes)
+    check_rt(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+             "cudaMemcpyAsync host->device");
+}
+
+void synchronize(void* stream, const char* what) {
+  check_rt(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), what);
+}
 
 }  // namespace kvcheck::cuda

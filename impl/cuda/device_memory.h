@@ -1,5 +1,5 @@
-// Host-side device memory helpers of the CUDA backend (C++, CUDA runtime API only).
-// Every failure throws std::runtime_error naming the call and the CUDA error.
+// Host-side device memory helpers of the CUDA harness adapter (C++, CUDA runtime API
+// only). Every failure throws std::runtime_error naming the call and the CUDA error.
 #pragma once
 
 #include <cstddef>
@@ -7,9 +7,6 @@
 #include <string>
 
 namespace kvcheck::cuda {
-
-/// Throws std::runtime_error("cuda <what>: <err>") when err is not empty.
-void check(const std::string& err, const char* what);
 
 /// An owned device allocation (cudaMalloc); size 0 holds nullptr.
 class DeviceBuffer {
@@ -26,10 +23,36 @@ class DeviceBuffer {
   uint8_t* ptr_ = nullptr;
 };
 
-/// Synchronous copies; no-ops for 0 bytes.
-void to_device(void* dst, const void* src, size_t bytes);
-void to_host(void* dst, const void* src, size_t bytes);
-/// Waits for the default stream and throws on an asynchronous kernel error.
-void synchronize(const char* what);
+/// A device copy of `bytes` host bytes between two guard bands of `guard` bytes
+/// (a multiple of 256, so the copy keeps a cudaMalloc's 256-byte alignment) filled
+/// with kSentinel. download() brings the whole allocation back, guards included,
+/// and throws when a guard byte changed: a kernel wrote outside its buffer.
+class GuardedBuffer {
+ public:
+  static constexpr uint8_t kSentinel = 0xA5;
+  /// `what` names the buffer in reports ("cache", "out.data", ...). Fills and
+  /// uploads on `stream` (a cudaStream_t), so kernels later on it see them.
+  GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream);
+  uint8_t* get() const { return bytes_ ? buf_.get() + guard_ : nullptr; }
+  /// Copies the buffer's bytes to host (may be nullptr: only the guards are
+  /// checked) after the stream's work, and checks both guard bands.
+  void download(void* host) const;
+
+ private:
+  size_t bytes_, guard_;
+  const char* what_;
+  void* stream_;
+  DeviceBuffer buf_;
+};
+
+/// Guard band for a buffer whose rows are `row_bytes` apart: at least 4 KiB and at
+/// least one row, rounded up to 256 bytes.
+size_t guard_for(int64_t row_bytes);
+
+/// Copy to the device on `stream` (a cudaStream_t), ordered before later work on
+/// it; a no-op for 0 bytes.
+void to_device(void* dst, const void* src, size_t bytes, void* stream);
+/// Waits for `stream` (a cudaStream_t) and throws on an asynchronous kernel error.
+void synchronize(void* stream, const char* what);
 
 }  // namespace kvcheck::cuda

@@ -1,17 +1,24 @@
-// SPEC §5.5 index transforms: one thread per output entry (grid-stride), inputs
-// validated on the host. Also the device probe used by make_cuda_backend.
+// SPEC §5.5 index transforms: one thread per output entry (grid-stride); a checked
+// call's validation kernels (validate.cu) run first and these return when its status
+// holds an error. Also the device probe and the grid cap.
+#include <cstdlib>
+
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
+#include "impl/cuda/launch.cuh"
 
 namespace kvcheck::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using dev::kThreads;
 
-__global__ void convert_kernel(const int32_t* topk, int32_t num_q, int32_t k, const int32_t* table,
-                               int32_t max_blocks, const int32_t* seq_ids, const int32_t* ctx_lens,
-                               int32_t bs, int32_t* out) {
-  const int64_t n = int64_t{num_q} * k;
+__global__ void convert_kernel(ConvertArgs a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const int32_t k = a.k, max_blocks = a.max_blocks, bs = a.block_size;
+  const int32_t *topk = a.topk, *table = a.block_table, *seq_ids = a.seq_ids, *ctx_lens = a.context_lens;
+  int32_t* out = a.out;
+  const int64_t n = int64_t{a.num_q} * k;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t q = i / k;
@@ -21,10 +28,13 @@ __global__ void convert_kernel(const int32_t* topk, int32_t num_q, int32_t k, co
                  ? static_cast<int32_t>(int64_t{table[seq * max_blocks + x / bs]} * bs + x % bs)
                  : -1;
   }
+  dev::pdl_trigger();
 }
 
 __global__ void cat_kernel(const int32_t* left, int32_t wl, const int32_t* right, int32_t wr,
-                           int32_t num_q, int32_t shift, int32_t* out) {
+                           int32_t num_q, int32_t shift, int32_t* out, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
   const int64_t w = int64_t{wl} + wr, n = int64_t{num_q} * w;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -36,9 +46,13 @@ __global__ void cat_kernel(const int32_t* left, int32_t wl, const int32_t* right
       out[i] = r == -1 ? -1 : r + shift;
     }
   }
+  dev::pdl_trigger();
 }
 
-__global__ void expand_kernel(const int32_t* pivots, int32_t num_q, int32_t width, int32_t* out) {
+__global__ void expand_kernel(const int32_t* pivots, int32_t num_q, int32_t width, int32_t* out,
+                              const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
   const int64_t n = int64_t{num_q} * width;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -47,10 +61,13 @@ __global__ void expand_kernel(const int32_t* pivots, int32_t num_q, int32_t widt
     const int32_t len1 = p[1], len2 = p[3];
     out[i] = c < len1 ? p[0] + c : (c - len1 < len2 ? p[2] + (c - len1) : -1);
   }
+  dev::pdl_trigger();
 }
 
 __global__ void swa_decode_kernel(const int32_t* start_len, int32_t num_q, int32_t width,
-                                  int32_t ring, int32_t* out) {
+                                  int32_t ring, int32_t* out, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
   const int64_t n = int64_t{num_q} * width;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -65,48 +82,62 @@ __global__ void swa_decode_kernel(const int32_t* start_len, int32_t num_q, int32
       out[i] = start - start % ring + r;
     }
   }
+  dev::pdl_trigger();
 }
 
-unsigned grid(int64_t n) { return dev::grid_for(n, kThreads); }
+int64_t grid(int64_t n) { return dev::grid_for((n + kThreads - 1) / kThreads); }
 
 }  // namespace
 
-std::string launch_convert_kv_index(const int32_t* topk, int32_t num_q, int32_t k,
-                                    const int32_t* block_table, int32_t max_blocks,
-                                    const int32_t* seq_ids, const int32_t* context_lens,
-                                    int32_t block_size, int32_t* out, void* stream) {
-  const int64_t n = int64_t{num_q} * k;
+std::string launch_convert_kv_index(const ConvertArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t n = int64_t{a.num_q} * a.k;
   if (n == 0) return "";
-  convert_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      topk, num_q, k, block_table, max_blocks, seq_ids, context_lens, block_size, out);
-  return dev::launch_error("convert_kernel");
+  return dev::launch("convert_kernel", convert_kernel, grid(n), o, a, st);
 }
 
 std::string launch_kv_index_cat(const int32_t* left, int32_t wl, const int32_t* right, int32_t wr,
-                                int32_t num_q, int32_t shift, int32_t* out, void* stream) {
+                                int32_t num_q, int32_t shift, int32_t* out, const DeviceStatus* st,
+                                const LaunchOptions& o) {
   const int64_t n = int64_t{num_q} * (int64_t{wl} + wr);
   if (n == 0) return "";
-  cat_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(left, wl, right, wr, num_q,
-                                                                          shift, out);
-  return dev::launch_error("cat_kernel");
+  return dev::launch("cat_kernel", cat_kernel, grid(n), o, left, wl, right, wr, num_q, shift, out, st);
 }
 
-std::string launch_expand_swa_index(const int32_t* pivots, int32_t num_q, int32_t width,
-                                    int32_t* out, void* stream) {
+std::string launch_expand_swa_index(const int32_t* pivots, int32_t num_q, int32_t width, int32_t* out,
+                                    const DeviceStatus* st, const LaunchOptions& o) {
   const int64_t n = int64_t{num_q} * width;
   if (n == 0) return "";
-  expand_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(pivots, num_q, width, out);
-  return dev::launch_error("expand_kernel");
+  return dev::launch("expand_kernel", expand_kernel, grid(n), o, pivots, num_q, width, out, st);
 }
 
 std::string launch_swa_decode_index(const int32_t* start_len, int32_t num_q, int32_t width,
-                                    int32_t ring_size, int32_t* out, void* stream) {
+                                    int32_t ring_size, int32_t* out, const DeviceStatus* st,
+                                    const LaunchOptions& o) {
   const int64_t n = int64_t{num_q} * width;
   if (n == 0) return "";
-  swa_decode_kernel<<<grid(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(start_len, num_q,
-                                                                                width, ring_size, out);
-  return dev::launch_error("swa_decode_kernel");
+  return dev::launch("swa_decode_kernel", swa_decode_kernel, grid(n), o, start_len, num_q, width, ring_size,
+                     out, st);
 }
+
+int64_t grid_cap_override() {
+  static const int64_t cap = [] {
+    const char* v = std::getenv("KVCHECK_CUDA_MAX_GRID");
+    const long long n = v ? std::atoll(v) : 0;
+    return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
+  }();
+  return cap;
+}
+
+namespace dev {
+int64_t grid_for(int64_t ctas_wanted) {
+  // Default: a CTA per piece of work (the hardware schedules them as others retire,
+  // which beats a persistent grid whose size guesses the occupancy); the test-only
+  // cap turns every grid-stride loop into many rows per CTA.
+  constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
+  const int64_t cap = grid_cap_override() > 0 ? grid_cap_override() : kMaxGrid;
+  return ctas_wanted < 1 ? 1 : (ctas_wanted > cap ? cap : ctas_wanted);
+}
+}  // namespace dev
 
 std::string probe_device() {
   int count = 0;

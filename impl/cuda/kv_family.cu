@@ -5,20 +5,21 @@
 // the host at launch), else one element per step. Grid-stride over units; the only
 // integer divisions are per unit (row/side/head, token/block), never per element.
 // Templated on what changes the code (model dtype, cache dtype, vector width);
-// layout travels as runtime strides. Numerics: NVIDIA's conversions (SATFINITE
+// layout travels as runtime strides. Launched like every kvcheck kernel
+// (launch.cuh: PDL wait/trigger, the device status, dev::grid_for's grid cap). Numerics: NVIDIA's conversions (SATFINITE
 // e4m3/e5m2, RN bf16/fp16) with NaN results pinned to SPEC §7.3's codes,
 // __fdiv_rn / __fmul_rn, built with -fmad=false.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "impl/cuda/common.cuh"
 #include "impl/cuda/kv_family.h"
+#include "impl/cuda/launch.cuh"
 
 namespace kvcheck::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using dev::kThreads;
 constexpr int kVec = 8;
 
 template <KvDevDtype D>
@@ -121,7 +122,9 @@ __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8
 }
 
 template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V>
-__global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width) {
+__global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;  // validation found an error: write nothing
   const KvDevLayout& L = a.layout;
   constexpr int64_t kCacheBytes = kIsFp8<Cache> ? 1 : 2;
   const int group = threadIdx.x / width, lane = threadIdx.x % width, groups = blockDim.x / width;
@@ -142,10 +145,13 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
     else
       move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V>(src, dst, L.head_dim, scale, lane, width);
   }
+  dev::pdl_trigger();
 }
 
 template <KvDevDtype Cache, KvDevDtype KeyOut, KvDevDtype ValueOut, int V>
-__global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, int width) {
+__global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, int width, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
   const KvDevLayout& L = a.layout;
   constexpr int64_t kCacheBytes = kIsFp8<Cache> ? 1 : 2;
   const int group = threadIdx.x / width, lane = threadIdx.x % width, groups = blockDim.x / width;
@@ -173,6 +179,7 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
     else
       move_head<Cache, kIsFp8<Cache> ? ValueOut : Cache, V>(src, dst, L.head_dim, scale, lane, width);
   }
+  dev::pdl_trigger();
 }
 
 bool aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0; }
@@ -195,50 +202,50 @@ int group_width(int32_t head_dim, int v) {
   return w;
 }
 
-unsigned grid(int64_t units, int width, int64_t cap) {
-  return dev::grid_for(units, kThreads / width, cap > 0 ? cap : int64_t{1} << 16);
+// CTAs for `units` work units, kThreads / width of them per CTA.
+int64_t grid(int64_t units, int width) {
+  const int64_t per_cta = kThreads / width;
+  return dev::grid_for((units + per_cta - 1) / per_cta);
 }
 
 template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C>
-std::string store_launch(const StoreKvLaunch& a, cudaStream_t s) {
+std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout) &&
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
-  const unsigned g = grid(a.n * 2 * a.layout.num_kv_heads, width, a.max_ctas);
-  if (vec) store_kv_kernel<K, Vd, C, kVec><<<g, kThreads, 0, s>>>(a, width);
-  else store_kv_kernel<K, Vd, C, 1><<<g, kThreads, 0, s>>>(a, width);
-  return dev::launch_error("store_kv_kernel");
+  const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
+  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec>, g, o, a, width, st)
+             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1>, g, o, a, width, st);
 }
 
 template <KvDevDtype K, KvDevDtype Vd>
-std::string store_by_cache(const StoreKvLaunch& a, cudaStream_t s) {
+std::string store_by_cache(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   switch (a.layout.dtype) {
-    case KvDevDtype::kE4M3: return store_launch<K, Vd, KvDevDtype::kE4M3>(a, s);
-    case KvDevDtype::kE5M2: return store_launch<K, Vd, KvDevDtype::kE5M2>(a, s);
+    case KvDevDtype::kE4M3: return store_launch<K, Vd, KvDevDtype::kE4M3>(a, st, o);
+    case KvDevDtype::kE5M2: return store_launch<K, Vd, KvDevDtype::kE5M2>(a, st, o);
     default:
-      if constexpr (K == Vd) return store_launch<K, K, K>(a, s);  // a copy
+      if constexpr (K == Vd) return store_launch<K, K, K>(a, st, o);  // a copy
       return "cuda store_kv: a " + std::to_string(int(a.layout.dtype)) + " cache takes rows of its own dtype";
   }
 }
 
 template <KvDevDtype C, KvDevDtype K, KvDevDtype Vd>
-std::string gather_launch(const GatherKvLaunch& a, cudaStream_t s) {
+std::string gather_launch(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.out_k.data, a.out_k.token_stride, a.out_k.head_stride, a.k_cache, a.layout) &&
                    vector_ok(a.out_v.data, a.out_v.token_stride, a.out_v.head_stride, a.v_cache, a.layout);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
-  const unsigned g = grid(a.total_tokens * 2 * a.layout.num_kv_heads, width, a.max_ctas);
-  if (vec) gather_kv_kernel<C, K, Vd, kVec><<<g, kThreads, 0, s>>>(a, width);
-  else gather_kv_kernel<C, K, Vd, 1><<<g, kThreads, 0, s>>>(a, width);
-  return dev::launch_error("gather_kv_kernel");
+  const int64_t g = grid(a.total_tokens * 2 * a.layout.num_kv_heads, width);
+  return vec ? dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, kVec>, g, o, a, width, st)
+             : dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, 1>, g, o, a, width, st);
 }
 
 template <KvDevDtype K, KvDevDtype Vd>
-std::string gather_by_cache(const GatherKvLaunch& a, cudaStream_t s) {
+std::string gather_by_cache(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   switch (a.layout.dtype) {
-    case KvDevDtype::kE4M3: return gather_launch<KvDevDtype::kE4M3, K, Vd>(a, s);
-    case KvDevDtype::kE5M2: return gather_launch<KvDevDtype::kE5M2, K, Vd>(a, s);
+    case KvDevDtype::kE4M3: return gather_launch<KvDevDtype::kE4M3, K, Vd>(a, st, o);
+    case KvDevDtype::kE5M2: return gather_launch<KvDevDtype::kE5M2, K, Vd>(a, st, o);
     default:
-      if constexpr (K == Vd) return gather_launch<K, K, K>(a, s);
+      if constexpr (K == Vd) return gather_launch<K, K, K>(a, st, o);
       return "cuda gather_kv: a " + std::to_string(int(a.layout.dtype)) + " cache gives rows of its own dtype";
   }
 }
@@ -247,26 +254,24 @@ bool is_model(KvDevDtype d) { return d == KvDevDtype::kBF16 || d == KvDevDtype::
 
 }  // namespace
 
-std::string launch_store_kv(const StoreKvLaunch& a, void* stream) {
+std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (a.n == 0) return "";
   if (!is_model(a.key.dtype) || !is_model(a.value.dtype)) return "cuda store_kv: rows must be bf16 or fp16";
-  const auto s = static_cast<cudaStream_t>(stream);
   const bool kb = a.key.dtype == KvDevDtype::kBF16, vb = a.value.dtype == KvDevDtype::kBF16;
-  if (kb && vb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, s);
-  if (!kb && !vb) return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, s);
-  if (kb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, s);
-  return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, s);
+  if (kb && vb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, st, o);
+  if (!kb && !vb) return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, st, o);
+  if (kb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, st, o);
+  return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, st, o);
 }
 
-std::string launch_gather_kv(const GatherKvLaunch& a, void* stream) {
+std::string launch_gather_kv(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (a.total_tokens == 0) return "";
   if (!is_model(a.out_k.dtype) || !is_model(a.out_v.dtype)) return "cuda gather_kv: outputs must be bf16 or fp16";
-  const auto s = static_cast<cudaStream_t>(stream);
   const bool kb = a.out_k.dtype == KvDevDtype::kBF16, vb = a.out_v.dtype == KvDevDtype::kBF16;
-  if (kb && vb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, s);
-  if (!kb && !vb) return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, s);
-  if (kb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, s);
-  return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, s);
+  if (kb && vb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, st, o);
+  if (!kb && !vb) return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, st, o);
+  if (kb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, st, o);
+  return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, st, o);
 }
 
 }  // namespace kvcheck::cuda

@@ -1,14 +1,19 @@
 // C++17 launch API of the K/V family's CUDA kernels (kv_family.cu, SPEC §7): store_kv
 // and gather_kv. No CUDA or C++20 headers, so both the C++20 host side and nvcc
 // (CUDA_STANDARD 17) include it. Contract: every pointer is a DEVICE pointer; the
-// caller has validated everything (impl/validate_kv.h, SPEC §7.4/§7.5) before
-// launching; launchers enqueue on `stream` (a cudaStream_t, nullptr = default), never
-// allocate, copy or synchronise, and return "" or the CUDA error text of the launch.
-// Strides are in ELEMENTS, as in KvCacheLayout / KvTokens.
+// metadata has been validated (on the host with impl/validate_kv.h, SPEC §7.4/§7.5,
+// or by validation kernels writing `status`); launchers enqueue on opts.stream (PDL
+// when opts.pdl), never allocate, copy or synchronise, and return "" or the CUDA
+// error text of the launch. Kernels wait for the previous grid (PDL) before reading,
+// return without writing when `status` (may be null) holds an error, and let
+// dependents launch after their last write; grids come from dev::grid_for, so the
+// test-only grid cap applies. Strides are in ELEMENTS, as in KvCacheLayout / KvTokens.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "impl/cuda/device_api.h"  // LaunchOptions, DeviceStatus
 
 namespace kvcheck::cuda {
 
@@ -50,9 +55,8 @@ struct StoreKvLaunch {
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   bool per_head_scale = false;
-  int64_t max_ctas = 0;  // grid cap (0 = default); tests make it small so CTAs loop
 };
-std::string launch_store_kv(const StoreKvLaunch& a, void* stream);
+std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 
 /// gather_kv body (SPEC §7.5): output row r < total_tokens (= cu_seqlens_k[num_seqs],
 /// known to the host that validated it) of sequence i (cu[i] <= r < cu[i+1]) is token
@@ -71,8 +75,7 @@ struct GatherKvLaunch {
   int32_t num_seqs = 0;
   int64_t total_tokens = 0;
   KvDevRowsOut out_k, out_v;
-  int64_t max_ctas = 0;
 };
-std::string launch_gather_kv(const GatherKvLaunch& a, void* stream);
+std::string launch_gather_kv(const GatherKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 
 }  // namespace kvcheck::cuda

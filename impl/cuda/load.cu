@@ -1,127 +1,247 @@
-// load_paged_kv_cache kernels (SPEC §4, §5.2). Grid = (segments, token tiles): CTA
-// (s, y) handles tokens [y*kTile, y*kTile + kTile) of segment s (tile loop when the
-// tiles exceed gridDim.y). Zero fill, copy (BF16 / index formats) and dequantise
-// (do_cast) kernels; templated only on data dtype and scale format.
-#include <algorithm>
-
+// load_paged_kv_cache kernels (SPEC §4, §5.2). Work is (segment, tile) pairs handed
+// to WARPS in a grid-stride loop; a tile is the tokens one warp handles at a time (a
+// token is kLanes lanes), so a 133-token block wastes at most one partial warp tile.
+// Segment lengths are at most block_size (validated, or assumed by the unchecked
+// entry), so a segment has ceil(block_size / tile) tiles.
+//
+// Fixed dequantising path (V41, V41_FP4): each lane turns 8 codes into 8 BF16 (one
+// 16-byte store) per step; run-time path for custom do_cast formats and unaligned
+// outputs; a copy path (BF16 and index formats: data bytes, then scale bytes).
 #include "impl/cuda/common.cuh"
+#include "impl/cuda/kernels.h"
+#include "impl/cuda/launch.cuh"
 #include "impl/cuda/numerics.cuh"
 
 namespace kvcheck::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kTile = 8;             // tokens per CTA
-constexpr int64_t kMaxGridY = 65535;
+using dev::kThreads;
+constexpr int kWarps = kThreads / 32;
 
-struct Segment {
+/// The work item a warp holds: segment s's tokens [t0, t0 + tile).
+struct Task {
   int32_t block, begin, len;
-  int64_t dst;
+  int64_t dst, t0;
 };
 
-__device__ __forceinline__ Segment segment(const LoadLaunch& a, int64_t s) {
-  const int32_t* p = a.segments + 4 * s;
-  return {p[0], p[1], p[2] - p[1], p[3]};
+__device__ __forceinline__ Task task_of(const LoadArgs& a, int64_t task, int64_t tiles, int64_t tile) {
+  const int64_t s = task / tiles;  // one division per warp tile, not per element
+  const int32_t* p = a.load_segments + 4 * s;
+  return {__ldg(p), __ldg(p + 1), __ldg(p + 2) - __ldg(p + 1), __ldg(p + 3), (task - s * tiles) * tile};
 }
 
-enum class Kind { kCopy, kDequant };
+__device__ __forceinline__ int64_t tiles_per_segment(const PagedLayout& L, int64_t tile) {
+  return (L.block_size + tile - 1) / tile;
+}
 
-template <Kind K, DevDtype D, DevSf S>
-__global__ void __launch_bounds__(kThreads) load_kernel(LoadLaunch a) {
-  const DevLayout& L = a.layout;
-  const Segment seg = segment(a, blockIdx.x);
-  constexpr int64_t kScaleBytes = S == DevSf::kFP32 ? 4 : 1;
-  // do_cast rows are BF16; copies move the stored data bytes (BF16: 2*E as well).
-  const int64_t row_bytes = a.do_cast ? int64_t{L.elements} * 2 : L.quantized_bytes;
-  for (int64_t t0 = int64_t{blockIdx.y} * kTile; t0 < seg.len; t0 += int64_t{gridDim.y} * kTile) {
-    const int64_t t1 = min(int64_t{seg.len}, t0 + kTile);
-    for (int64_t t = t0; t < t1; ++t) {
-      uint8_t* o = a.out_data + (seg.dst + t) * a.out_data_stride;
-      uint8_t* os = a.index ? a.out_scales + (seg.dst + t) * a.out_scale_stride : nullptr;
-      if (seg.block < 0) {  // -1: zero rows (SPEC §5.2), scales too
-        dev::zero_bytes(o, row_bytes, threadIdx.x, blockDim.x);
-        if (a.index) dev::zero_bytes(os, L.sf_bytes, threadIdx.x, blockDim.x);
-        continue;
-      }
-      const int64_t token = seg.begin + t;
-      const uint8_t* data = a.cache + seg.block * L.block_stride + token * L.data_token_stride;
-      if constexpr (K == Kind::kCopy) {
-        dev::copy_bytes(o, data, row_bytes, threadIdx.x, blockDim.x);
-        if (a.index) {
-          const uint8_t* sc = a.cache + seg.block * L.block_stride + L.scale_base + token * L.scale_token_stride;
-          dev::copy_bytes(os, sc, L.sf_bytes, threadIdx.x, blockDim.x);
-        }
-      } else {  // dequant[i] = bf16_rn(float(q[i]) * scale) (SPEC §4)
-        const uint8_t* sc = a.cache + seg.block * L.block_stride + L.scale_base + token * L.scale_token_stride;
-        // An odd out.data_row_stride leaves rows at odd addresses: store bytes then.
-        const bool even = (reinterpret_cast<uintptr_t>(o) & 1) == 0;
-        const auto put = [&](int32_t i, uint16_t v) {
-          if (even) {
-            reinterpret_cast<uint16_t*>(o)[i] = v;
-          } else {
-            o[2 * i] = static_cast<uint8_t>(v);
-            o[2 * i + 1] = static_cast<uint8_t>(v >> 8);
-          }
-        };
-        if constexpr (D == DevDtype::kE4M3) {
-          for (int32_t i = threadIdx.x; i < L.elements; i += blockDim.x) {
-            const float s = dev::scale_value<S>(sc + (i / L.group) * kScaleBytes);
-            put(i, dev::f32_to_bf16(__fmul_rn(dev::e4m3_to_f32(data[i]), s)));
-          }
+__device__ __forceinline__ int64_t warp_id() { return (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5; }
+__device__ __forceinline__ int64_t num_warps() { return (int64_t{gridDim.x} * kThreads) >> 5; }
+
+constexpr int kDequantTile = 2;  // tokens per warp tile of the fixed dequant kernel
+
+template <int E, int G, PagedDtype D, PagedSf S>
+__global__ void __launch_bounds__(kThreads)
+    load_dequant_fixed_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
+  constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, a token per warp
+  constexpr int kGroupLanes = G / 8;
+  static_assert(E % 256 == 0 && G % 8 == 0, "fixed load layout");
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  const int lane = threadIdx.x & 31;
+  const int64_t tiles = tiles_per_segment(L, kDequantTile);
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
+    const Task t = task_of(a, task, tiles, kDequantTile);
+    uint32_t q[kDequantTile][kSteps][2];
+    float scale[kDequantTile][kSteps];
+#pragma unroll
+    for (int u = 0; u < kDequantTile; ++u) {  // all loads of the tile first
+      const int64_t i = t.t0 + u;
+      if (i >= t.len || t.block < 0) continue;
+      const uint8_t* __restrict__ data = cache.base + L.data_offset(t.block, t.begin + i);
+      const uint8_t* __restrict__ sc = cache.base + L.scale_offset(t.block, t.begin + i);
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) {
+        const int chunk = s * 32 + lane;
+        if constexpr (D == PagedDtype::kE4M3) {
+          const uint2 v = __ldcs(reinterpret_cast<const uint2*>(data) + chunk);
+          q[u][s][0] = v.x;
+          q[u][s][1] = v.y;
         } else {
-          for (int32_t b = threadIdx.x; b < L.elements / 2; b += blockDim.x) {
-            const uint8_t q = data[b];
-            const float s0 = dev::scale_value<S>(sc + (2 * b / L.group) * kScaleBytes);
-            const float s1 = dev::scale_value<S>(sc + ((2 * b + 1) / L.group) * kScaleBytes);
-            put(2 * b, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q & 0xF), s0)));
-            put(2 * b + 1, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q >> 4), s1)));
-          }
+          q[u][s][0] = __ldcs(reinterpret_cast<const unsigned int*>(data) + chunk);
+          q[u][s][1] = 0;
         }
+        scale[u][s] = dev::scale_value<S>(sc + chunk / kGroupLanes);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kDequantTile; ++u) {
+      const int64_t i = t.t0 + u;
+      if (i >= t.len) continue;
+      uint4* __restrict__ o = reinterpret_cast<uint4*>(a.out_data + (t.dst + i) * a.out_data_stride);
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) {
+        if (t.block < 0) {  // -1: zero rows (SPEC §5.2)
+          __stcs(o + s * 32 + lane, make_uint4(0, 0, 0, 0));
+          continue;
+        }
+        float f[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float v = D == PagedDtype::kE4M3 ? dev::e4m3_to_f32((q[u][s][j / 4] >> (8 * (j % 4))) & 0xFF)
+                                                 : dev::e2m1_to_f32((q[u][s][0] >> (4 * j)) & 0xF);
+          f[j] = __fmul_rn(v, scale[u][s]);  // dequant = bf16_rn(float(q) * scale) (SPEC §4)
+        }
+        __stcs(o + s * 32 + lane,
+               make_uint4(dev::f32x2_to_bf16x2(f[0], f[1]), dev::f32x2_to_bf16x2(f[2], f[3]),
+                          dev::f32x2_to_bf16x2(f[4], f[5]), dev::f32x2_to_bf16x2(f[6], f[7])));
       }
     }
   }
+  dev::pdl_trigger();
 }
 
-template <DevDtype D>
-std::string launch_dequant(const LoadLaunch& a, dim3 grid, cudaStream_t s) {
-  constexpr Kind K = Kind::kDequant;
-  switch (a.layout.sf) {
-    case DevSf::kUE8M0: load_kernel<K, D, DevSf::kUE8M0><<<grid, kThreads, 0, s>>>(a); break;
-    case DevSf::kE4M3: load_kernel<K, D, DevSf::kE4M3><<<grid, kThreads, 0, s>>>(a); break;
-    case DevSf::kFP32: load_kernel<K, D, DevSf::kFP32><<<grid, kThreads, 0, s>>>(a); break;
-    default: return "cuda load: no kernel for scale format " + std::to_string(int(a.layout.sf));
+template <PagedDtype D, PagedSf S>
+__global__ void __launch_bounds__(kThreads)
+    load_dequant_runtime_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  constexpr int64_t kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+  const int64_t row_bytes = int64_t{L.elements} * 2;
+  const int lane = threadIdx.x & 31;
+  const int64_t tiles = L.block_size;  // a token per warp tile
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
+    const Task t = task_of(a, task, tiles, 1);
+    const int64_t i = t.t0;
+    if (i >= t.len) continue;
+    uint8_t* o = a.out_data + (t.dst + i) * a.out_data_stride;
+    if (t.block < 0) {
+      dev::zero_bytes(o, row_bytes, lane, 32);
+      continue;
+    }
+    const uint8_t* data = cache.base + L.data_offset(t.block, t.begin + i);
+    const uint8_t* sc = cache.base + L.scale_offset(t.block, t.begin + i);
+    const bool even = (reinterpret_cast<uintptr_t>(o) & 1) == 0;  // odd strides: bytes
+    const auto put = [&](int64_t e, uint16_t v) {
+      if (even) {
+        reinterpret_cast<uint16_t*>(o)[e] = v;
+      } else {
+        o[2 * e] = static_cast<uint8_t>(v);
+        o[2 * e + 1] = static_cast<uint8_t>(v >> 8);
+      }
+    };
+    const int32_t G = L.group;
+    if constexpr (D == PagedDtype::kE4M3) {
+      for (int32_t g = 0; g < L.elements / G; ++g) {  // group by group: no division per element
+        const float s = dev::scale_value<S>(sc + g * kScaleBytes);
+        for (int32_t j = lane; j < G; j += 32) {
+          const int64_t e = int64_t{g} * G + j;
+          put(e, dev::f32_to_bf16(__fmul_rn(dev::e4m3_to_f32(data[e]), s)));
+        }
+      }
+    } else {  // an odd G splits a byte across groups: one division per byte
+      for (int32_t b = lane; b < L.elements / 2; b += 32) {
+        const uint8_t q = data[b];
+        const float s0 = dev::scale_value<S>(sc + (2 * b / G) * kScaleBytes);
+        const float s1 = dev::scale_value<S>(sc + ((2 * b + 1) / G) * kScaleBytes);
+        put(2 * b, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q & 0xF), s0)));
+        put(2 * b + 1, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q >> 4), s1)));
+      }
+    }
   }
-  return dev::launch_error("load_kernel<dequant>");
+  dev::pdl_trigger();
+}
+
+/// BF16 and index formats: the data bytes (and scale bytes) of each token, kLanes
+/// lanes per token, 16-byte accesses for the data when kVec.
+template <int kLanes, bool kVec>
+__global__ void __launch_bounds__(kThreads)
+    load_copy_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  constexpr int kTile = 32 / kLanes;  // tokens per warp tile
+  const int lane = threadIdx.x & 31, sl = lane % kLanes;
+  const bool index = L.dtype != PagedDtype::kBF16;
+  const int64_t tiles = tiles_per_segment(L, kTile);
+  for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
+    const Task t = task_of(a, task, tiles, kTile);
+    const int64_t i = t.t0 + lane / kLanes;
+    if (i >= t.len) continue;
+    uint8_t* __restrict__ o = a.out_data + (t.dst + i) * a.out_data_stride;
+    uint8_t* __restrict__ os = index ? a.out_scales + (t.dst + i) * a.out_scale_stride : nullptr;
+    if (t.block < 0) {  // -1: zero rows, scales too (SPEC §5.2)
+      dev::zero_bytes(o, L.quantized_bytes, sl, kLanes);
+      if (index) dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
+      continue;
+    }
+    const uint8_t* __restrict__ src = cache.base + L.data_offset(t.block, t.begin + i);
+    if constexpr (kVec) {
+      for (int64_t c = sl; c < L.quantized_bytes / 16; c += kLanes)
+        reinterpret_cast<uint4*>(o)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+    } else {
+      dev::copy_bytes(o, src, L.quantized_bytes, sl, kLanes);
+    }
+    if (index) dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);
+  }
+  dev::pdl_trigger();
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// CTAs for warp tiles of `tile` tokens over every segment.
+int64_t grid(const LoadArgs& a, const PagedLayout& L, int64_t tile) {
+  const int64_t warp_tasks = a.num_segments * ((L.block_size + tile - 1) / tile);
+  return dev::grid_for((warp_tasks + kWarps - 1) / kWarps);
+}
+
+template <int kLanes>
+std::string copy(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
+  const int64_t g = grid(a, c.layout, 32 / kLanes);
+  return vec ? dev::launch("load_copy_kernel", load_copy_kernel<kLanes, true>, g, o, c, a, st)
+             : dev::launch("load_copy_kernel", load_copy_kernel<kLanes, false>, g, o, c, a, st);
+}
+
+template <PagedDtype D>
+std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t g = grid(a, c.layout, 1);
+  switch (c.layout.sf) {
+    case PagedSf::kUE8M0: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
+    case PagedSf::kE4M3: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
+    case PagedSf::kFP32: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
+    default: return "cuda load: no kernel for scale format " + std::to_string(int(c.layout.sf));
+  }
 }
 
 }  // namespace
 
-std::string launch_load(const LoadLaunch& a, void* stream) {
-  if (a.num_segments == 0 || a.max_len == 0) return "";
-  const auto s = static_cast<cudaStream_t>(stream);
-  const int64_t tiles = (int64_t{a.max_len} + kTile - 1) / kTile;
-  // Segments go on x (up to 2^31-1); a longer list runs in several launches.
-  constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
-  for (int64_t first = 0; first < a.num_segments; first += kMaxGridX) {
-    LoadLaunch part = a;
-    part.segments = a.segments + 4 * first;
-    part.num_segments = std::min(a.num_segments - first, kMaxGridX);
-    const dim3 grid(static_cast<unsigned>(part.num_segments),
-                    static_cast<unsigned>(std::min(tiles, kMaxGridY)));
-    std::string err;
-    if (!a.do_cast) {
-      load_kernel<Kind::kCopy, DevDtype::kBF16, DevSf::kNone><<<grid, kThreads, 0, s>>>(part);
-      err = dev::launch_error("load_kernel<copy>");
-    } else if (a.layout.dtype == DevDtype::kE4M3) {
-      err = launch_dequant<DevDtype::kE4M3>(part, grid, s);
-    } else if (a.layout.dtype == DevDtype::kE2M1) {
-      err = launch_dequant<DevDtype::kE2M1>(part, grid, s);
-    } else {
-      err = "cuda load: do_cast without quantised data";
-    }
-    if (!err.empty()) return err;
+std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st,
+                        const LaunchOptions& o) {
+  if (a.num_segments == 0) return "";
+  const PagedLayout& L = c.layout;
+  using Dt = PagedDtype;
+  using Sf = PagedSf;
+  if (!L.do_cast) {
+    const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0 &&
+                     L.quantized_bytes % 16 == 0 && L.data_token_stride % 16 == 0 && L.block_stride % 16 == 0;
+    const int64_t chunks = L.quantized_bytes / 16;
+    if (chunks <= 4) return copy<4>(c, a, st, o, vec);
+    if (chunks <= 8) return copy<8>(c, a, st, o, vec);
+    if (chunks <= 16) return copy<16>(c, a, st, o, vec);
+    return copy<32>(c, a, st, o, vec);
   }
-  return "";
+  const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0;
+  const int64_t g = grid(a, L, kDequantTile);
+  if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
+    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<512, 32, Dt::kE4M3, Sf::kUE8M0>, g, o, c, a, st);
+  if (vec && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4
+    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<512, 16, Dt::kE2M1, Sf::kE4M3>, g, o, c, a, st);
+  switch (L.dtype) {
+    case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
+    case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);
+    default: return "cuda load: do_cast without quantised data";
+  }
 }
 
 }  // namespace kvcheck::cuda

@@ -1,7 +1,9 @@
-// SPEC §4 numerics on the device. Conversions are NVIDIA's (the §4 oracle): e4m3 by
-// __nv_cvt_float_to_fp8(SATFINITE), e2m1 by __nv_cvt_float_to_fp4(RN), bf16 by
-// __float2bfloat16_rn. Products and reciprocals use the _rn intrinsics so nothing
-// can be contracted into an FMA or approximated (the target also builds -fmad=false).
+// SPEC §4 numerics on the device. e4m3 is NVIDIA's __nv_cvt_float_to_fp8(SATFINITE)
+// (one hardware cvt on sm_90) and bf16 __float2bfloat16_rn; e2m1 is our own compare
+// ladder (NVIDIA's __nv_cvt_float_to_fp4 is emulated in software on sm_90), equal
+// to it for every float (tests/cuda/device_numerics.cu checks all bf16 and 4M random
+// floats on the GPU). Products and reciprocals use the _rn intrinsics so nothing can
+// be contracted into an FMA or approximated (the target also builds -fmad=false).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,7 +12,7 @@
 
 #include <cstdint>
 
-#include "impl/cuda/kernels.h"
+#include "impl/paged_layout.h"
 
 namespace kvcheck::cuda::dev {
 
@@ -27,8 +29,27 @@ __device__ __forceinline__ uint16_t f32_to_bf16(float f) {
 __device__ __forceinline__ uint8_t cvt_e4m3(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
+/// RN-even e2m1 code of x, saturating to +-6; NaN -> 0x7 (+6); the sign of zero kept.
+/// The codes 0..7 are 0, .5, 1, 1.5, 2, 3, 4, 6; ties go to the even code, so each
+/// midpoint belongs to the side whose code is even (0.25 -> 0, 0.75 -> 2, ...).
 __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
+  const float a = fabsf(x);
+  if (a != a) return 0x7;
+  const uint32_t code = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) +
+                        (a >= 3.5f) + (a > 5.0f);
+  return static_cast<uint8_t>(code | ((__float_as_uint(x) >> 28) & 0x8u));
+}
+/// NVIDIA's software conversion, kept as the oracle of the device numerics test.
+__device__ __forceinline__ uint8_t cvt_e2m1_nvidia(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) & 0xF);
+}
+/// Two e4m3 codes in one cvt: lo in bits 0-7, hi in bits 8-15.
+__device__ __forceinline__ uint32_t cvt_e4m3x2(float lo, float hi) {
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+}
+/// Two bf16 (RN) packed: lo in bits 0-15.
+__device__ __forceinline__ uint32_t f32x2_to_bf16x2(float lo, float hi) {
+  return uint32_t{f32_to_bf16(lo)} | (uint32_t{f32_to_bf16(hi)} << 16);
 }
 
 /// Value of an e4m3 code, exact; 0x7F/0xFF -> NaN.
@@ -64,43 +85,60 @@ __device__ __forceinline__ float exp2_neg(int32_t k) {
   return __uint_as_float(static_cast<uint32_t>(127 - k) << 23);
 }
 
-/// One group's scale from its amax (SPEC §4.1-4.4): writes the scale bytes, returns
-/// the multiplier for every element (2^-k or RN(1/sf)).
-template <DevDtype D, DevSf S>
-__device__ __forceinline__ float group_scale(float amax, uint8_t* scale) {
-  if constexpr (S == DevSf::kUE8M0) {
+/// One group's scale (SPEC §4.1-4.4): `code` is the stored scale (a ue8m0 or e4m3
+/// byte, or fp32 bits), `mult` the multiplier for every element (2^-k or RN(1/sf)).
+struct GroupScale {
+  float mult;
+  uint32_t code;
+};
+template <PagedDtype D, PagedSf S>
+__device__ __forceinline__ GroupScale group_scale(float amax) {
+  if constexpr (S == PagedSf::kUE8M0) {
     const float a = amax < kAmaxMargin ? kAmaxMargin : amax;
-    int32_t k = ceil_log2(__fmul_rn(a, D == DevDtype::kE4M3 ? kInv448 : kInv6));
+    int32_t k = ceil_log2(__fmul_rn(a, D == PagedDtype::kE4M3 ? kInv448 : kInv6));
     k = k < -126 ? -126 : (k > 126 ? 126 : k);
-    *scale = static_cast<uint8_t>(k + 127);
-    return exp2_neg(k);
-  } else if constexpr (S == DevSf::kE4M3) {
+    return {exp2_neg(k), static_cast<uint32_t>(k + 127)};
+  } else if constexpr (S == PagedSf::kE4M3) {
     float t = __fmul_rn(amax < kFp4AmaxFloor ? kFp4AmaxFloor : amax, kInv6);
     t = 448.0f < t ? 448.0f : t;
     const uint8_t sf = cvt_e4m3(t);
-    *scale = sf;
-    return __frcp_rn(e4m3_to_f32(sf));  // RN(1/sf): the same rounded scale both ways
+    return {__frcp_rn(e4m3_to_f32(sf)), sf};  // RN(1/sf): the same rounded scale both ways
   } else {
-    static_assert(S == DevSf::kFP32, "scale format");
+    static_assert(S == PagedSf::kFP32, "scale format");
     const float sf = __fmul_rn(amax < kAmaxMargin ? kAmaxMargin : amax, kInv448);
-    const uint32_t b = __float_as_uint(sf);  // little-endian bytes; may be unaligned
-    scale[0] = static_cast<uint8_t>(b);
-    scale[1] = static_cast<uint8_t>(b >> 8);
-    scale[2] = static_cast<uint8_t>(b >> 16);
-    scale[3] = static_cast<uint8_t>(b >> 24);
-    return __frcp_rn(sf);
+    return {__frcp_rn(sf), __float_as_uint(sf)};
+  }
+}
+/// Writes a scale code's bytes (1, or 4 little-endian; `scale` may be unaligned).
+template <PagedSf S>
+__device__ __forceinline__ void put_scale(uint8_t* scale, uint32_t code) {
+  if constexpr (S == PagedSf::kFP32) {
+    scale[0] = static_cast<uint8_t>(code);
+    scale[1] = static_cast<uint8_t>(code >> 8);
+    scale[2] = static_cast<uint8_t>(code >> 16);
+    scale[3] = static_cast<uint8_t>(code >> 24);
+  } else {
+    *scale = static_cast<uint8_t>(code);
   }
 }
 
+/// NaN-ignoring max |x| of two bf16 packed in a word, per half (|x| orders like its
+/// bits; a NaN half counts as 0), as two 16-bit lanes.
+__device__ __forceinline__ uint32_t abs_max_bf16x2(uint32_t m, uint32_t w) {
+  uint32_t a = w & 0x7FFF7FFFu;
+  a &= ~__vcmpgtu2(a, 0x7F807F80u);  // NaN halves -> 0
+  return __vmaxu2(m, a);
+}
+
 /// The float value of one group's scale bytes (dequantisation, SPEC §4).
-template <DevSf S>
+template <PagedSf S>
 __device__ __forceinline__ float scale_value(const uint8_t* scale) {
-  if constexpr (S == DevSf::kUE8M0) {
+  if constexpr (S == PagedSf::kUE8M0) {
     return ue8m0_to_f32(scale[0]);
-  } else if constexpr (S == DevSf::kE4M3) {
+  } else if constexpr (S == PagedSf::kE4M3) {
     return e4m3_to_f32(scale[0]);
   } else {
-    static_assert(S == DevSf::kFP32, "scale format");
+    static_assert(S == PagedSf::kFP32, "scale format");
     return __uint_as_float(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
                            uint32_t{scale[3]} << 24);
   }

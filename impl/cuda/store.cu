@@ -1,51 +1,152 @@
-// store_kv_cache kernels (SPEC §4, §5.1). One CTA per token row (grid-stride): a
-// warp per scale group reduces amax and writes the scale, then all threads encode
-// the row's elements with the group multipliers kept in shared memory. Templated
-// only on data dtype and scale format; layout and group size are runtime values.
+// store_kv_cache kernels (SPEC §4, §5.1).
+//
+// Fixed-format path (the five SPEC §2 formats, group size and element count known at
+// compile time): a token is handled by kLanes lanes of a warp, each lane holding 8
+// BF16 elements (one 16-byte load) per step, so a warp instruction reads 512
+// contiguous bytes; a scale group of G elements lives in G/8 neighbouring lanes and
+// its amax is a shuffle reduction. No shared memory, no barrier, no integer division
+// per element. Needs 16-byte aligned kv rows and cache base (checked at launch).
+//
+// Run-time path (custom formats, unaligned inputs): one CTA per token row, a warp per
+// scale group, the group multipliers in shared memory.
+//
+// BF16 formats: a row copy by 16-byte (or narrower) accesses.
 #include "impl/cuda/common.cuh"
+#include "impl/cuda/kernels.h"
+#include "impl/cuda/launch.cuh"
 #include "impl/cuda/numerics.cuh"
 
 namespace kvcheck::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using dev::kThreads;
+
+/// One token's amax, scales and codes, from the kSteps 16-byte chunks this lane
+/// holds (chunk = step*kLanes + sl). All lanes run the shuffles; only slot >= 0 writes.
+template <int kLanes, int kSteps, int G, PagedDtype D, PagedSf S>
+__device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, int32_t slot, uint8_t* data,
+                                             uint8_t* scales) {
+  constexpr int kGroupLanes = G / 8;  // lanes sharing one scale group
+  constexpr int kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int chunk = s * kLanes + sl;
+    const uint32_t w[4] = {in[s].x, in[s].y, in[s].z, in[s].w};
+    uint32_t m = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) m = dev::abs_max_bf16x2(m, w[j]);
+    m = max(m & 0xFFFFu, m >> 16);
+#pragma unroll
+    for (int off = 1; off < kGroupLanes; off <<= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
+    if (slot < 0) continue;  // -1 padding: nothing written (after the shuffles)
+    if (chunk % kGroupLanes == 0) dev::put_scale<S>(scales + (chunk / kGroupLanes) * kScaleBytes, gs.code);
+    float f[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f[2 * j] = __fmul_rn(__uint_as_float(w[j] << 16), gs.mult);
+      f[2 * j + 1] = __fmul_rn(__uint_as_float(w[j] & 0xFFFF0000u), gs.mult);
+    }
+    if constexpr (D == PagedDtype::kE4M3) {  // 8 codes, element i in byte i
+      uint2 q;
+      q.x = dev::cvt_e4m3x2(f[0], f[1]) | (dev::cvt_e4m3x2(f[2], f[3]) << 16);
+      q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
+      reinterpret_cast<uint2*>(data)[chunk] = q;
+    } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
+      uint32_t q = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) q |= uint32_t{dev::cvt_e2m1(f[j])} << (4 * j);
+      reinterpret_cast<uint32_t*>(data)[chunk] = q;
+    }
+  }
+}
+
+constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
+
+template <int E, int G, PagedDtype D, PagedSf S>
+__global__ void __launch_bounds__(kThreads)
+    store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
+  constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
+  constexpr int kLanes = kChunks < 32 ? kChunks : 32;
+  constexpr int kSteps = kChunks / kLanes;
+  constexpr int kTokensPerWarp = 32 / kLanes;
+  constexpr int kRowsPerTrip = kTokensPerWarp * kUnroll;
+  static_assert(E % 8 == 0 && G % 8 == 0 && kChunks % kLanes == 0 && 32 % kLanes == 0 && G / 8 <= kLanes &&
+                    E % G == 0,
+                "fixed store layout");
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  const int lane = threadIdx.x & 31, sub = lane / kLanes, sl = lane % kLanes;
+  const int64_t warp = (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5;
+  const int64_t num_warps = (int64_t{gridDim.x} * kThreads) >> 5;
+  for (int64_t r0 = warp * kRowsPerTrip; r0 < a.num_tokens; r0 += num_warps * kRowsPerTrip) {
+    int32_t slot[kUnroll];
+    uint4 in[kUnroll][kSteps];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {  // slot and kv loads in flight together
+      const int64_t r = r0 + u * kTokensPerWarp + sub;
+      const bool live = r < a.num_tokens;
+      slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
+      const uint4* __restrict__ x = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(x + s * kLanes + sl) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t off = slot[u] >= 0 ? L.slot_data_offset(slot[u]) : 0;
+      const int64_t sc = slot[u] >= 0 ? L.slot_scale_offset(slot[u]) : 0;
+      encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + off, cache.base + sc);
+    }
+  }
+  dev::pdl_trigger();
+}
+
 constexpr int kChunkGroups = 512;  // groups per shared-memory pass; even, so e2m1
                                    // bytes never straddle two passes
 
-template <DevDtype D, DevSf S>
-__global__ void __launch_bounds__(kThreads) store_quant_kernel(StoreLaunch a) {
+template <PagedDtype D, PagedSf S>
+__global__ void __launch_bounds__(kThreads)
+    store_runtime_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   __shared__ float mult[kChunkGroups];
-  const DevLayout& L = a.layout;
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
   const int32_t G = L.group;
   const int32_t num_groups = L.elements / G;
-  constexpr int64_t kScaleBytes = S == DevSf::kFP32 ? 4 : 1;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, num_warps = blockDim.x / 32;
-  for (int64_t r = blockIdx.x; r < a.n; r += gridDim.x) {
-    const int32_t slot = a.slots[r];
+  constexpr int64_t kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, num_warps = kThreads / 32;
+  for (int64_t r = blockIdx.x; r < a.num_tokens; r += gridDim.x) {
+    const int32_t slot = a.slot_mapping[r];
     if (slot < 0) continue;  // -1 padding: nothing written (uniform across the CTA)
-    const int64_t block = slot / L.block_size, token = slot % L.block_size;
-    uint8_t* data = a.cache + block * L.block_stride + token * L.data_token_stride;
-    uint8_t* scales = a.cache + block * L.block_stride + L.scale_base + token * L.scale_token_stride;
+    uint8_t* data = cache.base + L.slot_data_offset(slot);
+    uint8_t* scales = cache.base + L.slot_scale_offset(slot);
     const uint16_t* x = a.kv + r * a.kv_row_stride;
     for (int32_t g0 = 0; g0 < num_groups; g0 += kChunkGroups) {
       const int32_t g1 = min(num_groups, g0 + kChunkGroups);
       for (int32_t g = g0 + warp; g < g1; g += num_warps) {
-        uint32_t m = 0;  // NaN-ignoring max |x| on the bf16 bits (|x| orders like its bits)
+        uint32_t m = 0;  // NaN-ignoring max |x| on the bf16 bits
         for (int32_t j = lane; j < G; j += 32) {
           const uint32_t v = x[int64_t{g} * G + j] & 0x7FFFu;
           m = max(m, v > 0x7F80u ? 0u : v);
         }
         m = __reduce_max_sync(0xFFFFFFFFu, m);
-        if (lane == 0)
-          mult[g - g0] = dev::group_scale<D, S>(__uint_as_float(m << 16), scales + g * kScaleBytes);
+        if (lane == 0) {
+          const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
+          dev::put_scale<S>(scales + g * kScaleBytes, gs.code);
+          mult[g - g0] = gs.mult;
+        }
       }
       __syncthreads();
-      const int32_t e0 = g0 * G, e1 = g1 * G;
-      if constexpr (D == DevDtype::kE4M3) {
-        for (int32_t i = e0 + threadIdx.x; i < e1; i += blockDim.x)
-          data[i] = dev::cvt_e4m3(__fmul_rn(dev::bf16_to_f32(x[i]), mult[i / G - g0]));
-      } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
-        for (int32_t b = e0 / 2 + threadIdx.x; b < e1 / 2; b += blockDim.x) {
+      if constexpr (D == PagedDtype::kE4M3) {
+        for (int32_t g = g0; g < g1; ++g)  // group by group: no division per element
+          for (int32_t j = threadIdx.x; j < G; j += kThreads) {
+            const int64_t i = int64_t{g} * G + j;
+            data[i] = dev::cvt_e4m3(__fmul_rn(dev::bf16_to_f32(x[i]), mult[g - g0]));
+          }
+      } else {  // an odd G puts a byte's two nibbles in two groups: one division per byte
+        const int32_t e0 = g0 * G, e1 = g1 * G;
+        for (int32_t b = e0 / 2 + threadIdx.x; b < e1 / 2; b += kThreads) {
           const uint8_t lo = dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(x[2 * b]), mult[2 * b / G - g0]));
           const uint8_t hi =
               dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(x[2 * b + 1]), mult[(2 * b + 1) / G - g0]));
@@ -55,45 +156,130 @@ __global__ void __launch_bounds__(kThreads) store_quant_kernel(StoreLaunch a) {
       __syncthreads();  // mult is rewritten by the next pass / row
     }
   }
+  dev::pdl_trigger();
 }
 
-__global__ void __launch_bounds__(kThreads) store_bf16_kernel(StoreLaunch a) {
-  const DevLayout& L = a.layout;
-  for (int64_t r = blockIdx.x; r < a.n; r += gridDim.x) {
-    const int32_t slot = a.slots[r];
-    if (slot < 0) continue;
-    const int64_t block = slot / L.block_size, token = slot % L.block_size;
-    dev::copy_bytes(a.cache + block * L.block_stride + token * L.data_token_stride,
-                    reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride),
-                    int64_t{L.elements} * 2, threadIdx.x, blockDim.x);
+/// BF16 rows: kLanes lanes copy one row, kUnroll rows per trip; 16-byte accesses
+/// when kVec, with all of a trip's loads in flight first for rows of up to
+/// 2*kLanes chunks.
+template <int kLanes, bool kVec>
+__global__ void __launch_bounds__(kThreads)
+    store_copy_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  constexpr int kRowsPerWarp = 32 / kLanes, kRowsPerTrip = kRowsPerWarp * kUnroll;
+  const int lane = threadIdx.x & 31, sub = lane / kLanes, sl = lane % kLanes;
+  const int64_t warp = (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5;
+  const int64_t num_warps = (int64_t{gridDim.x} * kThreads) >> 5;
+  const int64_t row_bytes = L.quantized_bytes, chunks = row_bytes / 16;
+  for (int64_t r0 = warp * kRowsPerTrip; r0 < a.num_tokens; r0 += num_warps * kRowsPerTrip) {
+    if constexpr (kVec) {
+      if (chunks <= 2 * kLanes) {  // the common rows (BF16 up to 4 KiB per lane group): all loads first
+        int32_t slot[kUnroll];
+        uint4 v[kUnroll][2];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t r = r0 + u * kRowsPerWarp + sub;
+          const bool live = r < a.num_tokens;
+          slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
+          const uint4* __restrict__ src = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (slot[u] < 0) continue;
+          uint4* __restrict__ dst = reinterpret_cast<uint4*>(cache.base + L.slot_data_offset(slot[u]));
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            if (sl + k * kLanes < chunks) dst[sl + k * kLanes] = v[u][k];
+        }
+        continue;
+      }
+    }
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t r = r0 + u * kRowsPerWarp + sub;
+      const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
+      if (slot < 0) continue;
+      uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
+      const uint8_t* __restrict__ src = reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride);
+      if constexpr (kVec) {
+        for (int64_t c = sl; c < chunks; c += kLanes)
+          reinterpret_cast<uint4*>(dst)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+      } else {
+        dev::copy_bytes(dst, src, row_bytes, sl, kLanes);
+      }
+    }
+  }
+  dev::pdl_trigger();
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// CTAs for n rows handled `rows_per_cta` at a time.
+int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_per_cta - 1) / rows_per_cta); }
+
+template <int E, int G, PagedDtype D, PagedSf S>
+std::string fixed(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+  constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
+  return dev::launch("store_fixed_kernel", store_fixed_kernel<E, G, D, S>,
+                     grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), o, c, a, st);
+}
+
+template <PagedDtype D>
+std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t g = grid(a.num_tokens, 1);
+  switch (c.layout.sf) {
+    case PagedSf::kUE8M0: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
+    case PagedSf::kE4M3: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
+    case PagedSf::kFP32: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
+    default: return "cuda store: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
 
-template <DevDtype D>
-std::string launch_quant(const StoreLaunch& a, cudaStream_t s) {
-  const unsigned grid = dev::grid_for(a.n, 1);
-  switch (a.layout.sf) {
-    case DevSf::kUE8M0: store_quant_kernel<D, DevSf::kUE8M0><<<grid, kThreads, 0, s>>>(a); break;
-    case DevSf::kE4M3: store_quant_kernel<D, DevSf::kE4M3><<<grid, kThreads, 0, s>>>(a); break;
-    case DevSf::kFP32: store_quant_kernel<D, DevSf::kFP32><<<grid, kThreads, 0, s>>>(a); break;
-    default: return "cuda store: no kernel for scale format " + std::to_string(int(a.layout.sf));
-  }
-  return dev::launch_error("store_quant_kernel");
+template <int kLanes>
+std::string copy(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
+  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
+  return vec ? dev::launch("store_copy_kernel", store_copy_kernel<kLanes, true>, g, o, c, a, st)
+             : dev::launch("store_copy_kernel", store_copy_kernel<kLanes, false>, g, o, c, a, st);
 }
 
 }  // namespace
 
-std::string launch_store(const StoreLaunch& a, void* stream) {
-  if (a.n == 0) return "";
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (a.layout.dtype) {
-    case DevDtype::kBF16:
-      store_bf16_kernel<<<dev::grid_for(a.n, 1), kThreads, 0, s>>>(a);
-      return dev::launch_error("store_bf16_kernel");
-    case DevDtype::kE4M3: return launch_quant<DevDtype::kE4M3>(a, s);
-    case DevDtype::kE2M1: return launch_quant<DevDtype::kE2M1>(a, s);
+std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st,
+                         const LaunchOptions& o) {
+  if (a.num_tokens == 0) return "";
+  const PagedLayout& L = c.layout;
+  const bool vec = aligned16(a.kv) && (a.kv_row_stride * 2) % 16 == 0 && aligned16(c.base);
+  if (L.dtype == PagedDtype::kBF16) {
+    const bool v = vec && L.quantized_bytes % 16 == 0;
+    const int64_t chunks = L.quantized_bytes / 16;
+    if (chunks <= 4) return copy<4>(c, a, st, o, v);
+    if (chunks <= 8) return copy<8>(c, a, st, o, v);
+    if (chunks <= 16) return copy<16>(c, a, st, o, v);
+    return copy<32>(c, a, st, o, v);
   }
-  return "cuda store: no kernel for data dtype " + std::to_string(int(a.layout.dtype));
+  // The five SPEC §2 formats; their strides keep every 8/4-byte data store and fp32
+  // scale aligned once the cache base is 16-byte aligned.
+  const auto is = [&](PagedDtype d, PagedSf s, int32_t e, int32_t g) {
+    return vec && L.dtype == d && L.sf == s && L.elements == e && L.group == g;
+  };
+  using Dt = PagedDtype;
+  using Sf = PagedSf;
+  if (is(Dt::kE4M3, Sf::kUE8M0, 512, 32)) return fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // V41
+  if (is(Dt::kE2M1, Sf::kE4M3, 512, 16)) return fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, st, o);   // V41_FP4
+  if (is(Dt::kE2M1, Sf::kUE8M0, 128, 32) && L.scale_token_stride % 4 == 0)
+    return fixed<128, 32, Dt::kE2M1, Sf::kUE8M0>(c, a, st, o);  // FP4_INDEX
+  if (is(Dt::kE4M3, Sf::kFP32, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, st, o);  // FP8_FP32SF_INDEX
+  if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // MXFP8_INDEX
+  switch (L.dtype) {
+    case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
+    case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);
+    default: return "cuda store: no kernel for data dtype " + std::to_string(int(L.dtype));
+  }
 }
 
 }  // namespace kvcheck::cuda

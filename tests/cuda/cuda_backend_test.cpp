@@ -157,7 +157,8 @@ TEST_P(CudaVsReference, StoreThenLoadMatchesReference) {
     if (n > 2) slots[1] = static_cast<int32_t>(num_slots - 1);
     for (int64_t i = 2; i < n; ++i)
       if (slots[static_cast<size_t>(i)] == num_slots - 1 || rng() % 5 == 0) slots[static_cast<size_t>(i)] = -1;
-    const int64_t stride = f.elements + (round == 1 ? 0 : 8);
+    // Round 0: odd kv stride (the run-time store path); 1: dense; 2: padded, aligned.
+    const int64_t stride = f.elements + (round == 0 ? 3 : round == 1 ? 0 : 8);
     const auto kv = make_kv(rng, n, stride, f.elements, f.elements_per_sf);
     const KVInput in{kv.data(), n, stride};
 
@@ -205,7 +206,7 @@ TEST_P(CudaVsReference, StoreThenLoadMatchesReference) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const auto& f : test_formats())
-    for (int32_t bs : {133, 1}) out.push_back({f, bs});
+    for (int32_t bs : {133, 64, 1}) out.push_back({f, bs});
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Formats, CudaVsReference, testing::ValuesIn(cases()), name_of);

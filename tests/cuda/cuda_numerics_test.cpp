@@ -1,5 +1,6 @@
-// The GPU's conversions (hardware e4m3 on sm_90) against the scalar reference, for
-// every bf16 input and a large deterministic sample of float bit patterns.
+// The device conversions the kernels use (hardware e4m3 pairs on sm_90, kvcheck's
+// e2m1 ladder, bf16 pairs) and NVIDIA's software e2m1 against the scalar reference,
+// for every bf16 input and a large deterministic sample of float bit patterns.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -31,11 +32,13 @@ TEST(CudaNumerics, DeviceConversionsMatchReference) {
     std::memcpy(&f, &in[i], 4);
     const uint8_t e4m3 = ref::cvt_e4m3(f), e2m1 = ref::cvt_e2m1(f);
     const uint16_t bf16 = ref::float_to_bf16_rn(f);
-    if (e4m3 != dev.e4m3[i] || e2m1 != (dev.e2m1[i] & 0xF) || bf16 != dev.bf16[i]) {
+    if (e4m3 != dev.e4m3[i] || e4m3 != dev.e4m3_hi[i] || e2m1 != dev.e2m1[i] || e2m1 != dev.e2m1_nvidia[i] ||
+        bf16 != dev.bf16[i]) {
       ++bad;
       ADD_FAILURE() << "float bits 0x" << std::hex << in[i] << ": e4m3 ref 0x" << int{e4m3} << " gpu 0x"
-                    << int{dev.e4m3[i]} << ", e2m1 ref 0x" << int{e2m1} << " gpu 0x" << int{dev.e2m1[i]}
-                    << ", bf16 ref 0x" << bf16 << " gpu 0x" << dev.bf16[i];
+                    << int{dev.e4m3[i]} << " (high half 0x" << int{dev.e4m3_hi[i]} << "), e2m1 ref 0x"
+                    << int{e2m1} << " gpu 0x" << int{dev.e2m1[i]} << " (NVIDIA's 0x" << int{dev.e2m1_nvidia[i]}
+                    << "), bf16 ref 0x" << bf16 << " gpu 0x" << dev.bf16[i];
     }
   }
 }

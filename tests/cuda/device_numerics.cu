@@ -1,25 +1,34 @@
-// Device-side conversions for the `cuda` label: the GPU's own e4m3/e2m1/bf16
-// conversions (hardware cvt on sm_90 for e4m3) over every input the host gives.
-#include <cuda_bf16.h>
-#include <cuda_fp4.h>
-#include <cuda_fp8.h>
+// Device-side conversions for the `cuda` label: the conversions kvcheck's kernels use
+// (impl/cuda/numerics.cuh: hardware e4m3 pairs, our e2m1 ladder, NVIDIA's software
+// e2m1, bf16 pairs) over every input the host gives.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "impl/cuda/numerics.cuh"
 #include "tests/cuda/device_numerics.h"
 
 namespace {
 
-__global__ void convert_kernel(const uint32_t* in, uint8_t* e4m3, uint8_t* e2m1, uint16_t* bf16, int64_t n) {
+namespace dev = kvcheck::cuda::dev;
+
+// Element i is converted paired with its neighbour i^1, so each pair instruction's
+// two halves are checked against the scalar reference in their own order.
+__global__ void convert_kernel(const uint32_t* in, uint8_t* e4m3, uint8_t* e4m3_hi, uint8_t* e2m1,
+                               uint8_t* e2m1_nv, uint16_t* bf16, int64_t n) {
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float f = __uint_as_float(in[i]);
-  e4m3[i] = __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3);
-  e2m1[i] = __nv_cvt_float_to_fp4(f, __NV_E2M1, cudaRoundNearest);
-  bf16[i] = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  const int64_t j = (i ^ 1) < n ? (i ^ 1) : i;
+  const float g = __uint_as_float(in[j]);
+  const uint32_t pair = dev::cvt_e4m3x2(f, g);
+  e4m3[i] = static_cast<uint8_t>(pair);
+  e4m3_hi[j] = static_cast<uint8_t>(pair >> 8);
+  e2m1[i] = dev::cvt_e2m1(f);
+  e2m1_nv[i] = dev::cvt_e2m1_nvidia(f);
+  bf16[i] = static_cast<uint16_t>(dev::f32x2_to_bf16x2(f, g));
 }
 
 std::string check(cudaError_t e, const char* what) {
@@ -38,29 +47,28 @@ std::string device_count(int* count) {
 }
 
 std::string convert_on_device(const std::vector<uint32_t>& in, DeviceConversions& out) {
-  const int64_t n = static_cast<int64_t>(in.size());
-  out.e4m3.assign(in.size(), 0);
-  out.e2m1.assign(in.size(), 0);
-  out.bf16.assign(in.size(), 0);
+  const size_t n = in.size();
+  for (auto* v : {&out.e4m3, &out.e4m3_hi, &out.e2m1, &out.e2m1_nvidia}) v->assign(n, 0);
+  out.bf16.assign(n, 0);
   uint32_t* d_in = nullptr;
-  uint8_t *d_e4m3 = nullptr, *d_e2m1 = nullptr;
+  uint8_t* d_bytes = nullptr;  // 4 arrays of n bytes
   uint16_t* d_bf16 = nullptr;
-  std::string err = check(cudaMalloc(&d_in, in.size() * 4), "cudaMalloc");
-  if (err.empty()) err = check(cudaMalloc(&d_e4m3, in.size()), "cudaMalloc");
-  if (err.empty()) err = check(cudaMalloc(&d_e2m1, in.size()), "cudaMalloc");
-  if (err.empty()) err = check(cudaMalloc(&d_bf16, in.size() * 2), "cudaMalloc");
-  if (err.empty()) err = check(cudaMemcpy(d_in, in.data(), in.size() * 4, cudaMemcpyHostToDevice), "H2D");
+  std::string err = check(cudaMalloc(&d_in, n * 4), "cudaMalloc");
+  if (err.empty()) err = check(cudaMalloc(&d_bytes, n * 4), "cudaMalloc");
+  if (err.empty()) err = check(cudaMalloc(&d_bf16, n * 2), "cudaMalloc");
+  if (err.empty()) err = check(cudaMemcpy(d_in, in.data(), n * 4, cudaMemcpyHostToDevice), "H2D");
   if (err.empty()) {
-    convert_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(d_in, d_e4m3, d_e2m1, d_bf16, n);
+    convert_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(d_in, d_bytes, d_bytes + n, d_bytes + 2 * n,
+                                                                     d_bytes + 3 * n, d_bf16, static_cast<int64_t>(n));
     err = check(cudaGetLastError(), "launch");
   }
   if (err.empty()) err = check(cudaDeviceSynchronize(), "kernel");
-  if (err.empty()) err = check(cudaMemcpy(out.e4m3.data(), d_e4m3, in.size(), cudaMemcpyDeviceToHost), "D2H");
-  if (err.empty()) err = check(cudaMemcpy(out.e2m1.data(), d_e2m1, in.size(), cudaMemcpyDeviceToHost), "D2H");
-  if (err.empty()) err = check(cudaMemcpy(out.bf16.data(), d_bf16, in.size() * 2, cudaMemcpyDeviceToHost), "D2H");
+  std::vector<uint8_t>* arrays[] = {&out.e4m3, &out.e4m3_hi, &out.e2m1, &out.e2m1_nvidia};
+  for (size_t k = 0; k < 4 && err.empty(); ++k)
+    err = check(cudaMemcpy(arrays[k]->data(), d_bytes + k * n, n, cudaMemcpyDeviceToHost), "D2H");
+  if (err.empty()) err = check(cudaMemcpy(out.bf16.data(), d_bf16, n * 2, cudaMemcpyDeviceToHost), "D2H");
   cudaFree(d_in);
-  cudaFree(d_e4m3);
-  cudaFree(d_e2m1);
+  cudaFree(d_bytes);
   cudaFree(d_bf16);
   return err;
 }

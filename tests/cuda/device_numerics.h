@@ -8,8 +8,11 @@
 
 namespace kvcheck::cuda_test {
 
+/// Per input float: e4m3 (low half of a pair cvt), e4m3_hi (high half, for the
+/// input's pair neighbour), e2m1 (kvcheck's ladder), e2m1_nvidia (NVIDIA's
+/// software conversion), bf16 (low half of a pair cvt).
 struct DeviceConversions {
-  std::vector<uint8_t> e4m3, e2m1;
+  std::vector<uint8_t> e4m3, e4m3_hi, e2m1, e2m1_nvidia;
   std::vector<uint16_t> bf16;
 };
 

@@ -1,0 +1,154 @@
+// kvcheck's CUDA kernels as an engine calls them (C++17, no CUDA headers needed): the
+// SPEC §5 operations on DEVICE pointers, enqueued on a caller's stream. No call
+// allocates, copies to or from the host, or synchronises, so every call can be
+// captured into a CUDA graph; the only exception is PendingCheck::throw_if_error,
+// which a caller uses when it wants to see a checked call's verdict.
+//
+// Two entry points per operation:
+//   * unchecked (`store_kv_cache`, ...): the metadata is assumed valid, as the seed's
+//     kernels `assume` theirs; one kernel, the hot path.
+//   * checked (`store_kv_cache_checked`, ...): the sizes are checked on the host
+//     (kvcheck::Error at once, nothing enqueued); then validation kernels check every
+//     metadata entry on the device with the rules, order, ErrorCode and blamed index
+//     and value of SPEC §5 and the cpu backend, into a DeviceStatus; the data kernel
+//     skips when the status holds an error, so bad input writes nothing.
+//
+// Programmatic dependent launch (LaunchOptions::pdl): every kernel waits for the
+// previous grid in the stream before it reads metadata or inputs (they may be
+// produced by that grid) and lets its dependents launch after its last write.
+//
+// Errors: kvcheck::Error for bad arguments; std::runtime_error("cuda ...") when the
+// CUDA runtime refuses a launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "impl/paged_layout.h"
+
+namespace kvcheck::cuda {
+
+/// Where a call runs. stream: a cudaStream_t (nullptr = the legacy default stream).
+struct LaunchOptions {
+  void* stream = nullptr;
+  bool pdl = false;  // launch with cudaLaunchAttributeProgrammaticStreamSerialization
+};
+
+/// The device status word of checked calls: 96 bytes of device memory the caller
+/// owns (8-byte aligned). A checked call resets it (cudaMemsetAsync), its
+/// validation kernels record the first offending input, its data kernels read it.
+struct DeviceStatus {
+  unsigned long long first;  // smallest offending position; kStatusOk when none
+  int32_t check;             // which rule failed (internal code, see validate.cuh)
+  int32_t reserved;
+  int64_t v[10];             // the values the error message names
+};
+constexpr unsigned long long kStatusOk = ~0ull;
+
+/// What a checked call leaves to read later: the status and what the message needs.
+struct PendingCheck {
+  const DeviceStatus* status = nullptr;  // nullptr: nothing to check (e.g. n == 0)
+  int32_t op = 0;
+  int64_t ctx[3] = {0, 0, 0};
+  /// Waits for `stream`, copies the status to the host and throws the kvcheck::Error
+  /// the cpu backend throws for the same input (same code and message).
+  void throw_if_error(void* stream) const;
+};
+
+/// A paged cache in device memory: base (16-byte aligned for the vector kernels;
+/// others take a slower path) of layout.size_bytes() bytes.
+struct DeviceCache {
+  uint8_t* base = nullptr;
+  PagedLayout layout;
+};
+
+/// store_kv_cache input (SPEC §5.1): kv[kv_rows][E] BF16 bits, row r at
+/// kv + r*kv_row_stride (elements); slot_mapping[num_tokens] int32. The row count is
+/// num_tokens; kv may hold more rows (CUDA-graph padding).
+struct StoreArgs {
+  const uint16_t* kv = nullptr;
+  int64_t kv_rows = 0;
+  int64_t kv_row_stride = 0;  // elements
+  const int32_t* slot_mapping = nullptr;
+  int64_t num_tokens = 0;
+};
+
+/// load_paged_kv_cache arguments (SPEC §5.2): load_segments[num_segments][4] int32;
+/// out_data rows of layout.load-row bytes (BF16 [E] for do_cast/BF16, else the data
+/// bytes) at out_data_stride bytes apart; out_scales (index formats) rows of
+/// sf_bytes at out_scale_stride bytes apart; out_rows >= total_k.
+struct LoadArgs {
+  const int32_t* load_segments = nullptr;
+  int64_t num_segments = 0;
+  int32_t total_k = 0;
+  uint8_t* out_data = nullptr;
+  int64_t out_data_stride = 0;  // bytes
+  uint8_t* out_scales = nullptr;
+  int64_t out_scale_stride = 0;  // bytes
+  int64_t out_rows = 0;
+};
+
+/// Bytes of scratch device memory a checked store / load needs (8-byte aligned):
+/// 8 bytes per cache slot (store) or per output row (load).
+size_t store_workspace_bytes(const PagedLayout& layout);
+size_t load_workspace_bytes(int32_t total_k);
+
+/// SPEC §5.1, metadata assumed valid. Throws kvcheck::Error only for unusable
+/// sizes/pointers (the checks that read no metadata).
+void store_kv_cache(const DeviceCache& cache, const StoreArgs& args, const LaunchOptions& opts);
+/// SPEC §5.1, checked on the device (see the top of this file). status: device
+/// memory; workspace: store_workspace_bytes(layout) bytes of device memory.
+PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& args,
+                                    DeviceStatus* status, void* workspace,
+                                    const LaunchOptions& opts);
+
+/// SPEC §5.2, metadata assumed valid (every segment length <= block_size).
+void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts);
+/// SPEC §5.2, checked on the device; workspace: load_workspace_bytes(total_k).
+PendingCheck load_paged_kv_cache_checked(const DeviceCache& cache, const LoadArgs& args,
+                                         DeviceStatus* status, void* workspace,
+                                         const LaunchOptions& opts);
+
+/// convert_kv_index (SPEC §5.5): topk[num_q][k]; block_table[num_seqs][max_blocks]
+/// (num_seqs = its rows); seq_ids[num_q] or nullptr (row q); context_lens[num_q].
+struct ConvertArgs {
+  const int32_t* topk = nullptr;
+  int32_t num_q = 0, k = 0;
+  const int32_t* block_table = nullptr;
+  int64_t block_table_entries = 0;
+  int32_t max_blocks = 0;
+  const int32_t* seq_ids = nullptr;
+  const int32_t* context_lens = nullptr;
+  int32_t block_size = 0;
+  int32_t* out = nullptr;  // [num_q][k]
+};
+/// checked == true: validated on the device as the cpu validator does (status
+/// must then be given); false: entries assumed valid.
+PendingCheck convert_kv_index(const ConvertArgs& a, bool checked, DeviceStatus* status,
+                              const LaunchOptions& opts);
+/// kv_index_cat: out[num_q][wl+wr] = left row, then right row shifted by
+/// total_k_swa_cached + total_k_swa_cur (-1 kept).
+PendingCheck kv_index_cat(const int32_t* left, int32_t wl, const int32_t* right, int32_t wr,
+                          int32_t num_q, int32_t total_k_swa_cached, int32_t total_k_swa_cur,
+                          int32_t* out, bool checked, DeviceStatus* status,
+                          const LaunchOptions& opts);
+/// expand_swa_index: pivots[num_q][4] -> out[num_q][width].
+PendingCheck expand_swa_index(const int32_t* pivots, int32_t num_q, int32_t width, int32_t* out,
+                              bool checked, DeviceStatus* status, const LaunchOptions& opts);
+/// SWA decode index: start_len[num_q][2] -> out[num_q][width] along rings of ring_size.
+PendingCheck swa_decode_index(const int32_t* start_len, int32_t num_q, int32_t width,
+                              int32_t ring_size, int32_t* out, bool checked,
+                              DeviceStatus* status, const LaunchOptions& opts);
+
+/// The grid cap every grid-stride kernel obeys: KVCHECK_CUDA_MAX_GRID (a test-only
+/// knob: a small value makes each CTA run many rows) or 0 for the default.
+int64_t grid_cap_override();
+
+/// "" when a device exists and runs this build's kernels (an sm_90 image on an
+/// sm_90 GPU), else why not.
+std::string probe_device();
+/// Free bytes of device memory (0 when there is no device).
+int64_t device_free_bytes();
+
+}  // namespace kvcheck::cuda

@@ -1,0 +1,61 @@
+// How every kvcheck kernel is launched (cudaLaunchKernelEx: PDL attribute, grid cap)
+// and the device side of programmatic dependent launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "impl/cuda/device_api.h"
+
+namespace kvcheck::cuda::dev {
+
+constexpr int kThreads = 256;  // threads per CTA of every kvcheck kernel
+
+/// Waits until the previous grid in the stream has completed and its writes are
+/// visible (griddepcontrol.wait); a no-op for launches without PDL. Every kernel
+/// calls it before its first read of metadata or inputs.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+/// Lets the next grid in the stream launch (griddepcontrol.launch_dependents);
+/// kernels call it after their last write.
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// True when a checked call's validation found an error: data kernels then return
+/// before writing anything.
+__device__ __forceinline__ bool failed(const DeviceStatus* status) {
+  return status != nullptr && *reinterpret_cast<const volatile unsigned long long*>(&status->first) != kStatusOk;
+}
+
+/// CTAs for a grid-stride loop over `ctas_wanted` CTAs of work: all of them (at
+/// most 2^31-1), or at most KVCHECK_CUDA_MAX_GRID; at least 1.
+int64_t grid_for(int64_t ctas_wanted);
+
+template <typename... P, typename... A>
+std::string launch(const char* name, void (*kernel)(P...), int64_t grid, const LaunchOptions& o,
+                   A&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = static_cast<cudaStream_t>(o.stream);
+  cudaLaunchAttribute attr[1];
+  if (o.pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+  return e == cudaSuccess ? std::string() : std::string(name) + ": " + cudaGetErrorString(e);
+}
+
+}  // namespace kvcheck::cuda::dev

@@ -1,0 +1,325 @@
+// Validation kernels of the checked entry points (SPEC §5): the rules and order of
+// the cpu validators (impl/cpu/validate.cpp, impl/validate_index.cpp) on the device.
+//
+// Each input position gets an order key (row, segment, or q*(k+1)+column); a position
+// that breaks a rule atomicMin's its key into DeviceStatus::first, so the smallest
+// offending position wins, as in the cpu's front-to-back scan. A one-thread blame
+// kernel then re-checks that position and writes which rule failed and the values
+// the message names. Duplicate slots / overlapping segments use `owner`: per cache
+// slot / output row the smallest row / segment that claims it (claim, then
+// atomicMin, then compare: three launches, so no grid-wide barrier is needed).
+#include <climits>
+
+#include "impl/cuda/kernels.h"
+#include "impl/cuda/launch.cuh"
+
+namespace kvcheck::cuda {
+namespace {
+
+using dev::kThreads;
+constexpr unsigned long long kUnowned = ~0ull;
+
+__device__ __forceinline__ void flag(DeviceStatus* st, int64_t pos) {
+  atomicMin(&st->first, static_cast<unsigned long long>(pos));
+}
+
+__device__ __forceinline__ int64_t tid() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t nthreads() { return int64_t{gridDim.x} * blockDim.x; }
+
+// ---- store_kv_cache: rows, by slot_mapping ----
+
+__device__ __forceinline__ bool slot_in_range(int32_t s, int64_t num_slots) { return s >= 0 && s < num_slots; }
+
+enum class Pass { kClaim, kOwn, kCompare };
+
+template <Pass P>
+__global__ void __launch_bounds__(kThreads)
+    store_check_kernel(const int32_t* slots, int64_t n, int64_t num_slots, unsigned long long* owner,
+                       DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t i = tid(); i < n; i += nthreads()) {
+    const int32_t s = slots[i];
+    if (s == -1) continue;
+    if (!slot_in_range(s, num_slots)) {
+      if (P == Pass::kClaim) flag(st, i);
+      continue;
+    }
+    if (P == Pass::kClaim) owner[s] = kUnowned;  // every claimant writes the same value
+    if (P == Pass::kOwn) atomicMin(&owner[s], static_cast<unsigned long long>(i));
+    if (P == Pass::kCompare && owner[s] != static_cast<unsigned long long>(i)) flag(st, i);
+  }
+  dev::pdl_trigger();
+}
+
+__global__ void store_blame_kernel(const int32_t* slots, int64_t num_slots, const unsigned long long* owner,
+                                   DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t i = static_cast<int64_t>(st->first);
+    const int32_t s = slots[i];
+    const bool range = !slot_in_range(s, num_slots);
+    st->check = static_cast<int32_t>(range ? Check::kSlotRange : Check::kSlotDuplicate);
+    st->v[0] = i;
+    st->v[1] = s;
+    st->v[2] = range ? 0 : static_cast<int64_t>(owner[s]);
+  }
+  dev::pdl_trigger();
+}
+
+// ---- load_paged_kv_cache: segments ----
+
+/// The per-segment rules in cpu order; kNone when the segment is fine by itself.
+__device__ __forceinline__ Check segment_rule(const int32_t* g, int64_t num_blocks, int32_t block_size,
+                                              int32_t total_k, bool null_cache) {
+  const int32_t block = g[0], begin = g[1], end = g[2];
+  const int64_t dst = g[3], len = int64_t{end} - begin;
+  if (block != -1 && (block < 0 || block >= num_blocks)) return Check::kSegBlock;
+  if (!(0 <= begin && begin <= end && end <= block_size)) return Check::kSegRange;
+  if (dst < 0 || dst + len > total_k) return Check::kSegDestination;
+  if (len > 0 && block >= 0 && null_cache) return Check::kSegNullCache;
+  return Check::kNone;
+}
+
+/// One CTA per segment (grid-stride); its threads walk the segment's output rows.
+template <Pass P>
+__global__ void __launch_bounds__(kThreads)
+    load_check_kernel(const int32_t* segs, int64_t num_segments, int64_t num_blocks, int32_t block_size,
+                      int32_t total_k, bool null_cache, unsigned long long* owner, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t s = blockIdx.x; s < num_segments; s += gridDim.x) {
+    const int32_t* g = segs + 4 * s;
+    if (segment_rule(g, num_blocks, block_size, total_k, null_cache) != Check::kNone) {
+      if (P == Pass::kClaim && threadIdx.x == 0) flag(st, s);
+      continue;
+    }
+    const int64_t dst = g[3], len = int64_t{g[2]} - g[1];
+    for (int64_t r = dst + threadIdx.x; r < dst + len; r += blockDim.x) {
+      if (P == Pass::kClaim) owner[r] = kUnowned;
+      if (P == Pass::kOwn) atomicMin(&owner[r], static_cast<unsigned long long>(s));
+      if (P == Pass::kCompare && owner[r] != static_cast<unsigned long long>(s)) flag(st, s);
+    }
+  }
+  dev::pdl_trigger();
+}
+
+__global__ void load_blame_kernel(const int32_t* segs, int64_t num_blocks, int32_t block_size, int32_t total_k,
+                                  bool null_cache, const unsigned long long* owner, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t s = static_cast<int64_t>(st->first);
+    const int32_t* g = segs + 4 * s;
+    Check c = segment_rule(g, num_blocks, block_size, total_k, null_cache);
+    st->v[0] = s;
+    for (int k = 0; k < 4; ++k) st->v[1 + k] = g[k];
+    if (c == Check::kNone) {  // overlaps: the first segment writing one of its rows
+      c = Check::kSegOverlap;
+      unsigned long long t = kUnowned;
+      for (int64_t r = g[3]; r < int64_t{g[3]} + (g[2] - g[1]); ++r) t = min(t, owner[r]);
+      st->v[5] = static_cast<int64_t>(t);
+      for (int k = 0; k < 4; ++k) st->v[6 + k] = segs[4 * t + k];
+    }
+    st->check = static_cast<int32_t>(c);
+  }
+  dev::pdl_trigger();
+}
+
+// ---- index transforms ----
+
+/// convert_kv_index: position q*(k+1) is row q's own checks (seq id, context
+/// length), q*(k+1)+1+c its entry c, as the cpu loop visits them.
+__device__ Check convert_rule(const ConvertArgs& a, int64_t num_seqs, int64_t q, int64_t col, int64_t* v) {
+  const int64_t seq = a.seq_ids ? a.seq_ids[q] : q;
+  const bool seq_ok = seq >= 0 && (a.max_blocks == 0 || seq < num_seqs);
+  const int32_t ctx = a.context_lens[q];
+  v[0] = q;
+  if (col == 0) {
+    if (!seq_ok) return v[1] = seq, Check::kConvSeqId;
+    if (ctx < 0) return v[1] = ctx, Check::kConvContextLen;
+    return Check::kNone;
+  }
+  if (!seq_ok || ctx < 0) return Check::kNone;  // the row's own position reports it
+  const int64_t c = col - 1;
+  const int32_t x = a.topk[q * a.k + c];
+  v[1] = c;
+  v[2] = x;
+  if (x < -1) return Check::kConvNegative;
+  if (x < 0 || x >= ctx) return Check::kNone;
+  const int64_t index = x / a.block_size;
+  const int64_t block = index < a.max_blocks ? a.block_table[seq * a.max_blocks + index] : -1;
+  if (index >= a.max_blocks || block < 0) {
+    v[3] = seq;
+    v[4] = index;
+    v[5] = block;
+    return Check::kConvMissingBlock;
+  }
+  if (block * a.block_size + x % a.block_size > INT_MAX) return v[2] = block, Check::kConvOverflow;
+  return Check::kNone;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    convert_check_kernel(ConvertArgs a, int64_t num_seqs, DeviceStatus* st) {
+  dev::pdl_wait();
+  const int64_t per_row = int64_t{a.k} + 1;
+  for (int64_t p = tid(); p < a.num_q * per_row; p += nthreads()) {
+    int64_t v[6];
+    if (convert_rule(a, num_seqs, p / per_row, p % per_row, v) != Check::kNone) flag(st, p);
+  }
+  dev::pdl_trigger();
+}
+
+__global__ void convert_blame_kernel(ConvertArgs a, int64_t num_seqs, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t p = static_cast<int64_t>(st->first), per_row = int64_t{a.k} + 1;
+    st->check = static_cast<int32_t>(convert_rule(a, num_seqs, p / per_row, p % per_row, st->v));
+  }
+  dev::pdl_trigger();
+}
+
+__device__ __forceinline__ Check cat_rule(int32_t x, int64_t shift) {
+  if (x < -1) return Check::kCatNegative;
+  if (x >= 0 && x + shift > INT_MAX) return Check::kCatOverflow;
+  return Check::kNone;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    cat_check_kernel(const int32_t* right, int64_t n, int64_t shift, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t i = tid(); i < n; i += nthreads())
+    if (cat_rule(right[i], shift) != Check::kNone) flag(st, i);
+  dev::pdl_trigger();
+}
+
+__global__ void cat_blame_kernel(const int32_t* right, int64_t shift, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t i = static_cast<int64_t>(st->first);
+    st->check = static_cast<int32_t>(cat_rule(right[i], shift));
+    st->v[0] = i;
+    st->v[1] = right[i];
+  }
+  dev::pdl_trigger();
+}
+
+__device__ __forceinline__ Check expand_rule(const int32_t* p, int32_t width, int64_t* piece) {
+  if (p[1] < 0 || p[3] < 0 || int64_t{p[1]} + p[3] > width) return Check::kExpandLengths;
+  for (int k = 0; k <= 2; k += 2) {
+    if (p[k + 1] == 0) continue;
+    if (p[k] < 0 || int64_t{p[k]} + p[k + 1] - 1 > INT_MAX) return *piece = k, Check::kExpandPiece;
+  }
+  return Check::kNone;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    expand_check_kernel(const int32_t* pivots, int32_t num_q, int32_t width, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t q = tid(); q < num_q; q += nthreads()) {
+    int64_t piece = 0;
+    if (expand_rule(pivots + 4 * q, width, &piece) != Check::kNone) flag(st, q);
+  }
+  dev::pdl_trigger();
+}
+
+__global__ void expand_blame_kernel(const int32_t* pivots, int32_t width, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t q = static_cast<int64_t>(st->first);
+    st->v[0] = q;
+    for (int k = 0; k < 4; ++k) st->v[1 + k] = pivots[4 * q + k];
+    st->check = static_cast<int32_t>(expand_rule(pivots + 4 * q, width, &st->v[5]));
+  }
+  dev::pdl_trigger();
+}
+
+__device__ __forceinline__ Check swa_rule(int32_t start, int32_t len, int32_t width, int32_t ring) {
+  if (len < 0 || len > width || len > ring) return Check::kSwaLen;
+  if (len > 0 && start < 0) return Check::kSwaStart;
+  if (len > 0 && (int64_t{start} / ring + 1) * ring - 1 > INT_MAX) return Check::kSwaRing;
+  return Check::kNone;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    swa_check_kernel(const int32_t* start_len, int32_t num_q, int32_t width, int32_t ring, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t q = tid(); q < num_q; q += nthreads())
+    if (swa_rule(start_len[2 * q], start_len[2 * q + 1], width, ring) != Check::kNone) flag(st, q);
+  dev::pdl_trigger();
+}
+
+__global__ void swa_blame_kernel(const int32_t* start_len, int32_t width, int32_t ring, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) {
+    const int64_t q = static_cast<int64_t>(st->first);
+    const int32_t start = start_len[2 * q], len = start_len[2 * q + 1];
+    const Check c = swa_rule(start, len, width, ring);
+    st->check = static_cast<int32_t>(c);
+    st->v[0] = q;
+    st->v[1] = c == Check::kSwaLen ? len : start;
+  }
+  dev::pdl_trigger();
+}
+
+int64_t grid(int64_t items) { return dev::grid_for((items + kThreads - 1) / kThreads); }
+
+/// Runs launches in order, stopping at the first error.
+template <typename... F>
+std::string chain(F&&... launches) {
+  std::string err;
+  ((err.empty() ? (void)(err = launches()) : (void)0), ...);
+  return err;
+}
+
+}  // namespace
+
+std::string launch_validate_store(const DeviceCache& c, const StoreArgs& a, unsigned long long* owner,
+                                  DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t n = a.num_tokens, num_slots = c.layout.num_slots(), g = grid(n);
+  const int32_t* slots = a.slot_mapping;
+  return chain(
+      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kClaim>, g, o, slots, n, num_slots, owner, st); },
+      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kOwn>, g, o, slots, n, num_slots, owner, st); },
+      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kCompare>, g, o, slots, n, num_slots, owner, st); },
+      [&] { return dev::launch("store_blame_kernel", store_blame_kernel, 1, o, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
+}
+
+std::string launch_validate_load(const DeviceCache& c, const LoadArgs& a, unsigned long long* owner,
+                                 DeviceStatus* st, const LaunchOptions& o) {
+  const PagedLayout& L = c.layout;
+  const int64_t g = dev::grid_for(a.num_segments);
+  const bool null_cache = c.base == nullptr;
+  const int32_t* segs = a.load_segments;
+  return chain(
+      [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kClaim>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
+      [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kOwn>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
+      [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kCompare>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
+      [&] { return dev::launch("load_blame_kernel", load_blame_kernel, 1, o, segs, L.num_blocks, L.block_size, a.total_k, null_cache, static_cast<const unsigned long long*>(owner), st); });
+}
+
+std::string launch_validate_convert(const ConvertArgs& a, int64_t num_seqs, DeviceStatus* st,
+                                    const LaunchOptions& o) {
+  const int64_t g = grid(int64_t{a.num_q} * (int64_t{a.k} + 1));
+  return chain([&] { return dev::launch("convert_check_kernel", convert_check_kernel, g, o, a, num_seqs, st); },
+               [&] { return dev::launch("convert_blame_kernel", convert_blame_kernel, 1, o, a, num_seqs, st); });
+}
+
+std::string launch_validate_cat(const int32_t* right, int32_t wr, int32_t num_q, int64_t shift,
+                                DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t n = int64_t{num_q} * wr;
+  return chain([&] { return dev::launch("cat_check_kernel", cat_check_kernel, grid(n), o, right, n, shift, st); },
+               [&] { return dev::launch("cat_blame_kernel", cat_blame_kernel, 1, o, right, shift, st); });
+}
+
+std::string launch_validate_expand(const int32_t* pivots, int32_t num_q, int32_t width, DeviceStatus* st,
+                                   const LaunchOptions& o) {
+  return chain([&] { return dev::launch("expand_check_kernel", expand_check_kernel, grid(num_q), o, pivots, num_q, width, st); },
+               [&] { return dev::launch("expand_blame_kernel", expand_blame_kernel, 1, o, pivots, width, st); });
+}
+
+std::string launch_validate_swa_decode(const int32_t* start_len, int32_t num_q, int32_t width,
+                                       int32_t ring_size, DeviceStatus* st, const LaunchOptions& o) {
+  return chain(
+      [&] { return dev::launch("swa_check_kernel", swa_check_kernel, grid(num_q), o, start_len, num_q, width, ring_size, st); },
+      [&] { return dev::launch("swa_blame_kernel", swa_blame_kernel, 1, o, start_len, width, ring_size, st); });
+}
+
+}  // namespace kvcheck::cuda

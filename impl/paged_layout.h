@@ -1,0 +1,61 @@
+// PagedLayout: a paged MLA/indexer cache's geometry and record format as plain
+// values, the ONE place that turns (block, token) into a byte offset (SPEC §3). It is
+// C++17 and trivially copyable so host code (CacheLayout::paged()) and CUDA kernels
+// (passed by value) share the same address formula. reference/ writes the formulas
+// out on its own; a property checks the two agree.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KVCHECK_HD __host__ __device__ __forceinline__
+#else
+#define KVCHECK_HD inline
+#endif
+
+namespace kvcheck {
+
+/// Data dtype / scale format codes as plain integers (mirror QuantizedDtype /
+/// SfFormat of impl/format.h, which device code cannot include).
+enum class PagedDtype : int32_t { kBF16 = 0, kE4M3 = 1, kE2M1 = 2 };
+enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3 };
+
+struct PagedLayout {
+  // Record format (SPEC §2).
+  PagedDtype dtype = PagedDtype::kBF16;
+  PagedSf sf = PagedSf::kNone;
+  int32_t elements = 0;         // logical elements per token
+  int32_t group = 0;            // elements_per_sf (0 for BF16)
+  int64_t quantized_bytes = 0;  // data bytes per token (BF16: 2*elements)
+  int64_t sf_bytes = 0;         // scale bytes per token
+  bool do_cast = false;         // load dequantises to BF16
+  bool interleaved = false;     // record = [data | scales] per token
+  // Geometry (SPEC §3), bytes unless named otherwise.
+  int64_t num_blocks = 0;
+  int32_t block_size = 0;  // tokens per block
+  int64_t block_stride = 0;
+  int64_t data_token_stride = 0;   // token t's data at t*data_token_stride in its block
+  int64_t scale_region = 0;        // first scale byte of a block (interleaved: data bytes)
+  int64_t scale_token_stride = 0;  // token t's scales at scale_region + t*stride
+
+  KVCHECK_HD int64_t num_slots() const { return num_blocks * block_size; }
+  /// Byte offset of (block, token)'s data / scales from the cache base.
+  KVCHECK_HD int64_t data_offset(int64_t block, int64_t token) const {
+    return block * block_stride + token * data_token_stride;
+  }
+  KVCHECK_HD int64_t scale_offset(int64_t block, int64_t token) const {
+    return block * block_stride + scale_region + token * scale_token_stride;
+  }
+  /// The slot formula of SPEC §5.1 and its inverse: slot = block*block_size + token.
+  KVCHECK_HD int64_t slot_block(int64_t slot) const { return slot / block_size; }
+  KVCHECK_HD int64_t slot_token(int64_t slot) const { return slot % block_size; }
+  KVCHECK_HD int64_t slot_data_offset(int64_t slot) const {
+    return data_offset(slot_block(slot), slot_token(slot));
+  }
+  KVCHECK_HD int64_t slot_scale_offset(int64_t slot) const {
+    return scale_offset(slot_block(slot), slot_token(slot));
+  }
+  KVCHECK_HD int64_t size_bytes() const { return num_blocks * block_stride; }
+};
+
+}  // namespace kvcheck

@@ -1,0 +1,122 @@
+#include "impl/validate_errors.h"
+
+#include <string>
+
+namespace kvcheck {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string seg_str(int64_t s, const int32_t* g) {
+  return "load_segments[" + str(s) + "] = [" + str(g[0]) + ", " + str(g[1]) + ", " + str(g[2]) +
+         ", " + str(g[3]) + "]";
+}
+
+std::string cat_pos(int64_t i, int32_t wr) { return "right[" + str(i / wr) + "][" + str(i % wr) + "]"; }
+
+}  // namespace
+
+Error slot_out_of_range_error(int64_t row, int32_t slot, int64_t num_blocks, int32_t block_size) {
+  return Error(ErrorCode::kSlotOutOfRange,
+               "slot_mapping[" + str(row) + "] = " + str(slot) + " is outside [0, " +
+                   str(num_blocks * block_size) + ") (num_blocks " + str(num_blocks) +
+                   " * block_size " + str(block_size) + ") and is not -1");
+}
+
+Error duplicate_slot_error(int64_t row, int32_t slot, int64_t first_row) {
+  return Error(ErrorCode::kDuplicateSlot, "slot_mapping[" + str(row) + "] = " + str(slot) +
+                                              " repeats slot_mapping[" + str(first_row) + "]");
+}
+
+Error segment_block_error(int64_t s, const int32_t* seg, int64_t num_blocks) {
+  return Error(ErrorCode::kSegmentBlockOutOfRange,
+               seg_str(s, seg) + ": block " + str(seg[0]) + " is not -1 and not in [0, " +
+                   str(num_blocks) + ")");
+}
+
+Error segment_range_error(int64_t s, const int32_t* seg, int32_t block_size) {
+  return Error(ErrorCode::kSegmentRangeInvalid,
+               seg_str(s, seg) + ": need 0 <= src_begin <= src_end <= block_size " + str(block_size));
+}
+
+Error segment_destination_error(int64_t s, const int32_t* seg, int32_t total_k) {
+  const int64_t dst = seg[3], len = int64_t{seg[2]} - seg[1];
+  return Error(ErrorCode::kSegmentDestinationOutOfRange,
+               seg_str(s, seg) + ": rows [" + str(dst) + ", " + str(dst + len) +
+                   ") are not inside [0, total_k = " + str(total_k) + ")");
+}
+
+Error segment_null_cache_error(int64_t s, const int32_t* seg) {
+  return Error(ErrorCode::kShapeMismatch, seg_str(s, seg) + " reads a null cache");
+}
+
+Error segment_overlap_error(int64_t s, const int32_t* seg, int64_t t, const int32_t* seg_t) {
+  return Error(ErrorCode::kSegmentOverlap, seg_str(s, seg) + ": output rows overlap " + seg_str(t, seg_t));
+}
+
+Error convert_seq_id_error(int64_t q, int64_t seq, int64_t num_seqs) {
+  return Error(ErrorCode::kInvalidArgument, "seq_ids[" + str(q) + "] = " + str(seq) +
+                                                ", block_table has " + str(num_seqs) + " rows");
+}
+
+Error convert_context_len_error(int64_t q, int32_t context_len) {
+  return Error(ErrorCode::kInvalidArgument, "context_lens[" + str(q) + "] = " + str(context_len));
+}
+
+Error convert_topk_negative_error(int64_t q, int64_t c, int32_t x) {
+  return Error(ErrorCode::kInvalidArgument, "topk[" + str(q) + "][" + str(c) + "] = " + str(x) +
+                                                " (only -1 may be negative)");
+}
+
+Error convert_missing_block_error(int64_t q, int64_t c, int32_t x, int64_t seq, int64_t index,
+                                  int64_t block, int32_t max_blocks) {
+  return Error(ErrorCode::kRangeOutOfTable,
+               "topk[" + str(q) + "][" + str(c) + "] = " + str(x) + " needs block_table[" + str(seq) +
+                   "][" + str(index) + "]" +
+                   (index < max_blocks ? " = " + str(block) : " past max_blocks " + str(max_blocks)));
+}
+
+Error convert_slot_overflow_error(int64_t q, int64_t c, int64_t block) {
+  return Error(ErrorCode::kInvalidArgument, "topk[" + str(q) + "][" + str(c) + "]: slot of block " +
+                                                str(block) + " overflows int32");
+}
+
+Error cat_right_negative_error(int64_t i, int32_t wr, int32_t x) {
+  return Error(ErrorCode::kInvalidArgument,
+               cat_pos(i, wr) + " = " + str(x) + " (only -1 may be negative)");
+}
+
+Error cat_shift_overflow_error(int64_t i, int32_t wr, int32_t x, int64_t shift) {
+  return Error(ErrorCode::kInvalidArgument,
+               cat_pos(i, wr) + " = " + str(x) + " + " + str(shift) + " overflows int32");
+}
+
+Error expand_lengths_error(int64_t q, const int32_t* p, int32_t width) {
+  return Error(ErrorCode::kInvalidArgument,
+               "pivots[" + str(q) + "]: need len1, len2 >= 0 and len1 + len2 <= width " + str(width) +
+                   ", got len1 " + str(p[1]) + ", len2 " + str(p[3]));
+}
+
+Error expand_piece_error(int64_t q, const int32_t* p, int piece) {
+  return Error(ErrorCode::kInvalidArgument, "pivots[" + str(q) + "]: piece at offset " + str(p[piece]) +
+                                                " of length " + str(p[piece + 1]) +
+                                                " leaves [0, INT32_MAX]");
+}
+
+Error swa_decode_len_error(int64_t q, int32_t len, int32_t width, int32_t ring_size) {
+  return Error(ErrorCode::kInvalidArgument, "start_len[" + str(q) + "]: valid_len " + str(len) +
+                                                " not in [0, min(width " + str(width) +
+                                                ", ring_size " + str(ring_size) + ")]");
+}
+
+Error swa_decode_start_error(int64_t q, int32_t start) {
+  return Error(ErrorCode::kInvalidArgument,
+               "start_len[" + str(q) + "]: start_slot " + str(start) + " < 0");
+}
+
+Error swa_decode_ring_overflow_error(int64_t q, int32_t start) {
+  return Error(ErrorCode::kInvalidArgument,
+               "start_len[" + str(q) + "]: ring of start_slot " + str(start) + " overflows int32");
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,45 @@
+// The errors of SPEC §5's per-entry checks, built in one place so every backend that
+// finds the same bad entry (the cpu validators, the CUDA validation kernels via their
+// device status word) throws the same ErrorCode with the same message.
+#pragma once
+
+#include <cstdint>
+
+#include "impl/error.h"
+
+namespace kvcheck {
+
+// store_kv_cache (SPEC §5.1).
+Error slot_out_of_range_error(int64_t row, int32_t slot, int64_t num_blocks, int32_t block_size);
+Error duplicate_slot_error(int64_t row, int32_t slot, int64_t first_row);
+
+// load_paged_kv_cache (SPEC §5.2); seg = the segment's 4 int32.
+Error segment_block_error(int64_t s, const int32_t* seg, int64_t num_blocks);
+Error segment_range_error(int64_t s, const int32_t* seg, int32_t block_size);
+Error segment_destination_error(int64_t s, const int32_t* seg, int32_t total_k);
+Error segment_null_cache_error(int64_t s, const int32_t* seg);
+Error segment_overlap_error(int64_t s, const int32_t* seg, int64_t t, const int32_t* seg_t);
+
+// convert_kv_index (SPEC §5.5).
+Error convert_seq_id_error(int64_t q, int64_t seq, int64_t num_seqs);
+Error convert_context_len_error(int64_t q, int32_t context_len);
+Error convert_topk_negative_error(int64_t q, int64_t c, int32_t x);
+/// block = the table entry (ignored when index >= max_blocks).
+Error convert_missing_block_error(int64_t q, int64_t c, int32_t x, int64_t seq, int64_t index,
+                                  int64_t block, int32_t max_blocks);
+Error convert_slot_overflow_error(int64_t q, int64_t c, int64_t block);
+
+// kv_index_cat.
+Error cat_right_negative_error(int64_t i, int32_t wr, int32_t x);
+Error cat_shift_overflow_error(int64_t i, int32_t wr, int32_t x, int64_t shift);
+
+// expand_swa_index; p = the row's 4 pivots; piece 0 or 2.
+Error expand_lengths_error(int64_t q, const int32_t* p, int32_t width);
+Error expand_piece_error(int64_t q, const int32_t* p, int piece);
+
+// SWA decode index.
+Error swa_decode_len_error(int64_t q, int32_t len, int32_t width, int32_t ring_size);
+Error swa_decode_start_error(int64_t q, int32_t start);
+Error swa_decode_ring_overflow_error(int64_t q, int32_t start);
+
+}  // namespace kvcheck
