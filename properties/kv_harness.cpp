@@ -14,7 +14,7 @@
 namespace kvcheck::props {
 namespace {
 
-constexpr uint8_t kCanary = 0xA5;
+constexpr uint8_t kCanary = KVCache::kCanary;  // the canary byte of every harness buffer
 
 int64_t elem_bytes(KvDtype d) { return (d == KvDtype::kE4M3 || d == KvDtype::kE5M2) ? 1 : 2; }
 
@@ -85,10 +85,10 @@ KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) 
     }
   }
   if (s.capacity_cut > 0) k_capacity = span - s.capacity_cut;
-  bytes.resize(static_cast<size_t>(body_bytes + 2 * kGuard));
+  bytes.resize(static_cast<size_t>(body_bytes + 2 * kGuardBytes));
   fill_pattern(bytes, s.fill_seed);
-  std::fill(bytes.begin(), bytes.begin() + kGuard, kCanary);
-  std::fill(bytes.end() - kGuard, bytes.end(), kCanary);
+  std::fill(bytes.begin(), bytes.begin() + kGuardBytes, kCanary);
+  std::fill(bytes.end() - kGuardBytes, bytes.end(), kCanary);
 }
 
 KvCacheView KvBuffers::view() {
@@ -102,8 +102,8 @@ ConstKvCacheView KvBuffers::view() const {
 }
 
 bool KvBuffers::guards_intact() const {
-  return std::all_of(bytes.begin(), bytes.begin() + kGuard, [](uint8_t b) { return b == kCanary; }) &&
-         std::all_of(bytes.end() - kGuard, bytes.end(), [](uint8_t b) { return b == kCanary; });
+  return std::all_of(bytes.begin(), bytes.begin() + kGuardBytes, [](uint8_t b) { return b == kCanary; }) &&
+         std::all_of(bytes.end() - kGuardBytes, bytes.end(), [](uint8_t b) { return b == kCanary; });
 }
 
 KvOutBuffers::KvOutBuffers(const GatherKvScenario& s) {
@@ -191,7 +191,7 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
       ++count;
     }
   if (count == 0) return "";
-  const int64_t off = static_cast<int64_t>(first) - KvBuffers::kGuard;
+  const int64_t off = static_cast<int64_t>(first) - kGuardBytes;
   std::string where;
   if (off < 0 || off >= b.body_bytes) {
     where = fmt::format("the canary band {} the buffer", off < 0 ? "before" : "after");
@@ -204,8 +204,8 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
     const int64_t start = off - ((off - b.k_offset) % eb + eb) % eb;  // element start (K/V bases agree mod eb)
     if (start >= 0 && start + eb <= b.body_bytes)
       values = fmt::format("expected: {}\n  actual:   {}",
-                           show_kv_element(b.layout.dtype, expected.data() + KvBuffers::kGuard + start),
-                           show_kv_element(b.layout.dtype, actual.data() + KvBuffers::kGuard + start));
+                           show_kv_element(b.layout.dtype, expected.data() + kGuardBytes + start),
+                           show_kv_element(b.layout.dtype, actual.data() + kGuardBytes + start));
   }
   return fmt::format("first differing byte at {} ({} bytes differ)\n  at:       {}\n  {}", off, count, where, values);
 }

@@ -12,6 +12,7 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "properties/gen/kv_gen.h"
+#include "properties/harness.h"  // kGuardBytes: the harness's one canary-band size
 
 namespace kvcheck::props {
 
@@ -28,12 +29,11 @@ struct KvBuffers {
   int64_t k_offset = 0, v_offset = 0;      // bytes from the body's start
   int64_t k_capacity = 0, v_capacity = 0;  // elements
   explicit KvBuffers(const KvCacheShape& shape);
-  uint8_t* body() { return bytes.data() + kGuard; }
-  const uint8_t* body() const { return bytes.data() + kGuard; }
+  uint8_t* body() { return bytes.data() + kGuardBytes; }
+  const uint8_t* body() const { return bytes.data() + kGuardBytes; }
   KvCacheView view();
   ConstKvCacheView view() const;
   bool guards_intact() const;
-  static constexpr int64_t kGuard = 256;
 };
 
 /// Output rows of gather_kv: out_rows rows with padded strides and a 64-byte tail,
