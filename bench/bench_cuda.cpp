@@ -5,7 +5,8 @@
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
 //   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]
-// --format / --tokens run one format / one size (for ncu).
+// --format / --tokens run one format / one size (for ncu). K/V family rows (SPEC §7,
+// "kv ..."; op "load" is gather_kv) follow the MLA formats.
 // Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
 // rows (n <= 256): each launch timed alone (event, launch, event, sync), median of
 // 200, next to the empty kernel timed the same way. Bytes = payload read + written
@@ -27,6 +28,8 @@
 
 #include "bench/empty_kernel.h"
 #include "impl/cuda/device_api.h"
+#include "impl/cuda/kv_family.h"
+#include "impl/kv_layout.h"
 #include "impl/layout.h"
 
 namespace kvcheck {
@@ -154,7 +157,8 @@ int main(int argc, char** argv) {
   if (!quick) sizes.push_back(262144);
   if (only_tokens > 0 && only_tokens <= max_tokens) sizes = {only_tokens};
   std::vector<KVCacheFormat> formats = supported_formats();
-  if (!only_format.empty()) formats = {format_by_name(only_format)};
+  if (!only_format.empty())
+    formats = only_format.rfind("kv ", 0) == 0 ? std::vector<KVCacheFormat>{} : std::vector{format_by_name(only_format)};
   std::vector<Row> rows;
   std::mt19937_64 rng(1);
   for (const KVCacheFormat& f : formats) {
@@ -214,12 +218,103 @@ int main(int argc, char** argv) {
       CK(cudaFree(d_sf));
     }
   }
+  // The K/V family (SPEC §7): store_kv (K and V rows by slot_mapping) and gather_kv
+  // (whole blocks of sequences through a block table), vLLM's block size 16.
+  struct KvCase {
+    const char* name;
+    KvDtype dtype;
+    KvHeadLayout order;
+    int32_t heads, head_dim;
+    KvScaleKind scale;
+    int64_t tokens;
+  };
+  const KvCase kv_cases[] = {
+      {"kv bf16 NHD 8x128", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144},
+      {"kv bf16 HND 8x128", KvDtype::kBF16, KvHeadLayout::kHND, 8, 128, KvScaleKind::kNone, 262144},
+      {"kv e4m3/tensor 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144},
+      {"kv e4m3/head 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerHead, 262144},
+      {"kv bf16 NHD 40x128", KvDtype::kBF16, KvHeadLayout::kNHD, 40, 128, KvScaleKind::kNone, 65536},
+  };
+  for (const KvCase& kc : kv_cases) {
+    if (!only_format.empty() && only_format != kc.name) continue;
+    const int32_t bs = 16;
+    const int64_t n = quick ? std::min<int64_t>(kc.tokens, 65536) : kc.tokens, num_blocks = n / bs;
+    const KvCacheLayout l = kv_dense_layout(kc.dtype, kc.order, num_blocks, bs, kc.heads, kc.head_dim);
+    const int64_t row = int64_t{kc.heads} * kc.head_dim, es = kv_dtype_bytes(kc.dtype);
+    const size_t cache_bytes = static_cast<size_t>(num_blocks * l.stride_page * es);
+    auto* d_k = static_cast<uint8_t*>(dmalloc(cache_bytes));
+    auto* d_v = static_cast<uint8_t*>(dmalloc(cache_bytes));
+    std::vector<uint16_t> kv_rows(static_cast<size_t>(n * row));
+    for (auto& x : kv_rows) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((118 + rng() % 12) << 7) | (rng() & 0x7F));
+    auto* d_key = static_cast<uint16_t*>(dmalloc(kv_rows.size() * 2));
+    auto* d_value = static_cast<uint16_t*>(dmalloc(kv_rows.size() * 2));
+    CK(cudaMemcpy(d_key, kv_rows.data(), kv_rows.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_value, kv_rows.data(), kv_rows.size() * 2, cudaMemcpyHostToDevice));
+    std::vector<int32_t> perm(static_cast<size_t>(n));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    auto* d_slots = static_cast<int32_t*>(dmalloc(perm.size() * 4));
+    CK(cudaMemcpy(d_slots, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice));
+    const std::vector<float> scale(static_cast<size_t>(kc.heads), 0.0625f);
+    auto* d_scale = static_cast<float*>(dmalloc(scale.size() * 4));
+    CK(cudaMemcpy(d_scale, scale.data(), scale.size() * 4, cudaMemcpyHostToDevice));
+    const cuda::KvDevLayout dl{static_cast<cuda::KvDevDtype>(kc.dtype), bs, kc.heads, kc.head_dim,
+                               l.stride_page, l.stride_token, l.stride_head};
+    cuda::StoreKvLaunch st;
+    st.key = {d_key, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    st.value = {d_value, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    st.slot_mapping = d_slots;
+    st.n = n;
+    st.k_cache = d_k;
+    st.v_cache = d_v;
+    st.layout = dl;
+    st.k_scale = st.v_scale = d_scale;
+    st.per_head_scale = kc.scale == KvScaleKind::kPerHead;
+    // gather: 64 sequences of n/64 tokens over the blocks in a random order.
+    const int32_t num_seqs = 64, max_blocks = static_cast<int32_t>(num_blocks / num_seqs);
+    std::vector<int32_t> table(static_cast<size_t>(num_blocks)), cu(num_seqs + 1);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    for (int32_t i = 0; i <= num_seqs; ++i) cu[static_cast<size_t>(i)] = static_cast<int32_t>(int64_t{i} * max_blocks * bs);
+    auto* d_table = static_cast<int32_t*>(dmalloc(table.size() * 4));
+    auto* d_cu = static_cast<int32_t*>(dmalloc(cu.size() * 4));
+    CK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_cu, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    cuda::GatherKvLaunch ga;
+    ga.k_cache = d_k;
+    ga.v_cache = d_v;
+    ga.layout = dl;
+    ga.k_scale = ga.v_scale = d_scale;
+    ga.per_head_scale = st.per_head_scale;
+    ga.block_table = d_table;
+    ga.max_blocks = max_blocks;
+    ga.cu_seqlens_k = d_cu;
+    ga.num_seqs = num_seqs;
+    ga.total_tokens = cu.back();
+    ga.out_k = {d_key, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    ga.out_v = {d_value, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    const auto run = [](const std::string& err) {
+      if (!err.empty()) {
+        std::fprintf(stderr, "bench_cuda: %s\n", err.c_str());
+        std::exit(1);
+      }
+    };
+    const double bytes = static_cast<double>(n) * row * 2 * (2 + es);  // K and V: rows + records
+    const double store_ms = time_batched([&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, 20, s);
+    const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
+    for (const auto& [op, ms] : {std::pair<const char*, double>{"store", store_ms}, {"load", gather_ms}})
+      rows.push_back({op, kc.name, n, bs, bytes, ms, bytes / ms / 1e6, bytes / ms / 1e6 / copy_gbps, false});
+    for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
+                    static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
+                    static_cast<void*>(d_table), static_cast<void*>(d_cu)})
+      CK(cudaFree(p));
+  }
   CK(cudaStreamDestroy(s));
 
-  std::printf("%-6s %-17s %7s %4s %12s %10s %9s %s\n", "op", "format", "tokens", "bs", "bytes", "us", "GB/s",
+  std::printf("%-6s %-20s %7s %4s %12s %10s %9s %s\n", "op", "format", "tokens", "bs", "bytes", "us", "GB/s",
               "ratio");
   for (const Row& r : rows)
-    std::printf("%-6s %-17s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s\n", r.op.c_str(), r.format.c_str(),
+    std::printf("%-6s %-20s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s\n", r.op.c_str(), r.format.c_str(),
                 static_cast<long long>(r.tokens), static_cast<long long>(r.block_size), r.bytes, r.ms * 1e3, r.gbps,
                 r.decode ? r.ratio : 100 * r.ratio, r.decode ? "x empty kernel" : "% of copy");
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads

@@ -56,6 +56,13 @@ struct PagedLayout {
     return scale_offset(slot_block(slot), slot_token(slot));
   }
   KVCHECK_HD int64_t size_bytes() const { return num_blocks * block_stride; }
+  /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows
+  /// are BF16 [elements]; BF16 and index formats copy their data bytes; only index
+  /// formats (quantised, no do_cast) have scale rows.
+  KVCHECK_HD int64_t load_row_bytes() const { return do_cast ? int64_t{elements} * 2 : quantized_bytes; }
+  KVCHECK_HD int64_t load_scale_row_bytes() const {
+    return dtype != PagedDtype::kBF16 && !do_cast ? sf_bytes : 0;
+  }
 };
 
 }  // namespace kvcheck

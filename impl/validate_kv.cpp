@@ -1,11 +1,10 @@
 #include "impl/validate_kv.h"
 
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "impl/error.h"
 #include "impl/kv_layout.h"
+#include "impl/validate_slots.h"
 
 namespace kvcheck {
 namespace {
@@ -38,48 +37,24 @@ void validate_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* w
              " rows (SPEC §7.1)");
 }
 
-void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache) {
+void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
+                             const ConstKvCacheView& cache) {
   const KvCacheLayout& l = cache.layout;
   validate_kv_cache(cache);
   validate_kv_scales(l, cache.scales);
   validate_model_dtype(l.dtype, key.dtype, "key");
   validate_model_dtype(l.dtype, value.dtype, "value");
-  const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   validate_rows(key, n, "key");
   validate_rows(value, n, "value");
+}
 
-  const int64_t num_slots = l.num_blocks * l.block_size;
-  // Bitmap when it costs at most ~one word per row, else a hash map.
-  const bool use_bitmap = num_slots <= 64 * n + (int64_t{1} << 16);
-  std::vector<uint64_t> seen(use_bitmap ? static_cast<size_t>((num_slots + 63) / 64) : 0);
-  std::unordered_map<int32_t, int64_t> first_row;
-  if (!use_bitmap) first_row.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t slot = slot_mapping[static_cast<size_t>(i)];
-    if (slot == -1) continue;
-    if (slot < -1 || slot >= num_slots)
-      fail(ErrorCode::kSlotOutOfRange,
-           "slot_mapping[" + to_string(i) + "] = " + to_string(slot) + " is outside [0, " +
-               to_string(num_slots) + ") (num_blocks " + to_string(l.num_blocks) +
-               " * block_size " + to_string(l.block_size) + ") and is not -1");
-    bool duplicate;
-    if (use_bitmap) {
-      uint64_t& word = seen[static_cast<size_t>(slot >> 6)];
-      const uint64_t bit = uint64_t{1} << (slot & 63);
-      duplicate = (word & bit) != 0;
-      word |= bit;
-    } else {
-      duplicate = !first_row.emplace(slot, i).second;
-    }
-    if (duplicate) {
-      int64_t j = 0;
-      while (slot_mapping[static_cast<size_t>(j)] != slot) ++j;
-      fail(ErrorCode::kDuplicateSlot, "slot_mapping[" + to_string(i) + "] = " + to_string(slot) +
-                                          " repeats slot_mapping[" + to_string(j) + "]");
-    }
-  }
+void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
+                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache) {
+  const KvCacheLayout& l = cache.layout;
+  validate_store_kv_shape(key, value, static_cast<int64_t>(slot_mapping.size()), cache);
+
+  validate_slot_mapping(slot_mapping, l.num_blocks, l.block_size);
 }
 
 int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,

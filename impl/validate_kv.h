@@ -17,6 +17,10 @@ namespace kvcheck {
 void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
                        std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache);
 
+/// The checks of validate_store_kv that read no slot (cache, scales, dtypes, rows),
+/// for n = slot_mapping.size(): for backends that check the slots elsewhere.
+void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
+                             const ConstKvCacheView& cache);
 /// SPEC §7.5: cache and scales as store, the output dtypes, cu_seqlens_k, the table
 /// shape, the outputs (rows, null, non-overlapping), then each sequence's needed
 /// table entries (kRangeOutOfTable, kBlockOutOfRange). Returns cu_seqlens_k[b], the

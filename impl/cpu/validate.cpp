@@ -9,6 +9,7 @@
 
 #include "impl/error.h"
 #include "impl/validate_errors.h"
+#include "impl/validate_slots.h"
 
 namespace kvcheck::cpu {
 namespace {
@@ -58,11 +59,8 @@ void validate_layout(const CacheLayout& layout) {
              to_string(expected.block_stride) + " (SPEC §3)");
 }
 
-void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache) {
-  const CacheLayout& layout = cache.layout;
-  validate_layout(layout);
+void validate_store_rows(const KVInput& kv, int64_t n, int64_t elements, const void* cache_base) {
   if (n == 0) return;
-  const int64_t elements = layout.format.elements;
   if (kv.rows < n)
     fail(ErrorCode::kShapeMismatch, "kv has " + to_string(kv.rows) +
                                         " rows but slot_mapping has " + to_string(n));
@@ -71,7 +69,12 @@ void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache) 
                                           " is smaller than the format's " +
                                           to_string(elements) + " elements");
   if (kv.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv.data is null");
-  if (cache.base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+  if (cache_base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+}
+
+void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache) {
+  validate_layout(cache.layout);
+  validate_store_rows(kv, n, cache.layout.format.elements, cache.base);
 }
 
 void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
@@ -79,37 +82,11 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   validate_store_shape(kv, n, cache);
   if (n == 0) return;
-  const CacheLayout& layout = cache.layout;
-  const int64_t num_slots = layout.num_slots();
-  // Bitmap when it costs at most ~one word per row, else a hash map.
-  const bool use_bitmap = num_slots <= 64 * n + (int64_t{1} << 16);
-  Bitmap seen(use_bitmap ? num_slots : 0);
-  std::unordered_map<int32_t, int64_t> first_row;
-  if (!use_bitmap) first_row.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t slot = slot_mapping[static_cast<size_t>(i)];
-    if (slot == -1) continue;
-    if (slot < -1 || slot >= num_slots)
-      throw slot_out_of_range_error(i, slot, layout.num_blocks, layout.block_size);
-    bool duplicate = false;
-    if (use_bitmap) {
-      duplicate = seen.test_and_set(slot);
-    } else {
-      duplicate = !first_row.emplace(slot, i).second;
-    }
-    if (duplicate) {
-      int64_t j = 0;
-      while (slot_mapping[static_cast<size_t>(j)] != slot) ++j;
-      throw duplicate_slot_error(i, slot, j);
-    }
-  }
+  validate_slot_mapping(slot_mapping, cache.layout.num_blocks, cache.layout.block_size);
 }
 
-void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
-                         const LoadOutput& out) {
-  const CacheLayout& layout = cache.layout;
-  validate_layout(layout);
-  const KVCacheFormat& f = layout.format;
+void validate_load_outputs(int64_t num_ints, int32_t total_k, const LoadOutput& out, int64_t row_bytes,
+                           int64_t scale_row_bytes) {
   if (num_ints % 4 != 0)
     fail(ErrorCode::kInvalidArgument, "load_segments has " + to_string(num_ints) +
                                           " int32, not a multiple of 4");
@@ -117,16 +94,23 @@ void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t 
   if (out.rows < total_k)
     fail(ErrorCode::kShapeMismatch,
          "out has " + to_string(out.rows) + " rows but total_k = " + to_string(total_k));
-  if (total_k > 0 && (out.data == nullptr || out.data_row_stride < f.load_row_bytes()))
+  if (total_k > 0 && (out.data == nullptr || out.data_row_stride < row_bytes))
     fail(ErrorCode::kShapeMismatch,
-         "out.data needs rows of >= " + to_string(f.load_row_bytes()) + " bytes, got stride " +
+         "out.data needs rows of >= " + to_string(row_bytes) + " bytes, got stride " +
              to_string(out.data_row_stride) + (out.data == nullptr ? " and a null pointer" : ""));
-  if (total_k > 0 && f.is_index() &&
-      (out.scales == nullptr || out.scale_row_stride < f.load_scale_row_bytes()))
+  if (total_k > 0 && scale_row_bytes > 0 &&
+      (out.scales == nullptr || out.scale_row_stride < scale_row_bytes))
     fail(ErrorCode::kShapeMismatch,
-         "out.scales needs rows of >= " + to_string(f.load_scale_row_bytes()) +
+         "out.scales needs rows of >= " + to_string(scale_row_bytes) +
              " bytes, got stride " + to_string(out.scale_row_stride) +
              (out.scales == nullptr ? " and a null pointer" : ""));
+}
+
+void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
+                         const LoadOutput& out) {
+  validate_layout(cache.layout);
+  const KVCacheFormat& f = cache.layout.format;
+  validate_load_outputs(num_ints, total_k, out, f.load_row_bytes(), f.is_index() ? f.load_scale_row_bytes() : 0);
 }
 
 int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs,

@@ -13,6 +13,14 @@ namespace kvcheck::cpu {
 /// CacheLayout::make(format, num_blocks, block_size) gives.
 void validate_layout(const CacheLayout& layout);
 
+/// The row checks of validate_store_shape without the layout's: kv.rows >= n,
+/// kv.row_stride >= elements, non-null kv and cache (O(1), for hot paths whose
+/// layout was validated once).
+void validate_store_rows(const KVInput& kv, int64_t n, int64_t elements, const void* cache_base);
+/// The output checks of validate_load_shape without the layout's; scale_row_bytes
+/// 0 = the format has no scale output (O(1)).
+void validate_load_outputs(int64_t num_ints, int32_t total_k, const LoadOutput& out, int64_t row_bytes,
+                           int64_t scale_row_bytes);
 /// The checks of validate_store that read no metadata (layout, sizes, strides,
 /// null pointers), for n = slot_mapping.size() rows; also used by backends that
 /// check the metadata elsewhere (the CUDA validation kernels).

@@ -23,6 +23,11 @@ class CudaBackend final : public Backend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
   std::string_view name() const override { return "cuda"; }
+  BackendCapabilities capabilities() const override {
+    BackendCapabilities c;
+    c.kv_family = true;
+    return c;
+  }
   // cuda_backend.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                       const CacheView& cache) const override;
@@ -37,6 +42,12 @@ class CudaBackend final : public Backend {
                         std::span<int32_t> out) const override;
   void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                         int32_t ring_size, std::span<int32_t> out) const override;
+  // kv_host.cpp
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                const KvCacheView& cache) const override;
+  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
+                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                 const KvTokensOut& out_v) const override;
 
  private:
   LaunchOptions opts_;  // this backend's stream, PDL on

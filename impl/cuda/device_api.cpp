@@ -57,20 +57,22 @@ CacheLayout cache_layout_of(const PagedLayout& p) {
   return layout;
 }
 
-void store_shape(const DeviceCache& c, const StoreArgs& a) {
-  const CacheLayout layout = cache_layout_of(c.layout);
-  cpu::validate_store_shape(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens,
-                            CacheView{c.base, layout});
+/// The checks that read no metadata; `layout` too for checked calls (unchecked hot
+/// paths skip re-deriving the layout: O(1), no allocation).
+void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
+  if (layout) cpu::validate_layout(cache_layout_of(c.layout));
+  cpu::validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
 
-void load_shape(const DeviceCache& c, const LoadArgs& a) {
-  const CacheLayout layout = cache_layout_of(c.layout);
+void load_shape(const DeviceCache& c, const LoadArgs& a, bool layout) {
+  if (layout) cpu::validate_layout(cache_layout_of(c.layout));
   if (a.num_segments < 0)
     throw Error(ErrorCode::kInvalidArgument, "num_segments = " + std::to_string(a.num_segments) + " < 0");
-  cpu::validate_load_shape(ConstCacheView{c.base, layout}, a.num_segments * 4, a.total_k,
-                           LoadOutput{a.out_data, a.out_data_stride, a.out_scales, a.out_scale_stride, a.out_rows});
+  cpu::validate_load_outputs(a.num_segments * 4, a.total_k,
+                             LoadOutput{a.out_data, a.out_data_stride, a.out_scales, a.out_scale_stride, a.out_rows},
+                             c.layout.load_row_bytes(), c.layout.load_scale_row_bytes());
   if (a.num_segments > 0 && a.load_segments == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "load_segments is null");
 }
@@ -137,29 +139,38 @@ size_t store_workspace_bytes(const PagedLayout& layout) { return count(layout.nu
 size_t load_workspace_bytes(int32_t total_k) { return count(total_k) * 8; }
 
 void store_kv_cache(const DeviceCache& cache, const StoreArgs& args, const LaunchOptions& opts) {
-  store_shape(cache, args);
+  store_shape(cache, args, false);
   check_launch(launch_store(cache, args, nullptr, opts));
 }
 
 PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& args, DeviceStatus* status,
                                     void* workspace, const LaunchOptions& opts) {
-  store_shape(cache, args);
+  store_shape(cache, args, true);
   if (args.num_tokens == 0) return {};
-  if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "checked store needs a workspace");
-  reset(status, opts);
-  check_launch(launch_validate_store(cache, args, static_cast<unsigned long long*>(workspace), status, opts));
+  const PendingCheck pc = check_slot_mapping(args.slot_mapping, args.num_tokens, cache.layout.num_blocks,
+                                             cache.layout.block_size, status, workspace, opts);
   check_launch(launch_store(cache, args, status, opts));
-  return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}};
+  return pc;
+}
+
+PendingCheck check_slot_mapping(const int32_t* slot_mapping, int64_t n, int64_t num_blocks, int32_t block_size,
+                                DeviceStatus* status, void* workspace, const LaunchOptions& opts) {
+  if (n == 0) return {};
+  if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
+  reset(status, opts);
+  check_launch(launch_validate_slots(slot_mapping, n, num_blocks * block_size,
+                                     static_cast<unsigned long long*>(workspace), status, opts));
+  return {status, static_cast<int32_t>(CheckedOp::kStore), {num_blocks, block_size, 0}};
 }
 
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts) {
-  load_shape(cache, args);
+  load_shape(cache, args, false);
   check_launch(launch_load(cache, args, nullptr, opts));
 }
 
 PendingCheck load_paged_kv_cache_checked(const DeviceCache& cache, const LoadArgs& args, DeviceStatus* status,
                                          void* workspace, const LaunchOptions& opts) {
-  load_shape(cache, args);
+  load_shape(cache, args, true);
   if (args.num_segments == 0) return {};
   if (workspace == nullptr && args.total_k > 0)
     throw Error(ErrorCode::kInvalidArgument, "checked load needs a workspace");

@@ -94,8 +94,9 @@ struct LoadArgs {
 size_t store_workspace_bytes(const PagedLayout& layout);
 size_t load_workspace_bytes(int32_t total_k);
 
-/// SPEC §5.1, metadata assumed valid. Throws kvcheck::Error only for unusable
-/// sizes/pointers (the checks that read no metadata).
+/// SPEC §5.1, metadata assumed valid and `cache.layout` built by CacheLayout::paged()
+/// (not re-derived here: O(1) host work). Throws kvcheck::Error only for unusable
+/// sizes/pointers.
 void store_kv_cache(const DeviceCache& cache, const StoreArgs& args, const LaunchOptions& opts);
 /// SPEC §5.1, checked on the device (see the top of this file). status: device
 /// memory; workspace: store_workspace_bytes(layout) bytes of device memory.
@@ -103,7 +104,15 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
                                     DeviceStatus* status, void* workspace,
                                     const LaunchOptions& opts);
 
-/// SPEC §5.2, metadata assumed valid (every segment length <= block_size).
+/// The slot_mapping checks of SPEC §5.1 / §7.4 alone, on the device: each entry -1
+/// or in [0, num_blocks*block_size), no slot twice; the first offending row into
+/// `status` (reset here). A data kernel launched after it with the same status skips
+/// on error (the K/V family's store_kv uses it). workspace: 8 bytes per slot.
+PendingCheck check_slot_mapping(const int32_t* slot_mapping, int64_t n, int64_t num_blocks, int32_t block_size,
+                                DeviceStatus* status, void* workspace, const LaunchOptions& opts);
+
+/// SPEC §5.2, metadata assumed valid (every segment length <= block_size), layout as
+/// for store_kv_cache.
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts);
 /// SPEC §5.2, checked on the device; workspace: load_workspace_bytes(total_k).
 PendingCheck load_paged_kv_cache_checked(const DeviceCache& cache, const LoadArgs& args,

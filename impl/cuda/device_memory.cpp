@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -60,6 +61,42 @@ void GuardedBuffer::download(void* host) const {
                                return std::string{h[b >> 4], h[b & 15]};
                              }(*bad) +
                              ", not the sentinel 0xA5");
+  }
+}
+
+DeviceViews::DeviceViews(const std::vector<std::pair<const void*, size_t>>& views, size_t guard,
+                         const char* what, void* stream) {
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> ranges;  // [lo, hi)
+  for (const auto& [p, n] : views)
+    if (p != nullptr && n > 0) ranges.emplace_back(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 0; i < ranges.size();) {
+    const uint8_t* lo = ranges[i].first;
+    const uint8_t* hi = ranges[i].second;
+    for (++i; i < ranges.size() && ranges[i].first < hi; ++i) hi = std::max(hi, ranges[i].second);
+    const size_t bytes = static_cast<size_t>(hi - lo);
+    copies_.push_back({lo, bytes, std::make_unique<GuardedBuffer>(lo, bytes, guard, what, stream)});
+  }
+}
+
+uint8_t* DeviceViews::map_bytes(const void* host) const {
+  const auto* h = static_cast<const uint8_t*>(host);
+  if (h == nullptr) return nullptr;
+  for (const Copy& c : copies_)
+    if (h >= c.lo && h < c.lo + c.bytes) return c.buf->get() + (h - c.lo);
+  return nullptr;  // an empty view
+}
+
+void DeviceViews::download() const {
+  for (const Copy& c : copies_) c.buf->download(const_cast<uint8_t*>(c.lo));
+}
+
+void DeviceViews::expect_unchanged(const char* op) const {
+  for (const Copy& c : copies_) {
+    std::vector<uint8_t> now(c.bytes);
+    c.buf->download(now.data());
+    if (std::memcmp(now.data(), c.lo, c.bytes) != 0)
+      throw std::runtime_error(std::string("cuda ") + op + " wrote into a buffer it only reads");
   }
 }
 

@@ -4,7 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kvcheck::cuda {
 
@@ -43,6 +46,34 @@ class GuardedBuffer {
   const char* what_;
   void* stream_;
   DeviceBuffer buf_;
+};
+
+/// Guarded device copies of several host views (byte ranges) at once: views that
+/// overlap (K and V caches as views of one buffer, key and value rows of one packed
+/// tensor) travel as ONE copy of their union, so a write through one view is not
+/// undone by downloading another; disjoint views travel separately. Empty views
+/// (size 0 or nullptr) map to nullptr.
+class DeviceViews {
+ public:
+  DeviceViews(const std::vector<std::pair<const void*, size_t>>& views, size_t guard, const char* what,
+              void* stream);
+  /// The device address of host address `host` (inside one of the views).
+  template <typename T = uint8_t>
+  T* map(const void* host) const { return reinterpret_cast<T*>(map_bytes(host)); }
+  /// Downloads every copy back over its host bytes and checks all guard bands.
+  void download() const;
+  /// Checks all guard bands and that every copy still holds its host bytes (inputs
+  /// a kernel only reads); throws std::runtime_error naming `op` otherwise.
+  void expect_unchanged(const char* op) const;
+
+ private:
+  uint8_t* map_bytes(const void* host) const;
+  struct Copy {
+    const uint8_t* lo;
+    size_t bytes;
+    std::unique_ptr<GuardedBuffer> buf;
+  };
+  std::vector<Copy> copies_;
 };
 
 /// Guard band for a buffer whose rows are `row_bytes` apart: at least 4 KiB and at

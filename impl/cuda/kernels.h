@@ -17,9 +17,11 @@ std::string launch_store(const DeviceCache& cache, const StoreArgs& a, const Dev
 std::string launch_load(const DeviceCache& cache, const LoadArgs& a, const DeviceStatus* status,
                         const LaunchOptions& opts);
 
-/// Validation kernels (validate.cu). `owner`: one uint64 per cache slot (store) or
-/// output row (load); status already reset to kStatusOk.
-std::string launch_validate_store(const DeviceCache& cache, const StoreArgs& a,
+/// Validation kernels (validate.cu). `owner`: one uint64 per cache slot (slots) or
+/// output row (load); status already reset to kStatusOk. launch_validate_slots
+/// checks slot_mapping[n] against [0, num_slots) and for duplicates (SPEC §5.1,
+/// §7.4: store_kv_cache and store_kv).
+std::string launch_validate_slots(const int32_t* slot_mapping, int64_t n, int64_t num_slots,
                                   unsigned long long* owner, DeviceStatus* status,
                                   const LaunchOptions& opts);
 std::string launch_validate_load(const DeviceCache& cache, const LoadArgs& a,

@@ -26,7 +26,7 @@ __device__ __forceinline__ void flag(DeviceStatus* st, int64_t pos) {
 __device__ __forceinline__ int64_t tid() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t nthreads() { return int64_t{gridDim.x} * blockDim.x; }
 
-// ---- store_kv_cache: rows, by slot_mapping ----
+// ---- store_kv_cache / store_kv: rows, by slot_mapping ----
 
 __device__ __forceinline__ bool slot_in_range(int32_t s, int64_t num_slots) { return s >= 0 && s < num_slots; }
 
@@ -271,10 +271,9 @@ std::string chain(F&&... launches) {
 
 }  // namespace
 
-std::string launch_validate_store(const DeviceCache& c, const StoreArgs& a, unsigned long long* owner,
+std::string launch_validate_slots(const int32_t* slots, int64_t n, int64_t num_slots, unsigned long long* owner,
                                   DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t n = a.num_tokens, num_slots = c.layout.num_slots(), g = grid(n);
-  const int32_t* slots = a.slot_mapping;
+  const int64_t g = grid(n);
   return chain(
       [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kClaim>, g, o, slots, n, num_slots, owner, st); },
       [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kOwn>, g, o, slots, n, num_slots, owner, st); },
