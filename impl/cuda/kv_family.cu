@@ -132,11 +132,14 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
   for (int64_t u = int64_t{blockIdx.x} * groups + group; u < units; u += int64_t{gridDim.x} * groups) {
     const Unit w = unit_of(u, L.num_kv_heads);
     const int32_t slot = a.slot_mapping[w.row];
+    const KvDevRows& in = w.side ? a.value : a.key;
+    const uint8_t* src = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
+    // The row's address does not depend on the slot: start bringing it into L2 while
+    // the slot load is in flight, so the two round trips overlap.
+    for (int32_t c = lane * V; c < L.head_dim; c += width * V) asm volatile("prefetch.global.L2 [%0];" ::"l"(src + 2 * c));
     if (slot < 0) continue;  // -1 padding: nothing written, slot 0 included
     const int64_t block = slot / L.block_size, token = slot - block * L.block_size;
     const int64_t cache_off = block * L.stride_page + token * L.stride_token + w.head * L.stride_head;
-    const KvDevRows& in = w.side ? a.value : a.key;
-    const uint8_t* src = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
     uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * cache_off;
     float scale = 1.0f;
     if constexpr (kIsFp8<Cache>) scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
