@@ -91,8 +91,10 @@ int32_t validate_kv_index_cat(std::span<const int32_t> left, int32_t wl,
                               std::span<const int32_t> right, int32_t wr, int32_t num_q,
                               int32_t total_k_swa_cached, int32_t total_k_swa_cur,
                               size_t out_size) {
-  const int64_t shift = validate_kv_index_cat_shape(left.size(), wl, right.size(), wr, num_q,
-                                                    total_k_swa_cached, total_k_swa_cur, out_size);
+  validate_kv_index_cat_shape(left.size(), wl, right.size(), wr, num_q, total_k_swa_cached, total_k_swa_cur,
+                              out_size);
+  // The shift itself may pass INT32_MAX (entries >= 0 then overflow): check in int64.
+  const int64_t shift = int64_t{total_k_swa_cached} + total_k_swa_cur;
   for (size_t i = 0; i < right.size(); ++i) {
     const int32_t x = right[i];
     if (x < -1)

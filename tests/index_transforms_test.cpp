@@ -54,6 +54,12 @@ TEST_P(IndexTransforms, KvIndexCatShiftsCompressedBy5120) {
   EXPECT_EQ(out, (V{1, 2, 5120, -1, 7619, 3, -1, 5127, 5128, -1}));
   EXPECT_EQ(code_of([&] { GetParam()->kv_index_cat(left, 2, V{-2, 0, 0, 0, 0, 0}, 3, 2, 1, 1, out); }),
             ErrorCode::kInvalidArgument);
+  // A shift that alone passes INT32_MAX: every entry >= 0 overflows, -1 entries do not
+  // (found by the CUDA validation kernels disagreeing with a cpu validator regression).
+  EXPECT_EQ(code_of([&] { GetParam()->kv_index_cat(left, 2, V{-1, 16, -1, -1, -1, -1}, 3, 2, INT32_MAX - 50, 500, out); }),
+            ErrorCode::kInvalidArgument);
+  GetParam()->kv_index_cat(left, 2, V{-1, -1, -1, -1, -1, -1}, 3, 2, INT32_MAX - 50, 500, out);  // no throw
+  EXPECT_EQ(out, (V{1, 2, -1, -1, -1, 3, -1, -1, -1, -1}));
   EXPECT_EQ(code_of([&] { GetParam()->kv_index_cat(left, 2, V{INT32_MAX, 0, 0, 0, 0, 0}, 3, 2, 1, 0, out); }),
             ErrorCode::kInvalidArgument);
   V short_out(9);

@@ -363,13 +363,15 @@ TEST(DeviceApi, GuardBandsSeeWritesOutsideTheBuffer) {
   EXPECT_EQ(back, host);
 }
 
-// A device layout that is not what SPEC §3 derives is refused before any launch.
+// A device layout that is not what SPEC §3 derives is refused by a checked call before
+// any launch (unchecked hot paths take the layout as built by CacheLayout::paged()).
 TEST(DeviceApi, RefusesAHandBuiltLayoutWithTheWrongStride) {
   KVCHECK_NEED_GPU();
   PagedLayout p = CacheLayout::make(KVCacheFormat::V41(), 2, 64).paged();
   p.block_stride += 16;
   const std::string got = outcome([&] {
-    cuda::store_kv_cache(cuda::DeviceCache{nullptr, p}, cuda::StoreArgs{}, cuda::LaunchOptions{});
+    cuda::store_kv_cache_checked(cuda::DeviceCache{nullptr, p}, cuda::StoreArgs{}, nullptr, nullptr,
+                                 cuda::LaunchOptions{});
   });
   EXPECT_NE(got.find("invalid-argument"), std::string::npos) << got;
   EXPECT_NE(got.find("block_stride 33808"), std::string::npos) << got;

@@ -15,8 +15,16 @@ export KVCHECK_CUDA_MAX_GRID=2
 args=(--tool "$tool" --error-exitcode 9)
 [[ $tool == memcheck ]] && args+=(--leak-check full)
 # The 4 GiB cache test is memcheck-slow and adds nothing the small caches miss.
-"$sanitizer" "${args[@]}" "$tests" --gtest_filter='-*Over4GiB*:*DeviceConversionsMatchReference*' --gtest_brief=1 ||
-  { echo "FAIL: compute-sanitizer $tool found errors in the CUDA tests"; exit 1; }
-"$sanitizer" "${args[@]}" "$kvcheck" run --backend cuda --cases 10 --seed 1 --quiet ||
-  { echo "FAIL: compute-sanitizer $tool found errors in the cuda campaign"; exit 1; }
+# compute-sanitizer exits 9 on a finding, anything else non-zero is the program's own failure.
+verdict() {
+  case $1 in
+    0) ;;
+    9) echo "FAIL: compute-sanitizer $tool found errors in $2"; exit 1 ;;
+    *) echo "FAIL: $2 failed (exit $1) under compute-sanitizer $tool"; exit 1 ;;
+  esac
+}
+"$sanitizer" "${args[@]}" "$tests" --gtest_filter='-*Over4GiB*:*DeviceConversionsMatchReference*' --gtest_brief=1
+verdict $? "the CUDA tests"
+"$sanitizer" "${args[@]}" "$kvcheck" run --backend cuda --cases 10 --seed 1 --quiet
+verdict $? "the cuda campaign"
 echo "compute-sanitizer $tool: no findings"
