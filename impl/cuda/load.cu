@@ -37,10 +37,13 @@ __device__ __forceinline__ int64_t tiles_per_segment(const PagedLayout& L, int64
 __device__ __forceinline__ int64_t warp_id() { return (int64_t{blockIdx.x} * kThreads + threadIdx.x) >> 5; }
 __device__ __forceinline__ int64_t num_warps() { return (int64_t{gridDim.x} * kThreads) >> 5; }
 
-constexpr int kDequantTile = 4;  // tokens per warp tile of the fixed dequant kernel
-constexpr int kCopyUnroll = 4;   // token groups per warp tile of the copy kernel
+// Tokens per warp tile (dequant) / token groups per warp tile (copy): kDeep for
+// bandwidth (loads of several tokens in flight per warp), 1 for decode-size loads
+// (more warps, so the few tokens spread over more SMs).
+constexpr int kDeep = 4;
+constexpr int64_t kDeepFrom = 8192;  // tokens a load may cover before tiles go deep
 
-template <int E, int G, PagedDtype D, PagedSf S>
+template <int E, int G, PagedDtype D, PagedSf S, int kDequantTile>
 __global__ void __launch_bounds__(kThreads)
     load_dequant_fixed_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
   constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, a token per warp
@@ -158,7 +161,7 @@ __global__ void __launch_bounds__(kThreads)
 /// lanes per token, kCopyUnroll tokens per lane group per warp tile; 16-byte
 /// accesses for the data when kVec, all of a tile's loads in flight first when a
 /// row has at most 2*kLanes chunks (every SPEC §2 format).
-template <int kLanes, bool kVec>
+template <int kLanes, bool kVec, int kCopyUnroll>
 __global__ void __launch_bounds__(kThreads)
     load_copy_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
   dev::pdl_wait();
@@ -233,11 +236,29 @@ int64_t grid(const LoadArgs& a, const PagedLayout& L, int64_t tile) {
   return dev::grid_for((warp_tasks + kWarps - 1) / kWarps);
 }
 
+/// Whether a load's tiles go deep (kDeep) or stay one token (group) per warp.
+bool deep(const LoadArgs& a, const PagedLayout& L) { return a.num_segments * L.block_size >= kDeepFrom; }
+
+template <int kLanes, int kUnroll>
+std::string copy_with(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o,
+                      bool vec) {
+  const int64_t g = grid(a, c.layout, (32 / kLanes) * kUnroll);
+  return vec ? dev::launch("load_copy_kernel", load_copy_kernel<kLanes, true, kUnroll>, g, o, c, a, st)
+             : dev::launch("load_copy_kernel", load_copy_kernel<kLanes, false, kUnroll>, g, o, c, a, st);
+}
+
 template <int kLanes>
 std::string copy(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
-  const int64_t g = grid(a, c.layout, (32 / kLanes) * kCopyUnroll);
-  return vec ? dev::launch("load_copy_kernel", load_copy_kernel<kLanes, true>, g, o, c, a, st)
-             : dev::launch("load_copy_kernel", load_copy_kernel<kLanes, false>, g, o, c, a, st);
+  return deep(a, c.layout) ? copy_with<kLanes, kDeep>(c, a, st, o, vec) : copy_with<kLanes, 1>(c, a, st, o, vec);
+}
+
+template <int E, int G, PagedDtype D, PagedSf S>
+std::string dequant_fixed(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+  if (deep(a, c.layout))
+    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, kDeep>,
+                       grid(a, c.layout, kDeep), o, c, a, st);
+  return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, 1>, grid(a, c.layout, 1), o,
+                     c, a, st);
 }
 
 template <PagedDtype D>
@@ -269,11 +290,10 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
     return copy<32>(c, a, st, o, vec);
   }
   const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0;
-  const int64_t g = grid(a, L, kDequantTile);
   if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
-    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<512, 32, Dt::kE4M3, Sf::kUE8M0>, g, o, c, a, st);
+    return dequant_fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);
   if (vec && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4
-    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<512, 16, Dt::kE2M1, Sf::kE4M3>, g, o, c, a, st);
+    return dequant_fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, st, o);
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);
