@@ -80,4 +80,30 @@ PagedLayout CacheLayout::paged() const {
   return p;
 }
 
+CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
+  KVCacheFormat f;
+  f.name = "device layout";
+  f.quantized_dtype = p.dtype == PagedDtype::kE4M3   ? QuantizedDtype::kE4M3
+                      : p.dtype == PagedDtype::kE2M1 ? QuantizedDtype::kE2M1
+                                                     : QuantizedDtype::kNone;
+  f.sf_format = p.sf == PagedSf::kUE8M0  ? SfFormat::kUE8M0
+                : p.sf == PagedSf::kE4M3 ? SfFormat::kE4M3
+                : p.sf == PagedSf::kFP32 ? SfFormat::kFP32
+                                         : SfFormat::kNone;
+  f.elements = p.elements;
+  f.elements_per_sf = p.group;
+  f.do_cast = p.do_cast;
+  f.token_interleaved = p.interleaved;
+  const CacheLayout layout = make(f, p.num_blocks, p.block_size);
+  const PagedLayout e = layout.paged();
+  if (e.quantized_bytes != p.quantized_bytes || e.sf_bytes != p.sf_bytes || e.block_stride != p.block_stride ||
+      e.data_token_stride != p.data_token_stride || e.scale_region != p.scale_region ||
+      e.scale_token_stride != p.scale_token_stride)
+    throw Error(ErrorCode::kInvalidArgument,
+                "device cache layout (block_stride " + std::to_string(p.block_stride) +
+                    ") is not the SPEC §3 layout of its format (block_stride " + std::to_string(e.block_stride) +
+                    "); build it with CacheLayout::paged()");
+  return layout;
+}
+
 }  // namespace kvcheck

@@ -34,6 +34,10 @@ struct CacheLayout {
   /// The same geometry as plain values for kernels (impl/paged_layout.h owns the
   /// address formula; data_offset/scale_offset above go through it).
   PagedLayout paged() const;
+  /// The CacheLayout a PagedLayout claims to be. Throws what make() throws, and
+  /// kInvalidArgument when its derived fields are not what make(...).paged() gives
+  /// (a hand-built layout with a wrong stride would send kernels outside the cache).
+  static CacheLayout from_paged(const PagedLayout& p);
 };
 
 /// block_stride of SPEC §3: interleaved round_up(bs*bpt, lcm(32, bpt)), else

@@ -28,46 +28,17 @@ void check_rt(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("cuda ") + what + ": " + cudaGetErrorString(e));
 }
 
-/// The CacheLayout a PagedLayout claims to be; throws when its fields are not what
-/// SPEC §3 derives from its format and geometry (a hand-built layout with a wrong
-/// stride would make kernels write outside the cache).
-CacheLayout cache_layout_of(const PagedLayout& p) {
-  KVCacheFormat f;
-  f.name = "device layout";
-  f.quantized_dtype = p.dtype == PagedDtype::kE4M3   ? QuantizedDtype::kE4M3
-                      : p.dtype == PagedDtype::kE2M1 ? QuantizedDtype::kE2M1
-                                                     : QuantizedDtype::kNone;
-  f.sf_format = p.sf == PagedSf::kUE8M0  ? SfFormat::kUE8M0
-                : p.sf == PagedSf::kE4M3 ? SfFormat::kE4M3
-                : p.sf == PagedSf::kFP32 ? SfFormat::kFP32
-                                         : SfFormat::kNone;
-  f.elements = p.elements;
-  f.elements_per_sf = p.group;
-  f.do_cast = p.do_cast;
-  f.token_interleaved = p.interleaved;
-  const CacheLayout layout = CacheLayout::make(f, p.num_blocks, p.block_size);
-  const PagedLayout e = layout.paged();
-  if (e.quantized_bytes != p.quantized_bytes || e.sf_bytes != p.sf_bytes || e.block_stride != p.block_stride ||
-      e.data_token_stride != p.data_token_stride || e.scale_region != p.scale_region ||
-      e.scale_token_stride != p.scale_token_stride)
-    throw Error(ErrorCode::kInvalidArgument,
-                "device cache layout (block_stride " + std::to_string(p.block_stride) +
-                    ") is not the SPEC §3 layout of its format (block_stride " +
-                    std::to_string(e.block_stride) + "); build it with CacheLayout::paged()");
-  return layout;
-}
-
 /// The checks that read no metadata; `layout` too for checked calls (unchecked hot
 /// paths skip re-deriving the layout: O(1), no allocation).
 void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
-  if (layout) cpu::validate_layout(cache_layout_of(c.layout));
+  if (layout) cpu::validate_layout(CacheLayout::from_paged(c.layout));
   cpu::validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
 
 void load_shape(const DeviceCache& c, const LoadArgs& a, bool layout) {
-  if (layout) cpu::validate_layout(cache_layout_of(c.layout));
+  if (layout) cpu::validate_layout(CacheLayout::from_paged(c.layout));
   if (a.num_segments < 0)
     throw Error(ErrorCode::kInvalidArgument, "num_segments = " + std::to_string(a.num_segments) + " < 0");
   cpu::validate_load_outputs(a.num_segments * 4, a.total_k,

@@ -58,6 +58,17 @@ struct DeviceScales {
   DeviceBuffer k, v;
 };
 
+/// The cache side of a store or gather launch: device caches, geometry, scales.
+template <typename Launch>
+void set_caches(Launch& a, const ConstKvCacheView& cache, const DeviceViews& caches, const DeviceScales& scales) {
+  a.k_cache = caches.map(cache.k);
+  a.v_cache = caches.map(cache.v);
+  a.layout = dev_layout(cache.layout);
+  a.k_scale = scales.k.as<float>();
+  a.v_scale = scales.v.as<float>();
+  a.per_head_scale = cache.scales.kind == KvScaleKind::kPerHead;
+}
+
 }  // namespace
 
 void CudaBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
@@ -80,12 +91,7 @@ void CudaBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::
   a.value = {rows.map(value.data), static_cast<KvDevDtype>(value.dtype), value.token_stride, value.head_stride};
   a.slot_mapping = d_slots.as<int32_t>();
   a.n = n;
-  a.k_cache = caches.map(cache.k);
-  a.v_cache = caches.map(cache.v);
-  a.layout = dev_layout(l);
-  a.k_scale = scales.k.as<float>();
-  a.v_scale = scales.v.as<float>();
-  a.per_head_scale = cache.scales.kind == KvScaleKind::kPerHead;
+  set_caches(a, cache, caches, scales);
   const std::string err = launch_store_kv(a, status.as<DeviceStatus>(), opts_);
   if (!err.empty()) throw std::runtime_error("cuda " + err);
   synchronize(opts_.stream, "store_kv kernels");
@@ -109,12 +115,7 @@ void CudaBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32
   const DeviceViews outs({{out_k.data, rows_bytes(with_rows[0], l)}, {out_v.data, rows_bytes(with_rows[1], l)}},
                          guard_for(int64_t{l.num_kv_heads} * l.head_dim * 2), "out_k/out_v", opts_.stream);
   GatherKvLaunch a;
-  a.k_cache = caches.map(cache.k);
-  a.v_cache = caches.map(cache.v);
-  a.layout = dev_layout(l);
-  a.k_scale = scales.k.as<float>();
-  a.v_scale = scales.v.as<float>();
-  a.per_head_scale = cache.scales.kind == KvScaleKind::kPerHead;
+  set_caches(a, cache, caches, scales);
   a.block_table = d_table.as<int32_t>();
   a.max_blocks = max_blocks;
   a.cu_seqlens_k = d_cu.as<int32_t>();
