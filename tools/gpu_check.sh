@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh [BUILD_DIR] [OUT_DIR] — everything kvcheck checks on a GPU machine,
+# in one go, logs under OUT_DIR (default build-gpu, gpu-out):
+#   1. ctest -L 'cuda|property': the CUDA suite, again with a grid cap of 2, under the
+#      four compute-sanitizer tools, the PDL/graph tests, every property on cpu and cuda
+#   2. kvcheck run --backend cuda --seconds ${KVCHECK_GPU_CAMPAIGN_SECONDS:-120} (in
+#      parallel with 1)
+#   3. bench_cuda --json, then bench/compare_alternatives.py when torch is importable
+#   4. bench/ncu.sh for every 262,144-token row under 90 % of the copy (block size 64)
+# Exit 1 when a test or the campaign failed. The build dir must exist (cmake --preset gpu).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build=${1:-$root/build-gpu}
+out=${2:-$root/gpu-out}
+mkdir -p "$out"
+kvcheck="$build/tools/kvcheck/kvcheck"
+"$kvcheck" backends
+seconds=${KVCHECK_GPU_CAMPAIGN_SECONDS:-120}
+("$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" > "$out/campaign.log" 2>&1
+ echo "campaign exit $?" >> "$out/campaign.log") &
+(cd "$build" && ctest -L 'cuda|property' -j "$(nproc)" --timeout 600 --output-on-failure > "$out/ctest.log" 2>&1)
+ctest_rc=$?
+wait
+grep -E 'tests passed|\*\*\*Failed|Timeout' "$out/ctest.log"
+grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|no findings|^FAIL' "$out/ctest.log" | sort | uniq -c
+tail -3 "$out/campaign.log"
+"$build/bench/bench_cuda" --json "$out/bench.json" > "$out/bench.txt" 2>&1 || echo "bench_cuda failed"
+if python3 -c 'import torch, triton' 2> /dev/null; then
+  python3 "$root/bench/compare_alternatives.py" --ours "$out/bench.json" > "$out/compare.txt" 2>&1 ||
+    echo "compare_alternatives failed (see $out/compare.txt)"
+fi
+misses=$(python3 - "$out/bench.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+print(" ".join(sorted({f"{r['format']}:{r['op']}" for r in rows
+                       if r["tokens"] == 262144 and r["block_size"] == 64 and r["ratio_to_copy"] < 0.9
+                       and not r["format"].startswith("kv ")})))
+PY
+)
+[[ -n $misses ]] && bash "$root/bench/ncu.sh" "$build" $misses > "$out/ncu.txt" 2>&1
+campaign_ok=$(grep -c 'campaign exit 0' "$out/campaign.log")
+((ctest_rc == 0 && campaign_ok == 1))
