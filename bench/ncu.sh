@@ -3,7 +3,9 @@
 # kernel that misses its bandwidth target: runs bench_cuda for one format at 262,144
 # tokens under ncu (clocks left alone) and prints, per kernel, its time, DRAM bytes
 # read and written against the payload bench_cuda counts, DRAM and SM throughput and
-# issue-slot use. OP is store or load. Default: every SPEC §2 format, both ops.
+# issue-slot use. OP is store or load (gather_kv for the K/V rows: FORMAT is then a
+# bench_cuda K/V row name such as 'kv bf16 NHD 8x128'). Default: every SPEC §2
+# format, both ops.
 set -euo pipefail
 build=$1
 shift
@@ -16,10 +18,10 @@ metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.
 metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active
 for pair in "${pairs[@]}"; do
   f=${pair%%:*} op=${pair##*:}
-  [[ $op == store ]] && re='regex:store_(fixed|copy|runtime)' || re='regex:load_(copy|dequant)'
+  [[ $op == store ]] && re='regex:store_(fixed|copy|runtime|kv)' || re='regex:load_(copy|dequant)|gather_kv'
   # Skip the cache fill (a store) and the warm-up launches; profile one timed launch.
   skip=$([[ $op == store ]] && echo 3 || echo 2)
-  echo "== $f $op (block_size 64, 262144 tokens)"
+  echo "== $f $op (262144 tokens; block_size 64, K/V rows 16)"
   ncu --clock-control none --kernel-name "$re" --launch-skip "$skip" --launch-count 1 --metrics "$metrics" \
     "$build/bench/bench_cuda" --format "$f" --tokens 262144 2>&1 |
     grep -E '^\s+(gpu__time|dram__|sm__|smsp__)|^\s+[a-z_]+_kernel' | sed 's/^ */  /'
