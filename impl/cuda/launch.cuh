@@ -43,13 +43,18 @@ int64_t grid_for(int64_t ctas_wanted);
 /// holds at once: one full wave. Queried once per kernel.
 int64_t resident_ctas(const void* kernel);
 
+/// Launches `kernel` with `grid` CTAs of kThreads on o.stream, with the PDL attribute
+/// when o.pdl. The grid is first capped at one wave of resident CTAs (persistent: a
+/// grid-stride loop then gives every CTA the same trips and none waits for a second
+/// wave) unless `one_wave` is false (the store kernels, whose short row loops ran
+/// faster on H200 with a CTA per piece of work than on one wave).
 template <typename... P, typename... A>
-std::string launch(const char* name, void (*kernel)(P...), int64_t grid, const LaunchOptions& o,
-                   A&&... args) {
-  // One wave at most (unless the test cap is smaller): a grid-stride loop then
-  // gives every CTA the same number of trips, and no CTA waits for a second wave.
-  const int64_t wave = resident_ctas(reinterpret_cast<const void*>(kernel));
-  if (grid > wave) grid = wave;
+std::string launch_grid(const char* name, void (*kernel)(P...), int64_t grid, bool one_wave, const LaunchOptions& o,
+                        A&&... args) {
+  if (one_wave) {
+    const int64_t wave = resident_ctas(reinterpret_cast<const void*>(kernel));
+    if (grid > wave) grid = wave;
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   cfg.blockDim = dim3(kThreads);
@@ -63,6 +68,12 @@ std::string launch(const char* name, void (*kernel)(P...), int64_t grid, const L
   }
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
   return e == cudaSuccess ? std::string() : std::string(name) + ": " + cudaGetErrorString(e);
+}
+
+/// launch_grid with one wave at most (every kernel but the stores).
+template <typename... P, typename... A>
+std::string launch(const char* name, void (*kernel)(P...), int64_t grid, const LaunchOptions& o, A&&... args) {
+  return launch_grid(name, kernel, grid, true, o, std::forward<A>(args)...);
 }
 
 }  // namespace kvcheck::cuda::dev

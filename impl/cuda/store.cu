@@ -224,8 +224,8 @@ int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_p
 template <int E, int G, PagedDtype D, PagedSf S>
 std::string fixed(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
-  return dev::launch("store_fixed_kernel", store_fixed_kernel<E, G, D, S>,
-                     grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), o, c, a, st);
+  return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S>,
+                          grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), false, o, c, a, st);
 }
 
 template <PagedDtype D>
@@ -242,8 +242,8 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
 template <int kLanes>
 std::string copy(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
-  return vec ? dev::launch("store_copy_kernel", store_copy_kernel<kLanes, true>, g, o, c, a, st)
-             : dev::launch("store_copy_kernel", store_copy_kernel<kLanes, false>, g, o, c, a, st);
+  return vec ? dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true>, g, false, o, c, a, st)
+             : dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false>, g, false, o, c, a, st);
 }
 
 }  // namespace
