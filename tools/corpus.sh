@@ -70,6 +70,8 @@ budget() {
 inputs() { find "$CORPUS/$1" -maxdepth 1 -type f -printf '%f\n' | sort; }
 is_merged_name() { [[ $1 =~ ^cov-[0-9a-f]{12}$ || $1 =~ ^[0-9a-f]{40}$ ]]; }
 bytes_of() { find "$@" -maxdepth 1 -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+# count_files FIND_ARGS...: how many files find lists (0 when a path does not exist).
+count_files() { { find "$@" 2>/dev/null || true; } | wc -l; }
 
 keep() {
   local kept=0 skipped=0 a f t dest
@@ -103,29 +105,29 @@ keep() {
 }
 
 stats() {
-  local t have_cov=0
+  local t
   [[ $COVERAGE == 1 ]] && { ensure_packages; build_fuzz "${TARGETS[@]}"; }
-  [[ -x $FUZZ_BUILD/fuzzers/fuzz_${TARGETS[0]} ]] && have_cov=1
   printf '%-11s %6s %7s %9s %9s %10s %14s %9s %9s %s\n' target seeds merged reg-fuzz reg-prop bytes budget \
-    pending pend-reg "$([[ $have_cov == 1 ]] && echo edges/features)"
+    pending pend-reg edges/features
   for t in "${TARGETS[@]}"; do
-    local seeds=0 merged=0 name regf regp bytes b pending pend_reg cov=""
+    local seeds=0 merged=0 name regf regp bytes pending pend_reg cov="-"
     while IFS= read -r name; do
       if is_merged_name "$name"; then merged=$((merged + 1)); else seeds=$((seeds + 1)); fi
     done < <(inputs "$t")
-    regp=$(find "$CORPUS/$t/regressions" -type f -name '*.json' 2>/dev/null | wc -l)
-    regf=$(($(find "$CORPUS/$t/regressions" -type f 2>/dev/null | wc -l) - regp))
+    regp=$(count_files "$CORPUS/$t/regressions" -type f -name '*.json')
+    regf=$(($(count_files "$CORPUS/$t/regressions" -type f) - regp))
     bytes=$(bytes_of "$CORPUS/$t")
     read -r bi bb <<<"$(budget "$t")"
-    pending=$(find "$WORK_DIR"/runs/*/"$t"/merged -type f 2>/dev/null | wc -l)
-    pend_reg=$(find "$WORK_DIR"/runs/*/regressions/"$t" -type f 2>/dev/null | wc -l)
-    if [[ $have_cov == 1 && -x $FUZZ_BUILD/fuzzers/fuzz_$t ]]; then
+    pending=$(count_files "$WORK_DIR"/runs/*/"$t"/merged -type f)
+    pend_reg=$(count_files "$WORK_DIR"/runs/*/regressions/"$t" -type f)
+    if [[ -x $FUZZ_BUILD/fuzzers/fuzz_$t ]]; then
       cov="$("$FUZZ_BUILD/fuzzers/fuzz_$t" -runs=0 "$CORPUS/$t" 2>&1 | sed -n 's/^#[0-9]*[[:space:]]*INITED cov: \([0-9]*\) ft: \([0-9]*\).*/\1\/\2/p' | tail -1)"
     fi
     printf '%-11s %6s %7s %9s %9s %10s %14s %9s %9s %s\n' "$t" "$seeds" "$merged" "$regf" "$regp" "$bytes" \
       "$((seeds + merged))/$bi,$((bb / 1024))K" "$pending" "$pend_reg" "$cov"
   done
-  echo "(pending: inputs and regression files of runs in ${WORK_DIR#"$ROOT"/}/ not yet in corpus/; budget: corpus/BUDGET)"
+  echo "(pending: inputs and regression files of runs in ${WORK_DIR#"$ROOT"/}/ not yet in corpus/; budget: corpus/BUDGET;"
+  echo " edges/features: libFuzzer over the tracked corpus, where build-fuzz has the target; --coverage builds them)"
 }
 
 merge() {

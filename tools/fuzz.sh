@@ -157,9 +157,9 @@ for t in "${TARGETS[@]}"; do
     --argjson seconds "$seconds" --argjson execs "${execs:-null}" --argjson rate "${rate:-null}" \
     --argjson cov0 "${cov0:-null}" --argjson ft0 "${ft0:-null}" --argjson cov1 "${cov1:-null}" \
     --argjson ft1 "${ft1:-null}" --argjson added "$added" --argjson jobs "$JOBS" \
-    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" \
+    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
     --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
-    '{name: $name, kind: "fuzz_target", op: $name, verdict: $verdict, seconds: $seconds,
+    '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
       budget_seconds: $budget, jobs: $jobs, execs: $execs, execs_per_second: $rate,
       coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
       new_inputs: $added, new_inputs_dir: ($dir + "/merged"), logs: $dir, failures: $failures}' \
