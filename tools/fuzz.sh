@@ -61,8 +61,13 @@ finish() {  # finish VERDICT
   "$KVCHECK_TOOL" record finish "$RUN" "$1" ${JUNIT:+--junit "$JUNIT"} || status=2
 }
 on_signal() {
-  [[ -n $child ]] && kill "$child" 2>/dev/null && wait "$child" 2>/dev/null
+  if [[ -n $child ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
   trap - INT TERM
+  if [[ -n ${current:-} ]]; then  # the target that was running: not finished, logs kept
+    jq -cn --arg name "$current" --arg dir "$RUN/$current" \
+      '{name: $name, kind: "fuzz_target", op: $name, verdict: "not_run", why: "interrupted", logs: $dir, failures: []}' \
+      >>"$RUN/results.jsonl"
+  fi
   finish interrupted
   echo "kvcheck fuzz: interrupted; partial summary in $RUN/summary.json" >&2
   exit 130
@@ -81,7 +86,9 @@ run_logged() {
   return $rc
 }
 
+current=""
 for t in "${TARGETS[@]}"; do
+  current=$t
   bin="$FUZZ_BUILD/fuzzers/fuzz_$t"
   corpus="$ROOT/corpus/$t"
   dir="$RUN/$t"
@@ -164,6 +171,7 @@ for t in "${TARGETS[@]}"; do
       coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
       new_inputs: $added, new_inputs_dir: ($dir + "/merged"), logs: $dir, failures: $failures}' \
     >>"$RUN/results.jsonl"
+  current=""
   finish running
   SUMMARY+=("$(printf '%-12s %12s %10s %13s %13s %6s %8s' "$t" "${execs:-?}" "${rate:-?}" \
     "${cov0:-?}/${ft0:-?}" "${cov1:-?}/${ft1:-?}" "$added" "$crashes")")
