@@ -9,6 +9,8 @@
 # sanitizer or kvcheck report of each minimised crash); regressions/<target>/ (the
 # minimised crashes); summary.json (schema kvcheck-summary, rewritten after each
 # target, "interrupted" on Ctrl-C). Keep results with ./kvcheck corpus merge / keep.
+# Env: KVCHECK_FUZZ_BACKEND (default cpu), KVCHECK_FUZZ_MINIMIZE (crashes minimised per
+# target, default 3), KVCHECK_FUZZ_KEEP_NEW=1 (keep the raw new/ inputs), KVCHECK_WORK_DIR.
 # Exit status 0, 1 when a target crashed, 2 on bad options, 130 when interrupted.
 set -euo pipefail
 
@@ -32,7 +34,7 @@ while (($#)); do
     --junit=*) JUNIT="${1#*=}"; shift ;;
     --work-dir) WORK_DIR="$2"; shift 2 ;;
     --work-dir=*) WORK_DIR="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) bad_usage fuzz "$USAGE" "unknown option $1" ;;
     *) TARGETS+=("$1"); shift ;;
   esac
