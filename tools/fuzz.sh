@@ -34,7 +34,7 @@ while (($#)); do
     --junit=*) JUNIT="${1#*=}"; shift ;;
     --work-dir) WORK_DIR="$2"; shift 2 ;;
     --work-dir=*) WORK_DIR="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) bad_usage fuzz "$USAGE" "unknown option $1" ;;
     *) TARGETS+=("$1"); shift ;;
   esac
