@@ -101,8 +101,11 @@ for t in "${TARGETS[@]}"; do
   echo "kvcheck fuzz: $t for ${SECONDS_PER_TARGET}s, $JOBS job(s)" >&2
   start=$(date +%s)
   # Coverage of the tracked corpus alone (also a sanitizer replay of it).
-  run_logged "$dir/coverage-start.log" "$bin" -runs=0 "$corpus" || true
+  replay="pass"
+  run_logged "$dir/coverage-start.log" "$bin" -runs=0 "$corpus" || replay="fail"
   read -r cov0 ft0 <<<"$(inited_coverage "$dir/coverage-start.log")" || true
+  # A tracked input that crashes is a finding of its own (no coverage figure then).
+  [[ $replay == pass ]] || echo "kvcheck fuzz: $t: the tracked corpus/$t/ itself fails (see $dir/coverage-start.log; ./kvcheck test -L replay)" >&2
   # New inputs go to the first corpus dir ($dir/new); corpus/<t> is only read.
   if ((JOBS > 1)); then
     mode=(-fork="$JOBS" -ignore_crashes=1)
@@ -174,11 +177,13 @@ for t in "${TARGETS[@]}"; do
     --argjson cov0 "${cov0:-null}" --argjson ft0 "${ft0:-null}" --argjson cov1 "${cov1:-null}" \
     --argjson ft1 "${ft1:-null}" --argjson added "$added" --argjson jobs "$JOBS" \
     --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
+    --arg replay "$replay" \
     --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
     '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
       budget_seconds: $budget, jobs: $jobs, execs: $execs, execs_per_second: $rate,
       coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
-      new_inputs: $added, new_inputs_dir: ($dir + "/merged"), logs: $dir, failures: $failures}' \
+      new_inputs: $added, new_inputs_dir: ($dir + "/merged"), tracked_corpus_replay: $replay,
+      logs: $dir, failures: $failures}' \
     >>"$RUN/results.jsonl"
   current=""
   finish running

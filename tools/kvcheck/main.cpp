@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
   run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
   run_cmd->add_option("--property", run.properties, "Only properties whose name contains this text, or whose op is this (repeatable)");
-  run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file")
+  run_cmd->add_option("--report", run.report_path, "Also write the JSON summary (summary.json) to this file")
       ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
   run_cmd->add_option("--junit", run.junit_path, "Also write the summary as JUnit XML to this file")
       ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
