@@ -162,6 +162,10 @@ for t in "${TARGETS[@]}"; do
     run_logged "$dir/crash-$crashes.log" "$bin" "$reg" || true
     first="$(grep -m1 -E 'ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error|==== kvcheck' \
       "$dir/crash-$crashes.log" || basename "$a")"
+    # A kvcheck mismatch: add its decoded first difference to the one-line message.
+    detail="$(grep -E '^(first differing|  at:|  expected:|  actual:|.*(differs|threw|changed))' \
+      "$dir/crash-$crashes.log" | head -5 | sed 's/^ *//' | paste -sd ';' - || true)"
+    [[ $first == *"==== kvcheck"* && -n $detail ]] && first="$first $detail"
     echo "kvcheck fuzz: $t crashed: $first" >&2
     echo "  minimised input: $reg" >&2
     echo "  triage: ./kvcheck explain $reg" >&2
