@@ -115,7 +115,7 @@ stats() {
       if is_merged_name "$name"; then merged=$((merged + 1)); else seeds=$((seeds + 1)); fi
     done < <(inputs "$t")
     regp=$(count_files "$CORPUS/$t/regressions" -type f -name '*.json')
-    regf=$(($(count_files "$CORPUS/$t/regressions" -type f) - regp))
+    regf=$(($(count_files "$CORPUS/$t/regressions" -type f -not -name '.*') - regp))
     bytes=$(bytes_of "$CORPUS/$t")
     read -r bi bb <<<"$(budget "$t")"
     pending=$(count_files "$WORK_DIR"/runs/*/"$t"/merged -type f)
