@@ -44,6 +44,7 @@ expect 2 'usage:' "$k" corpus bogus
 expect 2 'usage:' "$k" corpus stats no_such_target
 expect 2 'usage:' "$k" corpus merge --from /nonexistent-dir
 expect 2 'usage:' "$k" corpus merge --from
+expect 2 'not a run directory' "$k" corpus merge --from "$src/corpus/store"
 expect 2 'usage:' "$k" corpus keep
 expect 2 'usage:' "$k" corpus keep /nonexistent-run
 expect 2 'usage:' "$k" corpus stats --dry-run

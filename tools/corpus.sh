@@ -6,7 +6,8 @@
 # ./kvcheck corpus merge [TARGET...] [--from DIR]... [--dry-run]
 #     adds to corpus/<target>/ the inputs that add coverage (libFuzzer -merge=1, smaller
 #     first), named cov-<sha1 prefix>, until the target's budget is reached. Default
-#     sources: the merged/ inputs of every fuzz run in the work area.
+#     sources: the merged/ inputs of every fuzz run in the work area; --from takes a
+#     run directory, or a directory of inputs when one TARGET is named.
 # ./kvcheck corpus keep RUN_DIR|FILE...
 #     copies regression files (fuzz crashes, property counterexamples *.json) of runs
 #     into corpus/<target>/regressions/, which ./kvcheck test replays from then on.
@@ -57,6 +58,12 @@ else
   TARGETS=("${ARGS[@]}")
   ((${#TARGETS[@]})) || mapfile -t TARGETS < <(all_targets)
   check_targets corpus "$USAGE" "${TARGETS[@]}"
+  # --from: a run directory (its <target>/merged/ are used) or, for one TARGET, a
+  # directory of inputs.
+  for d in "${FROM[@]}"; do
+    compgen -G "$d/*/merged" >/dev/null || ((${#ARGS[@]} == 1)) ||
+      bad_usage corpus "$USAGE" "--from $d is not a run directory: name the one TARGET its inputs are for"
+  done
 fi
 
 # budget TARGET -> "max_inputs max_bytes" from corpus/BUDGET (the "default" line otherwise).
@@ -138,7 +145,11 @@ merge() {
     local sources=() tmp bin="$FUZZ_BUILD/fuzzers/fuzz_$t" d
     if ((${#FROM[@]})); then
       for d in "${FROM[@]}"; do
-        if [[ -d $d/$t/merged ]]; then sources+=("$d/$t/merged"); elif [[ $(basename "$d") == merged || -z $(find "$d" -mindepth 1 -maxdepth 1 -type d) ]]; then sources+=("$d"); fi
+        if [[ -d $d/$t/merged ]]; then
+          sources+=("$d/$t/merged")
+        elif ! compgen -G "$d/*/merged" >/dev/null; then
+          sources+=("$d")  # a directory of inputs for the one target named
+        fi
       done
     else
       for d in "$WORK_DIR"/runs/*/"$t"/merged; do [[ -d $d ]] && sources+=("$d"); done

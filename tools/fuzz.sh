@@ -50,6 +50,8 @@ if [[ -n $JUNIT ]]; then
   JUNIT="$(cd "$(dirname "$JUNIT")" && pwd)/$(basename "$JUNIT")"
 fi
 
+mkdir -p "$WORK_DIR"
+WORK_DIR="$(cd "$WORK_DIR" && pwd)"  # the run directory's paths stay valid after cd
 ensure_packages
 build_fuzz "${TARGETS[@]}"
 KVCHECK_TOOL="$FUZZ_BUILD/tools/kvcheck/kvcheck"

@@ -76,11 +76,11 @@ std::string utc_now() {
 
 std::string make_run_dir(const std::string& work_dir, const std::string& kind) {
   const std::string stamp = fmt::format("{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::time(nullptr)));
-  const fs::path dir = fs::path(work_dir) / "runs" / fmt::format("{}-{}-{}", stamp, kind, getpid());
+  const fs::path dir = fs::absolute(work_dir) / "runs" / fmt::format("{}-{}-{}", stamp, kind, getpid());
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create run directory " + dir.string() + ": " + ec.message());
-  const fs::path latest = fs::path(work_dir) / ("latest-" + kind);
+  const fs::path latest = fs::absolute(work_dir) / ("latest-" + kind);
   fs::remove(latest, ec);
   fs::create_directory_symlink(fs::path("runs") / dir.filename(), latest, ec);  // best effort
   return dir.string();
