@@ -50,6 +50,8 @@ expect 2 'usage:' "$k" corpus keep /nonexistent-run
 expect 2 'usage:' "$k" corpus stats --dry-run
 expect 2 'usage:' "$k" corpus prune --bogus
 expect 2 'usage:' "$k" build extra
+expect 2 'usage:' "$k" test --bogus
+expect 2 'usage:' "$k" test -R
 expect 2 'usage:|unknown command' "$k" bogus
 # --help of every driver command that does not need a build.
 expect 0 'usage:|kvcheck fuzz' "$k" fuzz --help
