@@ -1,6 +1,8 @@
 // Replay main for compilers without libFuzzer: runs LLVMFuzzerTestOneInput on every
 // file named on the command line, descending into directories (corpus/<target>/ and
 // its regressions/). A mismatch abort()s, so a failing regression fails the test.
+// Property regression files (*.json, properties/regression.h) are replayed through
+// their property on the fuzz backend instead; a failing one fails the run (exit 1).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -10,15 +12,44 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "fuzzers/checks.h"
+#include "properties/regression.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
+
+int failed_regressions = 0;
+
+// A property regression file: replays its scenario; false when it fails or is unusable.
+void replay_property_regression(const std::filesystem::path& file, std::ifstream& in) {
+  std::string verdict;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const auto& backend = kvcheck::fuzz::fuzz_backend();
+    std::fprintf(stderr, "replay: %s (%s on %s)\n", file.c_str(), doc.value("property", "?").c_str(),
+                 std::string(backend.name()).c_str());
+    verdict = kvcheck::props::replay_regression(doc, backend);
+  } catch (const std::exception& e) {
+    verdict = std::string("unusable regression file: ") + e.what();
+  }
+  if (!verdict.empty()) {
+    std::fprintf(stderr, "FAIL %s\n%s\n", file.c_str(), verdict.c_str());
+    ++failed_regressions;
+  }
+}
 
 bool replay(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "replay: cannot read %s\n", file.c_str());
     return false;
+  }
+  if (file.extension() == ".json") {
+    replay_property_regression(file, in);
+    return true;
   }
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
   std::fprintf(stderr, "replay: %s (%zu bytes)\n", file.c_str(), bytes.size());
@@ -48,6 +79,10 @@ int main(int argc, char** argv) {
     } else {
       return 1;
     }
+  }
+  if (failed_regressions > 0) {
+    std::printf("replayed %zu inputs, %d property regression(s) FAILED\n", count, failed_regressions);
+    return 1;
   }
   std::printf("replayed %zu inputs, all passed\n", count);
   return count > 0 ? 0 : 1;  // an empty corpus is a broken setup, not a pass

@@ -8,6 +8,7 @@
 
 #include "properties/diff.h"
 #include "properties/harness.h"
+#include "properties/regression.h"
 #include "properties/registry.h"
 
 namespace kvcheck::props {
@@ -28,8 +29,11 @@ std::string diff_buffers(const LoadScenario& s, const LoadBuffers& expected, con
   return "";
 }
 
-void prop_load_matches_reference(const Backend& b) {
-  const auto s = *gen_load_scenario();
+// Every load property checks one drawn scenario, drawn separately so a failing case
+// can be saved as a regression file and replayed (regression.h).
+LoadScenario draw_load_scenario() { return *gen_load_scenario(); }
+
+void prop_load_matches_reference(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
   LoadBuffers expected(s.shape.format, s.out_rows, s.out_seed), actual(s.shape.format, s.out_rows, s.out_seed);
   const auto ref_err = run_load(nullptr, s, cache, expected);
@@ -51,8 +55,7 @@ std::vector<int> row_sources(const LoadScenario& s) {
   return src;
 }
 
-void prop_load_keeps_uncovered_rows(const Backend& b) {
-  const auto s = *gen_load_scenario();
+void prop_load_keeps_uncovered_rows(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
   LoadBuffers before(s.shape.format, s.out_rows, s.out_seed), out(s.shape.format, s.out_rows, s.out_seed);
   RC_ASSERT(!run_load(&b, s, cache, out));
@@ -69,8 +72,7 @@ void prop_load_keeps_uncovered_rows(const Backend& b) {
   }
 }
 
-void prop_load_zero_fill_rows_are_zero(const Backend& b) {
-  const auto s = *gen_load_scenario();
+void prop_load_zero_fill_rows_are_zero(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
   LoadBuffers out(s.shape.format, s.out_rows, s.out_seed);
   RC_ASSERT(!run_load(&b, s, cache, out));
@@ -157,9 +159,17 @@ LoadFault inject_load_fault(LoadScenario& s) {
   }
 }
 
-void prop_load_invalid_metadata_throws_and_writes_nothing(const Backend& b) {
-  auto s = *gen_load_scenario();
-  const LoadFault fault = inject_load_fault(s);
+LoadFaultScenario draw_load_fault_scenario() {
+  LoadFaultScenario c{*gen_load_scenario(), "", ErrorCode::kUnsupported};
+  const LoadFault fault = inject_load_fault(c.scenario);
+  c.fault = fault.what;
+  c.code = fault.code;
+  return c;
+}
+
+void prop_load_invalid_metadata_throws_and_writes_nothing(const Backend& b, const LoadFaultScenario& c) {
+  const LoadScenario& s = c.scenario;
+  const LoadFault fault{c.fault, c.code};
   const KVCache cache = make_cache(s.shape);
   const int64_t rows = std::max<int64_t>(s.out_rows, 0);
   LoadBuffers pristine(s.shape.format, rows, s.out_seed), ref_out(s.shape.format, rows, s.out_seed),
@@ -178,16 +188,18 @@ void prop_load_invalid_metadata_throws_and_writes_nothing(const Backend& b) {
 }  // namespace
 
 void register_load_properties(Registry& r) {
-  r.add({"prop_load_matches_reference", "load",
-         "the whole output (rows, scales, uncovered rows, row padding) is bit-identical to the reference", true,
-         prop_load_matches_reference});
-  r.add({"prop_load_keeps_uncovered_rows", "load", "rows no segment covers keep their prior bytes", true,
-         prop_load_keeps_uncovered_rows});
-  r.add({"prop_load_zero_fill_rows_are_zero", "load", "rows from block -1 are zero in data and scales", true,
-         prop_load_zero_fill_rows_are_zero});
-  r.add({"prop_load_invalid_metadata_throws_and_writes_nothing", "load",
-         "a bad plan throws the right kvcheck::Error and leaves every output byte unchanged", true,
-         prop_load_invalid_metadata_throws_and_writes_nothing});
+  r.add(scenario_property(
+      "prop_load_matches_reference", "load",
+      "the whole output (rows, scales, uncovered rows, row padding) is bit-identical to the reference",
+      draw_load_scenario, prop_load_matches_reference));
+  r.add(scenario_property("prop_load_keeps_uncovered_rows", "load", "rows no segment covers keep their prior bytes",
+                          draw_load_scenario, prop_load_keeps_uncovered_rows));
+  r.add(scenario_property("prop_load_zero_fill_rows_are_zero", "load",
+                          "rows from block -1 are zero in data and scales", draw_load_scenario,
+                          prop_load_zero_fill_rows_are_zero));
+  r.add(scenario_property("prop_load_invalid_metadata_throws_and_writes_nothing", "load",
+                          "a bad plan throws the right kvcheck::Error and leaves every output byte unchanged",
+                          draw_load_fault_scenario, prop_load_invalid_metadata_throws_and_writes_nothing));
 }
 
 }  // namespace kvcheck::props

@@ -2,6 +2,8 @@
 // invariant, run by the GoogleTest suite (label `property`) and by `kvcheck run`.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +24,9 @@ struct Property {
   std::string invariant;  // one sentence, shown in reports
   bool per_backend = true;
   std::function<void(const Backend&)> body;  // host properties ignore the argument
+  /// Set by scenario_property() (properties/regression.h): re-checks a scenario read
+  /// from a regression file, outside RapidCheck. Empty: no regression files.
+  std::function<void(const Backend&, const nlohmann::json&)> replay = {};
 };
 
 class Registry {

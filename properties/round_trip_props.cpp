@@ -10,6 +10,7 @@
 
 #include "properties/diff.h"
 #include "properties/harness.h"
+#include "properties/regression.h"
 #include "properties/registry.h"
 #include "reference/numerics.h"
 
@@ -71,8 +72,11 @@ void expected_row(const KVCacheFormat& f, const bf16_bits* x, std::vector<uint8_
   }
 }
 
-void prop_round_trip_matches_reference(const Backend& b) {
-  const auto s = *gen_store_scenario();
+// Round-trip properties check one drawn store scenario, drawn separately so a failing
+// case can be saved as a regression file and replayed (regression.h).
+StoreScenario draw_round_trip_scenario() { return *gen_store_scenario(); }
+
+void prop_round_trip_matches_reference(const Backend& b, const StoreScenario& s) {
   const KVCacheFormat& f = s.shape.format;
   const RoundTrip rt = store_then_load(b, s);
   std::vector<uint8_t> data, scales;
@@ -117,11 +121,15 @@ double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
   return 1.0;
 }
 
-void prop_round_trip_error_within_bound(const Backend& b) {
+StoreScenario draw_quantised_round_trip_scenario() {
   const auto f = *rc::gen::elementOf(std::vector<KVCacheFormat>{
       KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
       KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()});
-  const auto s = *gen_store_scenario(CacheShape{f, *gen_block_size(), *rc::gen::inRange(1, 3), 0});
+  return *gen_store_scenario(CacheShape{f, *gen_block_size(), *rc::gen::inRange(1, 3), 0});
+}
+
+void prop_round_trip_error_within_bound(const Backend& b, const StoreScenario& s) {
+  const KVCacheFormat& f = s.shape.format;
   const RoundTrip rt = store_then_load(b, s);
   const int64_t group = f.elements_per_sf;
   const Bound bound = bound_for(f);
@@ -178,12 +186,13 @@ void prop_round_trip_error_within_bound(const Backend& b) {
 }  // namespace
 
 void register_round_trip_properties(Registry& r) {
-  r.add({"prop_round_trip_matches_reference", "round_trip",
-         "store then load equals the reference quantise-dequantise (bit-exact; identity for BF16)", true,
-         prop_round_trip_matches_reference});
-  r.add({"prop_round_trip_error_within_bound", "round_trip",
-         "per group, |round trip - x| <= half a code step (relative and scale-absolute) for finite groups", true,
-         prop_round_trip_error_within_bound});
+  r.add(scenario_property("prop_round_trip_matches_reference", "round_trip",
+                          "store then load equals the reference quantise-dequantise (bit-exact; identity for BF16)",
+                          draw_round_trip_scenario, prop_round_trip_matches_reference));
+  r.add(scenario_property(
+      "prop_round_trip_error_within_bound", "round_trip",
+      "per group, |round trip - x| <= half a code step (relative and scale-absolute) for finite groups",
+      draw_quantised_round_trip_scenario, prop_round_trip_error_within_bound));
 }
 
 }  // namespace kvcheck::props

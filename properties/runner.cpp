@@ -2,6 +2,8 @@
 
 #include <rapidcheck.h>
 
+#include "properties/regression.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -45,6 +47,7 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   params.maxSize = budget.max_size;
   params.maxDiscardRatio = 10;
   QuietListener listener;
+  take_failing_scenario();  // recorded by scenario_property bodies on failure
   const auto start = std::chrono::steady_clock::now();
   const auto result = rc::detail::checkProperty(
       rc::detail::toProperty([&] { p.body(b); }), metadata, params, listener,
@@ -56,6 +59,7 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
     return o;
   }
   o.failed = true;
+  if (auto scenario = take_failing_scenario()) o.scenario = scenario->dump();
   std::ostringstream msg;
   rc::detail::printResultMessage(result, msg);
   o.message = msg.str();

@@ -22,6 +22,7 @@ struct PropertyOutcome {
   bool failed = false;
   std::string message;    // RapidCheck's minimal counterexample and our decoded report
   std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
+  std::string scenario;   // minimal failing scenario as JSON (regression.h); "" if none
   double seconds = 0;
 };
 

@@ -7,14 +7,18 @@
 
 #include "properties/diff.h"
 #include "properties/harness.h"
+#include "properties/regression.h"
 #include "properties/registry.h"
 #include "reference/layout.h"
 
 namespace kvcheck::props {
 namespace {
 
-void prop_store_matches_reference(const Backend& b) {
-  const auto s = *gen_store_scenario();
+// Every store property checks one drawn scenario: the draw is separate so that a
+// failing case can be saved as a regression file and replayed (regression.h).
+StoreScenario draw_store_scenario() { return *gen_store_scenario(); }
+
+void prop_store_matches_reference(const Backend& b, const StoreScenario& s) {
   KVCache expected = make_cache(s.shape), actual = make_cache(s.shape);
   const auto ref_err = run_store(nullptr, s, expected);
   const auto err = run_store(&b, s, actual);
@@ -42,8 +46,7 @@ std::vector<bool> written_bytes(const StoreScenario& s, int64_t size) {
   return mask;
 }
 
-void prop_store_touches_only_written_records(const Backend& b) {
-  const auto s = *gen_store_scenario();
+void prop_store_touches_only_written_records(const Backend& b, const StoreScenario& s) {
   KVCache before = make_cache(s.shape), cache = make_cache(s.shape);
   RC_ASSERT(!run_store(&b, s, cache));
   const auto mask = written_bytes(s, cache.layout().size_bytes());
@@ -59,11 +62,15 @@ void prop_store_touches_only_written_records(const Backend& b) {
   RC_ASSERT(cache.guards_intact());
 }
 
-void prop_store_ue8m0_never_ff(const Backend& b) {
+StoreScenario draw_ue8m0_store_scenario() {
   const auto f = *rc::gen::elementOf(std::vector<KVCacheFormat>{
       KVCacheFormat::V41(), KVCacheFormat::FP4_INDEX(), KVCacheFormat::MXFP8_INDEX()});
   const auto shape = CacheShape{f, *gen_block_size(), *rc::gen::inRange(1, 4), 0};
-  const auto s = *gen_store_scenario(shape);
+  return *gen_store_scenario(shape);
+}
+
+void prop_store_ue8m0_never_ff(const Backend& b, const StoreScenario& s) {
+  const KVCacheFormat& f = s.shape.format;
   KVCache cache = make_cache(s.shape);
   RC_ASSERT(!run_store(&b, s, cache));
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
@@ -119,9 +126,17 @@ StoreFault inject_store_fault(StoreScenario& s) {
   }
 }
 
-void prop_store_invalid_metadata_throws_and_writes_nothing(const Backend& b) {
-  auto s = *gen_store_scenario();
-  const StoreFault fault = inject_store_fault(s);
+StoreFaultScenario draw_store_fault_scenario() {
+  StoreFaultScenario c{*gen_store_scenario(), "", ErrorCode::kUnsupported};
+  const StoreFault fault = inject_store_fault(c.scenario);
+  c.fault = fault.what;
+  c.code = fault.code;
+  return c;
+}
+
+void prop_store_invalid_metadata_throws_and_writes_nothing(const Backend& b, const StoreFaultScenario& c) {
+  const StoreScenario& s = c.scenario;
+  const StoreFault fault{c.fault, c.code};
   KVCache pristine = make_cache(s.shape), ref_cache = make_cache(s.shape), cache = make_cache(s.shape);
   const auto ref_err = run_store(nullptr, s, ref_cache);
   const auto err = run_store(&b, s, cache);
@@ -138,17 +153,19 @@ void prop_store_invalid_metadata_throws_and_writes_nothing(const Backend& b) {
 }  // namespace
 
 void register_store_properties(Registry& r) {
-  r.add({"prop_store_matches_reference", "store",
-         "the whole cache (records, block padding, canaries) is bit-identical to the reference", true,
-         prop_store_matches_reference});
-  r.add({"prop_store_touches_only_written_records", "store",
-         "bytes outside the records of valid rows (padding rows, other slots, block padding) are unchanged", true,
-         prop_store_touches_only_written_records});
-  r.add({"prop_store_ue8m0_never_ff", "store", "no stored UE8M0 scale byte is 0xFF", true,
-         prop_store_ue8m0_never_ff});
-  r.add({"prop_store_invalid_metadata_throws_and_writes_nothing", "store",
-         "bad slot_mapping/kv throws the right kvcheck::Error and leaves every cache byte unchanged", true,
-         prop_store_invalid_metadata_throws_and_writes_nothing});
+  r.add(scenario_property("prop_store_matches_reference", "store",
+                          "the whole cache (records, block padding, canaries) is bit-identical to the reference",
+                          draw_store_scenario, prop_store_matches_reference));
+  r.add(scenario_property(
+      "prop_store_touches_only_written_records", "store",
+      "bytes outside the records of valid rows (padding rows, other slots, block padding) are unchanged",
+      draw_store_scenario, prop_store_touches_only_written_records));
+  r.add(scenario_property("prop_store_ue8m0_never_ff", "store", "no stored UE8M0 scale byte is 0xFF",
+                          draw_ue8m0_store_scenario, prop_store_ue8m0_never_ff));
+  r.add(scenario_property(
+      "prop_store_invalid_metadata_throws_and_writes_nothing", "store",
+      "bad slot_mapping/kv throws the right kvcheck::Error and leaves every cache byte unchanged",
+      draw_store_fault_scenario, prop_store_invalid_metadata_throws_and_writes_nothing));
 }
 
 }  // namespace kvcheck::props

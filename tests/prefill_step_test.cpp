@@ -6,6 +6,7 @@
 #include "impl/slot_mapping.h"
 #include "properties/prefill_step.h"
 #include "reference/index_transforms.h"
+#include "tests/test_util.h"
 #include "reference/load.h"
 #include "reference/store.h"
 

@@ -4,12 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "impl/backend.h"
 #include "impl/error.h"
 
 namespace kvcheck {
+
+/// Prints a backend test parameter as its name. Without it GoogleTest prints the
+/// shared_ptr's heap address, which CTest then puts into the test name (issue 12).
+inline void PrintTo(const std::shared_ptr<const Backend>& b, std::ostream* os) {
+  *os << (b ? std::string(b->name()) : std::string("null"));
+}
 
 /// The code `f` throws; a test failure (and kUnsupported) when it throws nothing.
 template <typename F>

@@ -8,14 +8,21 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=tools/lib.sh
+source "$ROOT/tools/lib.sh"
+USAGE="./kvcheck coverage [TARGET...]"
 BUILD="${KVCHECK_COVERAGE_BUILD_DIR:-$ROOT/build-coverage}"
-TARGETS=("$@")
-if ((${#TARGETS[@]} == 0)); then
-  for f in "$ROOT"/fuzzers/fuzz_*.cpp; do
-    f="$(basename "$f" .cpp)"
-    [[ $f == fuzz_data ]] || TARGETS+=("${f#fuzz_}")
-  done
-fi
+TARGETS=()
+for a in "$@"; do
+  case "$a" in
+    -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) bad_usage coverage "$USAGE" "unknown option $a" ;;
+    *) TARGETS+=("$a") ;;
+  esac
+done
+((${#TARGETS[@]})) || mapfile -t TARGETS < <(all_targets)
+check_targets coverage "$USAGE" "${TARGETS[@]}"
+ensure_packages
 
 if [[ ! -f $BUILD/build.ninja ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug \

@@ -1,107 +1,206 @@
 #!/usr/bin/env bash
-# ./kvcheck fuzz [TARGET...] [--seconds N] [--jobs J]
-# Builds the libFuzzer targets (clang-14, ASan+UBSan) in build-fuzz if needed, runs each
-# target for N seconds with J workers (libFuzzer fork mode), merges inputs that add
-# coverage into corpus/<target>/ (-merge=1), minimises every crash into
-# corpus/<target>/regressions/<target>-<sha1 prefix>, and prints a summary.
-# Exit status 1 when any target crashed. Env: KVCHECK_FUZZ_BUILD_DIR, KVCHECK_FUZZ_BACKEND.
+# ./kvcheck fuzz [TARGET...] [--seconds N] [--jobs J] [--junit FILE] [--work-dir DIR]
+# Builds the libFuzzer targets (clang-14, ASan+UBSan) in build-fuzz if needed and runs
+# each target for N seconds (default 60) with J workers (default 1; J > 1: libFuzzer
+# fork mode). The tracked corpus/<target>/ is only read: everything a run makes goes
+# to a run directory .kvcheck-work/runs/<time>-fuzz-<pid>/ (latest: .kvcheck-work/latest-fuzz):
+# per target fuzz.log, coverage-start.log, coverage-end.log, merge.log, artifacts/,
+# merged/ (new inputs that add coverage over the tracked corpus), crash-N.log (the
+# sanitizer or kvcheck report of each minimised crash); regressions/<target>/ (the
+# minimised crashes); summary.json (schema kvcheck-summary, rewritten after each
+# target, "interrupted" on Ctrl-C). Keep results with ./kvcheck corpus merge / keep.
+# Env: KVCHECK_FUZZ_BACKEND (default cpu), KVCHECK_FUZZ_MINIMIZE (crashes minimised per
+# target, default 3), KVCHECK_FUZZ_KEEP_NEW=1 (keep the raw new/ inputs), KVCHECK_WORK_DIR.
+# Exit status 0, 1 when a target crashed, 2 on bad options, 130 when interrupted.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="${KVCHECK_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+# shellcheck source=tools/lib.sh
+source "$ROOT/tools/lib.sh"
+USAGE="./kvcheck fuzz [TARGET...] [--seconds N] [--jobs J] [--junit FILE] [--work-dir DIR]"
 SECONDS_PER_TARGET=60
 JOBS=1
+JUNIT=""
 TARGETS=()
-
-all_targets() {
-  local f
-  for f in "$ROOT"/fuzzers/fuzz_*.cpp; do
-    f="$(basename "$f" .cpp)"
-    [[ $f == fuzz_data ]] || echo "${f#fuzz_}"
-  done
-}
 
 while (($#)); do
   case "$1" in
+    --seconds | --jobs | --junit | --work-dir) need_value fuzz "$USAGE" "$1" $# ;;&
     --seconds) SECONDS_PER_TARGET="$2"; shift 2 ;;
     --seconds=*) SECONDS_PER_TARGET="${1#*=}"; shift ;;
     --jobs) JOBS="$2"; shift 2 ;;
     --jobs=*) JOBS="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "kvcheck fuzz: unknown option $1" >&2; exit 2 ;;
+    --junit) JUNIT="$2"; shift 2 ;;
+    --junit=*) JUNIT="${1#*=}"; shift ;;
+    --work-dir) WORK_DIR="$2"; shift 2 ;;
+    --work-dir=*) WORK_DIR="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) bad_usage fuzz "$USAGE" "unknown option $1" ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
+check_int fuzz "$USAGE" --seconds "$SECONDS_PER_TARGET" 1 604800
+check_int fuzz "$USAGE" --jobs "$JOBS" 1 256
+SECONDS_PER_TARGET=$((10#$SECONDS_PER_TARGET))
+JOBS=$((10#$JOBS))
 ((${#TARGETS[@]})) || mapfile -t TARGETS < <(all_targets)
-for t in "${TARGETS[@]}"; do
-  [[ -f $ROOT/fuzzers/fuzz_$t.cpp ]] || {
-    echo "kvcheck fuzz: no target '$t' (have: $(all_targets | tr '\n' ' '))" >&2
-    exit 2
-  }
-done
-
-if [[ ! -f $BUILD/build.ninja ]]; then
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DKVCHECK_FUZZ=ON -DKVCHECK_CUDA=OFF -DKVCHECK_BENCH=OFF >&2
+check_targets fuzz "$USAGE" "${TARGETS[@]}"
+if [[ -n $JUNIT ]]; then
+  [[ -d $(dirname "$JUNIT") ]] || bad_usage fuzz "$USAGE" "--junit $JUNIT: no directory $(dirname "$JUNIT")"
+  JUNIT="$(cd "$(dirname "$JUNIT")" && pwd)/$(basename "$JUNIT")"
 fi
-cmake --build "$BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${TARGETS[@]/#/fuzz_}" >&2
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-fuzz.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK_DIR"
+WORK_DIR="$(cd "$WORK_DIR" && pwd)"  # the run directory's paths stay valid after cd
+ensure_packages
+build_fuzz "${TARGETS[@]}"
+KVCHECK_TOOL="$FUZZ_BUILD/tools/kvcheck/kvcheck"
+RUN="$("$KVCHECK_TOOL" record start fuzz --work-dir "$WORK_DIR")"
+echo "kvcheck fuzz: run directory $RUN" >&2
+
 SUMMARY=()
 status=0
+child=""
+finish() {  # finish VERDICT
+  "$KVCHECK_TOOL" record finish "$RUN" "$1" ${JUNIT:+--junit "$JUNIT"} || status=2
+}
+on_signal() {
+  if [[ -n $child ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
+  trap - INT TERM
+  if [[ -n ${current:-} ]]; then  # the target that was running: not finished, logs kept
+    jq -cn --arg name "$current" --arg dir "$RUN/$current" \
+      '{name: $name, kind: "fuzz_target", op: $name, verdict: "not_run", why: "interrupted", logs: $dir, failures: []}' \
+      >>"$RUN/results.jsonl"
+  fi
+  finish interrupted
+  echo "kvcheck fuzz: interrupted; partial summary in $RUN/summary.json" >&2
+  exit 130
+}
+trap on_signal INT TERM
+# run_logged LOG CMD...: runs CMD in the background (so a signal is handled at once)
+# with its output in LOG; returns its exit status.
+run_logged() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  child=$!
+  local rc=0
+  wait "$child" || rc=$?
+  child=""
+  return $rc
+}
 
+current=""
 for t in "${TARGETS[@]}"; do
-  bin="$BUILD/fuzzers/fuzz_$t"
+  current=$t
+  bin="$FUZZ_BUILD/fuzzers/fuzz_$t"
   corpus="$ROOT/corpus/$t"
-  mkdir -p "$corpus/regressions" "$WORK/$t/new" "$WORK/$t/artifacts"
+  dir="$RUN/$t"
+  mkdir -p "$dir/new" "$dir/artifacts" "$dir/merged"
   opts=()
   [[ -f $ROOT/fuzzers/fuzz_$t.options ]] &&
     mapfile -t opts < <(sed -n 's/^\([a-z_]*\) *= *\(.*\)$/-\1=\2/p' "$ROOT/fuzzers/fuzz_$t.options")
   echo "kvcheck fuzz: $t for ${SECONDS_PER_TARGET}s, $JOBS job(s)" >&2
-  log="$WORK/$t/log"
-  # New inputs go to the first corpus dir ($WORK/.../new); corpus/<t> is read only here.
+  start=$(date +%s)
+  # Coverage of the tracked corpus alone (also a sanitizer replay of it).
+  replay="pass"
+  run_logged "$dir/coverage-start.log" "$bin" -runs=0 "$corpus" || replay="fail"
+  read -r cov0 ft0 <<<"$(inited_coverage "$dir/coverage-start.log")" || true
+  # A tracked input that crashes is a finding of its own (no coverage figure then).
+  [[ $replay == pass ]] || echo "kvcheck fuzz: $t: the tracked corpus/$t/ itself fails (see $dir/coverage-start.log; ./kvcheck test -L replay)" >&2
+  # New inputs go to the first corpus dir ($dir/new); corpus/<t> is only read.
   if ((JOBS > 1)); then
     mode=(-fork="$JOBS" -ignore_crashes=1)
   else
     mode=(-print_final_stats=1)
   fi
-  set +e
-  (cd "$WORK/$t" && "$bin" "${mode[@]}" "${opts[@]}" -max_total_time="$SECONDS_PER_TARGET" \
-    -artifact_prefix="$WORK/$t/artifacts/" "$WORK/$t/new" "$corpus") >"$log" 2>&1
-  set -e
+  cd "$dir"  # libFuzzer's own files (fork mode) land in the run directory
+  run_logged "$dir/fuzz.log" "$bin" "${mode[@]}" "${opts[@]}" -max_total_time="$SECONDS_PER_TARGET" \
+    -artifact_prefix="$dir/artifacts/" "$dir/new" "$corpus" || true
+  cd "$ROOT"
   # Figures: final stats (single job) or the last fork status line "#N: ... exec/s E".
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
-  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" | tail -1)"
+  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/fuzz.log" | tail -1)"
   if [[ -z $execs ]]; then
-    line="$(grep -E '^#[0-9]+: cov' "$log" | tail -1 || true)"
+    line="$(grep -E '^#[0-9]+: cov' "$dir/fuzz.log" | tail -1 || true)"
     execs="$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<<"$line")"
     rate="$(sed -n 's/.*exec\/s \([0-9]*\).*/\1/p' <<<"$line")"
   fi
-  before=$(find "$corpus" -type f | wc -l)
-  "$bin" -merge=1 "$corpus" "$WORK/$t/new" >"$WORK/$t/merge.log" 2>&1 || true
-  # Merged files land at the top of corpus/<t>; regressions stay where they are.
-  added=$(($(find "$corpus" -type f | wc -l) - before))
+  run_logged "$dir/coverage-end.log" "$bin" -runs=0 "$corpus" "$dir/new" || true
+  read -r cov1 ft1 <<<"$(inited_coverage "$dir/coverage-end.log")" || true
+  # Which new inputs add coverage over the tracked corpus: merge into a copy of it.
+  staging="$dir/staging"
+  cp -r "$corpus/." "$staging/" 2>/dev/null || mkdir -p "$staging"
+  find "$staging" -type f -printf '%P\n' | sort >"$dir/staging.before"
+  run_logged "$dir/merge.log" "$bin" -merge=1 "$staging" "$dir/new" || true
+  while read -r f; do
+    mv "$staging/$f" "$dir/merged/cov-$(sha1sum "$staging/$f" | cut -c1-12)"
+  done < <(comm -13 "$dir/staging.before" <(find "$staging" -type f -printf '%P\n' | sort))
+  rm -rf "$staging" "$dir/staging.before"
+  [[ ${KVCHECK_FUZZ_KEEP_NEW:-0} == 1 ]] || rm -rf "$dir/new"
+  added=$(find "$dir/merged" -type f | wc -l)
   crashes=0
-  for a in "$WORK/$t"/artifacts/*; do
+  failures=()
+  for a in "$dir"/artifacts/*; do
     [[ -f $a ]] || continue
     crashes=$((crashes + 1))
-    min="$WORK/$t/min-$crashes"
-    "$bin" -minimize_crash=1 -runs=20000 -max_total_time=60 -exact_artifact_path="$min" "$a" \
-      >"$WORK/$t/minimize-$crashes.log" 2>&1 || true
+    status=1
+    # Fork mode with -ignore_crashes collects a crash per failing job: minimise the first
+    # few (KVCHECK_FUZZ_MINIMIZE, default 3); the others stay raw in artifacts/.
+    if ((crashes > ${KVCHECK_FUZZ_MINIMIZE:-3})); then
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$bin $a" \
+        '{message: "not minimised (KVCHECK_FUZZ_MINIMIZE)", artifact: $artifact, reproduce: $reproduce}')")
+      continue
+    fi
+    min="$dir/min-$crashes"
+    run_logged "$dir/minimize-$crashes.log" "$bin" -minimize_crash=1 -runs=20000 -max_total_time=30 \
+      -exact_artifact_path="$min" "$a" || true
     [[ -s $min ]] || cp "$a" "$min"
     name="$t-$(sha1sum "$min" | cut -c1-12)"
-    cp "$min" "$corpus/regressions/$name"
-    echo "kvcheck fuzz: $t crashed; minimised input: corpus/$t/regressions/$name" >&2
-    echo "  triage: ./kvcheck explain corpus/$t/regressions/$name" >&2
-    grep -m1 -E 'ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|==== kvcheck' \
-      "$log" >&2 || true
-    status=1
+    mkdir -p "$RUN/regressions/$t"
+    mv "$min" "$RUN/regressions/$t/$name"
+    reg="$RUN/regressions/$t/$name"
+    # The report of the minimised input: sanitizer output or kvcheck's decoded diff.
+    run_logged "$dir/crash-$crashes.log" "$bin" "$reg" || true
+    first="$(grep -m1 -E 'ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error|==== kvcheck' \
+      "$dir/crash-$crashes.log" || basename "$a")"
+    # A kvcheck mismatch: add its decoded first difference to the one-line message.
+    detail="$(grep -E '^(first differing|  at:|  expected:|  actual:|.*(differs|threw|changed))' \
+      "$dir/crash-$crashes.log" | head -5 | sed 's/^ *//' | paste -sd ';' - || true)"
+    [[ $first == *"==== kvcheck"* && -n $detail ]] && first="$first $detail"
+    echo "kvcheck fuzz: $t crashed: $first" >&2
+    echo "  minimised input: $reg" >&2
+    echo "  triage: ./kvcheck explain $reg" >&2
+    failures+=("$(jq -cn --arg message "$first" --arg artifact "$a" --arg file "$reg" \
+      --arg log "$dir/crash-$crashes.log" \
+      --arg reproduce "$bin $reg" --arg explain "./kvcheck explain $reg" \
+      '{message: $message, artifact: $artifact, regression_file: $file, log: $log,
+        reproduce: $reproduce, explain: $explain}')")
   done
-  SUMMARY+=("$(printf '%-12s %12s %10s %8s %8s' "$t" "${execs:-?}" "${rate:-?}" "$added" "$crashes")")
+  seconds=$(($(date +%s) - start))
+  jq -cn --arg name "$t" --arg verdict "$([[ $crashes -gt 0 ]] && echo fail || echo pass)" \
+    --argjson seconds "$seconds" --argjson execs "${execs:-null}" --argjson rate "${rate:-null}" \
+    --argjson cov0 "${cov0:-null}" --argjson ft0 "${ft0:-null}" --argjson cov1 "${cov1:-null}" \
+    --argjson ft1 "${ft1:-null}" --argjson added "$added" --argjson jobs "$JOBS" \
+    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
+    --arg replay "$replay" \
+    --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
+    '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
+      budget_seconds: $budget, jobs: $jobs, execs: $execs, execs_per_second: $rate,
+      coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
+      new_inputs: $added, new_inputs_dir: ($dir + "/merged"), tracked_corpus_replay: $replay,
+      logs: $dir, failures: $failures}' \
+    >>"$RUN/results.jsonl"
+  current=""
+  finish running
+  SUMMARY+=("$(printf '%-12s %12s %10s %13s %13s %6s %8s' "$t" "${execs:-?}" "${rate:-?}" \
+    "${cov0:-?}/${ft0:-?}" "${cov1:-?}/${ft1:-?}" "$added" "$crashes")")
 done
 
-printf '%-12s %12s %10s %8s %8s\n' target execs exec/s new crashes
+trap - INT TERM
+finish "$([[ $status -eq 1 ]] && echo fail || echo pass)"
+printf '%-12s %12s %10s %13s %13s %6s %8s\n' target execs exec/s cov/ft-start cov/ft-end new crashes
 printf '%s\n' "${SUMMARY[@]}"
+echo "kvcheck fuzz: summary $RUN/summary.json${JUNIT:+, junit $JUNIT}" >&2
+echo "kvcheck fuzz: keep what it found with ./kvcheck corpus merge (coverage) and ./kvcheck corpus keep $RUN (crashes)" >&2
 exit $status

@@ -5,16 +5,22 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <streambuf>
 
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "properties/registry.h"
+#include "properties/regression.h"
 #include "properties/runner.h"
+#include "tools/kvcheck/report.h"
 
 namespace kvcheck::tool {
 namespace {
@@ -31,6 +37,7 @@ struct Row {
   double seconds = 0;
   std::string message, reproduce;
   uint64_t failing_seed = 0;
+  nlohmann::json failure;  // null, or {message, seed, reproduce, regression_file}
 };
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
@@ -76,7 +83,65 @@ void list_backends(std::ostream& out) {
   for (const auto& m : missing) fmt::print(out, "{}\n", m);
 }
 
-int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress) {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// Installs SIGINT/SIGTERM handlers that only set g_stop_signal, restoring the old ones.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    old_int_ = std::signal(SIGINT, on_stop_signal);
+    old_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
+};
+
+// Writes to two streams: the terminal's and the run directory's campaign.log.
+class TeeBuf final : public std::streambuf {
+ public:
+  TeeBuf(std::streambuf* a, std::streambuf* b) : a_(a), b_(b) {}
+
+ protected:
+  int overflow(int c) override {
+    if (c == EOF) return !EOF;
+    const bool ok = a_->sputc(static_cast<char>(c)) != EOF && (!b_ || b_->sputc(static_cast<char>(c)) != EOF);
+    return ok ? c : EOF;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const auto r = a_->sputn(s, n);
+    if (b_) b_->sputn(s, n);
+    return r;
+  }
+  int sync() override { return (a_->pubsync() == 0 && (!b_ || b_->pubsync() == 0)) ? 0 : -1; }
+
+ private:
+  std::streambuf* a_;
+  std::streambuf* b_;
+};
+
+// Checks that `path` can be written without leaving a file behind.
+bool writable(const std::string& path) {
+  const bool existed = std::filesystem::exists(path);
+  { std::ofstream f(path, std::ios::app); if (!f) return false; }
+  if (!existed) std::filesystem::remove(path);
+  return true;
+}
+
+}  // namespace
+
+int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
   std::vector<std::string> missing;
   auto backends = available_backends(&missing);
   if (!options.backends.empty()) {
@@ -85,7 +150,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
       try {
         chosen.push_back(backend_by_name(name));
       } catch (const Error& e) {
-        fmt::print(out, "kvcheck run: {}\n", e.what());
+        fmt::print(terminal, "kvcheck run: {}\n", e.what());
         return 2;
       }
     }
@@ -104,15 +169,30 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
     }
   }
   if (rows.empty()) {
-    fmt::print(out, "kvcheck run: no property matches {}\n", fmt::join(options.properties, ", "));
+    fmt::print(terminal, "kvcheck run: no property matches {}\n", fmt::join(options.properties, ", "));
     return 2;
   }
+  // Found out now, not after a nightly run that would then hide its real exit code.
+  for (const auto& path : {options.report_path, options.junit_path})
+    if (!path.empty() && !writable(path)) {
+      fmt::print(terminal, "kvcheck run: cannot write {}\n", path);
+      return 2;
+    }
+  std::string run_dir = options.run_dir;
+  try {
+    if (run_dir.empty())
+      run_dir = make_run_dir(options.work_dir.empty() ? default_work_dir() : options.work_dir, "run");
+    else
+      std::filesystem::create_directories(run_dir);
+  } catch (const std::exception& e) {
+    fmt::print(terminal, "kvcheck run: {}\n", e.what());
+    return 2;
+  }
+  const std::string summary_path = run_dir + "/summary.json";
+  std::ofstream log_file(run_dir + "/campaign.log");
+  TeeBuf tee(terminal.rdbuf(), log_file ? log_file.rdbuf() : nullptr);
+  std::ostream out(&tee);
 
-  if (!options.report_path.empty() && !std::ofstream(options.report_path)) {
-    // Found out now, not after a nightly run that would then hide its real exit code.
-    fmt::print(out, "kvcheck run: cannot write report {}\n", options.report_path);
-    return 2;
-  }
   const uint64_t seed = options.seed.value_or(
       props::configured_seed(static_cast<uint64_t>(Clock::now().time_since_epoch().count())));
   // RapidCheck echoes its configuration once ("Using configuration: seed=..."); make
@@ -124,21 +204,78 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
   const bool timed = options.seconds > 0;
   const int per_row_cases = options.cases > 0 ? options.cases : 200;
   const int chunk = timed ? 20 : per_row_cases;
-  std::string backend_names;
-  for (const auto& b : backends) backend_names += (backend_names.empty() ? "" : ", ") + std::string(b->name());
+  std::vector<std::string> backend_list;
+  for (const auto& b : backends) backend_list.emplace_back(b->name());
+  const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
   fmt::print(out, "kvcheck run: {} (property, backend) pairs on [{}], seed {}, budget {}\n", rows.size(), backend_names,
              seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
+  fmt::print(out, "run directory: {}\n", run_dir);
   out.flush();
 
-  const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
+  nlohmann::json header = summary_header("run", utc_now());
+  header["run_dir"] = run_dir;
+  header["seed"] = seed;
+  header["budget"] = timed ? nlohmann::json{{"seconds", options.seconds}} : nlohmann::json{{"cases", per_row_cases}};
+  header["options"] = {{"backends", options.backends}, {"properties", options.properties},
+                       {"fail_fast", options.fail_fast}};
+  header["backends"] = backend_list;
+  header["not_run"] = missing;
+
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  double last_line = 0;
   int failures = 0;
-  for (uint64_t round = 0;; ++round) {
-    bool ran = false;
+  bool stopped_early = false;  // --fail-fast
+  std::vector<bool> ran_any(rows.size(), false);
+  auto summary = [&](const std::string& verdict) {
+    nlohmann::json s = header;
+    s["verdict"] = verdict;
+    s["end_time"] = verdict == "running" ? nlohmann::json(nullptr) : nlohmann::json(utc_now());
+    s["seconds"] = elapsed();
+    int64_t execs = 0;
+    s["results"] = nlohmann::json::array();
     for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      execs += r.cases;
+      nlohmann::json j = {{"name", props::test_id(*r.property, *r.backend)},
+                          {"kind", "property"},
+                          {"property", r.property->name},
+                          {"op", r.property->op},
+                          {"invariant", r.property->invariant},
+                          {"backend", r.backend_label},
+                          {"verdict", r.failures ? "fail" : ran_any[i] ? "pass" : "not_run"},
+                          {"seconds", r.seconds},
+                          {"cases", r.cases},
+                          {"execs", r.cases},
+                          {"execs_per_second", r.seconds > 0 ? r.cases / r.seconds : 0.0},
+                          {"coverage", nullptr},
+                          {"new_inputs", nullptr},
+                          {"failures", r.failure.is_null() ? nlohmann::json::array() : nlohmann::json::array({r.failure})}};
+      if (!ran_any[i]) j["why"] = stopped_early ? "--fail-fast stopped the run" : "interrupted";
+      s["results"].push_back(std::move(j));
+    }
+    s["totals"] = {{"results", rows.size()}, {"failures", failures}, {"execs", execs}};
+    return s;
+  };
+  auto write_summary = [&](const std::string& verdict) {
+    const nlohmann::json s = summary(verdict);
+    bool ok = write_file_atomically(summary_path, s.dump(2) + "\n");
+    if (!options.report_path.empty()) ok &= write_file_atomically(options.report_path, s.dump(2) + "\n");
+    if (!options.junit_path.empty() && verdict != "running") {
+      std::ostringstream x;
+      write_junit(s, x);
+      ok &= write_file_atomically(options.junit_path, x.str());
+    }
+    return ok;
+  };
+  write_summary("running");
+
+  StopSignals signals;
+  const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
+  double last_line = 0, last_summary = 0;
+  for (uint64_t round = 0; !g_stop_signal && !stopped_early; ++round) {
+    bool ran = false;
+    for (size_t i = 0; i < rows.size() && !g_stop_signal && !stopped_early; ++i) {
       Row& r = rows[i];
       if (r.failures > 0) continue;  // a failing row keeps its minimal case
       // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
@@ -146,6 +283,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
       const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
       ran = true;
+      ran_any[i] = true;
       r.cases += o.cases;
       r.seconds += o.seconds;
       if (o.failed) {
@@ -154,10 +292,34 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
         r.message = o.message;
         r.reproduce = o.reproduce;
         r.failing_seed = case_seed;
-        fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}\n",
-                   r.property->name, r.backend_label, o.message, o.reproduce, r.property->name,
-                   r.backend->name());
+        const std::string reproduce = fmt::format("RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
+                                                  o.reproduce, r.property->name, r.backend->name());
+        fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, o.message, reproduce);
+        r.failure = {{"message", o.message}, {"seed", case_seed}, {"reproduce", reproduce}};
+        if (!o.scenario.empty()) {
+          // The minimal case as a readable scenario that replays without RapidCheck.
+          const nlohmann::json doc = props::regression_document(
+              *r.property, r.backend_label, nlohmann::json::parse(o.scenario),
+              {{"seed", case_seed}, {"reproduce", o.reproduce}, {"commit", header["commit"]}, {"time", utc_now()}},
+              o.message);
+          std::string replay;
+          try {
+            replay = props::replay_regression(doc, *r.backend);
+          } catch (const std::exception& e) {
+            replay = std::string("unusable: ") + e.what();
+          }
+          const std::string rel = "regressions/" + r.property->op + "/" + props::regression_file_name(doc);
+          std::filesystem::create_directories(std::filesystem::path(run_dir) / "regressions" / r.property->op);
+          if (write_file_atomically(run_dir + "/" + rel, doc.dump(2) + "\n")) {
+            r.failure["regression_file"] = run_dir + "/" + rel;
+            r.failure["regression_replay_fails"] = !replay.empty();
+            fmt::print(out, "regression file: {}/{}\n  replayed from the file: {}\n  keep it: ./kvcheck corpus keep {}\n",
+                       run_dir, rel, replay.empty() ? "PASSES (not a usable regression)" : "fails, as it should",
+                       run_dir);
+          }
+        }
         out.flush();
+        if (options.fail_fast) stopped_early = true;
       }
       if (options.progress && (tty || elapsed() - last_line >= 10)) {
         const std::string line =
@@ -170,41 +332,31 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
           progress << line << "\n" << std::flush;
         last_line = elapsed();
       }
+      if (elapsed() - last_summary >= 5) {  // a crash or kill -9 still leaves a recent summary
+        write_summary("running");
+        last_summary = elapsed();
+      }
     }
     if (!ran || !timed) break;
   }
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
-  fmt::print(out, "{} in {:.1f}s, seed {}{}\n", failures ? "FAILED" : "all properties held", elapsed(), seed,
-             failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string());
-
-  if (!options.report_path.empty()) {
-    nlohmann::json report;
-    report["seed"] = seed;
-    report["budget"] = timed ? nlohmann::json{{"seconds", options.seconds}} : nlohmann::json{{"cases", per_row_cases}};
-    report["seconds"] = elapsed();
-    report["backends"] = backend_names;
-    report["not_run"] = missing;
-    report["failures"] = failures;
-    for (const auto& r : rows)
-      report["results"].push_back({{"property", r.property->name},
-                                   {"op", r.property->op},
-                                   {"invariant", r.property->invariant},
-                                   {"backend", r.backend_label},
-                                   {"cases", r.cases},
-                                   {"failures", r.failures},
-                                   {"seconds", r.seconds},
-                                   {"message", r.message},
-                                   {"reproduce", r.reproduce}});
-    std::ofstream f(options.report_path);
-    f << report.dump(2) << "\n";
-    if (!f) {
-      fmt::print(out, "kvcheck run: cannot write report {}\n", options.report_path);
-      return 2;
-    }
-    fmt::print(out, "report: {}\n", options.report_path);
+  const bool interrupted = g_stop_signal != 0;
+  fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",
+             interrupted ? "INTERRUPTED" : failures ? "FAILED" : "all properties held", elapsed(), seed,
+             failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string(),
+             stopped_early ? " (--fail-fast: stopped at the first failure)" : "");
+  const std::string verdict = interrupted ? "interrupted" : failures ? "fail" : "pass";
+  if (!write_summary(verdict)) {
+    fmt::print(out, "kvcheck run: cannot write the summary or report\n");
+    return 2;
   }
+  fmt::print(out, "summary: {}\n", summary_path);
+  if (!options.report_path.empty()) fmt::print(out, "report: {}\n", options.report_path);
+  if (!options.junit_path.empty()) fmt::print(out, "junit: {}\n", options.junit_path);
+  out.flush();
+  if (interrupted) return 130;
   return failures ? 1 : 0;
 }
 

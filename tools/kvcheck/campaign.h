@@ -17,12 +17,21 @@ struct CampaignOptions {
   std::optional<uint64_t> seed;        // default: from the clock, printed for replay
   std::vector<std::string> backends;   // empty = every available backend
   std::vector<std::string> properties; // substrings of property names or ops; empty = all
-  std::string report_path;             // JSON report; empty = none
+  std::string report_path;             // a copy of the JSON summary; empty = none
+  std::string junit_path;              // JUnit XML of the summary; empty = none
+  std::string work_dir;                // run directories go under <work_dir>/runs; "" = default_work_dir()
+  std::string run_dir;                 // exact run directory; "" = a new one under work_dir
+  bool fail_fast = false;              // stop at the first failing (property, backend) pair
   bool progress = true;                // live progress line on the progress stream
 };
 
-/// Runs the campaign. Returns 0 when every property held, 1 on any failure, 2 when
-/// the options select nothing runnable (unknown backend or property filter).
+/// Runs the campaign. Every run leaves a run directory: campaign.log (the output),
+/// summary.json (schema "kvcheck-summary", rewritten atomically as the run goes and
+/// at the end; verdict "interrupted" after SIGINT/SIGTERM) and, per failing pair
+/// whose property has a scenario replay, regressions/<op>/<name>.json (regression.h)
+/// for `./kvcheck corpus keep`. Returns 0 when every property held, 1 on any
+/// failure, 2 when the options select nothing runnable or an output path cannot be
+/// written (checked before anything runs), 130 when interrupted.
 int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress);
 
 /// Prints the registered properties (name, op, per-backend or host, invariant).

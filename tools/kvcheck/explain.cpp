@@ -5,8 +5,11 @@
 #include <iterator>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzzers/checks.h"
 #include "impl/error.h"
+#include "properties/regression.h"
 
 namespace kvcheck {
 namespace {
@@ -38,6 +41,29 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     return 2;
   }
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  if (std::filesystem::path(path).extension() == ".json") {
+    // A property regression file (regression.h): its scenario replayed through its property.
+    try {
+      const nlohmann::json doc = nlohmann::json::parse(bytes.begin(), bytes.end());
+      if (props::is_regression_document(doc)) {
+        const Backend& backend = fuzz::fuzz_backend();
+        out << "file: " << path << ", property " << doc.value("property", "?") << " (op " << doc.value("op", "?")
+            << "), failed on " << doc.value("failed_on", "?") << ", backend " << backend.name() << "\n"
+            << "invariant: " << doc.value("invariant", "") << "\n"
+            << "scenario: " << doc.at("scenario").dump() << "\n";
+        const std::string failure = props::replay_regression(doc, backend);
+        if (failure.empty()) {
+          out << "result: PASS\n";
+          return 0;
+        }
+        out << "result: FAIL\n" << failure << "\n";
+        return 1;
+      }
+    } catch (const std::exception& e) {
+      out << "explain: " << path << " is not a usable regression file: " << e.what() << "\n";
+      return 2;
+    }
+  }
   const std::string name = target.empty() ? guess_target(path) : target;
   const fuzz::Target* t = fuzz::target_by_name(name);
   if (t == nullptr) {

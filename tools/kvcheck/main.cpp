@@ -7,6 +7,7 @@
 
 #include "tools/kvcheck/campaign.h"
 #include "tools/kvcheck/explain.h"
+#include "tools/kvcheck/report.h"
 
 namespace {
 
@@ -40,8 +41,13 @@ int main(int argc, char** argv) {
   auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
   run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
   run_cmd->add_option("--property", run.properties, "Only properties whose name contains this text, or whose op is this (repeatable)");
-  run_cmd->add_option("--report", run.report_path, "Write a JSON report to this file")
+  run_cmd->add_option("--report", run.report_path, "Also write the JSON summary (summary.json) to this file")
       ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
+  run_cmd->add_option("--junit", run.junit_path, "Also write the summary as JUnit XML to this file")
+      ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
+  run_cmd->add_option("--work-dir", run.work_dir,
+                      "Work area for run directories (default $KVCHECK_WORK_DIR or <source>/.kvcheck-work)");
+  run_cmd->add_flag("--fail-fast", run.fail_fast, "Stop at the first failing (property, backend) pair");
   run_cmd->add_flag("--list", list, "List the properties and exit");
   run_cmd->add_flag("--quiet", quiet, "No progress line");
 
@@ -58,6 +64,25 @@ int main(int argc, char** argv) {
                           "store_kv, gather_kv); "
                           "default: guessed from the path");
 
+  std::string junit_summary, junit_out;
+  auto* junit_cmd = app.add_subcommand("junit", "Convert a kvcheck summary.json (run or fuzz) to JUnit XML");
+  junit_cmd->add_option("SUMMARY", junit_summary, "A summary.json of a run directory")->required()->check(CLI::ExistingFile);
+  junit_cmd->add_option("OUT", junit_out, "The JUnit XML file to write")->required();
+
+  // Run records for drivers outside this binary (tools/fuzz.sh).
+  std::string record_kind, record_dir, record_verdict, record_junit, record_work;
+  auto* record_cmd = app.add_subcommand("record", "Run directory and summary.json for tools/fuzz.sh");
+  record_cmd->require_subcommand(1);
+  auto* record_start = record_cmd->add_subcommand("start", "Make a run directory, print it, write summary.json");
+  record_start->add_option("KIND", record_kind, "fuzz or run")->required()->check(CLI::IsMember({"fuzz", "run"}));
+  record_start->add_option("--work-dir", record_work, "Work area (default $KVCHECK_WORK_DIR or <source>/.kvcheck-work)");
+  auto* record_finish = record_cmd->add_subcommand("finish", "Write summary.json from results.jsonl");
+  record_finish->add_option("RUN_DIR", record_dir, "The run directory")->required()->check(CLI::ExistingDirectory);
+  record_finish->add_option("VERDICT", record_verdict, "pass, fail, interrupted or running")
+      ->required()
+      ->check(CLI::IsMember({"pass", "fail", "interrupted", "running"}));
+  record_finish->add_option("--junit", record_junit, "Also write JUnit XML to this file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -70,6 +95,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (explain_cmd->parsed()) return kvcheck::explain_file(explain_path, explain_target, std::cout);
+  if (junit_cmd->parsed()) return kvcheck::tool::junit_file(junit_summary, junit_out, std::cerr);
+  if (record_start->parsed()) return kvcheck::tool::record_start(record_kind, record_work, std::cout, std::cerr);
+  if (record_finish->parsed())
+    return kvcheck::tool::record_finish(record_dir, record_verdict, record_junit, std::cerr);
 
   if (run_cmd->parsed()) {
     if (list) {

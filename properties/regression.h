@@ -1,0 +1,93 @@
+// Property regression files (SPEC §6 "a failure anywhere becomes a regression case"):
+// the minimal counterexample of a failing property, written as a readable JSON
+// scenario that the test run replays forever without RapidCheck (no reproduce token,
+// no generator internals). A property opts in by being built with scenario_property().
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "impl/backend.h"
+#include "impl/error.h"
+#include "properties/gen/store_load_gen.h"
+#include "properties/registry.h"
+
+namespace kvcheck::props {
+
+/// Version of the regression file layout ("kvcheck_regression" key).
+inline constexpr int kRegressionVersion = 1;
+
+/// A scenario with one injected metadata fault and the code it must raise.
+struct StoreFaultScenario {
+  StoreScenario scenario;
+  std::string fault;  // what was broken, e.g. "slot_mapping[3] = -2"
+  ErrorCode code;
+};
+struct LoadFaultScenario {
+  LoadScenario scenario;
+  std::string fault;
+  ErrorCode code;
+};
+
+// JSON forms (nlohmann ADL). bf16 rows are hex strings, one per kv row.
+void to_json(nlohmann::json& j, const CacheShape& s);
+void from_json(const nlohmann::json& j, CacheShape& s);
+void to_json(nlohmann::json& j, const StoreScenario& s);
+void from_json(const nlohmann::json& j, StoreScenario& s);
+void to_json(nlohmann::json& j, const LoadScenario& s);
+void from_json(const nlohmann::json& j, LoadScenario& s);
+void to_json(nlohmann::json& j, const StoreFaultScenario& s);
+void from_json(const nlohmann::json& j, StoreFaultScenario& s);
+void to_json(nlohmann::json& j, const LoadFaultScenario& s);
+void from_json(const nlohmann::json& j, LoadFaultScenario& s);
+
+/// Records the scenario of the case that just failed on this thread (the last one
+/// recorded during a RapidCheck run is its minimal case: RapidCheck re-runs it last).
+void note_failing_scenario(nlohmann::json scenario);
+/// Returns and clears the recorded scenario.
+std::optional<nlohmann::json> take_failing_scenario();
+
+/// A backend property whose case is one scenario of type S: the body draws it with
+/// `draw` and checks it with `check`; on failure the scenario is recorded for a
+/// regression file, and `replay` runs `check` on a scenario read back from JSON.
+template <class S>
+Property scenario_property(std::string name, std::string op, std::string invariant, S (*draw)(),
+                           void (*check)(const Backend&, const S&)) {
+  Property p;
+  p.name = std::move(name);
+  p.op = std::move(op);
+  p.invariant = std::move(invariant);
+  p.per_backend = true;
+  p.body = [draw, check](const Backend& b) {
+    const S s = draw();
+    try {
+      check(b, s);
+    } catch (...) {
+      note_failing_scenario(nlohmann::json(s));
+      throw;
+    }
+  };
+  p.replay = [check](const Backend& b, const nlohmann::json& scenario) { check(b, scenario.get<S>()); };
+  return p;
+}
+
+/// The regression file of a failing property: version, engine, property, op, the
+/// backend it failed on, how it was found (seed, reproduce, commit) and the scenario.
+nlohmann::json regression_document(const Property& p, const std::string& backend, const nlohmann::json& scenario,
+                                   const nlohmann::json& found, const std::string& failure);
+/// "<property without prop_>-<16 hex of a hash of the scenario>.json": the same
+/// counterexample never gets two names.
+std::string regression_file_name(const nlohmann::json& document);
+
+/// True when `j` is a property regression document (has "kvcheck_regression").
+bool is_regression_document(const nlohmann::json& j);
+
+/// Replays a regression document on `b`: "" when the property holds for its
+/// scenario, else the failure report. Throws std::runtime_error when the document
+/// is unusable (unknown property, property without replay, bad scenario).
+std::string replay_regression(const nlohmann::json& document, const Backend& b);
+
+}  // namespace kvcheck::props

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# CTest cli.options (issue 12): every bad option of every command exits 2 with a
+# usage line, before anything is built or run; every --help exits 0 and prints one.
+# Usage: tests/cli_options.sh SOURCE_DIR KVCHECK_BINARY
+set -uo pipefail
+src=$1
+bin=$2
+failed=0
+
+# expect CODE PATTERN CMD...: CMD exits CODE and its output matches PATTERN.
+expect() {
+  local code=$1 pattern=$2
+  shift 2
+  local out rc
+  out="$(timeout 20 "$@" 2>&1 </dev/null)"
+  rc=$?
+  if [[ $rc != "$code" ]] || ! grep -qiE "$pattern" <<<"$out"; then
+    echo "FAIL: '$*' exited $rc (want $code), output must match /$pattern/:"
+    sed 's/^/    /' <<<"$out" | head -5
+    failed=$((failed + 1))
+  else
+    echo "ok:   '$*' -> $rc"
+  fi
+}
+
+k="$src/kvcheck"
+# Driver commands whose options are checked by the shell scripts (no build happens).
+expect 2 'usage:' "$k" fuzz --seconds abc store
+expect 2 'usage:' "$k" fuzz --seconds
+expect 2 'usage:' "$k" fuzz --seconds 0
+expect 2 'usage:' "$k" fuzz --seconds 1e3
+expect 2 'usage:' "$k" fuzz --jobs -1
+expect 2 'usage:' "$k" fuzz --jobs two
+expect 2 'usage:' "$k" fuzz --junit
+expect 2 'usage:' "$k" fuzz --junit /nonexistent-dir/x.xml store
+expect 2 'usage:.*|no target' "$k" fuzz no_such_target
+expect 2 'usage:' "$k" fuzz --bogus
+expect 2 'usage:' "$k" coverage --bogus
+expect 2 'usage:' "$k" coverage no_such_target
+expect 2 'usage:' "$k" bench --bogus
+expect 2 'usage:' "$k" bench --benchmark_filter=x extra
+expect 2 'usage:' "$k" corpus
+expect 2 'usage:' "$k" corpus bogus
+expect 2 'usage:' "$k" corpus stats no_such_target
+expect 2 'usage:' "$k" corpus merge --from /nonexistent-dir
+expect 2 'usage:' "$k" corpus merge --from
+expect 2 'not a run directory' "$k" corpus merge --from "$src/corpus/store"
+expect 2 'usage:' "$k" corpus keep
+expect 2 'usage:' "$k" corpus keep /nonexistent-run
+expect 2 'usage:' "$k" corpus stats --dry-run
+expect 2 'usage:' "$k" corpus prune --bogus
+expect 2 'usage:' "$k" build extra
+expect 2 'usage:' "$k" test --bogus
+expect 2 'usage:' "$k" test -R
+expect 2 'usage:|unknown command' "$k" bogus
+# --help of every driver command that does not need a build.
+expect 0 'usage:|kvcheck fuzz' "$k" fuzz --help
+expect 0 'kvcheck coverage' "$k" coverage --help
+expect 0 'kvcheck corpus' "$k" corpus --help
+expect 0 'kvcheck corpus' "$k" corpus merge --help
+expect 0 'usage:' "$k" bench --help
+expect 0 'usage:' "$k" test --help
+expect 0 'kvcheck test' "$k" help
+# The binary's own commands (CLI11), checked before anything runs.
+expect 2 'seconds' "$bin" run --seconds abc
+expect 2 'seconds' "$bin" run --seconds
+expect 2 '' "$bin" run --cases 5 --seconds 5
+expect 2 'junit' "$bin" run --junit ''
+expect 2 'cannot write' "$bin" run --cases 1 --property layout --junit /nonexistent-dir/x.xml
+expect 2 'cannot write' "$bin" run --cases 1 --property layout --report /nonexistent-dir/x.json
+expect 2 '' "$bin" run --bogus
+expect 2 '' "$bin" junit /nonexistent/summary.json out.xml
+expect 2 '' "$bin" record finish /nonexistent-run pass
+expect 2 '' "$bin" record finish "$src" maybe
+expect 2 '' "$bin" record start neither
+for sub in run explain backends junit record; do
+  expect 0 'usage|options' "$bin" "$sub" --help
+done
+
+if ((failed)); then
+  echo "$failed check(s) failed"
+  exit 1
+fi
+echo "all option checks passed"

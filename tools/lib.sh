@@ -1,0 +1,80 @@
+# Shared by ./kvcheck and tools/*.sh (sourced, not run): the Debian packages the
+# build needs, option checking, fuzz target names and the work area. Set ROOT first.
+
+# Debian 12 packages the build needs; CUDA is not among them (it lives in /usr/local/cuda).
+PACKAGES=(build-essential cmake ninja-build git zip jq clang-14 llvm-14 libclang-rt-14-dev
+  libgtest-dev libgmock-dev librapidcheck-dev libeigen3-dev libbenchmark-dev libcli11-dev
+  nlohmann-json3-dev libfmt-dev libhwy-dev)
+
+# The git-ignored work area: run directories (logs, summaries, new inputs, crashes,
+# regression files) live here until `./kvcheck corpus` keeps some in corpus/.
+WORK_DIR="${KVCHECK_WORK_DIR:-$ROOT/.kvcheck-work}"
+
+log() { printf 'kvcheck: %s\n' "$*" >&2; }
+
+ensure_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# bad_usage COMMAND USAGE_LINE MESSAGE: the message, the usage line, exit 2.
+bad_usage() {
+  printf 'kvcheck %s: %s\nusage: %s\n' "$1" "$3" "$2" >&2
+  exit 2
+}
+
+# need_value COMMAND USAGE OPTION "$#": an option's value must follow it.
+need_value() { (($4 >= 2)) || bad_usage "$1" "$2" "$3 needs a value"; }
+
+# check_int COMMAND USAGE OPTION VALUE MIN MAX: a decimal integer in [MIN, MAX].
+check_int() {
+  local cmd=$1 use=$2 opt=$3 v=$4 min=$5 max=$6
+  [[ $v =~ ^[0-9]+$ ]] && ((${#v} <= 9)) && ((10#$v >= min && 10#$v <= max)) ||
+    bad_usage "$cmd" "$use" "$opt must be an integer in [$min, $max], got '$v'"
+}
+
+# The fuzz targets: fuzzers/fuzz_<name>.cpp (fuzz_data.cpp is the decoder).
+all_targets() {
+  local f
+  for f in "$ROOT"/fuzzers/fuzz_*.cpp; do
+    f="$(basename "$f" .cpp)"
+    [[ $f == fuzz_data ]] || echo "${f#fuzz_}"
+  done
+}
+
+# check_targets COMMAND USAGE NAME...: every name is a fuzz target.
+check_targets() {
+  local cmd=$1 use=$2 t
+  shift 2
+  for t in "$@"; do
+    [[ -f $ROOT/fuzzers/fuzz_$t.cpp && $t != data ]] ||
+      bad_usage "$cmd" "$use" "no target '$t' (have: $(all_targets | tr '\n' ' '))"
+  done
+}
+
+# The libFuzzer build (clang-14, ASan+UBSan) shared by fuzz and corpus.
+FUZZ_BUILD="${KVCHECK_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+
+# build_fuzz TARGET...: configures build-fuzz once, builds the fuzz_<target> binaries
+# and the kvcheck tool (run records).
+build_fuzz() {
+  if [[ ! -f $FUZZ_BUILD/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DKVCHECK_FUZZ=ON -DKVCHECK_CUDA=OFF -DKVCHECK_BENCH=OFF >&2
+  fi
+  cmake --build "$FUZZ_BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${@/#/fuzz_}" kvcheck >&2
+}
+
+# inited_coverage LOG: "edges features" from libFuzzer's "#N INITED cov: E ft: F" line.
+inited_coverage() {
+  sed -n 's/^#[0-9]*[[:space:]]*INITED cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p' "$1" | tail -1
+}
