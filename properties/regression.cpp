@@ -226,7 +226,8 @@ std::string replay_regression(const nlohmann::json& document, const Backend& b) 
   if (document.at("kvcheck_regression").get<int>() != kRegressionVersion)
     throw std::runtime_error("regression file version " + document.at("kvcheck_regression").dump() +
                              " (this build reads " + std::to_string(kRegressionVersion) + ")");
-  const Property& p = property_named(document.at("property").get<std::string>());
+  const std::string name = document.at("property").get<std::string>();  // named: g++ 13 -Wdangling-reference
+  const Property& p = property_named(name);
   if (!p.replay) throw std::runtime_error(p.name + " has no scenario replay");
   try {
     p.replay(b, document.at("scenario"));

@@ -21,10 +21,10 @@
 namespace kvcheck {
 namespace {
 
-const props::Property& property(const std::string& name) {
+const props::Property& property(std::string_view name) {
   for (const auto& p : props::registry().all())
     if (p.name == name) return p;
-  throw std::runtime_error("no property " + name);
+  throw std::runtime_error("no property " + std::string(name));
 }
 
 // The cpu backend with a planted store bug: after a correct store, the first data
