@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""kvcheck mutants — mutation testing: how many planted faults does the harness kill?
+
+Usage: ./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] [--json FILE]
+                         [--fuzz] [--list] [--check-apply] [--help]
+
+Each mutants/NNN-name.patch is a realistic fault. Per job the tree is copied once to a
+scratch directory OUTSIDE the source tree (KVCHECK_MUTANTS_DIR, default
+$TMPDIR/kvcheck-mutants-$UID/<tree>-<hash>) and built once; then per mutant: apply the
+patch, rebuild incrementally, run CTest (stop at the first failure: that test killed
+it); if it survived, fuzz each relevant target for the budget (--fuzz: a clang
+libFuzzer build per job), then a `kvcheck run --seconds BUDGET` campaign; revert.
+CUDA mutants run only where the scratch build's `kvcheck backends` lists cuda
+available; elsewhere they are reported "not run here (no GPU)", never as killed.
+
+  --only ID     a mutant by number (7, 007) or name (cpu-fp4-nibble-swap); repeatable
+  --jobs N      mutants in parallel, one scratch copy + build each (default 1)
+  --budget S    seconds for each fuzz target and for the campaign (default 30)
+  --json FILE   write the results as JSON (default: none)
+  --fuzz        also fuzz survivors (builds fuzz targets with clang-14 per job)
+  --list        list the mutants and exit
+  --check-apply check that every patch has its header and applies to the source tree
+                (git apply --check; exit 77 = skipped when not in a git checkout)
+Env: KVCHECK_JOBS (build parallelism per job), KVCHECK_MUTANTS_DIR, KVCHECK_CMAKE_ARGS.
+Exit status: 0 when every mutant run here was killed, 1 when one survived or failed to
+build, 2 on a bad option or unknown mutant.
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MUTANTS = os.path.join(ROOT, "mutants")
+
+# Which fuzz targets reach a source file (by path prefix); default: store, load, round_trip.
+FUZZ_TARGETS = [
+    ("impl/cpu/store_kv", ["store_kv"]),
+    ("impl/cpu/gather_kv", ["gather_kv"]),
+    ("impl/cpu/store", ["store", "round_trip", "prefill"]),
+    ("impl/cpu/load", ["load", "round_trip", "prefill"]),
+    ("impl/cpu/index_transforms", ["index"]),
+    ("impl/cpu/fast_numerics", ["numerics", "store", "round_trip"]),
+    ("impl/cpu/parallel", ["store", "load"]),
+    ("impl/cpu/validate", ["store", "load"]),
+    ("impl/validate_slots", ["store", "store_kv"]),
+    ("impl/validate_index", ["index"]),
+    ("impl/validate_kv", ["store_kv", "gather_kv"]),
+    ("impl/load_plan", ["plan", "prefill"]),
+    ("impl/slot_mapping", ["plan", "prefill"]),
+    ("impl/kv_slot_mapping", ["store_kv", "gather_kv"]),
+    ("impl/layout", ["store", "load", "round_trip"]),
+    ("properties/prefill_step", ["prefill"]),
+]
+
+FUZZ_BINARIES = [f"fuzz_{t}" for t in ("store", "load", "round_trip", "format", "numerics", "index",
+                                       "plan", "prefill", "store_kv", "gather_kv")]
+
+
+class UsageError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"kvcheck mutants: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_patch(path):
+    meta = {"file": os.path.basename(path), "path": path, "category": "?", "description": "?"}
+    meta["id"] = meta["file"].split("-", 1)[0]
+    meta["name"] = meta["file"][:-len(".patch")]
+    files = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"# (category|description): (.*)", line)
+            if m:
+                meta[m.group(1)] = m.group(2).strip()
+            m = re.match(r"diff --git a/(\S+) b/", line)
+            if m:
+                files.append(m.group(1))
+    meta["files"] = files
+    meta["cuda"] = any(p.startswith("impl/cuda/") for p in files)
+    return meta
+
+
+def all_mutants():
+    if not os.path.isdir(MUTANTS):
+        raise UsageError(f"no {MUTANTS} directory")
+    return [parse_patch(os.path.join(MUTANTS, f)) for f in sorted(os.listdir(MUTANTS))
+            if f.endswith(".patch")]
+
+
+def select(mutants, only):
+    if not only:
+        return mutants
+    chosen = []
+    for key in only:
+        hits = [m for m in mutants if key in (m["id"], m["name"], m["name"].split("-", 1)[1])
+                or (key.isdigit() and int(key) == int(m["id"]))]
+        if not hits:
+            raise UsageError(f"no mutant '{key}' (see --list)")
+        chosen += [m for m in hits if m not in chosen]
+    return chosen
+
+
+def run(cmd, cwd, log_file, timeout=None, env=None):
+    """Runs cmd, appending its output to log_file; returns (rc, seconds, output)."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, errors="replace", timeout=timeout, env=env)
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        rc = 124
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+    with open(log_file, "a", encoding="utf-8") as f:
+        f.write(f"$ {shlex.join(cmd)}  (in {cwd})\n{out}\n[rc {rc}]\n")
+    return rc, time.monotonic() - t0, out
+
+
+def source_files():
+    """Tracked and untracked-but-not-ignored files of the source tree (what a build sees)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout
+    return [p for p in out.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p))]
+
+
+def sync_tree(dest):
+    """Copies the source tree into dest, touching only files whose bytes differ (so a
+    rebuild there stays incremental)."""
+    for rel in source_files():
+        s, d = os.path.join(ROOT, rel), os.path.join(dest, rel)
+        if os.path.isfile(d):
+            with open(s, "rb") as a, open(d, "rb") as b:
+                if a.read() == b.read():
+                    continue
+        os.makedirs(os.path.dirname(d), exist_ok=True)
+        shutil.copy2(s, d)
+
+
+class Job:
+    def __init__(self, base, index, build_jobs, want_fuzz, want_cuda):
+        self.dir = os.path.join(base, f"job{index}")
+        self.src = os.path.join(self.dir, "src")
+        self.build = os.path.join(self.dir, "build")
+        self.fuzz_build = os.path.join(self.dir, "build-fuzz")
+        self.log = os.path.join(self.dir, "log.txt")
+        self.build_jobs = build_jobs
+        self.want_fuzz = want_fuzz
+        self.want_cuda = want_cuda
+        self.gpu = False
+        self.fuzz_ok = False
+
+    def cmake_build(self, build_dir, targets=()):
+        t = ["--target", *targets] if targets else []
+        return run(["cmake", "--build", build_dir, "-j", str(self.build_jobs), *t], self.src, self.log)
+
+    def prepare(self):
+        os.makedirs(self.src, exist_ok=True)
+        open(self.log, "w").close()
+        # A patch left applied by an interrupted run: restore the whole copy.
+        sync_tree(self.src)
+        extra = shlex.split(os.environ.get("KVCHECK_CMAKE_ARGS", ""))
+        if not os.path.isfile(os.path.join(self.build, "build.ninja")):
+            cuda = [] if self.want_cuda else ["-DKVCHECK_CUDA=OFF"]
+            rc, _, out = run(["cmake", "-S", self.src, "-B", self.build, "-G", "Ninja",
+                              "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVCHECK_BENCH=OFF", *cuda,
+                              *extra], self.src, self.log)
+            if rc != 0:
+                raise RuntimeError(f"configure failed (see {self.log}):\n{out[-2000:]}")
+        rc, secs, out = self.cmake_build(self.build)
+        if rc != 0:
+            raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
+        rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
+                         self.src, self.log)
+        self.gpu = bool(re.search(r"^cuda\s+available", out, re.M))
+        if self.want_fuzz:
+            if shutil.which("clang++-14") is None:
+                log("--fuzz: no clang++-14 here; fuzz targets are not run")
+            else:
+                if not os.path.isfile(os.path.join(self.fuzz_build, "build.ninja")):
+                    run(["cmake", "-S", self.src, "-B", self.fuzz_build, "-G", "Ninja",
+                         "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-14",
+                         "-DCMAKE_CXX_COMPILER=clang++-14", "-DKVCHECK_FUZZ=ON",
+                         "-DKVCHECK_CUDA=OFF", "-DKVCHECK_BENCH=OFF"], self.src, self.log)
+                self.fuzz_ok = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] == 0
+                if not self.fuzz_ok:
+                    log(f"--fuzz: the clang fuzz build failed (see {self.log}); fuzz targets are not run")
+
+    def patch(self, m, reverse=False):
+        cmd = ["git", "apply", *(["-R"] if reverse else []), m["path"]]
+        env = dict(os.environ, GIT_CEILING_DIRECTORIES=self.dir)
+        return run(cmd, self.src, self.log, env=env)[0] == 0
+
+    def fuzz_targets(self, m):
+        targets = []
+        for f in m["files"]:
+            hit = next((t for p, t in FUZZ_TARGETS if f.startswith(p)), ["store", "load", "round_trip"])
+            targets += [t for t in hit if t not in targets]
+        return targets
+
+    def run_mutant(self, m, budget):
+        r = {k: m[k] for k in ("id", "name", "category", "description", "files")}
+        r.update(killed_by=None, kind=None, seconds=None, status=None, notes=[])
+        if m["cuda"] and not self.gpu:
+            r["status"] = "not run here (no GPU)"
+            return r
+        if not self.patch(m):
+            r["status"] = "patch does not apply"
+            return r
+        try:
+            rc, build_s, out = self.cmake_build(self.build)
+            r["build_seconds"] = round(build_s, 1)
+            if rc != 0:
+                r["status"] = "does not build"
+                r["notes"].append(out[-1500:])
+                return r
+            t0 = time.monotonic()
+            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", "-j", "1",
+                              "--timeout", "600"], self.build, self.log)
+            if rc != 0:
+                failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
+                r.update(killed_by=failed[0] if failed else "ctest (rc %d)" % rc, kind="test",
+                         seconds=round(time.monotonic() - t0, 1), status="killed")
+                return r
+            if self.fuzz_ok:
+                rc, _, _ = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)
+                for t in self.fuzz_targets(m):
+                    exe = os.path.join(self.fuzz_build, "fuzzers", f"fuzz_{t}")
+                    if rc != 0 or not os.access(exe, os.X_OK):
+                        r["notes"].append(f"fuzz_{t}: not built")
+                        continue
+                    art = os.path.join(self.dir, "fuzz-artifacts", t) + "/"
+                    shutil.rmtree(art, ignore_errors=True)
+                    os.makedirs(art)
+                    work = os.path.join(self.dir, "fuzz-corpus", t)
+                    shutil.rmtree(work, ignore_errors=True)
+                    os.makedirs(work)
+                    seeds = os.path.join(self.src, "corpus", t)
+                    frc, _, _ = run([exe, f"-max_total_time={budget}", f"-artifact_prefix={art}",
+                                     "-print_final_stats=1", work,
+                                     *([seeds] if os.path.isdir(seeds) else [])],
+                                    self.dir, self.log, timeout=budget + 120)
+                    if os.listdir(art) or frc not in (0,):
+                        r.update(killed_by=f"fuzz_{t}", kind="fuzz", status="killed",
+                                 seconds=round(time.monotonic() - t0, 1))
+                        return r
+            else:
+                r["notes"].append("fuzz: not run (no clang fuzz build; pass --fuzz)")
+            rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "run",
+                              "--seconds", str(budget), "--quiet"], self.build, self.log,
+                             timeout=budget + 300)
+            if rc != 0:
+                seed = re.search(r"seed (\d+)", out)
+                r.update(killed_by="campaign" + (f" (seed {seed.group(1)})" if seed else ""),
+                         kind="campaign", status="killed", seconds=round(time.monotonic() - t0, 1))
+                return r
+            r.update(killed_by="SURVIVED", status="survived", seconds=round(time.monotonic() - t0, 1))
+            return r
+        finally:
+            if not self.patch(m, reverse=True):
+                sync_tree(self.src)  # restore the copy from the source tree
+                self.cmake_build(self.build)
+
+
+def check_apply(mutants):
+    """Every patch names its category and description and applies cleanly to ROOT."""
+    if subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True,
+                      text=True).stdout.strip() != ROOT:
+        print(f"skipped: {ROOT} is not a git checkout (git apply --check needs one)")
+        return 77
+    bad = 0
+    for m in mutants:
+        problems = [f"no '# {k}:' header" for k in ("category", "description") if m[k] == "?"]
+        if not m["files"]:
+            problems.append("no 'diff --git' section")
+        p = subprocess.run(["git", "apply", "--check", m["path"]], cwd=ROOT, capture_output=True, text=True)
+        if p.returncode != 0:
+            problems.append("does not apply: " + p.stderr.strip().replace("\n", "; "))
+        for why in problems:
+            print(f"{m['file']}: {why}")
+        bad += bool(problems)
+    if len(mutants) < 40:
+        print(f"only {len(mutants)} mutants; the suite needs at least 40")
+        bad += 1
+    print(f"{bad} problem(s) in {len(mutants)} patches" if bad else f"all {len(mutants)} patches apply")
+    return 1 if bad else 0
+
+
+def table(results):
+    rows = [("mutant", "category", "killed by", "time to kill")]
+    for r in results:
+        who = r["killed_by"] or r["status"]
+        t = f"{r['seconds']:.1f} s" if r["status"] == "killed" else "-"
+        rows.append((r["name"], r["category"], who, t))
+    w = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * x for x in w))
+    return "\n".join(lines)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="./kvcheck mutants", add_help=False,
+                                 usage="./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] "
+                                       "[--json FILE] [--fuzz] [--list] [--check-apply] [--help]")
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--budget", type=float, default=30)
+    ap.add_argument("--json")
+    ap.add_argument("--fuzz", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--check-apply", action="store_true")
+    ap.add_argument("-h", "--help", action="store_true")
+    a = ap.parse_args(argv)  # a bad option: usage on stderr, exit 2
+    if a.help:
+        print(__doc__.strip().split("\n", 1)[1].strip())
+        return 0
+    try:
+        if a.jobs < 1:
+            raise UsageError("--jobs must be >= 1")
+        if a.budget <= 0:
+            raise UsageError("--budget must be > 0")
+        mutants = select(all_mutants(), a.only)
+    except UsageError as e:
+        ap.print_usage(sys.stderr)
+        log(str(e))
+        return 2
+    if a.check_apply:
+        return check_apply(mutants)
+    if a.list:
+        for m in mutants:
+            print(f"{m['id']}  {m['category']:<18} {m['name'].split('-', 1)[1]:<34} {m['description']}")
+        return 0
+    budget = int(a.budget) if a.budget == int(a.budget) else a.budget
+    tree = hashlib.sha1(ROOT.encode()).hexdigest()[:8]
+    base = os.environ.get("KVCHECK_MUTANTS_DIR") or os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), f"kvcheck-mutants-{os.getuid()}",
+        f"{os.path.basename(ROOT)}-{tree}")
+    base = os.path.abspath(base)
+    if os.path.commonpath([base, ROOT]) == ROOT:
+        ap.print_usage(sys.stderr)
+        log(f"KVCHECK_MUTANTS_DIR {base} is inside the source tree; pick a directory outside it")
+        return 2
+    njobs = min(a.jobs, len(mutants)) or 1
+    build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)) // njobs)
+    want_cuda = shutil.which("nvidia-smi") is not None and \
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    log(f"{len(mutants)} mutant(s), {njobs} job(s), budget {budget} s, scratch {base}")
+    jobs = [Job(base, i, build_jobs, a.fuzz, want_cuda) for i in range(njobs)]
+    t_start = time.monotonic()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(njobs) as ex:
+            list(ex.map(lambda j: j.prepare(), jobs))
+    except RuntimeError as e:
+        log(str(e))
+        return 1
+    log(f"scratch builds ready in {time.monotonic() - t_start:.0f} s"
+        f" (GPU: {'yes' if jobs[0].gpu else 'no'}, fuzz build: {'yes' if jobs[0].fuzz_ok else 'no'})")
+    results, lock, free = [], threading.Lock(), list(jobs)
+
+    def one(m):
+        with lock:
+            job = free.pop()
+        try:
+            r = job.run_mutant(m, budget)
+        finally:
+            with lock:
+                free.append(job)
+        with lock:
+            results.append(r)
+            killed = sum(x["status"] == "killed" for x in results)
+            print(f"[{len(results)}/{len(mutants)}] {r['name']}: {r['killed_by'] or r['status']}"
+                  + (f" ({r['seconds']} s)" if r["status"] == "killed" else "")
+                  + f"   killed {killed}", file=sys.stderr, flush=True)
+        return r
+
+    with concurrent.futures.ThreadPoolExecutor(njobs) as ex:
+        list(ex.map(one, mutants))
+    results.sort(key=lambda r: r["id"])
+    print(table(results))
+    ran = [r for r in results if r["status"] in ("killed", "survived")]
+    killed = [r for r in ran if r["status"] == "killed"]
+    times = sorted(r["seconds"] for r in killed)
+    median = times[len(times) // 2] if times else None
+    print(f"\nkilled {len(killed)} of {len(ran)} run here"
+          + (f"; median time to kill {median:.1f} s, max {times[-1]:.1f} s" if times else "")
+          + f"; {len(results) - len(ran)} not run or broken")
+    for r in results:
+        for n in r["notes"]:
+            if n.startswith("fuzz: not run"):
+                print(n)
+                break
+        else:
+            continue
+        break
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": budget,
+                       "gpu": jobs[0].gpu, "fuzz_build": jobs[0].fuzz_ok, "mutants": results}, f, indent=2)
+        print(f"json: {a.json}")
+    return 0 if len(killed) == len(ran) and len(ran) == len([r for r in results if r["status"] != "not run here (no GPU)"]) else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        log("interrupted; a mutant may still be applied in the scratch copy (the next run restores it)")
+        sys.exit(130)
