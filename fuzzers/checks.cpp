@@ -11,6 +11,7 @@ const std::vector<Target>& targets() {
       {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
       {"format", check_format},     {"numerics", check_numerics}, {"index", check_index},
       {"plan", check_plan},         {"prefill", check_prefill},
+      {"store_kv", check_store_kv}, {"gather_kv", check_gather_kv},
   };
   return all;
 }

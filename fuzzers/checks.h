@@ -53,6 +53,8 @@ CheckResult check_numerics(const uint8_t* data, size_t size, const Backend& back
 CheckResult check_index(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_plan(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_prefill(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_store_kv(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_gather_kv(const uint8_t* data, size_t size, const Backend& backend);
 
 /// Load output buffers of a scenario: s.out_rows rows at load_row_bytes() +
 /// s.data_row_pad (scales: + s.scale_row_pad) bytes, then a 64-byte tail band, all

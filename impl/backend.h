@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "impl/format.h"
+#include "impl/kv_format.h"
 #include "impl/layout.h"
 
 namespace kvcheck {
@@ -74,6 +75,7 @@ struct ConvertKvIndexArgs {
 struct BackendCapabilities {
   bool store_load = true;
   bool index_transforms = true;
+  bool kv_family = false;  // store_kv / gather_kv (SPEC §7)
 };
 
 class Backend {
@@ -117,6 +119,23 @@ class Backend {
   virtual void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q,
                                 int32_t width, int32_t ring_size,
                                 std::span<int32_t> out) const = 0;
+
+  /// SPEC §7.4 store_kv: for each i < n = slot_mapping.size() with slot_mapping[i]
+  /// != -1, writes every head of key row i / value row i ([rows][H][D], model dtype
+  /// bf16/fp16, rows >= n) into the K / V record of that slot (FP8 caches: quantised
+  /// with the head's scale, SPEC §7.3). Throws (nothing written) kInvalidArgument,
+  /// kShapeMismatch, kSlotOutOfRange, kDuplicateSlot; default: kUnsupported.
+  virtual void store_kv(const KvTokensIn& key, const KvTokensIn& value,
+                        std::span<const int32_t> slot_mapping, const KvCacheView& cache) const;
+
+  /// SPEC §7.5 gather_kv: sequence i's tokens [0, cu_seqlens_k[i+1] - cu_seqlens_k[i])
+  /// through block_table[i][0..max_blocks) ([num_seqs][max_blocks], -1 padded) to
+  /// rows [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v (model dtype; FP8
+  /// dequantised). Throws (nothing written) kInvalidArgument, kShapeMismatch,
+  /// kRangeOutOfTable, kBlockOutOfRange; default: kUnsupported.
+  virtual void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                         int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
+                         const KvTokensOut& out_k, const KvTokensOut& out_v) const;
 };
 
 /// Backends compiled into this build, in order (cpu first). `why_missing` gets a

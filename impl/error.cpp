@@ -17,6 +17,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::kSegmentOverlap: return "segment-overlap";
     case ErrorCode::kRangeOutOfTable: return "range-out-of-table";
     case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kBlockOutOfRange: return "block-out-of-range";
   }
   return "unknown-error-code";
 }

@@ -23,6 +23,7 @@ enum class ErrorCode {
   kSegmentOverlap,          // two segments write the same output row
   kRangeOutOfTable,         // a token range or index needs a block the table lacks
   kUnsupported,             // valid, but this backend cannot run it
+  kBlockOutOfRange,         // a block_table entry a token needs is not in [0, num_blocks) (SPEC §7.5)
 };
 
 /// Stable kebab-case name of a code, e.g. "slot-out-of-range".

@@ -13,6 +13,10 @@ const Registry& registry() {
     register_slot_mapping_properties(r);
     register_index_properties(r);
     register_prefill_properties(r);
+    register_kv_layout_properties(r);
+    register_store_kv_properties(r);
+    register_gather_kv_properties(r);
+    register_kv_step_properties(r);
     return r;
   }();
   return r;

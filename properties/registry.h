@@ -17,7 +17,8 @@ namespace kvcheck::props {
 /// code in impl/ (plans, slot mappings) and run once, under the backend name "host".
 struct Property {
   std::string name;       // prop_store_matches_reference
-  std::string op;         // store | load | round_trip | layout | plan | slot_mapping | index | prefill
+  std::string op;         // store | load | round_trip | layout | plan | slot_mapping | index | prefill |
+                          // kv_layout | kv_slot_mapping | store_kv | gather_kv | kv_step
   std::string invariant;  // one sentence, shown in reports
   bool per_backend = true;
   std::function<void(const Backend&)> body;  // host properties ignore the argument
@@ -44,5 +45,9 @@ void register_plan_properties(Registry& r);
 void register_slot_mapping_properties(Registry& r);
 void register_index_properties(Registry& r);
 void register_prefill_properties(Registry& r);
+void register_kv_layout_properties(Registry& r);
+void register_store_kv_properties(Registry& r);
+void register_gather_kv_properties(Registry& r);
+void register_kv_step_properties(Registry& r);
 
 }  // namespace kvcheck::props

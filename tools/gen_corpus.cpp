@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "fuzzers/fuzz_data.h"
+#include "fuzzers/fuzz_data_kv.h"
+#include "properties/kv_harness.h"
 
 namespace fs = std::filesystem;
 using kvcheck::fuzz::SplitMix64;
@@ -338,6 +340,65 @@ void prefill_seeds(const fs::path& root) {
   seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.step.store_before_load && !f.step.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f.step); });
   seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.step.seqs.empty(); });
 }
+
+// K/V family (SPEC §7): every cache dtype, NHD/HND, both scale kinds, one-allocation
+// views, the seed's sizes, the error paths.
+void kv_seeds(const fs::path& root) {
+  using S = kvcheck::props::StoreKvScenario;
+  using G = kvcheck::props::GatherKvScenario;
+  using kvcheck::KvDtype;
+  using kvcheck::props::KvAlloc;
+  auto ds = kvcheck::fuzz::decode_store_kv;
+  auto dg = kvcheck::fuzz::decode_gather_kv;
+  auto valid_store = [&](const S& s) {
+    kvcheck::props::KvBuffers b(s.cache), r(s.cache);
+    return !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;
+  };
+  auto valid_gather = [&](const G& g) {
+    kvcheck::props::KvBuffers b(g.cache);
+    kvcheck::props::KvOutBuffers o(g);
+    return g.cu_seqlens_k.back() > 0 && !kvcheck::props::run_gather_kv(nullptr, g, b, o);
+  };
+  for (KvDtype d : kvcheck::kv_dtypes())
+    for (auto order : {kvcheck::KvHeadLayout::kNHD, kvcheck::KvHeadLayout::kHND}) {
+      const std::string f = kvcheck::to_string(d) + "-" + kvcheck::to_string(order);
+      seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.dtype == d && s.cache.order == order && s.slot_mapping.size() >= 3 && valid_store(s); });
+      seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.dtype == d && g.cache.order == order && g.cu_seqlens_k.size() >= 3 && valid_gather(g); });
+    }
+  for (auto k : {kvcheck::KvScaleKind::kPerTensor, kvcheck::KvScaleKind::kPerHead}) {
+    const std::string f = "fp8-" + kvcheck::to_string(k);
+    seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.scale_kind == k && s.cache.num_kv_heads > 1 && valid_store(s); });
+    seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.scale_kind == k && g.cache.num_kv_heads > 1 && valid_gather(g); });
+  }
+  for (auto a : {KvAlloc::kNanoVllm, KvAlloc::kFlashInfer}) {
+    const std::string f = a == KvAlloc::kNanoVllm ? "view-nano-vllm" : "view-flashinfer";
+    seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.alloc == a && valid_store(s); });
+    seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.alloc == a && valid_gather(g); });
+  }
+  for (int bs : {1, 16, 133, 256})
+    seed<S>(root, "store_kv", "bs-" + std::to_string(bs), ds, [&](const S& s) { return s.cache.block_size == bs && valid_store(s); });
+  seed<S>(root, "store_kv", "heads-40", ds, [&](const S& s) { return s.cache.num_kv_heads == 40 && s.cache.head_dim >= 64 && valid_store(s); });
+  seed<G>(root, "gather_kv", "heads-40", dg, [&](const G& g) { return g.cache.num_kv_heads == 40 && g.cache.head_dim >= 64 && valid_gather(g); });
+  seed<S>(root, "store_kv", "padded-strides", ds, [&](const S& s) { return s.cache.pad_head > 0 && s.cache.pad_token > 0 && s.key.head_stride > s.cache.head_dim && valid_store(s); });
+  seed<S>(root, "store_kv", "graph-padding-rows", ds, [&](const S& s) { return s.key.rows > static_cast<int64_t>(s.slot_mapping.size()) && valid_store(s); });
+  seed<S>(root, "store_kv", "all-padding", ds, [&](const S& s) { return s.slot_mapping.size() >= 3 && std::all_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x == -1; }); });
+  seed<S>(root, "store_kv", "empty", ds, [&](const S& s) { return s.slot_mapping.empty(); });
+  auto store_err = [](const S& s, kvcheck::ErrorCode c) {
+    kvcheck::props::KvBuffers b(s.cache);
+    return kvcheck::props::run_store_kv(nullptr, s, b) == c;
+  };
+  auto gather_err = [](const G& g, kvcheck::ErrorCode c) {
+    kvcheck::props::KvBuffers b(g.cache);
+    kvcheck::props::KvOutBuffers o(g);
+    return kvcheck::props::run_gather_kv(nullptr, g, b, o) == c;
+  };
+  using E = kvcheck::ErrorCode;
+  for (auto [name, code] : std::vector<std::pair<std::string, E>>{{"slot-out-of-range", E::kSlotOutOfRange}, {"duplicate-slot", E::kDuplicateSlot}, {"shape-mismatch", E::kShapeMismatch}, {"invalid-argument", E::kInvalidArgument}})
+    seed<S>(root, "store_kv", "error-" + name, ds, [&, code = code](const S& s) { return store_err(s, code); });
+  for (auto [name, code] : std::vector<std::pair<std::string, E>>{{"range-out-of-table", E::kRangeOutOfTable}, {"block-out-of-range", E::kBlockOutOfRange}, {"shape-mismatch", E::kShapeMismatch}, {"invalid-argument", E::kInvalidArgument}})
+    seed<G>(root, "gather_kv", "error-" + name, dg, [&, code = code](const G& g) { return gather_err(g, code); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -354,6 +415,7 @@ int main(int argc, char** argv) {
   index_seeds(root);
   plan_seeds(root);
   prefill_seeds(root);
+  kv_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

@@ -9,6 +9,11 @@ namespace kvcheck::cpu {
 class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
+  BackendCapabilities capabilities() const override {
+    BackendCapabilities c;
+    c.kv_family = true;
+    return c;
+  }
   // impl/cpu/store.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                       const CacheView& cache) const override;
@@ -24,6 +29,13 @@ class CpuBackend final : public Backend {
                         std::span<int32_t> out) const override;
   void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                         int32_t ring_size, std::span<int32_t> out) const override;
+  // impl/cpu/store_kv.cpp
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value,
+                std::span<const int32_t> slot_mapping, const KvCacheView& cache) const override;
+  // impl/cpu/gather_kv.cpp
+  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                 int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
+                 const KvTokensOut& out_k, const KvTokensOut& out_v) const override;
 };
 
 }  // namespace kvcheck::cpu

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   explain_cmd->add_option("--target", explain_target,
-                          "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill); "
+                          "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill, "
+                          "store_kv, gather_kv); "
                           "default: guessed from the path");
 
   try {

@@ -1,0 +1,21 @@
+// Default implementations of the optional Backend operations: a backend that lacks
+// the K/V family (capabilities().kv_family == false) says so with kUnsupported.
+#include "impl/backend.h"
+
+#include <string>
+
+#include "impl/error.h"
+
+namespace kvcheck {
+
+void Backend::store_kv(const KvTokensIn&, const KvTokensIn&, std::span<const int32_t>,
+                       const KvCacheView&) const {
+  throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no store_kv (SPEC §7.4)");
+}
+
+void Backend::gather_kv(const ConstKvCacheView&, std::span<const int32_t>, int32_t,
+                        std::span<const int32_t>, const KvTokensOut&, const KvTokensOut&) const {
+  throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no gather_kv (SPEC §7.5)");
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,144 @@
+// CpuBackend::gather_kv (SPEC §7.5): validate everything (impl/validate_kv), then
+// copy or dequantise each output row, rows split across threads (each chunk finds its
+// first sequence by binary search in cu_seqlens_k, then walks). Kernels are templated
+// on the (cache dtype, model dtype) pair and compiled for baseline and AVX2.
+#include <algorithm>
+#include <cstring>
+
+#include "impl/cpu/cpu_backend.h"
+#include "impl/cpu/isa.h"
+#include "impl/cpu/kv_numerics.h"
+#include "impl/cpu/parallel.h"
+#include "impl/kv_layout.h"
+#include "impl/validate_kv.h"
+
+namespace kvcheck::cpu {
+namespace {
+
+using namespace fast;
+
+constexpr int kChunk = 64;
+
+struct GatherKvJob {
+  const KvTokensOut* out[2];  // out_k, out_v
+  const uint8_t* base[2];     // k_cache, v_cache
+  const float* scale[2];      // FP8 only
+  bool per_head = false;
+  int first_side = 0, end_side = 2;
+  const int32_t* block_table;
+  int32_t max_blocks;
+  const int32_t* cu;  // cu_seqlens_k
+  int64_t num_seqs;
+  const KvCacheLayout* layout;
+};
+
+template <KvDtype Cache>
+KVCHECK_CPU_INLINE float from_fp8(uint8_t q) {
+  if constexpr (Cache == KvDtype::kE4M3) return e4m3_to_f32(q);
+  else return e5m2_to_f32(q);
+}
+
+template <KvDtype Out>
+KVCHECK_CPU_INLINE uint16_t to_model(float y) {
+  if constexpr (Out == KvDtype::kBF16) return f32_to_bf16(y);
+  else return f32_to_fp16(y);
+}
+
+/// One head: D FP8 codes at src -> D model elements at dst, round(float(q) * scale).
+template <KvDtype Cache, KvDtype Out>
+KVCHECK_CPU_INLINE void dequantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale) {
+  for (int64_t c = 0; c < d; c += kChunk) {
+    const int64_t n = d - c < kChunk ? d - c : kChunk;
+    uint8_t q[kChunk] = {};
+    uint16_t y[kChunk];
+    std::memcpy(q, src + c, static_cast<size_t>(n));
+    for (int i = 0; i < kChunk; ++i) y[i] = to_model<Out>(from_fp8<Cache>(q[i]) * scale);
+    std::memcpy(dst + 2 * c, y, static_cast<size_t>(2 * n));
+  }
+}
+
+template <KvDtype Cache, KvDtype Out>
+KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, int64_t end) {
+  const KvCacheLayout& l = *job.layout;
+  constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
+  constexpr int64_t kIn = kFp8 ? 1 : 2;
+  const int64_t d = l.head_dim, bs = l.block_size;
+  // The sequence holding row `begin`: the last i with cu[i] <= begin and a non-empty range.
+  int64_t seq = std::upper_bound(job.cu, job.cu + job.num_seqs + 1, static_cast<int32_t>(begin)) - job.cu - 1;
+  for (int64_t r = begin; r < end; ++r) {
+    while (job.cu[seq + 1] <= r) ++seq;
+    const int64_t t = r - job.cu[seq];
+    const int64_t block = job.block_table[seq * job.max_blocks + t / bs];
+    const int64_t token = t - (t / bs) * bs;
+    for (int side = job.first_side; side < job.end_side; ++side) {
+      const KvTokensOut& o = *job.out[side];
+      for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+        const uint8_t* src = job.base[side] + kIn * kv_offset(l, block, token, h);
+        uint8_t* dst = o.data + 2 * (r * o.token_stride + h * o.head_stride);
+        if constexpr (kFp8)
+          dequantize_head<Cache, Out>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
+        else
+          std::memcpy(dst, src, static_cast<size_t>(2 * d));
+      }
+    }
+  }
+}
+
+using RowsFn = void (*)(const GatherKvJob&, int64_t, int64_t);
+
+template <KvDtype Cache, KvDtype Out>
+void rows_baseline(const GatherKvJob& job, int64_t begin, int64_t end) {
+  gather_rows_impl<Cache, Out>(job, begin, end);
+}
+template <KvDtype Cache, KvDtype Out>
+KVCHECK_CPU_TARGET_AVX2 void rows_avx2(const GatherKvJob& job, int64_t begin, int64_t end) {
+  gather_rows_impl<Cache, Out>(job, begin, end);
+}
+
+template <KvDtype Out>
+RowsFn pick_cache(KvDtype cache, bool avx2) {
+  switch (cache) {
+    case KvDtype::kE4M3: return avx2 ? &rows_avx2<KvDtype::kE4M3, Out> : &rows_baseline<KvDtype::kE4M3, Out>;
+    case KvDtype::kE5M2: return avx2 ? &rows_avx2<KvDtype::kE5M2, Out> : &rows_baseline<KvDtype::kE5M2, Out>;
+    default: return &rows_baseline<Out, Out>;  // bf16/fp16 cache = model dtype: a copy
+  }
+}
+
+RowsFn pick(KvDtype cache, KvDtype out, bool avx2) {
+  return out == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(cache, avx2)
+                               : pick_cache<KvDtype::kFP16>(cache, avx2);
+}
+
+}  // namespace
+
+void CpuBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                           int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
+                           const KvTokensOut& out_k, const KvTokensOut& out_v) const {
+  const int64_t total =
+      validate_gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
+  if (total == 0) return;
+  const KvCacheLayout& l = cache.layout;
+  const bool fp8 = is_fp8(l.dtype), avx2 = use_avx2();
+  GatherKvJob job{{&out_k, &out_v},
+                  {cache.k, cache.v},
+                  {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
+                  cache.scales.kind == KvScaleKind::kPerHead,
+                  0, 2,
+                  block_table.data(), max_blocks, cu_seqlens_k.data(),
+                  static_cast<int64_t>(cu_seqlens_k.size()) - 1, &l};
+  const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
+  if (out_k.dtype == out_v.dtype) {
+    const RowsFn rows = pick(l.dtype, out_k.dtype, avx2);
+    parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
+    return;
+  }
+  for (int side = 0; side < 2; ++side) {  // FP8 cache, outputs of different model dtypes
+    GatherKvJob one = job;
+    one.first_side = side;
+    one.end_side = side + 1;
+    const RowsFn rows = pick(l.dtype, side == 0 ? out_k.dtype : out_v.dtype, avx2);
+    parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(one, b, e); });
+  }
+}
+
+}  // namespace kvcheck::cpu

@@ -1,0 +1,50 @@
+// Fast SPEC §7.3 numerics for the CPU backend's K/V family: fp16 and e5m2 by branch-free
+// bit manipulation (e4m3 and bf16 come from fast_numerics.h). Written independently
+// of reference/kv_numerics (value tables); the differential tests prove they agree.
+#pragma once
+
+#include <cstdint>
+
+#include "impl/cpu/fast_numerics.h"
+
+namespace kvcheck::cpu::fast {
+
+/// Exact. Subnormals through an exact int->float conversion and power-of-two multiply.
+KVCHECK_CPU_INLINE float fp16_to_f32(uint16_t h) {
+  const uint32_t mag = h & 0x7FFFu;
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t sub = f_bits(static_cast<float>(static_cast<int32_t>(mag)) * 0x1p-24f);
+  uint32_t normal = (mag << 13) + (112u << 23);         // rebias 15 -> 127
+  normal = sel(mag >= 0x7C00u, normal + (112u << 23), normal);  // Inf/NaN: exponent 255
+  return bits_f(sel(mag < 0x400u, sub, normal) | sign);
+}
+
+/// RNE; |x| >= 65520 -> ±Inf; any NaN -> 0x7FFF. Below 2^-14 the grid is uniform
+/// (step 2^-24): |x|*2^24 (exact) + 2^23 rounds it to the code.
+KVCHECK_CPU_INLINE uint16_t f32_to_fp16(float x) {
+  const uint32_t u = f_bits(x);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t normal = ((a + 0xFFFu + ((a >> 13) & 1u)) >> 13) - (112u << 10);
+  const uint32_t sub = f_bits(bits_f(a) * 0x1p24f + bits_f(kMagic)) - kMagic;
+  uint32_t mag = sel(a < 0x38800000u, sub, normal);  // 2^-14, the smallest normal
+  mag = sel(a >= 0x477FF000u, 0x7C00u, mag);         // >= 65520 (Inf too) -> Inf
+  return static_cast<uint16_t>(sel(a > 0x7F800000u, 0x7FFFu, sign | mag));
+}
+
+/// SATFINITE e5m2, RNE; NaN -> 0x7F; ±Inf and |x| >= 57344 -> ±0x7B. Subnormal step 2^-16.
+KVCHECK_CPU_INLINE uint8_t f32_to_e5m2(float x) {
+  const uint32_t u = f_bits(x);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t normal = ((a + 0xFFFFFu + ((a >> 21) & 1u)) >> 21) - (112u << 2);
+  const uint32_t sub = f_bits(bits_f(a) * 65536.0f + bits_f(kMagic)) - kMagic;
+  uint32_t mag = sel(a < 0x38800000u, sub, normal);
+  mag = sel(a >= 0x47600000u, 0x7Bu, mag);  // >= 57344 saturates (normal would overshoot)
+  return static_cast<uint8_t>(sel(a > 0x7F800000u, 0x7Fu, sign | mag));
+}
+
+/// An e5m2 code is the high byte of the fp16 of the same value.
+KVCHECK_CPU_INLINE float e5m2_to_f32(uint8_t code) { return fp16_to_f32(static_cast<uint16_t>(code << 8)); }
+
+}  // namespace kvcheck::cpu::fast

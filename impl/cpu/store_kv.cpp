@@ -1,0 +1,138 @@
+// CpuBackend::store_kv (SPEC §7.4): validate everything (impl/validate_kv), then write
+// each valid row's K and V records, rows split across threads. Kernels are templated
+// on the (model dtype, cache dtype) pair, compiled for baseline and AVX2; FP8 heads
+// are quantised in chunks of 64 elements through fixed-size local arrays so the
+// conversion loops vectorise whatever the alignment of the rows.
+#include <cstring>
+
+#include "impl/cpu/cpu_backend.h"
+#include "impl/cpu/isa.h"
+#include "impl/cpu/kv_numerics.h"
+#include "impl/cpu/parallel.h"
+#include "impl/kv_layout.h"
+#include "impl/validate_kv.h"
+
+namespace kvcheck::cpu {
+namespace {
+
+using namespace fast;
+
+constexpr int kChunk = 64;
+
+struct StoreKvJob {
+  const KvTokensIn* rows[2];  // key, value
+  uint8_t* base[2];           // k_cache, v_cache
+  const float* scale[2];      // k_scale, v_scale (FP8) or null
+  bool per_head = false;
+  int first_side = 0, end_side = 2;  // sides [first, end) of {K, V}
+  const int32_t* slots;
+  const KvCacheLayout* layout;
+};
+
+template <KvDtype In>
+KVCHECK_CPU_INLINE float to_f32(uint16_t x) {
+  if constexpr (In == KvDtype::kBF16) return bf16_to_f32(x);
+  else return fp16_to_f32(x);
+}
+
+template <KvDtype Cache>
+KVCHECK_CPU_INLINE uint8_t to_fp8(float y) {
+  if constexpr (Cache == KvDtype::kE4M3) return f32_to_e4m3(y);
+  else return f32_to_e5m2(y);
+}
+
+/// One head: D model elements at src -> D FP8 codes at dst, q = cvt(x / scale).
+template <KvDtype In, KvDtype Cache>
+KVCHECK_CPU_INLINE void quantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale) {
+  for (int64_t c = 0; c < d; c += kChunk) {
+    const int64_t n = d - c < kChunk ? d - c : kChunk;
+    uint16_t x[kChunk] = {};
+    uint8_t q[kChunk];
+    std::memcpy(x, src + 2 * c, static_cast<size_t>(2 * n));
+    for (int i = 0; i < kChunk; ++i) q[i] = to_fp8<Cache>(to_f32<In>(x[i]) / scale);
+    std::memcpy(dst + c, q, static_cast<size_t>(n));
+  }
+}
+
+template <KvDtype In, KvDtype Cache>
+KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, int64_t end) {
+  const KvCacheLayout& l = *job.layout;
+  constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
+  constexpr int64_t kOut = kFp8 ? 1 : 2;
+  const int64_t d = l.head_dim;
+  for (int64_t r = begin; r < end; ++r) {
+    const int32_t slot = job.slots[r];
+    if (slot < 0) continue;  // -1 padding (validated: nothing else is negative)
+    for (int side = job.first_side; side < job.end_side; ++side) {
+      const KvTokensIn& in = *job.rows[side];
+      for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+        const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
+        uint8_t* dst = job.base[side] + kOut * kv_slot_offset(l, slot, h);
+        if constexpr (kFp8)
+          quantize_head<In, Cache>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
+        else
+          std::memcpy(dst, src, static_cast<size_t>(2 * d));
+      }
+    }
+  }
+}
+
+using RowsFn = void (*)(const StoreKvJob&, int64_t, int64_t);
+
+template <KvDtype In, KvDtype Cache>
+void rows_baseline(const StoreKvJob& job, int64_t begin, int64_t end) {
+  store_rows_impl<In, Cache>(job, begin, end);
+}
+template <KvDtype In, KvDtype Cache>
+KVCHECK_CPU_TARGET_AVX2 void rows_avx2(const StoreKvJob& job, int64_t begin, int64_t end) {
+  store_rows_impl<In, Cache>(job, begin, end);
+}
+
+template <KvDtype In>
+RowsFn pick_cache(KvDtype cache, bool avx2) {
+  switch (cache) {
+    case KvDtype::kE4M3: return avx2 ? &rows_avx2<In, KvDtype::kE4M3> : &rows_baseline<In, KvDtype::kE4M3>;
+    case KvDtype::kE5M2: return avx2 ? &rows_avx2<In, KvDtype::kE5M2> : &rows_baseline<In, KvDtype::kE5M2>;
+    default: return &rows_baseline<In, In>;  // bf16/fp16 cache = model dtype: a copy
+  }
+}
+
+}  // namespace
+
+void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
+                          std::span<const int32_t> slot_mapping, const KvCacheView& cache) const {
+  validate_store_kv(key, value, slot_mapping, cache);
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  if (n == 0) return;
+  const KvCacheLayout& l = cache.layout;
+  const bool avx2 = use_avx2();
+  // validate_store_kv checked that key and value have the cache's model dtype rule;
+  // key and value may still differ from each other only for FP8 caches.
+  const bool fp8 = is_fp8(l.dtype);
+  StoreKvJob job{{&key, &value},
+                 {cache.k, cache.v},
+                 {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
+                 cache.scales.kind == KvScaleKind::kPerHead,
+                 0, 2,
+                 slot_mapping.data(),
+                 &l};
+  const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * kv_dtype_bytes(l.dtype);
+  if (key.dtype == value.dtype) {
+    const RowsFn rows = key.dtype == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(l.dtype, avx2)
+                                                    : pick_cache<KvDtype::kFP16>(l.dtype, avx2);
+    parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
+    return;
+  }
+  // Mixed model dtypes (an FP8 cache fed bf16 keys and fp16 values): one side at a time.
+  for (int side = 0; side < 2; ++side) {
+    StoreKvJob one = job;
+    one.first_side = side;
+    one.end_side = side + 1;
+    const KvDtype in = side == 0 ? key.dtype : value.dtype;
+    const RowsFn rows = in == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(l.dtype, avx2)
+                                             : pick_cache<KvDtype::kFP16>(l.dtype, avx2);
+    parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(one, b, e); });
+  }
+}
+
+}  // namespace kvcheck::cpu

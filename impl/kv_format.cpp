@@ -1,0 +1,36 @@
+#include "impl/kv_format.h"
+
+namespace kvcheck {
+
+int64_t kv_dtype_bytes(KvDtype dtype) { return is_fp8(dtype) ? 1 : 2; }
+bool is_fp8(KvDtype dtype) { return dtype == KvDtype::kE4M3 || dtype == KvDtype::kE5M2; }
+bool is_model_dtype(KvDtype dtype) { return dtype == KvDtype::kBF16 || dtype == KvDtype::kFP16; }
+
+std::string to_string(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kBF16: return "bf16";
+    case KvDtype::kFP16: return "fp16";
+    case KvDtype::kE4M3: return "e4m3";
+    case KvDtype::kE5M2: return "e5m2";
+  }
+  return "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
+}
+
+std::string to_string(KvHeadLayout layout) {
+  return layout == KvHeadLayout::kNHD ? "NHD" : "HND";
+}
+
+std::string to_string(KvScaleKind kind) {
+  switch (kind) {
+    case KvScaleKind::kNone: return "none";
+    case KvScaleKind::kPerTensor: return "per-tensor";
+    case KvScaleKind::kPerHead: return "per-head";
+  }
+  return "scale-kind(" + std::to_string(static_cast<int>(kind)) + ")";
+}
+
+std::vector<KvDtype> kv_dtypes() {
+  return {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2};
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,85 @@
+// The vLLM-style K/V cache family (SPEC §7): element dtypes and the plain argument
+// types of store_kv / gather_kv. Like impl/format.h this is shared by reference/ and
+// the backends; it holds fields only. Offsets and validation live in impl/kv_layout.h
+// (production) and are written out again in reference/ (the reference's own).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kvcheck {
+
+/// Element dtype of a K/V cache or of the model's K/V rows (SPEC §7.1).
+enum class KvDtype : uint8_t { kBF16, kFP16, kE4M3, kE5M2 };
+/// Axis order of a dense cache: [blocks, block_size, H, D] or [blocks, H, block_size, D].
+enum class KvHeadLayout : uint8_t { kNHD, kHND };
+/// FP8 scales: none (bf16/fp16 caches), one float per tensor, one per KV head.
+enum class KvScaleKind : uint8_t { kNone, kPerTensor, kPerHead };
+
+/// Bytes per element: 2 (bf16, fp16) or 1 (e4m3, e5m2).
+int64_t kv_dtype_bytes(KvDtype dtype);
+bool is_fp8(KvDtype dtype);
+/// bf16 or fp16: the dtypes a model hands to store_kv and gets from gather_kv.
+bool is_model_dtype(KvDtype dtype);
+/// "bf16", "fp16", "e4m3", "e5m2".
+std::string to_string(KvDtype dtype);
+/// "NHD", "HND".
+std::string to_string(KvHeadLayout layout);
+/// "none", "per-tensor", "per-head".
+std::string to_string(KvScaleKind kind);
+/// All four dtypes, in enum order.
+std::vector<KvDtype> kv_dtypes();
+
+/// Geometry shared by a layer's K and V cache (SPEC §7.2). Element (block b, token t,
+/// head h, d) is at element offset b*stride_page + t*stride_token + h*stride_head + d
+/// from a cache's base; head_dim is contiguous. Strides are in elements.
+struct KvCacheLayout {
+  KvDtype dtype = KvDtype::kBF16;
+  int64_t num_blocks = 0;
+  int32_t block_size = 0;    // tokens per block, any value >= 1
+  int32_t num_kv_heads = 0;  // H
+  int32_t head_dim = 0;      // D
+  int64_t stride_page = 0, stride_token = 0, stride_head = 0;  // elements
+  bool operator==(const KvCacheLayout&) const = default;
+};
+
+/// k_scale / v_scale of an FP8 cache (SPEC §7.3): 1 float each (per tensor) or
+/// num_kv_heads floats each (per head). Ignored for bf16/fp16 caches.
+struct KvScales {
+  KvScaleKind kind = KvScaleKind::kNone;
+  std::span<const float> k_scale, v_scale;
+};
+
+/// A layer's K and V caches: base pointers (host or device, as the backend says) and
+/// capacities = elements from each base that belong to its allocation, so a view
+/// running past its buffer is rejected (SPEC §7.2).
+template <typename Byte>
+struct BasicKvCacheView {
+  Byte* k = nullptr;
+  int64_t k_capacity = 0;  // elements
+  Byte* v = nullptr;
+  int64_t v_capacity = 0;  // elements
+  KvCacheLayout layout;
+  KvScales scales;
+  operator BasicKvCacheView<const uint8_t>() const { return {k, k_capacity, v, v_capacity, layout, scales}; }
+};
+using KvCacheView = BasicKvCacheView<uint8_t>;
+using ConstKvCacheView = BasicKvCacheView<const uint8_t>;
+
+/// Token rows [rows][H][D] of dtype (store_kv input, gather_kv output): token i,
+/// head h starts at element i*token_stride + h*head_stride; D contiguous. `rows` is
+/// what the buffer holds (the operation's row count comes from its metadata).
+template <typename Byte>
+struct BasicKvTokens {
+  Byte* data = nullptr;
+  KvDtype dtype = KvDtype::kBF16;
+  int64_t rows = 0;
+  int64_t token_stride = 0, head_stride = 0;  // elements
+  operator BasicKvTokens<const uint8_t>() const { return {data, dtype, rows, token_stride, head_stride}; }
+};
+using KvTokensIn = BasicKvTokens<const uint8_t>;
+using KvTokensOut = BasicKvTokens<uint8_t>;
+
+}  // namespace kvcheck

@@ -1,0 +1,105 @@
+// Scenario types and RapidCheck generators of the K/V family (SPEC §7.7). The fuzz
+// decoder (fuzzers/fuzz_data_kv.cpp) produces the same types, and one harness
+// (properties/kv_harness.h) runs them, so properties, fuzzers and explain agree.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "impl/kv_format.h"
+
+namespace kvcheck::props {
+
+/// How the K and V views sit in memory (SPEC §7.2): two regions of one buffer with a
+/// sentinel gap between, one layer of nano-vllm's [2, L, ...] allocation, or
+/// FlashInfer's [num_blocks, 2, ...] with K and V pages interleaved.
+enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer };
+
+/// A K/V cache pair: dense NHD/HND strides plus padding elements per axis.
+struct KvCacheShape {
+  KvDtype dtype = KvDtype::kBF16;
+  KvHeadLayout order = KvHeadLayout::kNHD;
+  int32_t num_blocks = 1, block_size = 1, num_kv_heads = 1, head_dim = 1;
+  int32_t pad_head = 0, pad_token = 0, pad_page = 0;  // elements added to each stride
+  KvAlloc alloc = KvAlloc::kSeparate;
+  int32_t num_layers = 1, layer = 0;  // kNanoVllm
+  KvScaleKind scale_kind = KvScaleKind::kNone;
+  std::vector<float> k_scale, v_scale;
+  uint64_t fill_seed = 0;  // prior contents of the whole buffer
+  int64_t capacity_cut = 0;  // fault injection: k_capacity = span - capacity_cut
+  int64_t num_slots() const { return int64_t{num_blocks} * block_size; }
+};
+
+/// Rows [rows][H][D] of a model dtype with their own strides; `data` holds the bits.
+struct KvRows {
+  KvDtype dtype = KvDtype::kBF16;
+  int64_t rows = 0;
+  int64_t token_stride = 0, head_stride = 0;  // elements
+  std::vector<uint16_t> data;
+};
+
+struct StoreKvScenario {
+  KvCacheShape cache;
+  std::vector<int32_t> slot_mapping;  // n = size(); key/value may hold more rows
+  KvRows key, value;
+  std::string fault;  // "" or what was made invalid on purpose
+};
+
+struct GatherKvScenario {
+  KvCacheShape cache;
+  std::vector<int32_t> block_table;  // [num_seqs][max_blocks]
+  int32_t max_blocks = 0;
+  std::vector<int32_t> cu_seqlens_k;  // [num_seqs + 1]
+  KvDtype out_k_dtype = KvDtype::kBF16, out_v_dtype = KvDtype::kBF16;
+  int64_t out_rows = 0;
+  int32_t out_pad_head = 0, out_pad_token = 0;  // elements
+  uint64_t out_seed = 0;
+  std::string fault;
+};
+
+/// The end-to-end step of seed 004 (SPEC §7.7): sequences with distinct blocks, an
+/// earlier step that stored [0, num_cached), this step's store of [num_cached,
+/// num_tokens) with CUDA-graph padding rows, then gather_kv through the step's
+/// block tables and cu_seqlens_k.
+struct KvStepScenario {
+  KvCacheShape cache;
+  std::vector<std::vector<int32_t>> block_tables;  // per sequence, -1 tail allowed
+  std::vector<int32_t> num_cached, num_tokens;
+  KvDtype key_dtype = KvDtype::kBF16, value_dtype = KvDtype::kBF16;
+  int32_t graph_padding = 0;  // extra -1 rows appended to the step's store
+  bool decode = false;        // a decode step: one new token per sequence, prepare_decode's slots
+  uint64_t value_seed = 0;
+};
+
+void showValue(const KvCacheShape& s, std::ostream& os);
+void showValue(const KvRows& r, std::ostream& os);
+void showValue(const StoreKvScenario& s, std::ostream& os);
+void showValue(const GatherKvScenario& s, std::ostream& os);
+void showValue(const KvStepScenario& s, std::ostream& os);
+std::string describe(const KvCacheShape& s);
+std::string describe(const StoreKvScenario& s);
+std::string describe(const GatherKvScenario& s);
+std::string describe(const KvStepScenario& s);
+
+/// Largest cache pair a generated case may allocate, in elements per cache.
+inline constexpr int64_t kMaxKvCacheElements = int64_t{3} << 19;
+
+/// The model-dtype element of a value drawn for token (seq, t) head h element d:
+/// deterministic in `seed`, with specials (NaN, ±Inf, ±0, subnormals, huge) mixed in.
+uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d);
+/// Scales that make FP8 codes interesting for values of kv_value_bits.
+std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t seed);
+/// Rows filled from kv_value_bits(seed, row, 0, h, d); stride gaps hold NaN bits.
+KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t head_stride,
+                    int32_t num_kv_heads, int32_t head_dim, uint64_t seed);
+
+rc::Gen<KvCacheShape> gen_kv_cache_shape();
+rc::Gen<StoreKvScenario> gen_store_kv_scenario();
+rc::Gen<GatherKvScenario> gen_gather_kv_scenario();
+rc::Gen<KvStepScenario> gen_kv_step_scenario();
+
+}  // namespace kvcheck::props

@@ -1,0 +1,237 @@
+#include "properties/kv_harness.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "properties/gen/splitmix.h"
+#include "reference/gather_kv.h"
+#include "reference/kv_numerics.h"
+#include "reference/numerics.h"
+#include "reference/store_kv.h"
+
+namespace kvcheck::props {
+namespace {
+
+constexpr uint8_t kCanary = KVCache::kCanary;  // the canary byte of every harness buffer
+
+int64_t elem_bytes(KvDtype d) { return (d == KvDtype::kE4M3 || d == KvDtype::kE5M2) ? 1 : 2; }
+
+int64_t span_of(const KvCacheLayout& l) {
+  return (l.num_blocks - 1) * l.stride_page + int64_t{l.block_size - 1} * l.stride_token +
+         int64_t{l.num_kv_heads - 1} * l.stride_head + l.head_dim;
+}
+
+// Greedy decode of an element offset (SPEC §7.2 views are nested): false when it is
+// not an element of the view.
+bool decode_element(const KvCacheLayout& l, int64_t e, int64_t out[4]) {
+  if (e < 0) return false;
+  struct Ax { int64_t stride, extent; int idx; } ax[3] = {
+      {l.stride_page, l.num_blocks, 0}, {l.stride_token, l.block_size, 1}, {l.stride_head, l.num_kv_heads, 2}};
+  std::sort(std::begin(ax), std::end(ax), [](const Ax& a, const Ax& b) { return a.stride > b.stride; });
+  for (const Ax& a : ax) {
+    int64_t i = a.stride == 0 ? 0 : std::min(e / a.stride, a.extent - 1);
+    out[a.idx] = i;
+    e -= i * a.stride;
+  }
+  out[3] = e;
+  return e < l.head_dim;
+}
+
+}  // namespace
+
+KvCacheLayout kv_layout_of(const KvCacheShape& s) {
+  KvCacheLayout l{s.dtype, s.num_blocks, s.block_size, s.num_kv_heads, s.head_dim, 0, 0, 0};
+  const int64_t d = s.head_dim, h = s.num_kv_heads, bs = s.block_size;
+  if (s.order == KvHeadLayout::kNHD) {
+    l.stride_head = d + s.pad_head;
+    l.stride_token = h * l.stride_head + s.pad_token;
+    l.stride_page = bs * l.stride_token + s.pad_page;
+  } else {
+    l.stride_token = d + s.pad_token;
+    l.stride_head = bs * l.stride_token + s.pad_head;
+    l.stride_page = h * l.stride_head + s.pad_page;
+  }
+  if (s.alloc == KvAlloc::kFlashInfer) l.stride_page *= 2;
+  return l;
+}
+
+KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) {
+  const int64_t eb = elem_bytes(s.dtype), span = span_of(layout);
+  switch (s.alloc) {
+    case KvAlloc::kSeparate:
+      v_offset = (span * eb + 64 + 15) / 16 * 16;  // a 64+ byte sentinel gap between K and V
+      body_bytes = v_offset + span * eb;
+      k_capacity = v_capacity = span;
+      break;
+    case KvAlloc::kNanoVllm: {
+      const int64_t layer = s.num_blocks * layout.stride_page;  // elements per [layer] slice
+      const int64_t total = 2 * s.num_layers * layer;
+      k_offset = s.layer * layer * eb;
+      v_offset = (s.num_layers + s.layer) * layer * eb;
+      body_bytes = total * eb;
+      k_capacity = total - k_offset / eb;
+      v_capacity = total - v_offset / eb;
+      break;
+    }
+    case KvAlloc::kFlashInfer: {
+      const int64_t total = s.num_blocks * layout.stride_page;
+      v_offset = layout.stride_page / 2 * eb;
+      body_bytes = total * eb;
+      k_capacity = total;
+      v_capacity = total - layout.stride_page / 2;
+      break;
+    }
+  }
+  if (s.capacity_cut > 0) k_capacity = span - s.capacity_cut;
+  bytes.resize(static_cast<size_t>(body_bytes + 2 * kGuardBytes));
+  fill_pattern(bytes, s.fill_seed);
+  std::fill(bytes.begin(), bytes.begin() + kGuardBytes, kCanary);
+  std::fill(bytes.end() - kGuardBytes, bytes.end(), kCanary);
+}
+
+KvCacheView KvBuffers::view() {
+  return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
+          {shape.scale_kind, shape.k_scale, shape.v_scale}};
+}
+
+ConstKvCacheView KvBuffers::view() const {
+  return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
+          {shape.scale_kind, shape.k_scale, shape.v_scale}};
+}
+
+bool KvBuffers::guards_intact() const {
+  return std::all_of(bytes.begin(), bytes.begin() + kGuardBytes, [](uint8_t b) { return b == kCanary; }) &&
+         std::all_of(bytes.end() - kGuardBytes, bytes.end(), [](uint8_t b) { return b == kCanary; });
+}
+
+KvOutBuffers::KvOutBuffers(const GatherKvScenario& s) {
+  const int64_t h = s.cache.num_kv_heads, d = s.cache.head_dim;
+  const int64_t hs = d + s.out_pad_head, ts = h * hs + s.out_pad_token;
+  const size_t size = static_cast<size_t>(std::max<int64_t>(s.out_rows, 0) * ts * 2 + 64);
+  k.resize(size);
+  v.resize(size);
+  fill_pattern(k, s.out_seed);
+  fill_pattern(v, s.out_seed ^ 0x5CA1E5u);
+  out_k = {k.data(), s.out_k_dtype, s.out_rows, ts, hs};
+  out_v = {v.data(), s.out_v_dtype, s.out_rows, ts, hs};
+}
+
+KvTokensIn kv_tokens(const KvRows& r) {
+  return {r.data.empty() ? nullptr : reinterpret_cast<const uint8_t*>(r.data.data()), r.dtype, r.rows,
+          r.token_stride, r.head_stride};
+}
+
+std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScenario& s, KvBuffers& b,
+                                      std::string* what) {
+  try {
+    if (backend)
+      backend->store_kv(kv_tokens(s.key), kv_tokens(s.value), s.slot_mapping, b.view());
+    else
+      ref::store_kv(kv_tokens(s.key), kv_tokens(s.value), s.slot_mapping, b.view());
+  } catch (const Error& e) {
+    if (what) *what = e.what();
+    return e.code();
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorCode> run_gather_kv(const Backend* backend, const GatherKvScenario& s, const KvBuffers& b,
+                                       KvOutBuffers& out, std::string* what) {
+  try {
+    if (backend)
+      backend->gather_kv(b.view(), s.block_table, s.max_blocks, s.cu_seqlens_k, out.out_k, out.out_v);
+    else
+      ref::gather_kv(b.view(), s.block_table, s.max_blocks, s.cu_seqlens_k, out.out_k, out.out_v);
+  } catch (const Error& e) {
+    if (what) *what = e.what();
+    return e.code();
+  }
+  return std::nullopt;
+}
+
+std::string show_kv_element(KvDtype dtype, const uint8_t* p) {
+  switch (dtype) {
+    case KvDtype::kBF16: {
+      const uint16_t x = static_cast<uint16_t>(p[0] | (p[1] << 8));
+      return fmt::format("bf16 0x{:04X} = {:g}", x, ref::bf16_to_float(x));
+    }
+    case KvDtype::kFP16: {
+      const uint16_t x = static_cast<uint16_t>(p[0] | (p[1] << 8));
+      return fmt::format("fp16 0x{:04X} = {:g}", x, ref::fp16_to_float(x));
+    }
+    case KvDtype::kE4M3: return fmt::format("e4m3 0x{:02X} = {:g}", p[0], ref::e4m3_to_float(p[0]));
+    case KvDtype::kE5M2: return fmt::format("e5m2 0x{:02X} = {:g}", p[0], ref::e5m2_to_float(p[0]));
+  }
+  return "?";
+}
+
+std::string locate_kv_byte(const KvBuffers& b, int64_t offset) {
+  const int64_t eb = elem_bytes(b.layout.dtype);
+  const struct { const char* name; int64_t base; } sides[] = {{"K", b.k_offset}, {"V", b.v_offset}};
+  for (const auto& s : sides) {
+    int64_t idx[4];
+    const int64_t rel = offset - s.base;
+    if (rel >= 0 && rel % eb == 0 && decode_element(b.layout, rel / eb, idx))
+      return fmt::format("{} block {} token {} (slot {}) head {} element {}", s.name, idx[0], idx[1],
+                         idx[0] * b.layout.block_size + idx[1], idx[2], idx[3]);
+    if (rel >= 0 && rel % eb != 0 && decode_element(b.layout, rel / eb, idx))
+      return fmt::format("{} block {} token {} head {} element {} (byte {} of it)", s.name, idx[0], idx[1], idx[2],
+                         idx[3], rel % eb);
+  }
+  return "not an element of K or V (stride padding, the K/V gap or another layer)";
+}
+
+std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
+  size_t first = expected.size(), count = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != actual[i]) {
+      if (first == expected.size()) first = i;
+      ++count;
+    }
+  if (count == 0) return "";
+  const int64_t off = static_cast<int64_t>(first) - kGuardBytes;
+  std::string where;
+  if (off < 0 || off >= b.body_bytes) {
+    where = fmt::format("the canary band {} the buffer", off < 0 ? "before" : "after");
+  } else {
+    where = fmt::format("body byte {}: {}", off, locate_kv_byte(b, off));
+  }
+  std::string values = fmt::format("expected: 0x{:02X}\n  actual:   0x{:02X}", expected[first], actual[first]);
+  const int64_t eb = elem_bytes(b.layout.dtype);
+  if (off >= 0 && off < b.body_bytes) {
+    const int64_t start = off - ((off - b.k_offset) % eb + eb) % eb;  // element start (K/V bases agree mod eb)
+    if (start >= 0 && start + eb <= b.body_bytes)
+      values = fmt::format("expected: {}\n  actual:   {}",
+                           show_kv_element(b.layout.dtype, expected.data() + kGuardBytes + start),
+                           show_kv_element(b.layout.dtype, actual.data() + kGuardBytes + start));
+  }
+  return fmt::format("first differing byte at {} ({} bytes differ)\n  at:       {}\n  {}", off, count, where, values);
+}
+
+std::string diff_kv_out(const char* what, const KvTokensOut& o, int32_t num_kv_heads, int32_t head_dim,
+                        std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
+  size_t first = expected.size(), count = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != actual[i]) {
+      if (first == expected.size()) first = i;
+      ++count;
+    }
+  if (count == 0) return "";
+  const int64_t e = static_cast<int64_t>(first) / 2;
+  const int64_t row = o.token_stride > 0 ? e / o.token_stride : 0;
+  const int64_t in_row = e - row * o.token_stride;
+  const int64_t head = o.head_stride > 0 ? std::min<int64_t>(in_row / o.head_stride, num_kv_heads - 1) : 0;
+  const int64_t d = in_row - head * o.head_stride;
+  std::string where;
+  if (row >= o.rows) where = "past the last row (tail band)";
+  else if (d >= head_dim) where = fmt::format("row {} padding after head {}", row, head);
+  else where = fmt::format("row {} head {} element {}", row, head, d);
+  const size_t start = first & ~size_t{1};
+  return fmt::format("{}: first differing byte {} ({} bytes differ) at {}\n  expected: {}\n  actual:   {}", what, first,
+                     count, where, show_kv_element(o.dtype, expected.data() + start),
+                     show_kv_element(o.dtype, actual.data() + start));
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,73 @@
+// Buffers, runners and decoded diffs of the K/V family (SPEC §7.7), shared by the
+// properties, the fuzz target and explain: each cache pair lives in one buffer
+// pre-filled with a pattern and framed by canaries, so any stray byte shows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "impl/backend.h"
+#include "impl/error.h"
+#include "properties/gen/kv_gen.h"
+#include "properties/harness.h"  // kGuardBytes: the harness's one canary-band size
+
+namespace kvcheck::props {
+
+/// The strides of a shape (dense NHD/HND plus pads; FlashInfer doubles stride_page).
+KvCacheLayout kv_layout_of(const KvCacheShape& shape);
+
+/// A K/V cache pair in one allocation: [canary | body | canary], body laid out by
+/// shape.alloc, everything but the canaries filled from shape.fill_seed.
+struct KvBuffers {
+  KvCacheShape shape;
+  KvCacheLayout layout;
+  std::vector<uint8_t> bytes;
+  int64_t body_bytes = 0;
+  int64_t k_offset = 0, v_offset = 0;      // bytes from the body's start
+  int64_t k_capacity = 0, v_capacity = 0;  // elements
+  explicit KvBuffers(const KvCacheShape& shape);
+  uint8_t* body() { return bytes.data() + kGuardBytes; }
+  const uint8_t* body() const { return bytes.data() + kGuardBytes; }
+  KvCacheView view();
+  ConstKvCacheView view() const;
+  bool guards_intact() const;
+};
+
+/// Output rows of gather_kv: out_rows rows with padded strides and a 64-byte tail,
+/// pre-filled from out_seed.
+struct KvOutBuffers {
+  std::vector<uint8_t> k, v;
+  KvTokensOut out_k, out_v;
+  KvOutBuffers(const GatherKvScenario& s);
+  KvOutBuffers(const KvOutBuffers&) = delete;
+  KvOutBuffers& operator=(const KvOutBuffers&) = delete;
+};
+
+KvTokensIn kv_tokens(const KvRows& rows);
+
+/// What one side did: nullopt when it returned, else the code (message in *what).
+std::optional<ErrorCode> run_store_kv(const Backend* backend /*nullptr = reference*/,
+                                      const StoreKvScenario& s, KvBuffers& buffers,
+                                      std::string* what = nullptr);
+std::optional<ErrorCode> run_gather_kv(const Backend* backend /*nullptr = reference*/,
+                                       const GatherKvScenario& s, const KvBuffers& buffers,
+                                       KvOutBuffers& out, std::string* what = nullptr);
+
+/// Where byte `offset` of the body lives: "K block 1 token 3 head 5 element 7", "V ...",
+/// or "not in K or V (stride padding / gap)".
+std::string locate_kv_byte(const KvBuffers& b, int64_t offset);
+/// "" when equal, else the first differing byte of the whole buffer (canaries too)
+/// decoded, expected and actual values decoded, and the count of differing bytes.
+std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expected,
+                            std::span<const uint8_t> actual);
+/// The same for one gather output ("out_k" / "out_v"): row, head, element or padding.
+std::string diff_kv_out(const char* what, const KvTokensOut& layout, int32_t num_kv_heads,
+                        int32_t head_dim, std::span<const uint8_t> expected,
+                        std::span<const uint8_t> actual);
+/// "bf16 0x3F80 = 1" etc.
+std::string show_kv_element(KvDtype dtype, const uint8_t* p);
+
+}  // namespace kvcheck::props

@@ -1,0 +1,99 @@
+// Reference gather_kv (SPEC §7.5): validate everything, then copy or dequantise one
+// element at a time, token by token in sequence order.
+#include "reference/gather_kv.h"
+
+#include <string>
+
+#include "impl/error.h"
+#include "reference/kv_layout.h"
+#include "reference/kv_numerics.h"
+
+namespace kvcheck::ref {
+namespace {
+
+using std::to_string;
+
+void check_out(const KvTokensOut& o, int64_t total, const KvCacheLayout& l, const char* what) {
+  if (o.rows < total)
+    throw Error(ErrorCode::kShapeMismatch, std::string(what) + " holds " + to_string(o.rows) +
+                                               " rows, needs " + to_string(total));
+  if (o.data == nullptr) throw Error(ErrorCode::kShapeMismatch, std::string(what) + " is null");
+  if (reinterpret_cast<uintptr_t>(o.data) % 2 != 0)
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is misaligned");
+  const int64_t strides[3] = {o.token_stride, o.head_stride, 1};
+  const int64_t extents[3] = {total, l.num_kv_heads, l.head_dim};
+  if (o.token_stride < 0 || o.head_stride < 0 || !non_overlapping(strides, extents, 3))
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " rows overlap");
+}
+
+}  // namespace
+
+void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+               const KvTokensOut& out_v) {
+  const KvCacheLayout& l = cache.layout;
+  check_kv_cache(cache);
+  check_model_dtype(l.dtype, out_k.dtype, "out_k");
+  check_model_dtype(l.dtype, out_v.dtype, "out_v");
+  if (cu_seqlens_k.empty()) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty");
+  const int64_t b = static_cast<int64_t>(cu_seqlens_k.size()) - 1;
+  if (cu_seqlens_k[0] != 0) throw Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[0] != 0");
+  for (int64_t i = 0; i < b; ++i)
+    if (cu_seqlens_k[static_cast<size_t>(i + 1)] < cu_seqlens_k[static_cast<size_t>(i)])
+      throw Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[" + to_string(i + 1) + "] < cu_seqlens_k[" +
+                                                   to_string(i) + "]");
+  if (max_blocks < 0) throw Error(ErrorCode::kInvalidArgument, "max_blocks < 0");
+  if (static_cast<int64_t>(block_table.size()) != b * max_blocks)
+    throw Error(ErrorCode::kShapeMismatch, "block_table is not num_seqs x max_blocks");
+  const int64_t total = cu_seqlens_k[static_cast<size_t>(b)];
+  if (total > 0) {
+    check_out(out_k, total, l, "out_k");
+    check_out(out_v, total, l, "out_v");
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t len = int64_t{cu_seqlens_k[static_cast<size_t>(i + 1)]} - cu_seqlens_k[static_cast<size_t>(i)];
+    if (len > int64_t{max_blocks} * l.block_size)
+      throw Error(ErrorCode::kRangeOutOfTable, "sequence " + to_string(i) + " is longer than its table row");
+    for (int64_t t = 0; t < len; t += l.block_size) {
+      const int32_t block = block_table[static_cast<size_t>(i * max_blocks + t / l.block_size)];
+      if (block == -1)
+        throw Error(ErrorCode::kRangeOutOfTable, "token " + to_string(t) + " of sequence " +
+                                                     to_string(i) + " needs a -1 table entry");
+      if (block < 0 || block >= l.num_blocks)
+        throw Error(ErrorCode::kBlockOutOfRange, "block_table[" + to_string(i) + "][" +
+                                                     to_string(t / l.block_size) + "] = " +
+                                                     to_string(block) + " is out of range");
+    }
+  }
+
+  const bool fp8 = l.dtype == KvDtype::kE4M3 || l.dtype == KvDtype::kE5M2;
+  const int64_t in_bytes = fp8 ? 1 : 2;
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t begin = cu_seqlens_k[static_cast<size_t>(i)];
+    const int64_t len = cu_seqlens_k[static_cast<size_t>(i + 1)] - begin;
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t block = block_table[static_cast<size_t>(i * max_blocks + t / l.block_size)];
+      const int64_t token = t % l.block_size;
+      for (int side = 0; side < 2; ++side) {
+        const KvTokensOut& o = side == 0 ? out_k : out_v;
+        const uint8_t* base = side == 0 ? cache.k : cache.v;
+        for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+          for (int64_t d = 0; d < l.head_dim; ++d) {
+            const uint8_t* src = base + in_bytes * kv_element_offset(l, block, token, h, d);
+            uint8_t* dst = o.data + 2 * ((begin + t) * o.token_stride + h * o.head_stride + d);
+            uint16_t y;
+            if (!fp8) {
+              y = static_cast<uint16_t>(src[0] | (src[1] << 8));
+            } else {
+              y = float_to_model(o.dtype, dequantize_kv(l.dtype, src[0], head_scale(cache.scales, side == 1, h)));
+            }
+            dst[0] = static_cast<uint8_t>(y & 0xFF);
+            dst[1] = static_cast<uint8_t>(y >> 8);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kvcheck::ref

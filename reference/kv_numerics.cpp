@@ -1,0 +1,109 @@
+// Plain conversions of SPEC §7.3: build the value table of the format, pick the
+// nearest entry by comparison in double (exact for every float), ties to the even
+// code. Slow on purpose.
+#include "reference/kv_numerics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "impl/error.h"
+#include "reference/numerics.h"
+
+namespace kvcheck::ref {
+namespace {
+
+// Value of the non-negative code `m` (exponent field e, mantissa field f) of a
+// binary format with `mbits` mantissa bits and exponent bias `bias`.
+double binary_value(int code, int mbits, int bias) {
+  const int e = code >> mbits, f = code & ((1 << mbits) - 1);
+  const double frac = f / static_cast<double>(1 << mbits);
+  return e == 0 ? std::ldexp(frac, 1 - bias) : std::ldexp(1.0 + frac, e - bias);
+}
+
+// Non-negative finite values in code order: fp16 0x0000..0x7BFF, e5m2 0x00..0x7B.
+std::vector<double> table(int last_code, int mbits, int bias) {
+  std::vector<double> t;
+  for (int c = 0; c <= last_code; ++c) t.push_back(binary_value(c, mbits, bias));
+  return t;
+}
+const std::vector<double> kFp16 = table(0x7BFF, 10, 15);  // kFp16.back() == 65504
+const std::vector<double> kE5M2 = table(0x7B, 2, 15);     // kE5M2.back() == 57344
+
+// Index of the entry nearest to mag (0 <= mag <= last entry), ties to the even index.
+int nearest_even(const std::vector<double>& t, double mag) {
+  const int lo = static_cast<int>(std::upper_bound(t.begin(), t.end(), mag) - t.begin()) - 1;
+  if (t[static_cast<size_t>(lo)] == mag || lo + 1 == static_cast<int>(t.size())) return lo;
+  const double mid = (t[static_cast<size_t>(lo)] + t[static_cast<size_t>(lo) + 1]) / 2;
+  if (mag < mid) return lo;
+  if (mag > mid) return lo + 1;
+  return lo % 2 == 0 ? lo : lo + 1;
+}
+
+}  // namespace
+
+float fp16_to_float(uint16_t x) {
+  const int mag = x & 0x7FFF;
+  float v;
+  if (mag >= 0x7C00)
+    v = mag == 0x7C00 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  else
+    v = static_cast<float>(binary_value(mag, 10, 15));
+  return (x & 0x8000) ? -v : v;
+}
+
+uint16_t float_to_fp16_rn(float x) {
+  if (std::isnan(x)) return 0x7FFF;
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double mag = std::fabs(static_cast<double>(x));
+  // 65520 is the midpoint between 65504 (0x7BFF, odd) and 2^16 (where Inf sits): ties
+  // and above go to Inf, as IEEE rounding with an unbounded exponent would.
+  if (mag >= 65520.0) return static_cast<uint16_t>(sign | 0x7C00);
+  return static_cast<uint16_t>(sign | nearest_even(kFp16, mag));
+}
+
+uint8_t cvt_e5m2(float x) {
+  if (std::isnan(x)) return 0x7F;
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const double mag = std::fabs(static_cast<double>(x));
+  if (mag >= 57344.0) return static_cast<uint8_t>(sign | 0x7B);  // SATFINITE, Inf too
+  return static_cast<uint8_t>(sign | nearest_even(kE5M2, mag));
+}
+
+float e5m2_to_float(uint8_t code) {
+  const int mag = code & 0x7F;
+  float v;
+  if (mag >= 0x7C)
+    v = mag == 0x7C ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  else
+    v = static_cast<float>(binary_value(mag, 2, 15));
+  return (code & 0x80) ? -v : v;
+}
+
+float model_to_float(KvDtype dtype, uint16_t bits) {
+  if (dtype == KvDtype::kBF16) return bf16_to_float(bits);
+  if (dtype == KvDtype::kFP16) return fp16_to_float(bits);
+  throw Error(ErrorCode::kInvalidArgument, to_string(dtype) + " is not a model dtype");
+}
+
+uint16_t float_to_model(KvDtype dtype, float x) {
+  if (dtype == KvDtype::kBF16) return float_to_bf16_rn(x);
+  if (dtype == KvDtype::kFP16) return float_to_fp16_rn(x);
+  throw Error(ErrorCode::kInvalidArgument, to_string(dtype) + " is not a model dtype");
+}
+
+uint8_t quantize_kv(KvDtype fp8, float x, float scale) {
+  const float y = x / scale;  // IEEE binary32 division, RNE
+  if (fp8 == KvDtype::kE4M3) return cvt_e4m3(y);
+  if (fp8 == KvDtype::kE5M2) return cvt_e5m2(y);
+  throw Error(ErrorCode::kInvalidArgument, to_string(fp8) + " is not an FP8 dtype");
+}
+
+float dequantize_kv(KvDtype fp8, uint8_t q, float scale) {
+  if (fp8 == KvDtype::kE4M3) return e4m3_to_float(q) * scale;
+  if (fp8 == KvDtype::kE5M2) return e5m2_to_float(q) * scale;
+  throw Error(ErrorCode::kInvalidArgument, to_string(fp8) + " is not an FP8 dtype");
+}
+
+}  // namespace kvcheck::ref

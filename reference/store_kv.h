@@ -1,0 +1,17 @@
+// Scalar reference store_kv (SPEC §7.4), one element at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "impl/kv_format.h"
+
+namespace kvcheck::ref {
+
+/// SPEC §7.4: key/value rows [>= n][H][D] of the model dtype into the K/V caches at
+/// slot_mapping[i] (-1 skipped), FP8 quantised per SPEC §7.3. Validates everything
+/// first in the spec's order and writes nothing on error.
+void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+              const KvCacheView& cache);
+
+}  // namespace kvcheck::ref

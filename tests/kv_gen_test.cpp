@@ -1,0 +1,63 @@
+// The K/V generators reach what SPEC §7.7 requires (sampled, fixed seeds).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <set>
+
+#include "properties/gen/kv_gen.h"
+
+namespace kvcheck::props {
+namespace {
+
+TEST(KvGenerators, ReachRequiredShapes) {
+  std::set<int32_t> head_dims, heads, block_sizes;
+  std::set<std::pair<KvDtype, KvScaleKind>> scales;
+  std::set<KvHeadLayout> orders;
+  std::set<KvAlloc> allocs;
+  bool row_5120 = false, strided = false;
+  const auto gen = gen_kv_cache_shape();
+  for (uint64_t seed = 0; seed < 4000; ++seed) {
+    const KvCacheShape s = gen(rc::Random(seed), 100).value();
+    head_dims.insert(s.head_dim);
+    heads.insert(s.num_kv_heads);
+    block_sizes.insert(s.block_size);
+    scales.insert({s.dtype, s.scale_kind});
+    orders.insert(s.order);
+    allocs.insert(s.alloc);
+    row_5120 |= s.num_kv_heads * s.head_dim == 5120;
+    strided |= s.pad_head > 0 && s.pad_token > 0 && s.pad_page > 0;
+    ASSERT_LE(int64_t{s.num_blocks} * s.block_size * s.num_kv_heads * s.head_dim, 2 * kMaxKvCacheElements);
+  }
+  for (int32_t d : {64, 80, 96, 128, 256, 576}) EXPECT_TRUE(head_dims.count(d)) << "head_dim " << d;
+  for (int32_t h : {1, 8, 40, 128}) EXPECT_TRUE(heads.count(h)) << "num_kv_heads " << h;
+  for (int32_t bs : {1, 16, 133, 256}) EXPECT_TRUE(block_sizes.count(bs)) << "block_size " << bs;
+  for (KvDtype d : {KvDtype::kE4M3, KvDtype::kE5M2})
+    for (KvScaleKind k : {KvScaleKind::kPerTensor, KvScaleKind::kPerHead})
+      EXPECT_TRUE(scales.count({d, k})) << to_string(d) << " " << to_string(k);
+  EXPECT_TRUE(scales.count({KvDtype::kBF16, KvScaleKind::kNone}));
+  EXPECT_TRUE(scales.count({KvDtype::kFP16, KvScaleKind::kNone}));
+  EXPECT_EQ(orders.size(), 2u);
+  EXPECT_EQ(allocs.size(), 3u);
+  EXPECT_TRUE(row_5120) << "no 40 x 128 = 5,120-element token";
+  EXPECT_TRUE(strided);
+}
+
+TEST(KvGenerators, StoreReachesPaddingAndGraphRows) {
+  bool minus_one_then_zero = false, graph_rows = false, all_padding = false, mixed_dtypes = false;
+  const auto gen = gen_store_kv_scenario();
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const StoreKvScenario s = gen(rc::Random(seed), 100).value();
+    const auto& m = s.slot_mapping;
+    for (size_t i = 0; i + 1 < m.size(); ++i) minus_one_then_zero |= m[i] == -1 && m[i + 1] == 0;
+    graph_rows |= s.key.rows > static_cast<int64_t>(m.size());
+    all_padding |= m.size() >= 2 && std::all_of(m.begin(), m.end(), [](int32_t x) { return x == -1; });
+    mixed_dtypes |= s.key.dtype != s.value.dtype;
+  }
+  EXPECT_TRUE(minus_one_then_zero);
+  EXPECT_TRUE(graph_rows);
+  EXPECT_TRUE(all_padding);
+  EXPECT_TRUE(mixed_dtypes);
+}
+
+}  // namespace
+}  // namespace kvcheck::props
