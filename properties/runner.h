@@ -23,6 +23,7 @@ struct PropertyOutcome {
   std::string message;    // RapidCheck's minimal counterexample and our decoded report
   std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
   double seconds = 0;
+  std::string not_exercised;  // non-empty: the backend lacks an operation, nothing ran
 };
 
 /// Backend name a property runs under: the backend's, or "host" for host properties.

@@ -15,6 +15,7 @@
 #include "impl/error.h"
 #include "properties/registry.h"
 #include "properties/runner.h"
+#include "tools/kvcheck/isolate.h"
 
 namespace kvcheck::tool {
 namespace {
@@ -31,6 +32,7 @@ struct Row {
   double seconds = 0;
   std::string message, reproduce;
   uint64_t failing_seed = 0;
+  std::string not_exercised;  // the backend lacks an operation of this property
 };
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
@@ -54,11 +56,38 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
   int total_cases = 0, total_failures = 0;
   for (const auto& r : rows) {
     fmt::print(out, "{:<{}}  {:<8} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, r.cases,
-               r.failures, r.seconds, r.failures ? "  FAIL" : "");
+               r.failures, r.seconds, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
     total_cases += r.cases;
     total_failures += r.failures;
   }
   fmt::print(out, "{:-<{}}\n{:<{}}  {:<8} {:>9} {:>9}\n", "", w + 40, "total", w, "", total_cases, total_failures);
+}
+
+// "KVCHECK_PLUGIN=... " when plugins beyond the built-in ones are loaded (reproduce lines).
+std::string plugin_env() {
+  const char* env = std::getenv("KVCHECK_PLUGIN");
+  return env && *env ? fmt::format("KVCHECK_PLUGIN={} ", env) : std::string();
+}
+
+// What each backend's capabilities leave out (the generators draw inside them).
+void print_restrictions(const std::vector<std::shared_ptr<const Backend>>& backends, std::ostream& out) {
+  for (const auto& b : backends) {
+    std::string r = b->capabilities().restrictions();
+    if (r.empty()) continue;
+    r.pop_back();
+    for (size_t at; (at = r.find('\n')) != std::string::npos;) r.replace(at, 1, "; ");
+    fmt::print(out, "  {} supports a subset, cases drawn inside it: {}\n", b->name(), r);
+  }
+}
+
+void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.not_exercised.empty()) continue;
+    if (!header) fmt::print(out, "not exercised:\n");
+    header = true;
+    fmt::print(out, "  {} on {}: {}\n", r.property->name, r.backend_label, r.not_exercised);
+  }
 }
 
 }  // namespace
@@ -129,6 +158,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
   fmt::print(out, "kvcheck run: {} (property, backend) pairs on [{}], seed {}, budget {}\n", rows.size(), backend_names,
              seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
+  print_restrictions(backends, out);
   out.flush();
 
   const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
@@ -144,7 +174,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
       // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
-      const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
+      if (!r.not_exercised.empty()) continue;
+      const props::CaseBudget budget{case_seed, chunk, 100};
+      const auto o = options.isolate && r.property->per_backend
+                         ? run_property_isolated(*r.property, *r.backend, budget)
+                         : props::run_property(*r.property, *r.backend, budget);
+      r.not_exercised = o.not_exercised;
       ran = true;
       r.cases += o.cases;
       r.seconds += o.seconds;
@@ -154,8 +189,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
         r.message = o.message;
         r.reproduce = o.reproduce;
         r.failing_seed = case_seed;
-        fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}\n",
-                   r.property->name, r.backend_label, o.message, o.reproduce, r.property->name,
+        fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}\n",
+                   r.property->name, r.backend_label, o.message, plugin_env(), o.reproduce, r.property->name,
                    r.backend->name());
         out.flush();
       }
@@ -176,6 +211,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
+  print_not_exercised(rows, out);
   fmt::print(out, "{} in {:.1f}s, seed {}{}\n", failures ? "FAILED" : "all properties held", elapsed(), seed,
              failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string());
 
@@ -196,7 +232,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
                                    {"failures", r.failures},
                                    {"seconds", r.seconds},
                                    {"message", r.message},
-                                   {"reproduce", r.reproduce}});
+                                   {"reproduce", r.reproduce},
+                                   {"not_exercised", r.not_exercised}});
     std::ofstream f(options.report_path);
     f << report.dump(2) << "\n";
     if (!f) {

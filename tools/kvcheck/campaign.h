@@ -19,6 +19,7 @@ struct CampaignOptions {
   std::vector<std::string> properties; // substrings of property names or ops; empty = all
   std::string report_path;             // JSON report; empty = none
   bool progress = true;                // live progress line on the progress stream
+  bool isolate = true;                 // each (property, backend) chunk in a child (isolate.h)
 };
 
 /// Runs the campaign. Returns 0 when every property held, 1 on any failure, 2 when
