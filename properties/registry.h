@@ -22,6 +22,9 @@ struct Property {
   std::string invariant;  // one sentence, shown in reports
   bool per_backend = true;
   std::function<void(const Backend&)> body;  // host properties ignore the argument
+  /// Optional: "" when a backend's capabilities let this property run, else why not
+  /// (e.g. it needs a UE8M0 format); the run is then reported as not exercised.
+  std::function<std::string(const BackendCapabilities&)> needs = nullptr;
 };
 
 class Registry {
