@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
+#include "impl/cuda/kv_family.h"  // C++17, no CUDA headers: the launch structs only
 #include "impl/kv_layout.h"
 #include "reference/gather_kv.h"
 #include "reference/kv_layout.h"
@@ -19,6 +20,12 @@ namespace kvcheck {
 namespace {
 
 using V = std::vector<int32_t>;
+
+// The CUDA launchers' dtype codes mirror KvDtype, so a backend can cast between them.
+static_assert(static_cast<int>(cuda::KvDevDtype::kBF16) == static_cast<int>(KvDtype::kBF16));
+static_assert(static_cast<int>(cuda::KvDevDtype::kFP16) == static_cast<int>(KvDtype::kFP16));
+static_assert(static_cast<int>(cuda::KvDevDtype::kE4M3) == static_cast<int>(KvDtype::kE4M3));
+static_assert(static_cast<int>(cuda::KvDevDtype::kE5M2) == static_cast<int>(KvDtype::kE5M2));
 
 TEST(KvLayout, SpecKnownAnswers) {
   const KvCacheLayout nhd = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kNHD, 4, 16, 8, 128);
