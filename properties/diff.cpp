@@ -60,12 +60,6 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
 int64_t data_unit_bytes(const KVCacheFormat& f) { return f.is_bf16() ? 2 : 1; }
 int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.sf_format == SfFormat::kFP32 ? 4 : 1; }
 
-int64_t count_diffs(std::span<const uint8_t> a, std::span<const uint8_t> b) {
-  int64_t n = 0;
-  for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
-  return n;
-}
-
 }  // namespace
 
 CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, int64_t offset) {
@@ -112,13 +106,22 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
   return loc;
 }
 
+ByteDiff byte_diff(std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
+  ByteDiff d{expected.size(), 0};
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != actual[i]) {
+      if (d.count++ == 0) d.first = i;
+    }
+  return d;
+}
+
 std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expected,
                        std::span<const uint8_t> actual) {
   if (expected.size() != actual.size())
     return fmt::format("cache sizes differ: expected {} bytes, actual {}", expected.size(), actual.size());
-  size_t i = 0;
-  while (i < expected.size() && expected[i] == actual[i]) ++i;
-  if (i == expected.size()) return "";
+  const ByteDiff d = byte_diff(expected, actual);
+  const size_t i = d.first;
+  if (d.count == 0) return "";
   const KVCacheFormat& f = layout.format;
   const CacheByteLocation loc = locate_cache_byte(f, layout.block_size, static_cast<int64_t>(i));
   std::string where, exp, act;
@@ -154,7 +157,7 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
       "  at:       {} [format {}, block_size {}, block_stride {}]\n"
       "  expected: {}\n"
       "  actual:   {}",
-      i, expected.size(), count_diffs(expected, actual), where, f.name, layout.block_size,
+      i, expected.size(), d.count, where, f.name, layout.block_size,
       layout.block_stride, exp, act);
 }
 

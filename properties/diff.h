@@ -25,6 +25,14 @@ struct CacheByteLocation {
 CacheByteLocation locate_cache_byte(const KVCacheFormat& format, int32_t block_size,
                                     int64_t offset);
 
+/// The first differing byte of two buffers of equal size (`first` == size() when they
+/// are equal) and how many bytes differ.
+struct ByteDiff {
+  size_t first = 0;
+  int64_t count = 0;
+};
+ByteDiff byte_diff(std::span<const uint8_t> expected, std::span<const uint8_t> actual);
+
 /// "" when equal; otherwise a multi-line report of the first differing cache byte and
 /// the number of differing bytes. Buffers are the whole cache (size_bytes).
 std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expected,

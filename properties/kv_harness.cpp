@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "properties/diff.h"
 #include "properties/gen/splitmix.h"
 #include "reference/gather_kv.h"
 #include "reference/kv_numerics.h"
@@ -184,12 +185,7 @@ std::string locate_kv_byte(const KvBuffers& b, int64_t offset) {
 }
 
 std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
-  size_t first = expected.size(), count = 0;
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (expected[i] != actual[i]) {
-      if (first == expected.size()) first = i;
-      ++count;
-    }
+  const auto [first, count] = byte_diff(expected, actual);
   if (count == 0) return "";
   const int64_t off = static_cast<int64_t>(first) - kGuardBytes;
   std::string where;
@@ -212,12 +208,7 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
 
 std::string diff_kv_out(const char* what, const KvTokensOut& o, int32_t num_kv_heads, int32_t head_dim,
                         std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
-  size_t first = expected.size(), count = 0;
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (expected[i] != actual[i]) {
-      if (first == expected.size()) first = i;
-      ++count;
-    }
+  const auto [first, count] = byte_diff(expected, actual);
   if (count == 0) return "";
   const int64_t e = static_cast<int64_t>(first) / 2;
   const int64_t row = o.token_stride > 0 ? e / o.token_stride : 0;
