@@ -108,6 +108,7 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
 
 ByteDiff byte_diff(std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
   ByteDiff d{expected.size(), 0};
+  if (expected.empty() || std::memcmp(expected.data(), actual.data(), expected.size()) == 0) return d;  // fast
   for (size_t i = 0; i < expected.size(); ++i)
     if (expected[i] != actual[i]) {
       if (d.count++ == 0) d.first = i;

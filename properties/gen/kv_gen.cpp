@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "properties/gen/choices.h"
 #include "properties/gen/splitmix.h"
 #include "reference/kv_numerics.h"
 
@@ -44,12 +45,11 @@ std::string floats(const std::vector<float>& v) {
   return s + "]";
 }
 
-// Block sizes of SPEC §6/§7.7, odd ones and small random ones.
+// Block sizes of SPEC §6/§7.7 (the shared chooser), random ones small.
 rc::Gen<int32_t> gen_kv_block_size() {
-  return rc::gen::weightedOneOf<int32_t>({
-      {4, rc::gen::elementOf(std::vector<int32_t>{1, 16, 133, 256})},
-      {1, rc::gen::elementOf(std::vector<int32_t>{2, 53, 61})},
-      {3, rc::gen::inRange<int32_t>(1, 33)},
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_block_size(src, 32);
   });
 }
 
@@ -230,26 +230,8 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
     const int max_rows = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 2, 64));
     const int n = *rc::gen::inRange(0, std::min<int>(max_rows, static_cast<int>(num_slots) + 4) + 1);
-    const int padding_mode = *rc::gen::elementOf(std::vector<int>{0, 1, 1, 2});  // none, some, all
-    SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
-    std::vector<int32_t> pool(static_cast<size_t>(num_slots));
-    std::iota(pool.begin(), pool.end(), 0);
-    size_t next = 0;
-    for (int i = 0; i < n; ++i) {
-      const bool pad = padding_mode == 2 || (padding_mode == 1 && rng.next() % 3 == 0) || next >= pool.size();
-      if (pad) {
-        s.slot_mapping.push_back(-1);
-        continue;
-      }
-      std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
-      s.slot_mapping.push_back(pool[next++]);
-    }
-    if (n >= 2 && padding_mode != 2 && *rc::gen::arbitrary<bool>()) {  // -1 right before slot 0
-      for (auto& slot : s.slot_mapping)
-        if (slot == 0) slot = -1;
-      s.slot_mapping[0] = -1;
-      s.slot_mapping[1] = 0;
-    }
+    RcSource src;
+    s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n);
     const int64_t extra = *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 5});  // CUDA-graph padding rows
     s.key = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
     s.value = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
@@ -319,10 +301,8 @@ rc::Gen<KvStepScenario> gen_kv_step_scenario() {
     const int64_t per_block = int64_t{bs} * s.cache.num_kv_heads * (s.cache.head_dim + s.cache.pad_head + s.cache.pad_token) + s.cache.pad_page;
     const int64_t room = std::max<int64_t>(1, kMaxKvCacheElements / per_block);
     s.cache.num_blocks = static_cast<int32_t>(std::max<int64_t>(1, std::max(blocks, std::min<int64_t>(room, blocks + 2))));
-    std::vector<int32_t> pool(static_cast<size_t>(s.cache.num_blocks));
-    std::iota(pool.begin(), pool.end(), 0);
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
-    for (size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.next() % i]);
+    const std::vector<int32_t> pool = shuffled(rng, s.cache.num_blocks, s.cache.num_blocks);
     size_t next = 0;
     for (int i = 0; i < num_seqs; ++i) {
       std::vector<int32_t> t;

@@ -1,195 +1,151 @@
 #include "properties/gen/store_load_gen.h"
 
 #include <algorithm>
-#include <numeric>
-#include <ostream>
-#include <random>
+#include <climits>
+#include <string>
 
-namespace kvcheck {
-void showValue(const KVCacheFormat& f, std::ostream& os) { os << f.name; }
-}  // namespace kvcheck
+#include "impl/layout.h"
+#include "properties/gen/choices.h"
 
 namespace kvcheck::props {
 namespace {
 
-// How a row's values are drawn; percentages shrink towards plain normal values.
-struct ValueMix {
-  int zero_group_pct = 0;
-  int special_pct = 0;   // ±Inf, NaN, ±0
-  int subnormal_pct = 0;
-  int huge_pct = 0;
-  uint32_t seed = 0;
-};
+template <class T>
+void shuffle_with(SplitMix64& rng, std::vector<T>& v) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.next() % i]);
+}
 
-bf16_bits draw_value(std::mt19937& rng, const ValueMix& mix, int base_exponent) {
-  const int roll = static_cast<int>(rng() % 100);
-  const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
-  const uint16_t mant = static_cast<uint16_t>(rng() & 0x7F);
-  if (roll < mix.special_pct) {
-    switch (rng() % 6) {
-      case 0: return static_cast<bf16_bits>(sign | 0x7F80);            // ±Inf
-      case 1: return static_cast<bf16_bits>(sign | 0x7FC0);            // quiet NaN
-      case 2: return static_cast<bf16_bits>(sign | 0x7F80 | (mant | 1));  // NaN with payload
-      default: return sign;                                            // ±0
-    }
-  }
-  if (roll < mix.special_pct + mix.subnormal_pct) return static_cast<bf16_bits>(sign | (mant | 1));
-  if (roll < mix.special_pct + mix.subnormal_pct + mix.huge_pct)
-    return static_cast<bf16_bits>(sign | ((230 + rng() % 25) << 7) | mant);  // up to 2^127
-  const int e = std::clamp(base_exponent + static_cast<int>(rng() % 9) - 4, 1, 254);
-  return static_cast<bf16_bits>(sign | (e << 7) | mant);
+// Output rows a load may have so its buffers stay under kMaxLoadOutBytes.
+int64_t max_load_rows(const KVCacheFormat& f) {
+  return std::max<int64_t>(1, kMaxLoadOutBytes / (f.load_row_bytes() + f.load_scale_row_bytes() + 80));
 }
 
 }  // namespace
 
-void showValue(const CacheShape& s, std::ostream& os) {
-  os << "{format " << s.format.name << ", block_size " << s.block_size << ", num_blocks "
-     << s.num_blocks << ", fill_seed " << s.fill_seed << "}";
+CacheShape build_cache_shape(Source& src) {
+  CacheShape s;
+  s.format = choose_format(src);
+  s.block_size = choose_block_size(src);
+  // One case's cache stays under kMaxCacheBytes: fewer blocks, or a smaller block.
+  while (s.block_size > 1 && block_stride_for(s.format, s.block_size) > kMaxCacheBytes) s.block_size /= 2;
+  const int64_t stride = block_stride_for(s.format, s.block_size);
+  const int64_t max_blocks = std::clamp<int64_t>(kMaxCacheBytes / stride, 1, 6);
+  s.num_blocks = static_cast<int32_t>(src.count(1, max_blocks, 8 + stride / 1024));  // big blocks cost more input
+  s.fill_seed = src.seed();
+  return s;
 }
 
-void showValue(const StoreScenario& s, std::ostream& os) {
-  os << "store ";
-  showValue(s.shape, os);
-  os << " n=" << s.slot_mapping.size() << " row_stride=" << s.row_stride << " slot_mapping=[";
-  for (size_t i = 0; i < s.slot_mapping.size(); ++i) os << (i ? ", " : "") << s.slot_mapping[i];
-  os << "] kv[0][0..7]=[";
-  for (size_t i = 0; i < std::min<size_t>(8, s.kv.size()); ++i)
-    os << (i ? " " : "") << "0x" << std::hex << s.kv[i] << std::dec;
-  os << "]";
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape) {
+  StoreScenario s;
+  s.shape = shape;
+  const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
+  const int64_t e = shape.format.elements;
+  const int64_t n = src.count(0, std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96), 1 + e / 64);
+  s.slot_mapping = choose_slot_mapping(src, shape.num_blocks, shape.block_size, n);
+  s.row_stride = e + src.pick<int64_t>({0, 8, 3, 17});
+  const ValueMix mix = choose_value_mix(src);
+  s.kv = make_bf16_rows(mix, n, s.row_stride, e, shape.format.is_quantized() ? shape.format.elements_per_sf : 8);
+  return s;
 }
 
-void showValue(const LoadScenario& s, std::ostream& os) {
-  os << "load ";
-  showValue(s.shape, os);
-  os << " total_k=" << s.total_k << " out_rows=" << s.out_rows << " load_segments=[";
-  for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
-    os << (i ? ", " : "") << "[" << s.load_segments[i] << ", " << s.load_segments[i + 1] << ", "
-       << s.load_segments[i + 2] << ", " << s.load_segments[i + 3] << "]";
-  os << "]";
+LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
+  LoadScenario s;
+  s.shape = shape;
+  const int32_t bs = shape.block_size;
+  const int64_t max_rows = max_load_rows(shape.format);
+  std::vector<LoadSegment> segs;
+  if (src.weighted({5, 1}) == 0) {  // a plan: gaps, zero fill, whole blocks, shuffled
+    const int64_t num_segments = src.count(0, 12, 3 + bs * shape.format.load_row_bytes() / 4096);
+    const int zero_fill_pct = static_cast<int>(src.range(0, 39));
+    const int gap_pct = static_cast<int>(src.range(0, 49));
+    SplitMix64 rng{src.seed()};
+    int32_t dst = 0;
+    for (int64_t i = 0; i < num_segments; ++i) {
+      if (static_cast<int>(rng.next() % 100) < gap_pct) dst += static_cast<int32_t>(rng.next() % 4);
+      const bool zero = static_cast<int>(rng.next() % 100) < zero_fill_pct;
+      int32_t a = static_cast<int32_t>(rng.next() % (bs + 1)), b = static_cast<int32_t>(rng.next() % (bs + 1));
+      if (a > b) std::swap(a, b);
+      if (rng.next() % 4 == 0) a = 0, b = bs;  // whole blocks are the common case
+      if (dst + (b - a) > max_rows) break;
+      const int32_t block = zero ? -1 : static_cast<int32_t>(rng.next() % static_cast<uint64_t>(shape.num_blocks));
+      segs.push_back({block, a, b, dst});
+      dst += b - a;
+    }
+    if (static_cast<int>(rng.next() % 100) < gap_pct) dst += 1;
+    s.total_k = dst;
+    shuffle_with(rng, segs);
+  } else {  // SWA: a zero-fill pad, then a ring block read from x and wrapped to [0, x)
+    const int32_t pad = static_cast<int32_t>(src.range(0, bs));
+    const int32_t b = static_cast<int32_t>(src.range(0, shape.num_blocks - 1));
+    const int32_t x = static_cast<int32_t>(src.range(0, bs - 1));
+    if (pad > 0) segs.push_back({-1, 0, pad, 0});
+    segs.push_back({b, x, bs, pad});
+    if (x > 0) segs.push_back({b, 0, x, pad + bs - x});
+    s.total_k = pad + bs;
+  }
+  for (const auto& g : segs)
+    s.load_segments.insert(s.load_segments.end(), {g.src_block_id, g.src_begin, g.src_end, g.dst_offset});
+  s.out_rows = s.total_k + src.range(0, 2);
+  s.out_seed = src.seed();
+  s.data_row_pad = src.pick<int64_t>({16, 0, 4, 64});
+  s.scale_row_pad = src.pick<int64_t>({16, 0, 4});
+  return s;
 }
 
 rc::Gen<KVCacheFormat> gen_format() {
-  return rc::gen::weightedOneOf<KVCacheFormat>({
-      {6, rc::gen::elementOf(supported_formats())},
-      {1, rc::gen::map(rc::gen::inRange(1, 129),
-                       [](int k) { return KVCacheFormat::BF16(8 * std::min(k, 512)); })},
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_format(src);
   });
 }
 
 rc::Gen<int32_t> gen_block_size() {
-  return rc::gen::weightedOneOf<int32_t>({
-      {3, rc::gen::elementOf(std::vector<int32_t>{1, 2, 16, 64, 133, 256})},
-      {1, rc::gen::elementOf(std::vector<int32_t>{53, 61, 69})},
-      {2, rc::gen::inRange<int32_t>(1, 301)},
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_block_size(src);
   });
 }
 
 rc::Gen<CacheShape> gen_cache_shape() {
-  return rc::gen::apply(
-      [](KVCacheFormat f, int32_t bs, int32_t nb, uint32_t seed) {
-        // Keep one case under ~2 MB of cache so hundreds of cases run per second.
-        const int64_t per_block = int64_t{bs} * f.bytes_per_token();
-        nb = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(nb, (2 << 20) / per_block)));
-        return CacheShape{std::move(f), bs, nb, seed};
-      },
-      gen_format(), gen_block_size(), rc::gen::inRange(1, 7), rc::gen::arbitrary<uint32_t>());
+  return rc::gen::exec([] {
+    RcSource src;
+    return build_cache_shape(src);
+  });
 }
 
 rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape) {
   return rc::gen::exec([shape] {
-    StoreScenario s;
-    s.shape = shape;
-    const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
-    const int64_t e = shape.format.elements;
-    const int max_rows = static_cast<int>(std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96));
-    const int n = *rc::gen::inRange(0, max_rows + 1);
-    const int padding_mode = *rc::gen::elementOf(std::vector<int>{0, 1, 1, 2});  // none, some, all
-    const uint32_t slot_seed = *rc::gen::arbitrary<uint32_t>();
-    const bool want_slot_zero = *rc::gen::elementOf(std::vector<bool>{false, true});
-    std::mt19937 rng(slot_seed);
-    // Distinct valid slots by partial Fisher-Yates over [0, num_slots).
-    std::vector<int32_t> pool(static_cast<size_t>(num_slots));
-    std::iota(pool.begin(), pool.end(), 0);
-    size_t next = 0;
-    s.slot_mapping.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      const bool pad = padding_mode == 2 || (padding_mode == 1 && rng() % 3 == 0) ||
-                       next >= pool.size();
-      if (pad) {
-        s.slot_mapping[static_cast<size_t>(i)] = -1;
-        continue;
-      }
-      std::swap(pool[next], pool[next + rng() % (pool.size() - next)]);
-      s.slot_mapping[static_cast<size_t>(i)] = pool[next++];
-    }
-    // The classic bug: a -1 clamped to 0. Put slot 0 right after a padding row. Row
-    // `at` does not depend on n, so every row's content is fixed by the rows before
-    // it and shrinking n keeps a failing prefix intact.
-    const size_t at = slot_seed % static_cast<size_t>(std::clamp(max_rows - 1, 1, 8));
-    if (want_slot_zero && padding_mode != 2 && at + 1 < static_cast<size_t>(n)) {
-      for (auto& slot : s.slot_mapping)
-        if (slot == 0) slot = -1;
-      s.slot_mapping[at] = -1;
-      s.slot_mapping[at + 1] = 0;
-    }
-    s.row_stride = e + *rc::gen::elementOf(std::vector<int64_t>{0, 0, 8, 3, 17});
-    ValueMix mix;
-    mix.zero_group_pct = *rc::gen::inRange(0, 40);
-    mix.special_pct = *rc::gen::inRange(0, 20);
-    mix.subnormal_pct = *rc::gen::inRange(0, 15);
-    mix.huge_pct = *rc::gen::inRange(0, 15);
-    mix.seed = *rc::gen::arbitrary<uint32_t>();
-    std::mt19937 vrng(mix.seed);
-    s.kv.assign(static_cast<size_t>(n * s.row_stride), 0x7FC0);  // NaN in the row padding
-    const int64_t group = shape.format.is_quantized() ? shape.format.elements_per_sf : 8;
-    for (int r = 0; r < n; ++r) {
-      const int base_exponent = 100 + static_cast<int>(vrng() % 50);
-      for (int64_t g = 0; g < e; g += group) {
-        const bool zero = static_cast<int>(vrng() % 100) < mix.zero_group_pct;
-        for (int64_t i = g; i < std::min(e, g + group); ++i)
-          s.kv[static_cast<size_t>(r * s.row_stride + i)] =
-              zero ? bf16_bits{0} : draw_value(vrng, mix, base_exponent);
-      }
-    }
-    return s;
+    RcSource src;
+    return build_store_scenario(src, shape);
   });
 }
 
 rc::Gen<StoreScenario> gen_store_scenario() {
-  return rc::gen::mapcat(gen_cache_shape(),
-                         [](const CacheShape& shape) { return gen_store_scenario(shape); });
+  return rc::gen::mapcat(gen_cache_shape(), [](const CacheShape& shape) { return gen_store_scenario(shape); });
 }
 
 rc::Gen<LoadScenario> gen_load_scenario() {
   return rc::gen::exec([] {
-    LoadScenario s;
-    s.shape = *gen_cache_shape();
-    const int32_t bs = s.shape.block_size;
-    const int num_segments = *rc::gen::inRange(0, 13);
-    const uint32_t seed = *rc::gen::arbitrary<uint32_t>();
-    const int zero_fill_pct = *rc::gen::inRange(0, 40);
-    const int gap_pct = *rc::gen::inRange(0, 50);
-    std::mt19937 rng(seed);
-    int32_t dst = 0;
-    std::vector<LoadSegment> segs;
-    for (int i = 0; i < num_segments; ++i) {
-      if (static_cast<int>(rng() % 100) < gap_pct) dst += static_cast<int32_t>(rng() % 4);
-      const bool zero = static_cast<int>(rng() % 100) < zero_fill_pct;
-      int32_t a = static_cast<int32_t>(rng() % (bs + 1)), b = static_cast<int32_t>(rng() % (bs + 1));
-      if (a > b) std::swap(a, b);
-      if (rng() % 4 == 0) { a = 0; b = bs; }  // whole blocks are the common case
-      const int32_t block = zero ? -1 : static_cast<int32_t>(rng() % s.shape.num_blocks);
-      segs.push_back({block, a, b, dst});
-      dst += b - a;
-    }
-    if (static_cast<int>(rng() % 100) < gap_pct) dst += 1;
-    s.total_k = dst;
-    std::shuffle(segs.begin(), segs.end(), rng);
-    for (const auto& g : segs)
-      s.load_segments.insert(s.load_segments.end(), {g.src_block_id, g.src_begin, g.src_end, g.dst_offset});
-    s.out_rows = s.total_k + *rc::gen::inRange(0, 3);
-    s.out_seed = *rc::gen::arbitrary<uint32_t>();
-    return s;
+    RcSource src;
+    return build_load_scenario(src, build_cache_shape(src));
+  });
+}
+
+rc::Gen<StoreFaultScenario> gen_store_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    StoreFaultScenario c{*gen_store_scenario(), "", std::nullopt};
+    inject_store_fault(src, c);
+    return c;
+  });
+}
+
+rc::Gen<LoadFaultScenario> gen_load_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    LoadFaultScenario c{*gen_load_scenario(), "", std::nullopt};
+    inject_load_fault(src, c);
+    return c;
   });
 }
 
