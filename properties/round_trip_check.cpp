@@ -38,7 +38,7 @@ double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
   return 1.0;
 }
 
-void recipe_row(const KVCacheFormat& f, const bf16_bits* x, Recipe& r) {
+KVCHECK_BULK void recipe_row(const KVCacheFormat& f, const bf16_bits* x, Recipe& r) {
   r.data.assign(static_cast<size_t>(f.load_row_bytes()), 0);
   r.scales.assign(static_cast<size_t>(f.load_scale_row_bytes()), 0);
   r.group_scale.clear();
@@ -74,8 +74,8 @@ void recipe_row(const KVCacheFormat& f, const bf16_bits* x, Recipe& r) {
 // -> 2^-10 absolute); e2m1's largest gap is 4..6 (1/4 relative), its step below 1 is
 // 0.5 (0.25 absolute). The scale: the recipe's (do_cast: not in the output), else the
 // loaded one. "" or the worst element of the first group out of bounds.
-std::string bound_violation(const KVCacheFormat& f, const bf16_bits* row, const uint8_t* out, const uint8_t* sc,
-                            const Recipe& recipe, size_t kv_row) {
+KVCHECK_BULK std::string bound_violation(const KVCacheFormat& f, const bf16_bits* row, const uint8_t* out,
+                                         const uint8_t* sc, const Recipe& recipe, size_t kv_row) {
   const double rel = f.quantized_dtype == QuantizedDtype::kE4M3 ? 0x1p-4 : 0.25;
   const double abs = f.quantized_dtype == QuantizedDtype::kE4M3 ? 0x1p-10 : 0.25;
   const double max_code = f.quantized_dtype == QuantizedDtype::kE4M3 ? 448.0 : 6.0;

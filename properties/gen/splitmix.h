@@ -7,9 +7,10 @@
 #include <cstring>
 #include <span>
 
-// The harness's bulk loops (fill patterns, rows of values): no libFuzzer coverage or
-// comparison hooks there. They guide nothing (the kernels' own coverage does) and cost
-// a hook per element; ASan and UBSan still instrument them.
+// The harness's bulk loops (fill patterns, rows of values, the round trip's per-element
+// recipe and bound): no libFuzzer coverage or comparison hooks there. They guide nothing
+// (the kernels' own coverage does) and cost a hook per element; ASan and UBSan still
+// instrument them.
 #if defined(__clang__)
 #define KVCHECK_BULK __attribute__((no_sanitize("coverage")))
 #else
