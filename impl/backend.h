@@ -71,11 +71,33 @@ struct ConvertKvIndexArgs {
   int32_t block_size = 0;
 };
 
-/// What a backend can run; properties skip (and report) what it cannot.
+/// What a backend can run; properties skip (and report) what it cannot, and the
+/// generators draw only formats, K/V dtypes and block sizes inside it (the fields
+/// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).
 struct BackendCapabilities {
   bool store_load = true;
   bool index_transforms = true;
   bool kv_family = false;  // store_kv / gather_kv (SPEC §7)
+  uint32_t ops = ~0u;              // KVCHECK_OP_* bits (backend_abi.h)
+  uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
+  uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
+  int32_t block_size_multiple = 1; // block sizes are multiples of this
+  int32_t max_block_size = 0;      // 0 = no limit
+
+  /// Whether f's kvcheck_format bit is set (a format no name matches: always true,
+  /// so invalid-format inputs still reach the backend's validation).
+  bool supports_format(const KVCacheFormat& f) const;
+  bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
+  /// Block sizes below 1 are invalid input, not a capability question: true.
+  bool supports_block_size(int64_t bs) const {
+    return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));
+  }
+  /// Whether every property of `op` (a Property::op name) can run; else *why says
+  /// which operation is missing.
+  bool supports_property_op(const std::string& op, std::string* why) const;
+  /// "" when nothing is restricted, else one line per restriction ("formats: BF16
+  /// only", "block_size: multiples of 16", "ops: no load_paged_kv_cache, ...").
+  std::string restrictions() const;
 };
 
 class Backend {

@@ -1,5 +1,7 @@
 #include "properties/runner.h"
 
+#include "properties/gen/gen_caps.h"
+
 #include <rapidcheck.h>
 
 #include "properties/regression.h"
@@ -47,6 +49,13 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   params.maxSize = budget.max_size;
   params.maxDiscardRatio = 10;
   QuietListener listener;
+  std::string missing_op;
+  if (p.per_backend && !b.capabilities().supports_property_op(p.op, &missing_op)) {
+    o.not_exercised = std::string(b.name()) + " has " + missing_op;  // nothing to run
+    return o;
+  }
+  // Generators draw only what the backend supports (plugin capabilities).
+  const ScopedGeneratorCaps caps(p.per_backend ? b.capabilities() : BackendCapabilities{});
   take_failing_scenario();  // recorded by scenario_property bodies on failure
   const auto start = std::chrono::steady_clock::now();
   const auto result = rc::detail::checkProperty(

@@ -24,6 +24,7 @@ struct PropertyOutcome {
   std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
   std::string scenario;   // minimal failing scenario as JSON (regression.h); "" if none
   double seconds = 0;
+  std::string not_exercised;  // non-empty: the backend lacks an operation, nothing ran
 };
 
 /// Backend name a property runs under: the backend's, or "host" for host properties.

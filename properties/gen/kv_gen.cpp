@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "properties/gen/gen_caps.h"
 #include "properties/gen/splitmix.h"
 #include "reference/kv_numerics.h"
 
@@ -46,11 +47,20 @@ std::string floats(const std::vector<float>& v) {
 
 // Block sizes of SPEC §6/§7.7, odd ones and small random ones.
 rc::Gen<int32_t> gen_kv_block_size() {
-  return rc::gen::weightedOneOf<int32_t>({
-      {4, rc::gen::elementOf(std::vector<int32_t>{1, 16, 133, 256})},
-      {1, rc::gen::elementOf(std::vector<int32_t>{2, 53, 61})},
-      {3, rc::gen::inRange<int32_t>(1, 33)},
-  });
+  return rc::gen::map(rc::gen::weightedOneOf<int32_t>({
+                          {4, rc::gen::elementOf(std::vector<int32_t>{1, 16, 133, 256})},
+                          {1, rc::gen::elementOf(std::vector<int32_t>{2, 53, 61})},
+                          {3, rc::gen::inRange<int32_t>(1, 33)},
+                      }),
+                      fit_block_size);  // inside the backend's capabilities
+}
+
+// K/V cache dtypes the backend under test supports (all when it names none).
+std::vector<KvDtype> supported_kv_dtypes() {
+  std::vector<KvDtype> out;
+  for (KvDtype d : kv_dtypes())
+    if (generator_caps().supports_kv_dtype(d)) out.push_back(d);
+  return out.empty() ? kv_dtypes() : out;
 }
 
 rc::Gen<int32_t> gen_head_dim() {
@@ -168,7 +178,7 @@ void showValue(const KvStepScenario& s, std::ostream& os) { os << describe(s); }
 rc::Gen<KvCacheShape> gen_kv_cache_shape() {
   return rc::gen::exec([] {
     KvCacheShape s;
-    s.dtype = *rc::gen::elementOf(kv_dtypes());
+    s.dtype = *rc::gen::elementOf(supported_kv_dtypes());
     s.order = *rc::gen::elementOf(std::vector<KvHeadLayout>{KvHeadLayout::kNHD, KvHeadLayout::kHND});
     s.head_dim = *gen_head_dim();
     s.num_kv_heads = *gen_num_kv_heads();

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
+#include "properties/gen/gen_caps.h"
+
 namespace kvcheck::props::gen {
 
 rc::Gen<int32_t> block_size() {
-  return rc::gen::oneOf(rc::gen::element<int32_t>(1, 2, 16, 64, 133, 256),
-                        rc::gen::inRange<int32_t>(1, 301));
+  return rc::gen::map(rc::gen::oneOf(rc::gen::element<int32_t>(1, 2, 16, 64, 133, 256),
+                                     rc::gen::inRange<int32_t>(1, 301)),
+                      fit_block_size);  // inside the backend's capabilities
 }
 
 rc::Gen<std::vector<int32_t>> permutation(int32_t n) {

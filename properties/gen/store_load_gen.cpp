@@ -1,5 +1,7 @@
 #include "properties/gen/store_load_gen.h"
 
+#include "properties/gen/gen_caps.h"
+
 #include <algorithm>
 #include <numeric>
 #include <ostream>
@@ -69,19 +71,28 @@ void showValue(const LoadScenario& s, std::ostream& os) {
 }
 
 rc::Gen<KVCacheFormat> gen_format() {
-  return rc::gen::weightedOneOf<KVCacheFormat>({
-      {6, rc::gen::elementOf(supported_formats())},
-      {1, rc::gen::map(rc::gen::inRange(1, 129),
-                       [](int k) { return KVCacheFormat::BF16(8 * std::min(k, 512)); })},
+  // Only formats the backend under test supports (generator_caps(), plugin ABI).
+  const BackendCapabilities& caps = generator_caps();
+  std::vector<KVCacheFormat> named;
+  for (const auto& f : supported_formats())
+    if (f.is_quantized() && caps.supports_format(f)) named.push_back(f);
+  const bool bf16 = caps.supports_format(KVCacheFormat::BF16(512));
+  if (named.empty() && !bf16) named = supported_formats();  // nothing runs; draw anyway
+  const auto bf16_gen = rc::gen::map(rc::gen::inRange(1, 129), [](int k) {
+    return KVCacheFormat::BF16(8 * std::min(k, 512));
   });
+  if (named.empty()) return bf16_gen;
+  if (!bf16) return rc::gen::elementOf(named);
+  return rc::gen::weightedOneOf<KVCacheFormat>({{6, rc::gen::elementOf(named)}, {1, bf16_gen}});
 }
 
 rc::Gen<int32_t> gen_block_size() {
-  return rc::gen::weightedOneOf<int32_t>({
-      {3, rc::gen::elementOf(std::vector<int32_t>{1, 2, 16, 64, 133, 256})},
-      {1, rc::gen::elementOf(std::vector<int32_t>{53, 61, 69})},
-      {2, rc::gen::inRange<int32_t>(1, 301)},
-  });
+  return rc::gen::map(rc::gen::weightedOneOf<int32_t>({
+                          {3, rc::gen::elementOf(std::vector<int32_t>{1, 2, 16, 64, 133, 256})},
+                          {1, rc::gen::elementOf(std::vector<int32_t>{53, 61, 69})},
+                          {2, rc::gen::inRange<int32_t>(1, 301)},
+                      }),
+                      fit_block_size);
 }
 
 rc::Gen<CacheShape> gen_cache_shape() {

@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "impl/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_plugin.h"
 #include "impl/cuda/kernels.h"
 #include "impl/error.h"
 #include "reference/index_transforms.h"

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
-#include "impl/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_plugin.h"
 #include "impl/cuda/device_api.h"
-#include "impl/cuda/device_memory.h"
+#include "impl/plugin/device_memory.h"
 #include "impl/error.h"
 #include "reference/store.h"
 #include "tests/cuda/pdl_kernels.h"

@@ -21,6 +21,7 @@
 #include "properties/regression.h"
 #include "properties/runner.h"
 #include "tools/kvcheck/report.h"
+#include "tools/kvcheck/isolate.h"
 
 namespace kvcheck::tool {
 namespace {
@@ -38,6 +39,7 @@ struct Row {
   std::string message, reproduce;
   uint64_t failing_seed = 0;
   nlohmann::json failure;  // null, or {message, seed, reproduce, regression_file}
+  std::string not_exercised;  // the backend lacks an operation of this property
 };
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
@@ -61,11 +63,38 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
   int total_cases = 0, total_failures = 0;
   for (const auto& r : rows) {
     fmt::print(out, "{:<{}}  {:<8} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, r.cases,
-               r.failures, r.seconds, r.failures ? "  FAIL" : "");
+               r.failures, r.seconds, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
     total_cases += r.cases;
     total_failures += r.failures;
   }
   fmt::print(out, "{:-<{}}\n{:<{}}  {:<8} {:>9} {:>9}\n", "", w + 40, "total", w, "", total_cases, total_failures);
+}
+
+// "KVCHECK_PLUGIN=... " when plugins beyond the built-in ones are loaded (reproduce lines).
+std::string plugin_env() {
+  const char* env = std::getenv("KVCHECK_PLUGIN");
+  return env && *env ? fmt::format("KVCHECK_PLUGIN={} ", env) : std::string();
+}
+
+// What each backend's capabilities leave out (the generators draw inside them).
+void print_restrictions(const std::vector<std::shared_ptr<const Backend>>& backends, std::ostream& out) {
+  for (const auto& b : backends) {
+    std::string r = b->capabilities().restrictions();
+    if (r.empty()) continue;
+    r.pop_back();
+    for (size_t at; (at = r.find('\n')) != std::string::npos;) r.replace(at, 1, "; ");
+    fmt::print(out, "  {} supports a subset, cases drawn inside it: {}\n", b->name(), r);
+  }
+}
+
+void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.not_exercised.empty()) continue;
+    if (!header) fmt::print(out, "not exercised:\n");
+    header = true;
+    fmt::print(out, "  {} on {}: {}\n", r.property->name, r.backend_label, r.not_exercised);
+  }
 }
 
 }  // namespace
@@ -211,6 +240,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
              seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
   fmt::print(out, "run directory: {}\n", run_dir);
+  print_restrictions(backends, out);
   out.flush();
 
   nlohmann::json header = summary_header("run", utc_now());
@@ -252,6 +282,10 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                           {"new_inputs", nullptr},
                           {"failures", r.failure.is_null() ? nlohmann::json::array() : nlohmann::json::array({r.failure})}};
       if (!ran_any[i]) j["why"] = stopped_early ? "--fail-fast stopped the run" : "interrupted";
+      if (!r.not_exercised.empty()) {  // the backend's capabilities leave this property out
+        j["verdict"] = "not_run";
+        j["why"] = r.not_exercised;
+      }
       s["results"].push_back(std::move(j));
     }
     s["totals"] = {{"results", rows.size()}, {"failures", failures}, {"execs", execs}};
@@ -281,7 +315,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
-      const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
+      if (!r.not_exercised.empty()) continue;
+      const props::CaseBudget budget{case_seed, chunk, 100};
+      const auto o = options.isolate && r.property->per_backend
+                         ? run_property_isolated(*r.property, *r.backend, budget)
+                         : props::run_property(*r.property, *r.backend, budget);
+      r.not_exercised = o.not_exercised;
       ran = true;
       ran_any[i] = true;
       r.cases += o.cases;
@@ -292,8 +331,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
         r.message = o.message;
         r.reproduce = o.reproduce;
         r.failing_seed = case_seed;
-        const std::string reproduce = fmt::format("RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
-                                                  o.reproduce, r.property->name, r.backend->name());
+        const std::string reproduce = fmt::format("{}RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
+                                                  plugin_env(), o.reproduce, r.property->name, r.backend->name());
         fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, o.message, reproduce);
         r.failure = {{"message", o.message}, {"seed", case_seed}, {"reproduce", reproduce}};
         if (!o.scenario.empty()) {
@@ -342,6 +381,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
+  print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",
              interrupted ? "INTERRUPTED" : failures ? "FAILED" : "all properties held", elapsed(), seed,

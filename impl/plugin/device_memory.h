@@ -1,5 +1,6 @@
-// Host-side device memory helpers of the CUDA harness adapter (C++, CUDA runtime API
-// only). Every failure throws std::runtime_error naming the call and the CUDA error.
+// Host-side device memory of the plugin harness (C++, CUDA runtime API only): the
+// guarded buffers every device plugin call runs on (impl/plugin/device_backend.cpp).
+// Every failure throws std::runtime_error naming the call and the CUDA error.
 #pragma once
 
 #include <cstddef>

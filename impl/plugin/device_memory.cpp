@@ -1,4 +1,4 @@
-#include "impl/cuda/device_memory.h"
+#include "impl/plugin/device_memory.h"
 
 #include <cuda_runtime_api.h>
 

@@ -1,0 +1,136 @@
+// libkvcheck_cuda.so: the production CUDA kernels (impl/cuda, device_api.h) as a
+// CUDA_DEVICE plugin. Every entry runs the CHECKED device entry point on the harness's
+// stream (validation on the device, nothing written on bad input) and waits for its
+// verdict, so a refusal comes back with the cpu backend's code and message.
+#include <cuda_runtime_api.h>
+
+#include "impl/cuda/device_api.h"
+#include "impl/plugin/device_memory.h"
+#include "include/kvcheck/backend_abi.h"
+#include "plugins/guard.h"
+
+namespace {
+
+using namespace kvcheck;
+using cuda::DeviceBuffer;
+using cuda::DeviceStatus;
+using cuda::LaunchOptions;
+using plugin::from_abi;
+using plugin::guarded;
+
+LaunchOptions opts(void* stream) { return {stream, true}; }  // PDL on, as engines launch
+
+int probe(void*, char* msg, size_t size) {
+  const std::string why = cuda::probe_device();
+  if (why.empty()) return KVCHECK_STATUS_OK;
+  plugin::write_message(why, msg, size);
+  return KVCHECK_STATUS_UNSUPPORTED;
+}
+
+int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    const PagedLayout layout = from_abi(a->cache).paged();
+    cuda::StoreArgs s;
+    s.kv = a->kv;
+    s.kv_rows = a->kv_rows;
+    s.kv_row_stride = a->kv_row_stride;
+    s.slot_mapping = a->slot_mapping;
+    s.num_tokens = a->num_tokens;
+    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::store_workspace_bytes(layout));
+    cuda::store_kv_cache_checked({a->cache.base, layout}, s, status.as<DeviceStatus>(), workspace.get(),
+                                 opts(stream))
+        .throw_if_error(stream);
+  });
+}
+
+int load(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    const PagedLayout layout = from_abi(a->cache).paged();
+    cuda::LoadArgs l;
+    l.load_segments = a->load_segments;
+    l.num_segments = a->num_segment_ints / 4;
+    l.total_k = a->total_k;
+    l.out_data = a->out_data;
+    l.out_data_stride = a->out_data_stride;
+    l.out_scales = a->out_scales;
+    l.out_scale_stride = a->out_scale_stride;
+    l.out_rows = a->out_rows;
+    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::load_workspace_bytes(a->total_k));
+    cuda::load_paged_kv_cache_checked({a->cache.base, layout}, l, status.as<DeviceStatus>(), workspace.get(),
+                                      opts(stream))
+        .throw_if_error(stream);
+  });
+}
+
+int convert(void*, const kvcheck_convert_kv_index_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    cuda::ConvertArgs c;
+    c.topk = a->topk;
+    c.num_q = a->num_q;
+    c.k = a->k;
+    c.block_table = a->block_table;
+    c.block_table_entries = a->block_table_entries;
+    c.max_blocks = a->max_blocks;
+    c.seq_ids = a->seq_ids;
+    c.context_lens = a->context_lens;
+    c.block_size = a->block_size;
+    c.out = a->out;
+    DeviceBuffer status(sizeof(DeviceStatus));
+    cuda::convert_kv_index(c, true, status.as<DeviceStatus>(), opts(stream)).throw_if_error(stream);
+  });
+}
+
+int cat(void*, const kvcheck_kv_index_cat_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    DeviceBuffer status(sizeof(DeviceStatus));
+    cuda::kv_index_cat(a->left, a->wl, a->right, a->wr, a->num_q, a->total_k_swa_cached, a->total_k_swa_cur, a->out,
+                       true, status.as<DeviceStatus>(), opts(stream))
+        .throw_if_error(stream);
+  });
+}
+
+int expand(void*, const kvcheck_expand_swa_index_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    DeviceBuffer status(sizeof(DeviceStatus));
+    cuda::expand_swa_index(a->pivots, a->num_q, a->width, a->out, true, status.as<DeviceStatus>(), opts(stream))
+        .throw_if_error(stream);
+  });
+}
+
+int decode(void*, const kvcheck_swa_decode_index_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    DeviceBuffer status(sizeof(DeviceStatus));
+    cuda::swa_decode_index(a->start_len, a->num_q, a->width, a->ring_size, a->out, true, status.as<DeviceStatus>(),
+                           opts(stream))
+        .throw_if_error(stream);
+  });
+}
+
+kvcheck_backend_v1_t make_table() {
+  kvcheck_backend_v1_t t{};
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "cuda";
+  t.memory_space = KVCHECK_MEMORY_CUDA_DEVICE;
+  // The K/V family's kernels (impl/cuda/kv_family.h) have no checked device entry yet.
+  t.capabilities = {KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_CONVERT_KV_INDEX |
+                        KVCHECK_OP_KV_INDEX_CAT | KVCHECK_OP_EXPAND_SWA_INDEX | KVCHECK_OP_SWA_DECODE_INDEX,
+                    ~0u, 0u, 1, 0};
+  t.probe = probe;
+  t.store_kv_cache = store;
+  t.load_paged_kv_cache = load;
+  t.convert_kv_index = convert;
+  t.kv_index_cat = cat;
+  t.expand_swa_index = expand;
+  t.swa_decode_index = decode;
+  return t;
+}
+
+const kvcheck_backend_v1_t table = make_table();
+
+}  // namespace
+
+extern "C" KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t, const kvcheck_backend_v1_t** out, char*, size_t) {
+  *out = &table;
+  return KVCHECK_STATUS_OK;
+}
