@@ -58,7 +58,14 @@ uint32_t ops_needed(const std::string& op) {
 
 bool BackendCapabilities::supports_format(const KVCacheFormat& f) const {
   const int id = plugin::abi_format(f);
-  return id == KVCHECK_FORMAT_OTHER || ((formats >> id) & 1u);
+  if (id != KVCHECK_FORMAT_OTHER) return (formats >> id) & 1u;
+  if (formats == ~0u) return true;  // every format, named or not
+  try {  // a valid format outside the table is outside a plugin's named formats
+    f.validate();
+    return false;
+  } catch (const Error&) {
+    return true;  // invalid input: the backend's own validation must reject it
+  }
 }
 
 bool BackendCapabilities::supports_property_op(const std::string& op, std::string* why) const {

@@ -84,8 +84,9 @@ struct BackendCapabilities {
   int32_t block_size_multiple = 1; // block sizes are multiples of this
   int32_t max_block_size = 0;      // 0 = no limit
 
-  /// Whether f's kvcheck_format bit is set (a format no name matches: always true,
-  /// so invalid-format inputs still reach the backend's validation).
+  /// Whether f's kvcheck_format bit is set. A format no name matches: true when every
+  /// format is supported or when f is invalid (so invalid-format inputs still reach
+  /// the backend's validation), false for a valid format outside the table.
   bool supports_format(const KVCacheFormat& f) const;
   bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
   /// Block sizes below 1 are invalid input, not a capability question: true.

@@ -27,6 +27,9 @@ struct Property {
   /// Set by scenario_property() (properties/regression.h): re-checks a scenario read
   /// from a regression file, outside RapidCheck. Empty: no regression files.
   std::function<void(const Backend&, const nlohmann::json&)> replay = {};
+  /// Optional: "" when a backend's capabilities let this property run, else why not
+  /// (e.g. it needs a UE8M0 format); the run is then reported as not exercised.
+  std::function<std::string(const BackendCapabilities&)> needs = nullptr;
 };
 
 class Registry {

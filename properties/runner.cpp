@@ -54,6 +54,12 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
     o.not_exercised = std::string(b.name()) + " has " + missing_op;  // nothing to run
     return o;
   }
+  if (p.per_backend && p.needs) {
+    if (const std::string why = p.needs(b.capabilities()); !why.empty()) {
+      o.not_exercised = std::string(b.name()) + ": " + why;
+      return o;
+    }
+  }
   // Generators draw only what the backend supports (plugin capabilities).
   const ScopedGeneratorCaps caps(p.per_backend ? b.capabilities() : BackendCapabilities{});
   take_failing_scenario();  // recorded by scenario_property bodies on failure

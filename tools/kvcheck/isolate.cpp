@@ -53,6 +53,9 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
 
 props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
                                              const props::CaseBudget& budget) {
+  // Read RapidCheck's configuration here, once: children then inherit it and do not
+  // each echo "Using configuration".
+  (void)props::configured_seed(0);
   int fds[2];
   if (pipe(fds) != 0) return props::run_property(p, b, budget);
   std::fflush(nullptr);
