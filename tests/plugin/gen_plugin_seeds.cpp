@@ -1,7 +1,7 @@
 // gen_plugin_seeds DIR: writes the store seeds the plugin tests replay
 // (tests/plugin/corpus/store): BF16 stores with block sizes that are multiples of 16
 // (the test plugins' capabilities) and a slot_mapping mixing padding (-1) with real
-// slots, the inputs a "padding clamped to slot 0" bug shows on. Deterministic: the
+// distinct in-range slots (valid input), the inputs a "padding clamped to slot 0" bug shows on. Deterministic: the
 // first inputs of a fixed pseudo-random sequence whose decoding has each feature.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -21,7 +21,14 @@ using kvcheck::fuzz::StoreScenario;
 
 bool padded_bf16(const StoreScenario& s, int32_t min_bs) {
   const auto& sm = s.slot_mapping;
-  return s.shape.format.is_bf16() && s.shape.block_size % 16 == 0 && s.shape.block_size >= min_bs &&
+  const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
+  std::vector<int32_t> real;
+  for (int32_t slot : sm)
+    if (slot != -1) real.push_back(slot);
+  std::sort(real.begin(), real.end());
+  const bool valid = std::adjacent_find(real.begin(), real.end()) == real.end() &&
+                     std::all_of(real.begin(), real.end(), [&](int32_t x) { return x >= 0 && x < num_slots; });
+  return valid && s.shape.format.is_bf16() && s.shape.block_size % 16 == 0 && s.shape.block_size >= min_bs &&
          std::count(sm.begin(), sm.end(), -1) > 0 && std::count(sm.begin(), sm.end(), -1) < std::ssize(sm) &&
          s.kv_rows >= std::ssize(sm) && s.row_stride >= s.shape.format.elements;
 }
