@@ -16,15 +16,19 @@
 #include <vector>
 
 #include "impl/cpu/validate.h"
+#include "impl/kv_layout.h"
+#include "impl/plugin/abi_convert.h"
 #include "impl/plugin/call.h"
 #include "impl/plugin/device_memory.h"
 #include "impl/plugin/plugin_backend.h"
 #include "impl/validate_index.h"
+#include "impl/validate_kv.h"
 
 namespace kvcheck::plugin {
 namespace {
 
 using cuda::DeviceBuffer;
+using cuda::DeviceViews;
 using cuda::GuardedBuffer;
 using cuda::guard_for;
 using cuda::synchronize;
@@ -45,13 +49,50 @@ struct DeviceInts {
   DeviceBuffer buf;
 };
 
+/// A device copy of a host float span (K/V scales; read only).
+struct DeviceFloats {
+  DeviceFloats(std::span<const float> host, void* stream) : buf(host.size() * 4) {
+    to_device(buf.get(), host.data(), host.size() * 4, stream);
+  }
+  const float* get() const { return buf.as<float>(); }
+  DeviceBuffer buf;
+};
+
+/// Bytes a [rows][H][D] K/V token view spans from its base: 0 for a null view, one
+/// element for a shape the view's own validation refuses (so the plugin still sees a
+/// non-null pointer and must refuse it with the reference's code, writing nothing).
+size_t kv_rows_bytes(const KvTokensIn& t, const KvCacheLayout& l) {
+  if (t.data == nullptr) return 0;
+  if (t.rows <= 0 || t.token_stride < 0 || t.head_stride < 0) return static_cast<size_t>(kv_dtype_bytes(t.dtype));
+  const int64_t elements =
+      (t.rows - 1) * t.token_stride + int64_t{l.num_kv_heads - 1} * t.head_stride + l.head_dim;
+  return static_cast<size_t>(elements * kv_dtype_bytes(t.dtype));
+}
+
+/// The K and V caches as two views (whole capacities; one copy when they overlap).
+std::vector<std::pair<const void*, size_t>> kv_cache_views(const ConstKvCacheView& c) {
+  const auto es = static_cast<size_t>(kv_dtype_bytes(c.layout.dtype));
+  return {{c.k, static_cast<size_t>(c.k_capacity) * es}, {c.v, static_cast<size_t>(c.v_capacity) * es}};
+}
+
+/// The ABI view of `cache` with its buffers and scales on the device.
+kvcheck_kv_cache device_kv_cache(const ConstKvCacheView& cache, const DeviceViews& caches, const DeviceFloats& k_scale,
+                                 const DeviceFloats& v_scale) {
+  ConstKvCacheView d = cache;
+  d.k = caches.map(cache.k);
+  d.v = caches.map(cache.v);
+  return to_abi(d, k_scale.get(), v_scale.get());
+}
+
+kvcheck_kv_tokens device_kv_tokens(const KvTokensIn& t, const DeviceViews& views) {
+  kvcheck_kv_tokens r = to_abi(t);
+  r.data = views.map<uint8_t>(t.data);
+  return r;
+}
+
 class DevicePluginBackend final : public PluginBackend {
  public:
-  explicit DevicePluginBackend(std::shared_ptr<Library> lib) : PluginBackend(std::move(lib)) {
-    // The K/V family's device harness is not written yet: never offered on the device.
-    caps_.ops &= ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
-    caps_.kv_family = false;
-  }
+  explicit DevicePluginBackend(std::shared_ptr<Library> lib) : PluginBackend(std::move(lib)) {}
   ~DevicePluginBackend() override {
     if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
@@ -186,6 +227,66 @@ class DevicePluginBackend final : public PluginBackend {
                                           ring_size, 0, reinterpret_cast<int32_t*>(d_out.get()),
                                           static_cast<int64_t>(out.size())};
     finish(call(table().swa_decode_index, "swa_decode_index", a), d_out, out);
+  }
+
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                const KvCacheView& cache) const override {
+    require_op(KVCHECK_OP_STORE_KV, "store_kv");
+    require_kv(cache.layout, "store_kv");
+    const int64_t n = static_cast<int64_t>(slot_mapping.size());
+    // The checks that read no slot bound the uploads; the slots are the plugin's to check.
+    validate_store_kv_shape(key, value, n, cache);
+    if (n == 0) return;
+    void* s = stream();
+    const KvCacheLayout& l = cache.layout;
+    const DeviceViews rows({{key.data, kv_rows_bytes(key, l)}, {value.data, kv_rows_bytes(value, l)}}, guard_for(0),
+                           "the key/value rows", s);
+    const DeviceViews caches(kv_cache_views(cache), guard_for(l.stride_page * kv_dtype_bytes(l.dtype)), "the K/V caches",
+                             s);
+    const DeviceFloats k_scale(cache.scales.k_scale, s), v_scale(cache.scales.v_scale, s);
+    const DeviceInts d_slots(slot_mapping, s);
+    kvcheck_store_kv_args a{};
+    a.key = device_kv_tokens(key, rows);
+    a.value = device_kv_tokens(value, rows);
+    a.slot_mapping = d_slots.get();
+    a.num_tokens = n;
+    a.cache = device_kv_cache(cache, caches, k_scale, v_scale);
+    const std::exception_ptr refusal = call(table().store_kv, "store_kv", a);
+    caches.download();  // also after a refusal: a write despite it must show
+    rows.expect_unchanged("store_kv");
+    if (refusal) std::rethrow_exception(refusal);
+  }
+
+  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
+                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                 const KvTokensOut& out_v) const override {
+    require_op(KVCHECK_OP_GATHER_KV, "gather_kv");
+    require_kv(cache.layout, "gather_kv");
+    // The cache bounds the upload; everything else (cu_seqlens_k, the table, the
+    // outputs) is the plugin's to check. Outputs travel whole: every row they hold.
+    validate_kv_cache(cache);
+    void* s = stream();
+    const KvCacheLayout& l = cache.layout;
+    const DeviceViews caches(kv_cache_views(cache), guard_for(l.stride_page * kv_dtype_bytes(l.dtype)), "the K/V caches",
+                             s);
+    const DeviceFloats k_scale(cache.scales.k_scale, s), v_scale(cache.scales.v_scale, s);
+    const DeviceInts d_table(block_table, s), d_cu(cu_seqlens_k, s);
+    const KvTokensIn outs_in[] = {KvTokensIn(out_k), KvTokensIn(out_v)};
+    const DeviceViews outs({{out_k.data, kv_rows_bytes(outs_in[0], l)}, {out_v.data, kv_rows_bytes(outs_in[1], l)}},
+                           guard_for(int64_t{l.num_kv_heads} * l.head_dim * 2), "out_k/out_v", s);
+    kvcheck_gather_kv_args a{};
+    a.cache = device_kv_cache(cache, caches, k_scale, v_scale);
+    a.block_table = d_table.get();
+    a.block_table_entries = static_cast<int64_t>(block_table.size());
+    a.max_blocks = max_blocks;
+    a.cu_seqlens_k = d_cu.get();
+    a.cu_seqlens_entries = static_cast<int64_t>(cu_seqlens_k.size());
+    a.out_k = device_kv_tokens(outs_in[0], outs);
+    a.out_v = device_kv_tokens(outs_in[1], outs);
+    const std::exception_ptr refusal = call(table().gather_kv, "gather_kv", a);
+    outs.download();
+    caches.expect_unchanged("gather_kv");
+    if (refusal) std::rethrow_exception(refusal);
   }
 
  private:
