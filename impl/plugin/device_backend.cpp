@@ -9,6 +9,7 @@
 // harnesses treat kUnsupported as a skip).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -58,14 +59,19 @@ struct DeviceFloats {
   DeviceBuffer buf;
 };
 
-/// Bytes a [rows][H][D] K/V token view spans from its base: 0 for a null view, one
-/// element for a shape the view's own validation refuses (so the plugin still sees a
-/// non-null pointer and must refuse it with the reference's code, writing nothing).
-size_t kv_rows_bytes(const KvTokensIn& t, const KvCacheLayout& l) {
+/// Bytes the first `rows` rows of a [rows][H][D] K/V token view span from its base:
+/// 0 for a null view; one element for a shape whose extent the harness cannot trust
+/// (no rows, a negative stride, or — for outputs — rows that overlap), so the plugin
+/// still sees a non-null pointer and must refuse with the reference's code, writing
+/// nothing. The host buffer behind a view is only known to hold what a VALID view
+/// needs, so nothing past that is ever copied.
+size_t kv_rows_bytes(const KvTokensIn& t, int64_t rows, const KvCacheLayout& l, bool output) {
   if (t.data == nullptr) return 0;
-  if (t.rows <= 0 || t.token_stride < 0 || t.head_stride < 0) return static_cast<size_t>(kv_dtype_bytes(t.dtype));
-  const int64_t elements =
-      (t.rows - 1) * t.token_stride + int64_t{l.num_kv_heads - 1} * t.head_stride + l.head_dim;
+  const auto stub = static_cast<size_t>(kv_dtype_bytes(t.dtype));
+  if (rows <= 0 || t.token_stride < 0 || t.head_stride < 0) return stub;
+  const KvAxis axes[] = {{t.token_stride, rows}, {t.head_stride, l.num_kv_heads}, {1, l.head_dim}};
+  if (output && !kv_axes_non_overlapping(axes)) return stub;
+  const int64_t elements = (rows - 1) * t.token_stride + int64_t{l.num_kv_heads - 1} * t.head_stride + l.head_dim;
   return static_cast<size_t>(elements * kv_dtype_bytes(t.dtype));
 }
 
@@ -239,8 +245,8 @@ class DevicePluginBackend final : public PluginBackend {
     if (n == 0) return;
     void* s = stream();
     const KvCacheLayout& l = cache.layout;
-    const DeviceViews rows({{key.data, kv_rows_bytes(key, l)}, {value.data, kv_rows_bytes(value, l)}}, guard_for(0),
-                           "the key/value rows", s);
+    const DeviceViews rows({{key.data, kv_rows_bytes(key, n, l, false)}, {value.data, kv_rows_bytes(value, n, l, false)}},
+                           guard_for(0), "the key/value rows", s);
     const DeviceViews caches(kv_cache_views(cache), guard_for(l.stride_page * kv_dtype_bytes(l.dtype)), "the K/V caches",
                              s);
     const DeviceFloats k_scale(cache.scales.k_scale, s), v_scale(cache.scales.v_scale, s);
@@ -263,8 +269,10 @@ class DevicePluginBackend final : public PluginBackend {
     require_op(KVCHECK_OP_GATHER_KV, "gather_kv");
     require_kv(cache.layout, "gather_kv");
     // The cache bounds the upload; everything else (cu_seqlens_k, the table, the
-    // outputs) is the plugin's to check. Outputs travel whole: every row they hold.
+    // outputs) is the plugin's to check. Outputs travel as the rows cu_seqlens_k[b]
+    // addresses (at most the rows they hold), guard bands after them.
     validate_kv_cache(cache);
+    const int64_t needed = cu_seqlens_k.empty() ? 0 : std::max<int64_t>(cu_seqlens_k.back(), 0);
     void* s = stream();
     const KvCacheLayout& l = cache.layout;
     const DeviceViews caches(kv_cache_views(cache), guard_for(l.stride_page * kv_dtype_bytes(l.dtype)), "the K/V caches",
@@ -272,7 +280,8 @@ class DevicePluginBackend final : public PluginBackend {
     const DeviceFloats k_scale(cache.scales.k_scale, s), v_scale(cache.scales.v_scale, s);
     const DeviceInts d_table(block_table, s), d_cu(cu_seqlens_k, s);
     const KvTokensIn outs_in[] = {KvTokensIn(out_k), KvTokensIn(out_v)};
-    const DeviceViews outs({{out_k.data, kv_rows_bytes(outs_in[0], l)}, {out_v.data, kv_rows_bytes(outs_in[1], l)}},
+    const DeviceViews outs({{out_k.data, kv_rows_bytes(outs_in[0], std::min(out_k.rows, needed), l, true)},
+                            {out_v.data, kv_rows_bytes(outs_in[1], std::min(out_v.rows, needed), l, true)}},
                            guard_for(int64_t{l.num_kv_heads} * l.head_dim * 2), "out_k/out_v", s);
     kvcheck_gather_kv_args a{};
     a.cache = device_kv_cache(cache, caches, k_scale, v_scale);
