@@ -224,7 +224,10 @@ class Job:
                 r["notes"].append(out[-1500:])
                 return r
             t0 = time.monotonic()
-            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", "-j", "1",
+            # CUDA mutants: the GPU suites (labels cuda and property, every core); the
+            # cpu tests cannot see a kernel fault and would only delay the kill.
+            sel = (["-L", "cuda|property", "-j", str(os.cpu_count() or 1)] if m["cuda"] else ["-j", "1"])
+            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel,
                               "--timeout", "600"], self.build, self.log)
             if rc != 0:
                 failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
