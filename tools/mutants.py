@@ -227,6 +227,12 @@ class Job:
             # CUDA mutants: the GPU suites (labels cuda and property, every core); the
             # cpu tests cannot see a kernel fault and would only delay the kill.
             sel = (["-L", "cuda|property", "-j", str(os.cpu_count() or 1)] if m["cuda"] else ["-j", "1"])
+            # CTest starts the tests that took longest last time first (its cost data),
+            # i.e. the sanitizer runs; without it, it keeps the declared order, in which
+            # the fast property tests come first.
+            cost = os.path.join(self.build, "Testing", "Temporary", "CTestCostData.txt")
+            if os.path.exists(cost):
+                os.remove(cost)
             rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel,
                               "--timeout", "600"], self.build, self.log)
             if rc != 0:
