@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -400,6 +401,41 @@ TEST(CudaBackend, IndexTransformsMatchReference) {
 // A V41 cache over 4 GiB: records at the far end (byte offsets past 2^32) are
 // stored and loaded with 64-bit offsets. The reference runs on a one-block cache
 // holding the same token positions; every other byte of the big cache stays zero.
+// kv rows more than 2^31 elements from the kv base (a strided view into a 4 GiB
+// tensor) through the run-time store kernel (a custom format): a 32-bit row offset
+// (mutant 050) stores row 2 from the wrong place. The reference gets the same rows
+// packed.
+TEST(CudaBackend, KvRowsPast2To31ElementsRuntimePath) {
+  KVCHECK_CUDA_BACKEND_OR_SKIP(cuda);
+  const int64_t stride = (int64_t{1} << 30) + 7;  // elements; row 2 starts at 2^31 + 14
+  const int64_t n = 3;
+  const int64_t kv_bytes = ((n - 1) * stride + 64) * 2;
+  if (cuda::device_free_bytes() < kv_bytes + (int64_t{2} << 30))
+    GTEST_SKIP() << "needs " << (kv_bytes >> 20) << " MiB + 2 GiB of free device memory, has "
+                 << cuda::device_free_bytes();
+  KVCacheFormat f;
+  f.name = "E4M3_G5_FP32_CAST";  // not a fixed-kernel format: the run-time store path
+  f.quantized_dtype = QuantizedDtype::kE4M3;
+  f.elements = 15;
+  f.elements_per_sf = 5;
+  f.sf_format = SfFormat::kFP32;
+  f.do_cast = f.token_interleaved = true;
+  f.validate();
+  const CacheLayout layout = CacheLayout::make(f, 2, 4);
+  std::unique_ptr<bf16_bits, void (*)(void*)> kv(static_cast<bf16_bits*>(std::calloc(static_cast<size_t>(kv_bytes), 1)),
+                                                 std::free);
+  ASSERT_TRUE(kv) << "cannot allocate " << kv_bytes << " host bytes";
+  std::mt19937_64 rng(50);
+  const auto rows = make_kv(rng, n, f.elements, f.elements, f.elements_per_sf);  // packed, for the reference
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(kv.get() + r * stride, rows.data() + r * f.elements, static_cast<size_t>(f.elements) * 2);
+  const std::vector<int32_t> slots{5, 0, 6};
+  Bytes got(static_cast<size_t>(layout.size_bytes()), 0x5A), want = got;
+  cuda->store_kv_cache({kv.get(), n, stride}, slots, {got.data(), layout});
+  ref::store_kv_cache({rows.data(), n, f.elements}, slots, want.data(), f, 2, 4);
+  EXPECT_EQ(got, want) << "rows 2^31 elements past the kv base were not stored from their own place";
+}
+
 TEST(CudaBackend, CacheOver4GiBFarEnd) {
   KVCHECK_CUDA_BACKEND_OR_SKIP(cuda);
   const int64_t need = int64_t{8} << 30;
