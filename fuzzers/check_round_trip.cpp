@@ -47,7 +47,8 @@ CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& ba
   const StoreScenario& s = rt.store;
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
-  KVCache ref_cache(layout, 0, props::kGuardBytes), be_cache(layout, 0, props::kGuardBytes);  // zeroed, as alloc_kv_cache
+  // Zeroed, as alloc_kv_cache.
+  KVCache ref_cache = KVCache::with_canaries(layout), be_cache = KVCache::with_canaries(layout);
   const KVInput kv{s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows, s.row_stride};
   OutBuffers ref_out(rt.load), be_out(rt.load);
 
@@ -73,7 +74,8 @@ CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& ba
   if (be_store.code) fail += "backend store rejected a valid input: " + be_store.message + "\n";
   if (be_load.code == ErrorCode::kUnsupported) result.skipped = "load: " + be_load.message;
   else if (be_load.code) fail += "backend load rejected a valid plan: " + be_load.message + "\n";
-  if (!ref_cache.guards_intact() || !be_cache.guards_intact()) fail += "canary bands changed\n";
+  if (const std::string c = ref_cache.canary_report(); !c.empty()) fail += "reference wrote into the " + c + "\n";
+  if (const std::string c = be_cache.canary_report(); !c.empty()) fail += "backend wrote into the " + c + "\n";
   if (!ref.code && !be_store.code) {
     const std::string d = props::diff_cache(layout, ref_cache.bytes(), be_cache.bytes());
     if (!d.empty()) fail += "cache after store differs (expected = reference):\n" + d;

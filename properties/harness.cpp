@@ -8,7 +8,7 @@
 namespace kvcheck::props {
 
 KVCache make_cache(const CacheShape& shape) {
-  KVCache cache(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size), 0, kGuardBytes);
+  KVCache cache = KVCache::with_canaries(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size));
   fill_pattern(cache.bytes(), shape.fill_seed);
   return cache;
 }

@@ -28,6 +28,8 @@ struct RoundTrip {
 RoundTrip store_then_load(const Backend& b, const StoreScenario& s) {
   KVCache cache = make_cache(s.shape);
   RC_ASSERT(!run_store(&b, s, cache));
+  if (const std::string c = cache.canary_report(); !c.empty())
+    RC_FAIL(context("round_trip", s.shape, b.name()) + "\nthe store wrote into the " + c);
   RoundTrip rt;
   std::vector<int32_t> segments;
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
