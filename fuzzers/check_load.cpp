@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "fuzzers/checks.h"
 #include "properties/harness.h"
@@ -99,11 +100,11 @@ CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend)
   OutBuffers ref_out(s), be_out(s);
 
   const Outcome ref = capture([&] {
-    ref::load_paged_kv_cache(cache.data(), sh.format, sh.num_blocks, sh.block_size, s.segments,
+    ref::load_paged_kv_cache(cache.bytes(), sh.format, sh.num_blocks, sh.block_size, s.segments,
                              s.total_k, ref_out.out);
   });
   const Outcome be = capture([&] {
-    backend.load_paged_kv_cache(ConstCacheView{cache.data(), layout}, s.segments, s.total_k,
+    backend.load_paged_kv_cache(std::as_const(cache).view(), s.segments, s.total_k,
                                 be_out.out);
   });
   if (be.code == ErrorCode::kUnsupported) {

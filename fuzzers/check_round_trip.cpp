@@ -3,6 +3,8 @@
 // output), and a BF16 row stored then loaded must come back unchanged.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <utility>
+
 #include "fuzzers/checks.h"
 #include "properties/harness.h"
 #include "fuzzers/fuzz_data.h"
@@ -53,22 +55,22 @@ CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& ba
   OutBuffers ref_out(rt.load), be_out(rt.load);
 
   const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), sh.format, sh.num_blocks,
+    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.bytes(), sh.format, sh.num_blocks,
                         sh.block_size);
-    ref::load_paged_kv_cache(ref_cache.data(), sh.format, sh.num_blocks, sh.block_size,
+    ref::load_paged_kv_cache(ref_cache.bytes(), sh.format, sh.num_blocks, sh.block_size,
                              rt.load.segments, rt.load.total_k, ref_out.out);
   });
   std::string& fail = result.failure;
   if (ref.code) fail += "reference rejected a valid round trip: " + ref.message + "\n";
   const Outcome be_store = capture(
-      [&] { backend.store_kv_cache(kv, s.slot_mapping, CacheView{be_cache.data(), layout}); });
+      [&] { backend.store_kv_cache(kv, s.slot_mapping, be_cache.view()); });
   if (be_store.code == ErrorCode::kUnsupported) {
     result.skipped = "store: " + be_store.message;
     return result;
   }
   const Outcome be_load = capture([&] {
     if (!be_store.code)
-      backend.load_paged_kv_cache(ConstCacheView{be_cache.data(), layout}, rt.load.segments,
+      backend.load_paged_kv_cache(std::as_const(be_cache).view(), rt.load.segments,
                                   rt.load.total_k, be_out.out);
   });
   if (be_store.code) fail += "backend store rejected a valid input: " + be_store.message + "\n";

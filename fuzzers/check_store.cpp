@@ -69,11 +69,11 @@ CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend
 
   const KVInput kv{s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows, s.row_stride};
   const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), sh.format, sh.num_blocks,
+    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.bytes(), sh.format, sh.num_blocks,
                         sh.block_size);
   });
   const Outcome be = capture(
-      [&] { backend.store_kv_cache(kv, s.slot_mapping, CacheView{be_cache.data(), layout}); });
+      [&] { backend.store_kv_cache(kv, s.slot_mapping, be_cache.view()); });
   if (be.code == ErrorCode::kUnsupported) {
     result.skipped = "store: " + be.message;
     return result;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "impl/backend.h"
 #include "impl/layout.h"
 
 namespace kvcheck {
@@ -43,6 +44,10 @@ class KVCache {
   }
   int64_t size_bytes() const { return layout_.size_bytes(); }
   int64_t guard_bytes() const { return guard_bytes_; }
+  /// The cache as a backend receives it: base, layout and the buffer's size.
+  CacheView view() { return {base_, layout_, layout_.size_bytes()}; }
+  ConstCacheView view() const { return const_view(); }
+  ConstCacheView const_view() const { return {base_, layout_, layout_.size_bytes()}; }
 
   /// True when every canary byte before and after the cache is unchanged.
   bool guards_intact() const;

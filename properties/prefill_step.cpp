@@ -145,14 +145,14 @@ class Step {
 
   void store(KVCache& cache, const std::vector<bf16_bits>& rows, const std::vector<int32_t>& slots) {
     const KVInput in{rows.data(), static_cast<int64_t>(rows.size()) / e_, e_};
-    b_.store_kv_cache(in, slots, CacheView{cache.data(), cache.layout()});
+    b_.store_kv_cache(in, slots, cache.view());
   }
 
   void load(const KVCache& cache, const LoadPlan& plan, int64_t first_row) {
     const int64_t row_bytes = int64_t{e_} * 2;
     const LoadOutput out{reinterpret_cast<uint8_t*>(row(first_row)), row_bytes, nullptr, 0,
                          plan.total_k};
-    b_.load_paged_kv_cache(ConstCacheView{cache.data(), cache.layout()},
+    b_.load_paged_kv_cache(cache.view(),
                            flatten_segments(plan.segments), plan.total_k, out);
   }
 
@@ -257,7 +257,7 @@ class Step {
       const std::vector<int32_t> seg{q.state_id, 0, s_.ring_size, 0};
       const LoadOutput out{reinterpret_cast<uint8_t*>(ring.data()), int64_t{e_} * 2, nullptr, 0,
                            s_.ring_size};
-      b_.load_paged_kv_cache(ConstCacheView{swa.data(), swa.layout()}, seg, s_.ring_size, out);
+      b_.load_paged_kv_cache(swa.view(), seg, s_.ring_size, out);
       for (int32_t r = 0; r < s_.ring_size; ++r) {
         const int64_t h = newest_at(q.seqlen_k, s_.ring_size, r);
         const Identity want = h >= 0 && (h >= history_end(i) || h >= q.swa_valid_start)

@@ -53,7 +53,7 @@ void CudaBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slo
   a.kv_row_stride = kv.row_stride;
   a.slot_mapping = d_slots.as<int32_t>();
   a.num_tokens = n;
-  const PendingCheck pc = store_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged()}, a,
+  const PendingCheck pc = store_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged(), layout.size_bytes()}, a,
                                                  status.as<DeviceStatus>(), workspace.get(), opts_);
   synchronize(opts_.stream, "store kernels");
   d_cache.download(cache.base);  // also on error: a write despite it must show
@@ -88,7 +88,7 @@ void CudaBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span<con
   a.out_scales = d_scales.get();
   a.out_scale_stride = out.scale_row_stride;
   a.out_rows = out.rows;
-  const PendingCheck pc = load_paged_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged()}, a,
+  const PendingCheck pc = load_paged_kv_cache_checked(DeviceCache{d_cache.get(), layout.paged(), layout.size_bytes()}, a,
                                                       status.as<DeviceStatus>(), workspace.get(), opts_);
   synchronize(opts_.stream, "load kernels");
   d_data.download(out.data);
