@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "fuzzers/checks.h"
 #include "properties/harness.h"
@@ -92,18 +93,18 @@ CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend)
   CheckResult result{describe(s), "", ""};
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
-  KVCache cache(layout, 0, props::kGuardBytes);
+  KVCache cache = KVCache::with_canaries(layout);
   fill_cache_bytes(sh, s.cache_seed, cache.data());
   const std::vector<uint8_t> cache_before(cache.bytes().begin(), cache.bytes().end());
   const OutBuffers before(s);
   OutBuffers ref_out(s), be_out(s);
 
   const Outcome ref = capture([&] {
-    ref::load_paged_kv_cache(cache.data(), sh.format, sh.num_blocks, sh.block_size, s.segments,
+    ref::load_paged_kv_cache(cache.bytes(), sh.format, sh.num_blocks, sh.block_size, s.segments,
                              s.total_k, ref_out.out);
   });
   const Outcome be = capture([&] {
-    backend.load_paged_kv_cache(ConstCacheView{cache.data(), layout}, s.segments, s.total_k,
+    backend.load_paged_kv_cache(std::as_const(cache).view(), s.segments, s.total_k,
                                 be_out.out);
   });
   if (be.code == ErrorCode::kUnsupported) {
@@ -113,8 +114,8 @@ CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend)
 
   std::string& fail = result.failure;
   fail += compare_outcomes(ref, be, backend.name());
-  if (!cache.guards_intact() || !std::equal(cache_before.begin(), cache_before.end(), cache.data()))
-    fail += "the cache (or its canary bands) changed during load\n";
+  if (const std::string c = cache.canary_report(); !c.empty()) fail += "the load wrote into the " + c + "\n";
+  if (!std::equal(cache_before.begin(), cache_before.end(), cache.data())) fail += "the cache changed during load\n";
   auto same = [](const OutBuffers& a, const OutBuffers& b) {
     return a.data == b.data && a.scales == b.scales;
   };

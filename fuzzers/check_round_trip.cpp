@@ -3,6 +3,8 @@
 // output), and a BF16 row stored then loaded must come back unchanged.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <utility>
+
 #include "fuzzers/checks.h"
 #include "properties/harness.h"
 #include "fuzzers/fuzz_data.h"
@@ -47,33 +49,35 @@ CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& ba
   const StoreScenario& s = rt.store;
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
-  KVCache ref_cache(layout, 0, props::kGuardBytes), be_cache(layout, 0, props::kGuardBytes);  // zeroed, as alloc_kv_cache
+  // Zeroed, as alloc_kv_cache.
+  KVCache ref_cache = KVCache::with_canaries(layout), be_cache = KVCache::with_canaries(layout);
   const KVInput kv{s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows, s.row_stride};
   OutBuffers ref_out(rt.load), be_out(rt.load);
 
   const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), sh.format, sh.num_blocks,
+    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.bytes(), sh.format, sh.num_blocks,
                         sh.block_size);
-    ref::load_paged_kv_cache(ref_cache.data(), sh.format, sh.num_blocks, sh.block_size,
+    ref::load_paged_kv_cache(ref_cache.bytes(), sh.format, sh.num_blocks, sh.block_size,
                              rt.load.segments, rt.load.total_k, ref_out.out);
   });
   std::string& fail = result.failure;
   if (ref.code) fail += "reference rejected a valid round trip: " + ref.message + "\n";
   const Outcome be_store = capture(
-      [&] { backend.store_kv_cache(kv, s.slot_mapping, CacheView{be_cache.data(), layout}); });
+      [&] { backend.store_kv_cache(kv, s.slot_mapping, be_cache.view()); });
   if (be_store.code == ErrorCode::kUnsupported) {
     result.skipped = "store: " + be_store.message;
     return result;
   }
   const Outcome be_load = capture([&] {
     if (!be_store.code)
-      backend.load_paged_kv_cache(ConstCacheView{be_cache.data(), layout}, rt.load.segments,
+      backend.load_paged_kv_cache(std::as_const(be_cache).view(), rt.load.segments,
                                   rt.load.total_k, be_out.out);
   });
   if (be_store.code) fail += "backend store rejected a valid input: " + be_store.message + "\n";
   if (be_load.code == ErrorCode::kUnsupported) result.skipped = "load: " + be_load.message;
   else if (be_load.code) fail += "backend load rejected a valid plan: " + be_load.message + "\n";
-  if (!ref_cache.guards_intact() || !be_cache.guards_intact()) fail += "canary bands changed\n";
+  if (const std::string c = ref_cache.canary_report(); !c.empty()) fail += "reference wrote into the " + c + "\n";
+  if (const std::string c = be_cache.canary_report(); !c.empty()) fail += "backend wrote into the " + c + "\n";
   if (!ref.code && !be_store.code) {
     const std::string d = props::diff_cache(layout, ref_cache.bytes(), be_cache.bytes());
     if (!d.empty()) fail += "cache after store differs (expected = reference):\n" + d;

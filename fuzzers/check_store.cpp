@@ -62,18 +62,18 @@ CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend
   const CacheShape& sh = s.shape;
   const CacheLayout layout = CacheLayout::make(sh.format, sh.num_blocks, sh.block_size);
   const int64_t bytes = layout.size_bytes();
-  KVCache ref_cache(layout, 0, props::kGuardBytes), be_cache(layout, 0, props::kGuardBytes);
+  KVCache ref_cache = KVCache::with_canaries(layout), be_cache = KVCache::with_canaries(layout);
   props::fill_pattern({ref_cache.data(), static_cast<size_t>(bytes)}, s.cache_seed);
   std::memcpy(be_cache.data(), ref_cache.data(), static_cast<size_t>(bytes));
   const std::vector<uint8_t> before(ref_cache.data(), ref_cache.data() + bytes);
 
   const KVInput kv{s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows, s.row_stride};
   const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), sh.format, sh.num_blocks,
+    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.bytes(), sh.format, sh.num_blocks,
                         sh.block_size);
   });
   const Outcome be = capture(
-      [&] { backend.store_kv_cache(kv, s.slot_mapping, CacheView{be_cache.data(), layout}); });
+      [&] { backend.store_kv_cache(kv, s.slot_mapping, be_cache.view()); });
   if (be.code == ErrorCode::kUnsupported) {
     result.skipped = "store: " + be.message;
     return result;
@@ -81,8 +81,8 @@ CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend
 
   std::string& fail = result.failure;
   fail += compare_outcomes(ref, be, backend.name());
-  if (!ref_cache.guards_intact()) fail += "reference wrote into the canary bands\n";
-  if (!be_cache.guards_intact()) fail += "backend wrote into the canary bands\n";
+  if (const std::string c = ref_cache.canary_report(); !c.empty()) fail += "reference wrote into the " + c + "\n";
+  if (const std::string c = be_cache.canary_report(); !c.empty()) fail += "backend wrote into the " + c + "\n";
   const std::span<const uint8_t> unchanged(before);
   if (ref.code) {
     const std::string d = props::diff_cache(layout, unchanged, ref_cache.bytes());

@@ -17,15 +17,20 @@
 
 namespace kvcheck {
 
-/// A paged cache in host memory: `base` points at size_bytes() bytes laid out by
-/// `layout` (see KVCache for an owning allocation).
+/// A paged cache in host memory: `base` points at a buffer of `size_bytes` bytes
+/// (what the allocation holds) laid out by `layout` (see KVCache for an owning
+/// allocation). Every checked entry rejects a non-null view whose buffer is smaller
+/// than its layout, layout.size_bytes() = num_blocks * block_stride (kShapeMismatch,
+/// docs/spec.md §5.2 validation order), before reading or writing a byte.
 struct CacheView {
   uint8_t* base = nullptr;
   CacheLayout layout;
+  int64_t size_bytes = 0;
 };
 struct ConstCacheView {
   const uint8_t* base = nullptr;
   CacheLayout layout;
+  int64_t size_bytes = 0;
 };
 
 /// Store input kv[rows][E] of BF16 bit patterns; row r starts at data + r*row_stride

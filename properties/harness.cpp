@@ -8,13 +8,13 @@
 namespace kvcheck::props {
 
 KVCache make_cache(const CacheShape& shape) {
-  KVCache cache(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size), 0, kGuardBytes);
+  KVCache cache = KVCache::with_canaries(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size));
   fill_pattern(cache.bytes(), shape.fill_seed);
   return cache;
 }
 
-CacheView view(KVCache& cache) { return {cache.data(), cache.layout()}; }
-ConstCacheView const_view(const KVCache& cache) { return {cache.data(), cache.layout()}; }
+CacheView view(KVCache& cache) { return cache.view(); }
+ConstCacheView const_view(const KVCache& cache) { return cache.view(); }
 
 KVInput kv_input(const StoreScenario& s) {
   // rows is what the buffer holds; the op must take its row count from slot_mapping.
@@ -37,7 +37,7 @@ std::optional<ErrorCode> run_store(const Backend* backend, const StoreScenario& 
     if (backend)
       backend->store_kv_cache(kv_input(s), s.slot_mapping, view(cache));
     else
-      ref::store_kv_cache(kv_input(s), s.slot_mapping, cache.data(), s.shape.format,
+      ref::store_kv_cache(kv_input(s), s.slot_mapping, cache.bytes(), s.shape.format,
                           s.shape.num_blocks, s.shape.block_size);
   } catch (const Error& e) {
     return e.code();
@@ -51,7 +51,7 @@ std::optional<ErrorCode> run_load(const Backend* backend, const LoadScenario& s,
     if (backend)
       backend->load_paged_kv_cache(const_view(cache), s.load_segments, s.total_k, out.out);
     else
-      ref::load_paged_kv_cache(cache.data(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
+      ref::load_paged_kv_cache(cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
                                s.load_segments, s.total_k, out.out);
   } catch (const Error& e) {
     return e.code();

@@ -15,10 +15,13 @@
 
 namespace kvcheck::props {
 
-/// Canary bytes on each side of every harness cache (SPEC §6 "canary bands").
-inline constexpr int64_t kGuardBytes = 256;
+/// Canary bytes on each side of every K/V family buffer (SPEC §6 "canary bands",
+/// §7.7): wider than any one head's record (head_dim <= 576 elements of <= 2 bytes).
+/// Paged MLA/indexer caches use KVCache::canary_bytes_for (at least a block stride).
+inline constexpr int64_t kGuardBytes = 4096;
 
-/// A cache of `shape` holding fill_pattern(fill_seed), framed by canaries.
+/// A cache of `shape` holding fill_pattern(fill_seed), framed by canary bands of
+/// KVCache::canary_bytes_for (at least one block stride).
 KVCache make_cache(const CacheShape& shape);
 CacheView view(KVCache& cache);
 ConstCacheView const_view(const KVCache& cache);

@@ -43,6 +43,8 @@ void prop_load_matches_reference(const Backend& b, const LoadScenario& s) {
                         show_error(ref_err), show_error(err)));
   const std::string diff = diff_buffers(s, expected, actual);
   if (!diff.empty()) RC_FAIL(context("load", s.shape, b.name()) + "\n" + diff);
+  if (const std::string c = cache.canary_report(); !c.empty())
+    RC_FAIL(context("load", s.shape, b.name()) + "\nwrote into the " + c);
 }
 
 // Output rows each segment writes, and whether from block -1.

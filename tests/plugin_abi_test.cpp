@@ -51,8 +51,8 @@ TEST(PluginAbi, FormatIdsAndLayoutRoundTrip) {
   for (const auto& f : supported_formats()) {
     const CacheLayout l = CacheLayout::make(f, 3, 133);
     uint8_t base = 0;
-    const kvcheck_paged_cache c = plugin::to_abi(l, &base);
-    EXPECT_EQ(c.size_bytes, l.size_bytes());
+    const kvcheck_paged_cache c = plugin::to_abi(l, &base, l.size_bytes() + 7);
+    EXPECT_EQ(c.size_bytes, l.size_bytes() + 7);  // the buffer's size, not the layout's
     EXPECT_EQ(c.data_token_stride, l.data_token_stride()) << f.name;
     if (f.is_quantized()) {
       EXPECT_EQ(c.block_stride + c.scale_region + 5 * c.scale_token_stride, l.scale_offset(1, 5)) << f.name;

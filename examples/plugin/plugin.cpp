@@ -46,6 +46,8 @@ int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t si
   const int64_t entry_bytes = 2 * int64_t{c.elements};
   if (c.block_stride != (c.block_size * entry_bytes + 31) / 32 * 32)
     return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, size, "block_stride is not SPEC §3's");
+  if (c.base && c.size_bytes < c.num_blocks * c.block_stride)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, size, "the cache buffer is smaller than num_blocks * block_stride");
   if (a->num_tokens == 0) return KVCHECK_STATUS_OK;
   if (a->kv_rows < a->num_tokens) return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, size, "kv has too few rows");
   if (a->kv_row_stride < c.elements)

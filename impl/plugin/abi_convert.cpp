@@ -27,10 +27,11 @@ int abi_format(const KVCacheFormat& f) {
   return KVCHECK_FORMAT_OTHER;
 }
 
-kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base) {
+kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes) {
   const KVCacheFormat& f = layout.format;
   kvcheck_paged_cache c{};
   c.base = const_cast<uint8_t*>(base);
+  c.size_bytes = size_bytes;
   c.format = abi_format(f);
   c.elements = f.elements;
   c.quantized_dtype = static_cast<int32_t>(f.quantized_dtype);
@@ -44,7 +45,6 @@ kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base) {
   c.block_stride = layout.block_stride;
   try {  // derived fields of an invalid format are meaningless: left 0
     const PagedLayout p = layout.paged();
-    c.size_bytes = layout.size_bytes();
     c.quantized_bytes = p.quantized_bytes;
     c.sf_bytes = p.sf_bytes;
     c.data_token_stride = p.data_token_stride;

@@ -19,8 +19,9 @@ bool to_error_code(int status, ErrorCode* code);
 
 /// The kvcheck_format of a record (OTHER when no named format matches).
 int abi_format(const KVCacheFormat& f);
-/// The ABI cache of `layout` at `base` (harness-owned memory in the plugin's space).
-kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base);
+/// The ABI cache of `layout` at `base` (harness-owned memory in the plugin's space)
+/// whose buffer holds `size_bytes` bytes.
+kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes);
 /// The CacheLayout an ABI cache describes (plugin side; fields copied as given, so an
 /// invalid layout stays invalid for the plugin's own validation to reject).
 CacheLayout from_abi(const kvcheck_paged_cache& c);

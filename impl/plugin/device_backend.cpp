@@ -125,7 +125,7 @@ class DevicePluginBackend final : public PluginBackend {
     a.kv_row_stride = kv.row_stride;
     a.slot_mapping = d_slots.get();
     a.num_tokens = n;
-    a.cache = to_abi(layout, d_cache.get());
+    a.cache = to_abi(layout, d_cache.get(), layout.size_bytes());
     const std::exception_ptr refusal = call(table().store_kv_cache, "store_kv_cache", a);
     d_cache.download(cache.base);
     if (refusal) std::rethrow_exception(refusal);
@@ -151,7 +151,7 @@ class DevicePluginBackend final : public PluginBackend {
         f.is_index() ? span_bytes(total_k, out.scale_row_stride, f.load_scale_row_bytes()) : 0,
         guard_for(out.scale_row_stride), "out.scales", s);
     kvcheck_load_args a{};
-    a.cache = to_abi(layout, d_cache.get());
+    a.cache = to_abi(layout, d_cache.get(), layout.size_bytes());
     a.load_segments = d_segs.get();
     a.num_segment_ints = static_cast<int64_t>(load_segments.size());
     a.total_k = total_k;

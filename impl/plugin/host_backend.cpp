@@ -22,7 +22,7 @@ class HostPluginBackend final : public PluginBackend {
     a.kv_row_stride = kv.row_stride;
     a.slot_mapping = slot_mapping.data();
     a.num_tokens = static_cast<int64_t>(slot_mapping.size());
-    a.cache = to_abi(cache.layout, cache.base);
+    a.cache = to_abi(cache.layout, cache.base, cache.size_bytes);
     call_plugin(name_, "store_kv_cache", table().store_kv_cache, table().context, a, nullptr);
   }
 
@@ -31,7 +31,7 @@ class HostPluginBackend final : public PluginBackend {
     require_op(KVCHECK_OP_LOAD_PAGED_KV_CACHE, "load_paged_kv_cache");
     require_paged(cache.layout, "load_paged_kv_cache");
     kvcheck_load_args a{};
-    a.cache = to_abi(cache.layout, cache.base);
+    a.cache = to_abi(cache.layout, cache.base, cache.size_bytes);
     a.load_segments = load_segments.data();
     a.num_segment_ints = static_cast<int64_t>(load_segments.size());
     a.total_k = total_k;

@@ -127,7 +127,9 @@ typedef struct kvcheck_capabilities {
  * slot s = b*block_size + t. All offsets and strides in BYTES. */
 typedef struct kvcheck_paged_cache {
   uint8_t* base;       /* harness-owned; host or device per memory_space */
-  int64_t size_bytes;  /* = num_blocks * block_stride */
+  int64_t size_bytes;  /* bytes the buffer at base holds; a call whose
+                          num_blocks * block_stride exceeds it is refused with
+                          KVCHECK_STATUS_SHAPE_MISMATCH (SPEC §5.2 validation order) */
   int32_t format;      /* kvcheck_format */
   int32_t elements;    /* logical elements per token */
   int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */

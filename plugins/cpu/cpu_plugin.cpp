@@ -23,13 +23,13 @@ std::span<int32_t> ints(int32_t* p, int64_t n) {
 int store(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.store_kv_cache({a->kv, a->kv_rows, a->kv_row_stride}, ints(a->slot_mapping, a->num_tokens),
-                           {a->cache.base, from_abi(a->cache)});
+                           {a->cache.base, from_abi(a->cache), a->cache.size_bytes});
   });
 }
 
 int load(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
-    backend.load_paged_kv_cache({a->cache.base, from_abi(a->cache)}, ints(a->load_segments, a->num_segment_ints),
+    backend.load_paged_kv_cache({a->cache.base, from_abi(a->cache), a->cache.size_bytes}, ints(a->load_segments, a->num_segment_ints),
                                 a->total_k,
                                 {a->out_data, a->out_data_stride, a->out_scales, a->out_scale_stride, a->out_rows});
   });

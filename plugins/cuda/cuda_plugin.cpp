@@ -46,7 +46,7 @@ int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t si
     s.slot_mapping = a->slot_mapping;
     s.num_tokens = a->num_tokens;
     DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::store_workspace_bytes(layout));
-    cuda::store_kv_cache_checked({a->cache.base, layout}, s, status.as<DeviceStatus>(), workspace.get(),
+    cuda::store_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, s, status.as<DeviceStatus>(), workspace.get(),
                                  opts(stream))
         .throw_if_error(stream);
   });
@@ -65,7 +65,7 @@ int load(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size
     l.out_scale_stride = a->out_scale_stride;
     l.out_rows = a->out_rows;
     DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::load_workspace_bytes(a->total_k));
-    cuda::load_paged_kv_cache_checked({a->cache.base, layout}, l, status.as<DeviceStatus>(), workspace.get(),
+    cuda::load_paged_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, l, status.as<DeviceStatus>(), workspace.get(),
                                       opts(stream))
         .throw_if_error(stream);
   });
