@@ -12,6 +12,7 @@
 #include <string>
 
 #include "impl/backend.h"
+#include "tests/test_util.h"
 #include "impl/kv_cache.h"
 #include "properties/harness.h"
 #include "properties/prefill_step.h"
@@ -68,36 +69,14 @@ TEST(Canaries, WritesPastEitherEndAreDecoded) {
 // The cpu backend with a planted bug: after a correct store it writes one record
 // where slot num_blocks*block_size would be, just past the cache's data area (what
 // an off-by-one slot bound does). Everything else forwards to cpu.
-class PastTheEndBackend final : public Backend {
+class PastTheEndBackend final : public PlantedStoreBackend {
  public:
-  PastTheEndBackend() : cpu_(available_backends().front()) {}
   std::string_view name() const override { return "past-the-end"; }
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
-    cpu_->store_kv_cache(kv, slots, cache);
+    cpu().store_kv_cache(kv, slots, cache);
     uint8_t* end = cache.base + cache.layout.size_bytes();
     std::fill(end, end + cache.layout.format.bytes_per_token(), uint8_t{0x00});
   }
-  void load_paged_kv_cache(const ConstCacheView& c, std::span<const int32_t> s, int32_t k,
-                           const LoadOutput& o) const override {
-    cpu_->load_paged_kv_cache(c, s, k, o);
-  }
-  void convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> o) const override {
-    cpu_->convert_kv_index(a, o);
-  }
-  void kv_index_cat(std::span<const int32_t> l, int32_t wl, std::span<const int32_t> r, int32_t wr, int32_t q,
-                    int32_t a, int32_t b, std::span<int32_t> o) const override {
-    cpu_->kv_index_cat(l, wl, r, wr, q, a, b, o);
-  }
-  void expand_swa_index(std::span<const int32_t> p, int32_t q, int32_t w, std::span<int32_t> o) const override {
-    cpu_->expand_swa_index(p, q, w, o);
-  }
-  void swa_decode_index(std::span<const int32_t> s, int32_t q, int32_t w, int32_t r,
-                        std::span<int32_t> o) const override {
-    cpu_->swa_decode_index(s, q, w, r, o);
-  }
-
- private:
-  std::shared_ptr<const Backend> cpu_;
 };
 
 const props::Property& property(std::string_view name) {
