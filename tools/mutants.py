@@ -113,7 +113,7 @@ def parse_patch(path):
     files = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"# (category|description): (.*)", line)
+            m = re.match(r"# (category|description|equivalent): (.*)", line)
             if m:
                 meta[m.group(1)] = m.group(2).strip()
             m = re.match(r"diff --git a/(\S+) b/", line)
@@ -246,6 +246,9 @@ class Job:
         if m["cuda"] and not self.gpu:
             r["status"] = "not run here (no GPU)"
             return r
+        if m.get("equivalent"):
+            r["status"] = "equivalent (argued in the patch)"
+            return r
         if not self.patch(m):
             r["status"] = "patch does not apply"
             return r
@@ -353,6 +356,9 @@ class Job:
         if m and m["cuda"] and not self.gpu:
             r["status"] = "not run here (no GPU)"
             return r
+        if m and m.get("equivalent"):
+            r["status"] = "equivalent (argued in the patch)"
+            return r
         if m and not self.patch(m):
             r["status"] = "patch does not apply"
             return r
@@ -452,7 +458,8 @@ def main_seeds(a, mutants, base):
                        "seeds": seeds, "cases": a.cases, "min_kills": min_kills, "gpu": job.gpu,
                        "mutants": results}, f, indent=2)
         print(f"json: {a.json}")
-    broken = [r for r in results if r["status"] not in ("measured", "not run here (no GPU)")]
+    broken = [r for r in results if r["status"] not in ("measured", "not run here (no GPU)",
+                                                        "equivalent (argued in the patch)")]
     return 1 if weak or broken else 0
 
 
@@ -604,7 +611,8 @@ def main(argv):
             json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": budget,
                        "gpu": jobs[0].gpu, "fuzz_build": jobs[0].fuzz_ok, "mutants": results}, f, indent=2)
         print(f"json: {a.json}")
-    return 0 if len(killed) == len(ran) and len(ran) == len([r for r in results if r["status"] != "not run here (no GPU)"]) else 1
+    skipped = ("not run here (no GPU)", "equivalent (argued in the patch)")
+    return 0 if len(killed) == len(ran) and len(ran) == len([r for r in results if r["status"] not in skipped]) else 1
 
 
 if __name__ == "__main__":
