@@ -264,7 +264,7 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
       std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
       s.slot_mapping.push_back(pool[next++]);
     }
-    if (padding_mode == 1 && n > 1 && next == 0 && !pool.empty()) {  // "some" padding keeps one valid row
+    if (padding_mode == 1 && n > 0 && next == 0 && !pool.empty()) {  // "some" padding keeps one valid row
       std::swap(pool[0], pool[rng.next() % pool.size()]);
       s.slot_mapping.back() = pool[next++];
     }

@@ -57,7 +57,7 @@ rc::Gen<SwaBatch> swa_batch() {
     b.ring_size = b.window + *rc::gen::oneOf(rc::gen::just<int32_t>(0), rc::gen::inRange<int32_t>(0, 9));
     // Empty batches are rare (at small sizes inRange would give 0 every time).
     const int32_t num_seqs =
-        *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {12, rc::gen::inRange<int32_t>(1, 5)}});
+        *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {24, rc::gen::inRange<int32_t>(1, 5)}});
     b.num_states = num_seqs + *rc::gen::inRange<int32_t>(0, 3);
     const auto states = *permutation(std::max(b.num_states, 1));
     for (int32_t i = 0; i < num_seqs; ++i) {
