@@ -88,6 +88,10 @@ struct BackendCapabilities {
   uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
   int32_t block_size_multiple = 1; // block sizes are multiples of this
   int32_t max_block_size = 0;      // 0 = no limit
+  /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
+  /// backends); false for device plugins, whose adapter copies every buffer. The
+  /// generators draw sparse multi-GiB inputs only for host-memory backends.
+  bool host_memory = true;
 
   /// Whether f's kvcheck_format bit is set. A format no name matches: true when every
   /// format is supported or when f is invalid (so invalid-format inputs still reach
@@ -111,6 +115,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// Test hook (SPEC §6): this backend's later calls made on the calling thread split
+  /// their work as if the machine had `max_threads` threads and a thread paid for
+  /// itself at `min_bytes_per_thread` bytes (0, 0: the backend's own defaults), so the
+  /// properties reach multi-threaded paths on any machine. Returns false when the
+  /// backend has no such knob (the default) or rejects the values.
+  virtual bool set_test_parallelism(int32_t /*max_threads*/, int64_t /*min_bytes_per_thread*/) const {
+    return false;
+  }
 
   /// SPEC §5.1. kv rows are BF16 [n][E], n = slot_mapping.size(). Throws
   /// kShapeMismatch, kSlotOutOfRange (index and value named), kDuplicateSlot.

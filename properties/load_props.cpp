@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "properties/blame.h"
+#include "properties/class_bounds.h"
 #include "properties/diff.h"
 #include "properties/harness.h"
 #include "properties/regression.h"
@@ -18,11 +20,14 @@ namespace {
 std::string diff_buffers(const LoadScenario& s, const LoadBuffers& expected, const LoadBuffers& actual) {
   std::string d = diff_load_output(s.shape.format, s.out_rows, expected.out, actual.out);
   if (!d.empty()) return d;
+  const int64_t offset = expected.out.data - expected.data.data();  // bytes before row 0
   for (size_t i = 0; i < expected.data.size(); ++i)
-    if (expected.data[i] != actual.data[i])
-      return fmt::format("output data byte {} (row {}, byte {} of the row stride, past the row) changed", i,
-                         i / static_cast<size_t>(expected.out.data_row_stride),
-                         i % static_cast<size_t>(expected.out.data_row_stride));
+    if (expected.data[i] != actual.data[i]) {
+      const int64_t at = static_cast<int64_t>(i) - offset;
+      if (at < 0) return fmt::format("output data byte {} before row 0 (the base is {} bytes in) changed", at, offset);
+      return fmt::format("output data byte {} (row {}, byte {} of the row stride, past the row) changed", at,
+                         at / expected.out.data_row_stride, at % expected.out.data_row_stride);
+    }
   for (size_t i = 0; i < expected.scales.size(); ++i)
     if (expected.scales[i] != actual.scales[i])
       return fmt::format("output scale byte {} (past the scale row) changed", i);
@@ -35,7 +40,7 @@ LoadScenario draw_load_scenario() { return *gen_load_scenario(); }
 
 void prop_load_matches_reference(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
-  LoadBuffers expected(s.shape.format, s.out_rows, s.out_seed), actual(s.shape.format, s.out_rows, s.out_seed);
+  LoadBuffers expected(s), actual(s);
   const auto ref_err = run_load(nullptr, s, cache, expected);
   const auto err = run_load(&b, s, cache, actual);
   if (ref_err || err)
@@ -59,15 +64,14 @@ std::vector<int> row_sources(const LoadScenario& s) {
 
 void prop_load_keeps_uncovered_rows(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
-  LoadBuffers before(s.shape.format, s.out_rows, s.out_seed), out(s.shape.format, s.out_rows, s.out_seed);
+  LoadBuffers before(s), out(s);
   RC_ASSERT(!run_load(&b, s, cache, out));
   const auto src = row_sources(s);
   for (int64_t r = 0; r < s.out_rows; ++r) {
     if (src[static_cast<size_t>(r)] != 0) continue;
-    const auto off = static_cast<size_t>(r * out.out.data_row_stride);
-    if (std::memcmp(&before.data[off], &out.data[off], static_cast<size_t>(out.out.data_row_stride)) != 0 ||
-        (out.out.scales && std::memcmp(&before.scales[static_cast<size_t>(r * out.out.scale_row_stride)],
-                                       &out.scales[static_cast<size_t>(r * out.out.scale_row_stride)],
+    const int64_t off = r * out.out.data_row_stride, sf_off = r * out.out.scale_row_stride;
+    if (std::memcmp(before.out.data + off, out.out.data + off, static_cast<size_t>(out.out.data_row_stride)) != 0 ||
+        (out.out.scales && std::memcmp(before.out.scales + sf_off, out.out.scales + sf_off,
                                        static_cast<size_t>(out.out.scale_row_stride)) != 0))
       RC_FAIL(fmt::format("{}\noutput row {} is covered by no segment (total_k {}) but changed",
                           context("load", s.shape, b.name()), r, s.total_k));
@@ -76,18 +80,18 @@ void prop_load_keeps_uncovered_rows(const Backend& b, const LoadScenario& s) {
 
 void prop_load_zero_fill_rows_are_zero(const Backend& b, const LoadScenario& s) {
   const KVCache cache = make_cache(s.shape);
-  LoadBuffers out(s.shape.format, s.out_rows, s.out_seed);
+  LoadBuffers out(s);
   RC_ASSERT(!run_load(&b, s, cache, out));
   const auto src = row_sources(s);
   const KVCacheFormat& f = s.shape.format;
   for (int64_t r = 0; r < s.out_rows; ++r) {
     if (src[static_cast<size_t>(r)] != 2) continue;
     for (int64_t i = 0; i < f.load_row_bytes(); ++i)
-      if (out.data[static_cast<size_t>(r * out.out.data_row_stride + i)] != 0)
+      if (out.out.data[r * out.out.data_row_stride + i] != 0)
         RC_FAIL(fmt::format("{}\nzero-fill output row {} has data byte {} = 0x{:02X}", context("load", s.shape, b.name()),
-                            r, i, out.data[static_cast<size_t>(r * out.out.data_row_stride + i)]));
+                            r, i, out.out.data[r * out.out.data_row_stride + i]));
     for (int64_t i = 0; i < f.load_scale_row_bytes(); ++i)
-      if (out.scales[static_cast<size_t>(r * out.out.scale_row_stride + i)] != 0)
+      if (out.out.scales[r * out.out.scale_row_stride + i] != 0)
         RC_FAIL(fmt::format("{}\nzero-fill output row {} has scale byte {} non-zero", context("load", s.shape, b.name()),
                             r, i));
   }
@@ -173,16 +177,13 @@ void prop_load_invalid_metadata_throws_and_writes_nothing(const Backend& b, cons
   const LoadScenario& s = c.scenario;
   const LoadFault fault{c.fault, c.code};
   const KVCache cache = make_cache(s.shape);
-  const int64_t rows = std::max<int64_t>(s.out_rows, 0);
-  LoadBuffers pristine(s.shape.format, rows, s.out_seed), ref_out(s.shape.format, rows, s.out_seed),
-      out(s.shape.format, rows, s.out_seed);
-  const auto ref_err = run_load(nullptr, s, cache, ref_out);
-  const auto err = run_load(&b, s, cache, out);
+  LoadBuffers pristine(s), ref_out(s), out(s);
+  std::string ref_what, what;
+  const auto ref_err = run_load(nullptr, s, cache, ref_out, &ref_what);
+  const auto err = run_load(&b, s, cache, out, &what);
   const std::string ctx = context("load", s.shape, b.name()) + "\nfault: " + fault.what;
-  if (ref_err != fault.code)
-    RC_FAIL(fmt::format("{}\nreference {} (expected {})", ctx, show_error(ref_err), to_string(fault.code)));
-  if (err != fault.code)
-    RC_FAIL(fmt::format("{}\nbackend {} (expected {})", ctx, show_error(err), to_string(fault.code)));
+  if (const std::string bad = compare_errors(fault.code, ref_err, ref_what, err, what); !bad.empty())
+    RC_FAIL(ctx + "\n" + bad);
   if (pristine.data != out.data || pristine.scales != out.scales)
     RC_FAIL(ctx + "\nthe output changed although the load threw:\n" + diff_buffers(s, pristine, out));
 }
@@ -193,15 +194,16 @@ void register_load_properties(Registry& r) {
   r.add(scenario_property(
       "prop_load_matches_reference", "load",
       "the whole output (rows, scales, uncovered rows, row padding) is bit-identical to the reference",
-      draw_load_scenario, prop_load_matches_reference));
+      draw_load_scenario, prop_load_matches_reference, bounds::load()));
   r.add(scenario_property("prop_load_keeps_uncovered_rows", "load", "rows no segment covers keep their prior bytes",
-                          draw_load_scenario, prop_load_keeps_uncovered_rows));
+                          draw_load_scenario, prop_load_keeps_uncovered_rows, bounds::load()));
   r.add(scenario_property("prop_load_zero_fill_rows_are_zero", "load",
                           "rows from block -1 are zero in data and scales", draw_load_scenario,
-                          prop_load_zero_fill_rows_are_zero));
+                          prop_load_zero_fill_rows_are_zero, bounds::load()));
   r.add(scenario_property("prop_load_invalid_metadata_throws_and_writes_nothing", "load",
                           "a bad plan throws the right kvcheck::Error and leaves every output byte unchanged",
-                          draw_load_fault_scenario, prop_load_invalid_metadata_throws_and_writes_nothing));
+                          draw_load_fault_scenario, prop_load_invalid_metadata_throws_and_writes_nothing,
+                          bounds::load_fault()));
 }
 
 }  // namespace kvcheck::props

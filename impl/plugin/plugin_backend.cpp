@@ -1,12 +1,23 @@
 #include "impl/plugin/plugin_backend.h"
 
+#include <cstddef>
+
 #include "impl/error.h"
 #include "impl/plugin/abi_convert.h"
 
 namespace kvcheck::plugin {
 
 PluginBackend::PluginBackend(std::shared_ptr<Library> lib)
-    : lib_(std::move(lib)), name_(lib_->table->name), caps_(from_abi(lib_->table->capabilities)) {}
+    : lib_(std::move(lib)), name_(lib_->table->name), caps_(from_abi(lib_->table->capabilities)) {
+  caps_.host_memory = lib_->table->memory_space == KVCHECK_MEMORY_HOST;
+}
+
+bool PluginBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
+  const kvcheck_backend_v1_t& t = table();
+  const bool has = t.struct_size >= offsetof(kvcheck_backend_v1_t, set_test_parallelism) + sizeof(void*);
+  if (!has || t.set_test_parallelism == nullptr) return false;
+  return t.set_test_parallelism(t.context, max_threads, min_bytes_per_thread) == KVCHECK_STATUS_OK;
+}
 
 void PluginBackend::require_op(uint32_t bit, const char* op) const {
   if (!(caps_.ops & bit)) throw Error(ErrorCode::kUnsupported, name_ + " has no " + op + " (plugin capabilities)");

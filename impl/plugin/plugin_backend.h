@@ -17,6 +17,8 @@ class PluginBackend : public Backend {
   explicit PluginBackend(std::shared_ptr<Library> lib);
   std::string_view name() const override { return name_; }
   BackendCapabilities capabilities() const override { return caps_; }
+  /// The table's optional set_test_parallelism (false when absent or refused).
+  bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override;
   const kvcheck_backend_v1_t& table() const { return *lib_->table; }
   const std::string& path() const { return lib_->path; }
 

@@ -286,6 +286,13 @@ typedef struct kvcheck_backend_v1_t {
   /* Optional entries of version 1 (read only when struct_size covers them). */
   KVCHECK_OP_FN(store_kv, kvcheck_store_kv_args);
   KVCHECK_OP_FN(gather_kv, kvcheck_gather_kv_args);
+  /* Optional test hook of version 1 (NULL = none; no ops bit): the plugin's later calls
+   * made on the CALLING thread split their work as if the machine had `max_threads`
+   * threads and a thread paid for itself at `min_bytes_per_thread` bytes of output;
+   * 0, 0 restores the plugin's defaults. The properties vary it per case so that
+   * multi-threaded paths run on machines of any core count. Returns OK, or
+   * INVALID_ARGUMENT for values it does not take. */
+  int (*set_test_parallelism)(void* context, int32_t max_threads, int64_t min_bytes_per_thread);
 } kvcheck_backend_v1_t;
 
 /* The entry symbol's type (KVCHECK_ENTRY_SYMBOL). */

@@ -84,6 +84,11 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t s
   });
 }
 
+int set_test_parallelism(void*, int32_t max_threads, int64_t min_bytes_per_thread) {
+  return backend.set_test_parallelism(max_threads, min_bytes_per_thread) ? KVCHECK_STATUS_OK
+                                                                         : KVCHECK_STATUS_INVALID_ARGUMENT;
+}
+
 kvcheck_backend_v1_t make_table() {
   kvcheck_backend_v1_t t{};
   t.abi_version = KVCHECK_ABI_VERSION;
@@ -99,6 +104,7 @@ kvcheck_backend_v1_t make_table() {
   t.swa_decode_index = decode;
   t.store_kv = store_kv;
   t.gather_kv = gather_kv;
+  t.set_test_parallelism = set_test_parallelism;
   return t;
 }
 

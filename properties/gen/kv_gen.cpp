@@ -10,6 +10,7 @@
 
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/splitmix.h"
+#include "properties/gen/store_load_gen.h"
 #include "reference/kv_numerics.h"
 
 namespace kvcheck::props {
@@ -146,7 +147,9 @@ std::string describe(const StoreKvScenario& s) {
                      "value {} rows={} token_stride={} head_stride={}{}",
                      describe(s.cache), s.slot_mapping.size(), ints(s.slot_mapping), to_string(s.key.dtype),
                      s.key.rows, s.key.token_stride, s.key.head_stride, to_string(s.value.dtype), s.value.rows,
-                     s.value.token_stride, s.value.head_stride, s.fault.empty() ? "" : "\n  fault: " + s.fault);
+                     s.value.token_stride, s.value.head_stride, s.fault.empty() ? "" : "\n  fault: " + s.fault) +
+         (s.slot_tail.empty() ? "" : "\n  slot_mapping buffer goes on: " + ints(s.slot_tail)) +
+         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }
 
 std::string describe(const GatherKvScenario& s) {
@@ -154,7 +157,9 @@ std::string describe(const GatherKvScenario& s) {
                      "out_rows={} pads head {} token {}{}",
                      describe(s.cache), ints(s.cu_seqlens_k), s.max_blocks, ints(s.block_table),
                      to_string(s.out_k_dtype), to_string(s.out_v_dtype), s.out_rows, s.out_pad_head,
-                     s.out_pad_token, s.fault.empty() ? "" : "\n  fault: " + s.fault);
+                     s.out_pad_token, s.fault.empty() ? "" : "\n  fault: " + s.fault) +
+         (s.out_offset > 0 ? fmt::format("\n  outputs start {} elements into their buffers", s.out_offset) : "") +
+         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }
 
 std::string describe(const KvStepScenario& s) {
@@ -239,8 +244,13 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
     const int64_t num_slots = s.cache.num_slots();
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
     const int max_rows = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 2, 64));
-    const int n = *rc::gen::inRange(0, std::min<int>(max_rows, static_cast<int>(num_slots) + 4) + 1);
-    const int padding_mode = *rc::gen::elementOf(std::vector<int>{0, 1, 1, 2});  // none, some, all
+    const int top = std::min<int>(max_rows, static_cast<int>(num_slots) + 4);
+    // Empty batches are rare (they write nothing); small ones are drawn at every size.
+    // (resize: 1..8 rows uniformly at every case size, still shrinking towards 1 row)
+    const int n = std::min(top, *rc::gen::weightedOneOf<int>({{1, rc::gen::just(0)},
+                                                              {19, gen_row_count(top)},
+                                                              {10, rc::gen::resize(100, rc::gen::inRange(1, std::min(top, 8) + 1))}}));
+    const int padding_mode = *rc::gen::weightedElement<int>({{7, 0}, {12, 1}, {1, 2}});  // none, some, all
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
     std::vector<int32_t> pool(static_cast<size_t>(num_slots));
     std::iota(pool.begin(), pool.end(), 0);
@@ -254,6 +264,10 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
       std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
       s.slot_mapping.push_back(pool[next++]);
     }
+    if (padding_mode == 1 && n > 0 && next == 0 && !pool.empty()) {  // "some" padding keeps one valid row
+      std::swap(pool[0], pool[rng.next() % pool.size()]);
+      s.slot_mapping.back() = pool[next++];
+    }
     if (n >= 2 && padding_mode != 2 && *rc::gen::arbitrary<bool>()) {  // -1 right before slot 0
       for (auto& slot : s.slot_mapping)
         if (slot == 0) slot = -1;
@@ -263,6 +277,13 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
     const int64_t extra = *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 5});  // CUDA-graph padding rows
     s.key = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
     s.value = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
+    // slot_mapping's buffer goes on for the padding rows with real, unused slots: a
+    // kernel that takes its row count from key/value stores them.
+    for (int64_t i = 0; i < extra && next < pool.size(); ++i) {
+      std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
+      s.slot_tail.push_back(pool[next++]);
+    }
+    s.threads = *gen_threads();
     return s;
   });
 }
@@ -273,15 +294,17 @@ rc::Gen<GatherKvScenario> gen_gather_kv_scenario() {
     s.cache = *gen_kv_cache_shape();
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
     const int64_t max_total = std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 1, 300);
-    const int num_seqs = *rc::gen::inRange(0, 5);
-    s.max_blocks = *rc::gen::inRange(0, 6);
+    // Batches that gather nothing are rare: no sequence or no table column 1 in 20 each.
+    const int num_seqs = *rc::gen::weightedOneOf<int>({{1, rc::gen::just(0)}, {19, rc::gen::inRange(1, 5)}});
+    s.max_blocks = *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {19, rc::gen::inRange(1, 6)}});
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
     const int junk_mode = *rc::gen::inRange(0, 3);  // unneeded entries: -1, junk, real blocks
     s.cu_seqlens_k.push_back(0);
     for (int i = 0; i < num_seqs; ++i) {
       const int64_t cap = std::min<int64_t>(int64_t{s.max_blocks} * s.cache.block_size,
                                             max_total - s.cu_seqlens_k.back());
-      const int64_t len = cap <= 0 ? 0 : static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap + 1));
+      int64_t len = cap <= 0 ? 0 : static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap + 1));
+      if (i == 0 && len == 0 && cap > 0) len = 1 + static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap));
       s.cu_seqlens_k.push_back(static_cast<int32_t>(s.cu_seqlens_k.back() + len));
       const int64_t needed = (len + s.cache.block_size - 1) / s.cache.block_size;
       for (int64_t j = 0; j < s.max_blocks; ++j) {
@@ -296,8 +319,10 @@ rc::Gen<GatherKvScenario> gen_gather_kv_scenario() {
     s.out_v_dtype = gen_model_dtype(s.cache.dtype);
     s.out_rows = s.cu_seqlens_k.back() + *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 3});
     s.out_pad_head = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 1, 4});
-    s.out_pad_token = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 2, 8});
+    s.out_pad_token = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 1, 2, 3, 8});  // odd token strides too
     s.out_seed = *rc::gen::arbitrary<uint64_t>();
+    s.out_offset = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 0, 1, 3, 8});  // 2-byte aligned bases only
+    s.threads = *gen_threads();
     return s;
   });
 }

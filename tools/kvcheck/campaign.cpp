@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -40,7 +41,43 @@ struct Row {
   uint64_t failing_seed = 0;
   nlohmann::json failure;  // null, or {message, seed, reproduce, regression_file}
   std::string not_exercised;  // the backend lacks an operation of this property
+  props::ClassCounts classes;  // case classes over every round (properties/classes.h)
+  props::ClassBoundContext class_context;
 };
+
+// The class bound breaks of a row ("" when none or too few cases to judge).
+std::string bound_breaks(const Row& r) {
+  if (r.failures || r.cases < props::kClassBoundMinCases) return "";
+  return props::check_class_bounds(r.property->class_bounds, r.classes, r.cases, r.class_context);
+}
+
+// Per row, the share of cases in each class and the property's bounds on it.
+void print_class_table(const std::vector<Row>& rows, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.cases == 0 || (r.classes.empty() && r.property->class_bounds.empty())) continue;
+    if (!header)
+      fmt::print(out, "\ncase classes (share of each pair's cases; bounds judged from {} cases, unrestricted "
+                      "backends; ! = outside)\n", props::kClassBoundMinCases);
+    header = true;
+    fmt::print(out, "  {}/{} ({} cases)\n", r.property->name, r.backend_label, r.cases);
+    std::map<std::string, std::string> bound;
+    for (const auto& b : r.property->class_bounds) {
+      std::string text;
+      if (b.min_fraction > 0) text += fmt::format("floor {:.0f}%", 100 * b.min_fraction);
+      if (b.max_fraction < 1) text += fmt::format("{}ceiling {:.0f}%", text.empty() ? "" : ", ", 100 * b.max_fraction);
+      bound[b.name] = text;
+    }
+    std::map<std::string, int> shown(r.classes.begin(), r.classes.end());
+    for (const auto& b : r.property->class_bounds) shown.emplace(b.name, 0);
+    const std::string breaks = bound_breaks(r);
+    for (const auto& [name, n] : shown) {
+      const bool bad = breaks.find(name + ":") != std::string::npos;
+      fmt::print(out, "    {}{:<34} {:>6} {:>6.1f}%  {}\n", bad ? "! " : "  ", name, n, 100.0 * n / r.cases,
+                 bound.count(name) ? bound[name] : "");
+    }
+  }
+}
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
@@ -282,6 +319,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                           {"new_inputs", nullptr},
                           {"failures", r.failure.is_null() ? nlohmann::json::array() : nlohmann::json::array({r.failure})}};
       if (!ran_any[i]) j["why"] = stopped_early ? "--fail-fast stopped the run" : "interrupted";
+      j["classes"] = r.classes;
+      nlohmann::json bounds = nlohmann::json::array();
+      for (const auto& b : r.property->class_bounds)
+        bounds.push_back({{"class", b.name}, {"min_fraction", b.min_fraction}, {"max_fraction", b.max_fraction}});
+      j["class_bounds"] = std::move(bounds);
+      j["class_bounds_broken"] = bound_breaks(r);
       if (!r.not_exercised.empty()) {  // the backend's capabilities leave this property out
         j["verdict"] = "not_run";
         j["why"] = r.not_exercised;
@@ -325,6 +368,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       ran_any[i] = true;
       r.cases += o.cases;
       r.seconds += o.seconds;
+      for (const auto& [name, n] : o.classes) r.classes[name] += n;
+      r.class_context = o.class_context;
       if (o.failed) {
         ++failures;
         r.failures = 1;
@@ -381,6 +426,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
+  print_class_table(rows, out);
   print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",

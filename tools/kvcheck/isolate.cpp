@@ -36,6 +36,9 @@ std::string serialise(const props::PropertyOutcome& o) {
   for (const std::string* s : {&o.property, &o.op, &o.backend, &o.message, &o.reproduce, &o.not_exercised, &o.scenario})
     put(out, *s);
   put(out, fmt::format("{} {} {}", o.cases, o.failed ? 1 : 0, o.seconds));
+  put(out, props::encode_class_counts(o.classes));
+  put(out, fmt::format("{} {} {}", o.class_context.unrestricted ? 1 : 0, o.class_context.thread_knob ? 1 : 0,
+                       o.class_context.host_memory ? 1 : 0));
   return out;
 }
 
@@ -46,7 +49,15 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
     if (!get(in, at, *s)) return false;
   if (!get(in, at, nums)) return false;
   int failed = 0;
-  return std::sscanf(nums.c_str(), "%d %d %lf", &o.cases, &failed, &o.seconds) == 3 && (o.failed = failed, true);
+  if (std::sscanf(nums.c_str(), "%d %d %lf", &o.cases, &failed, &o.seconds) != 3) return false;
+  o.failed = failed != 0;
+  std::string classes, context;
+  if (!get(in, at, classes) || !get(in, at, context)) return false;
+  o.classes = props::decode_class_counts(classes);
+  int unrestricted = 1, knob = 1, host = 1;
+  if (std::sscanf(context.c_str(), "%d %d %d", &unrestricted, &knob, &host) != 3) return false;
+  o.class_context = {unrestricted != 0, knob != 0, host != 0};
+  return true;
 }
 
 }  // namespace
