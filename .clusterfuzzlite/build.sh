@@ -5,7 +5,7 @@
 # fuzz_<target>.options. Source: $SRC/kvcheck (the Dockerfile's COPY), or
 # $KVCHECK_SRC when set.
 cd "${KVCHECK_SRC:-$SRC/kvcheck}"
-# The system libraries we link (rapidcheck, fmt, highway) are built against
+# The system libraries we link (rapidcheck, fmt) are built against
 # libstdc++; OSS-Fuzz's default -stdlib=libc++ cannot link them (MSan is not used).
 CXXFLAGS="${CXXFLAGS//-stdlib=libc++/}"
 build="${KVCHECK_OSS_FUZZ_BUILD:-$PWD/build-oss-fuzz}"

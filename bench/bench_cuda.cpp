@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       const int64_t num_blocks = (max_tokens + bs - 1) / bs;
       const CacheLayout layout = CacheLayout::make(f, num_blocks, bs);
       const cuda::DeviceCache cache{static_cast<uint8_t*>(dmalloc(static_cast<size_t>(layout.size_bytes()))),
-                                    layout.paged()};
+                                    layout.paged(), layout.size_bytes()};
       CK(cudaMemset(cache.base, 0, static_cast<size_t>(layout.size_bytes())));
       // kv: random finite bf16 with a per-group spread of exponents.
       std::vector<uint16_t> kv(static_cast<size_t>(max_tokens * f.elements));

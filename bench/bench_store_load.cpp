@@ -54,7 +54,7 @@ struct Fixture {
                                static_cast<int32_t>(i * kBlockSize)});
     out_data.resize(static_cast<size_t>(kTokens * f.load_row_bytes()));
     out_scales.resize(static_cast<size_t>(kTokens * f.load_scale_row_bytes()));
-    cpu::CpuBackend().store_kv_cache(input(), slots, {cache.data(), layout});
+    cpu::CpuBackend().store_kv_cache(input(), slots, cache.view());
   }
   KVInput input() const { return {kv.data(), kTokens, layout.format.elements}; }
   LoadOutput output() {
@@ -75,10 +75,10 @@ void BM_Store(benchmark::State& state) {
   const cpu::CpuBackend cpu;
   for (auto _ : state) {
     if (ref)
-      ref::store_kv_cache(fx.input(), fx.slots, fx.cache.data(), fx.layout.format, kNumBlocks,
+      ref::store_kv_cache(fx.input(), fx.slots, fx.cache.bytes(), fx.layout.format, kNumBlocks,
                           kBlockSize);
     else
-      cpu.store_kv_cache(fx.input(), fx.slots, {fx.cache.data(), fx.layout});
+      cpu.store_kv_cache(fx.input(), fx.slots, fx.cache.view());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * kTokens * fx.layout.format.bytes_per_token());
@@ -91,10 +91,10 @@ void BM_Load(benchmark::State& state) {
   const cpu::CpuBackend cpu;
   for (auto _ : state) {
     if (ref)
-      ref::load_paged_kv_cache(fx.cache.data(), fx.layout.format, kNumBlocks, kBlockSize, fx.segs,
+      ref::load_paged_kv_cache(fx.cache.bytes(), fx.layout.format, kNumBlocks, kBlockSize, fx.segs,
                                kTokens, fx.output());
     else
-      cpu.load_paged_kv_cache({fx.cache.data(), fx.layout}, fx.segs, kTokens, fx.output());
+      cpu.load_paged_kv_cache(fx.cache.const_view(), fx.segs, kTokens, fx.output());
     benchmark::ClobberMemory();
   }
   const KVCacheFormat& f = fx.layout.format;

@@ -25,11 +25,18 @@ const Target* target_by_name(std::string_view name) {
 const Backend& fuzz_backend() {
   static const std::shared_ptr<const Backend> backend = [] {
     const char* env = std::getenv("KVCHECK_FUZZ_BACKEND");
-    const std::string name = env && *env ? env : "cpu";
     try {
+      // Default: the first backend $KVCHECK_PLUGIN loaded (a plugin under test), else cpu.
+      std::string name = env && *env ? env : "cpu";
+      if (!(env && *env))
+        for (const auto& b : available_backends())
+          if (b->name() != "cpu" && b->name() != "cuda") {
+            name = std::string(b->name());
+            break;
+          }
       return backend_by_name(name);
     } catch (const Error& e) {
-      std::fprintf(stderr, "kvcheck fuzz: KVCHECK_FUZZ_BACKEND: %s\n", e.what());
+      std::fprintf(stderr, "kvcheck fuzz: backend (KVCHECK_FUZZ_BACKEND / KVCHECK_PLUGIN): %s\n", e.what());
       std::abort();
     }
   }();

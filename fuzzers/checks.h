@@ -38,8 +38,9 @@ const std::vector<Target>& targets();
 /// nullptr when there is no target `name`.
 const Target* target_by_name(std::string_view name);
 
-/// The backend under test: $KVCHECK_FUZZ_BACKEND, default "cpu" (resolved once;
-/// an unknown name prints the available ones and aborts).
+/// The backend under test: $KVCHECK_FUZZ_BACKEND, default the first plugin that
+/// $KVCHECK_PLUGIN loads, else "cpu" (resolved once; an unknown name or a plugin that
+/// does not load prints why and aborts).
 const Backend& fuzz_backend();
 
 /// LLVMFuzzerTestOneInput body: runs target `name`; on failure prints the scenario

@@ -101,7 +101,7 @@ props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp) {
   FdpSource src(fdp);
   s.slot_mapping = fdp.ConsumeIntegralInRange<int>(0, 4) == 3
                        ? props::raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(n))
-                       : props::choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, static_cast<int64_t>(n));
+                       : props::choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, static_cast<int64_t>(n), 2);
   for (int side = 0; side < 2; ++side) {
     const KvDtype dtype = model_dtype(fdp, s.cache.dtype);
     const int64_t pad_h = pick<int64_t>(fdp, {0, 0, 2, 5}), pad_t = pick<int64_t>(fdp, {0, 0, 3, 8});

@@ -17,15 +17,20 @@
 
 namespace kvcheck {
 
-/// A paged cache in host memory: `base` points at size_bytes() bytes laid out by
-/// `layout` (see KVCache for an owning allocation).
+/// A paged cache in host memory: `base` points at a buffer of `size_bytes` bytes
+/// (what the allocation holds) laid out by `layout` (see KVCache for an owning
+/// allocation). Every checked entry rejects a non-null view whose buffer is smaller
+/// than its layout, layout.size_bytes() = num_blocks * block_stride (kShapeMismatch,
+/// docs/spec.md §5.2 validation order), before reading or writing a byte.
 struct CacheView {
   uint8_t* base = nullptr;
   CacheLayout layout;
+  int64_t size_bytes = 0;
 };
 struct ConstCacheView {
   const uint8_t* base = nullptr;
   CacheLayout layout;
+  int64_t size_bytes = 0;
 };
 
 /// Store input kv[rows][E] of BF16 bit patterns; row r starts at data + r*row_stride
@@ -71,11 +76,38 @@ struct ConvertKvIndexArgs {
   int32_t block_size = 0;
 };
 
-/// What a backend can run; properties skip (and report) what it cannot.
+/// What a backend can run; properties skip (and report) what it cannot, and the
+/// generators draw only formats, K/V dtypes and block sizes inside it (the fields
+/// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).
 struct BackendCapabilities {
   bool store_load = true;
   bool index_transforms = true;
   bool kv_family = false;  // store_kv / gather_kv (SPEC §7)
+  uint32_t ops = ~0u;              // KVCHECK_OP_* bits (backend_abi.h)
+  uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
+  uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
+  int32_t block_size_multiple = 1; // block sizes are multiples of this
+  int32_t max_block_size = 0;      // 0 = no limit
+  /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
+  /// backends); false for device plugins, whose adapter copies every buffer. The
+  /// generators draw sparse multi-GiB inputs only for host-memory backends.
+  bool host_memory = true;
+
+  /// Whether f's kvcheck_format bit is set. A format no name matches: true when every
+  /// format is supported or when f is invalid (so invalid-format inputs still reach
+  /// the backend's validation), false for a valid format outside the table.
+  bool supports_format(const KVCacheFormat& f) const;
+  bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
+  /// Block sizes below 1 are invalid input, not a capability question: true.
+  bool supports_block_size(int64_t bs) const {
+    return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));
+  }
+  /// Whether every property of `op` (a Property::op name) can run; else *why says
+  /// which operation is missing.
+  bool supports_property_op(const std::string& op, std::string* why) const;
+  /// "" when nothing is restricted, else one line per restriction ("formats: BF16
+  /// only", "block_size: multiples of 16", "ops: no load_paged_kv_cache, ...").
+  std::string restrictions() const;
 };
 
 class Backend {
@@ -83,6 +115,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// Test hook (SPEC §6): this backend's later calls made on the calling thread split
+  /// their work as if the machine had `max_threads` threads and a thread paid for
+  /// itself at `min_bytes_per_thread` bytes (0, 0: the backend's own defaults), so the
+  /// properties reach multi-threaded paths on any machine. Returns false when the
+  /// backend has no such knob (the default) or rejects the values.
+  virtual bool set_test_parallelism(int32_t /*max_threads*/, int64_t /*min_bytes_per_thread*/) const {
+    return false;
+  }
 
   /// SPEC §5.1. kv rows are BF16 [n][E], n = slot_mapping.size(). Throws
   /// kShapeMismatch, kSlotOutOfRange (index and value named), kDuplicateSlot.

@@ -1,25 +1,62 @@
+// The backend registry: every backend is a plugin (include/kvcheck/backend_abi.h)
+// loaded through impl/plugin/loader.h — the project's own cpu and cuda backends
+// (libkvcheck_cpu.so, libkvcheck_cuda.so in builtin_plugin_dir()) first, then each
+// path of $KVCHECK_PLUGIN. Loaded once per process.
+#include <filesystem>
+#include <mutex>
+
 #include "impl/backend.h"
-#include "impl/cpu/cpu_backend.h"
 #include "impl/error.h"
-#ifdef KVCHECK_HAVE_CUDA
-#include "impl/cuda/cuda_backend.h"
-#endif
+#include "impl/plugin/loader.h"
 
 namespace kvcheck {
+namespace {
 
-std::vector<std::shared_ptr<const Backend>> available_backends(
-    std::vector<std::string>* why_missing) {
-  std::vector<std::shared_ptr<const Backend>> out{std::make_shared<cpu::CpuBackend>()};
-#ifdef KVCHECK_HAVE_CUDA
-  std::string why;
-  if (auto cuda = cuda::make_cuda_backend(&why))
-    out.push_back(std::move(cuda));
-  else if (why_missing)
-    why_missing->push_back("cuda: " + why);
-#else
-  if (why_missing) why_missing->push_back("cuda: not built (no nvcc when configured)");
-#endif
-  return out;
+struct Loaded {
+  std::vector<std::shared_ptr<const Backend>> backends;
+  std::vector<std::string> why_missing;
+};
+
+const Loaded& loaded() {
+  static const Loaded all = [] {
+    Loaded l;
+    const std::string dir = plugin::builtin_plugin_dir();
+    const auto add = [&l](const std::string& path, bool required) {
+      try {
+        auto lib = plugin::load_library(path);
+        const std::string name = lib->table->name;
+        for (const auto& b : l.backends)
+          if (b->name() == name)
+            throw Error(ErrorCode::kInvalidArgument, "plugin " + path + ": a backend named '" + name +
+                                                         "' is already loaded");
+        if (const std::string why = plugin::probe_in_child(*lib); !why.empty()) {
+          l.why_missing.push_back(name + ": " + why);
+          return;
+        }
+        l.backends.push_back(plugin::make_backend(std::move(lib)));
+      } catch (const Error& e) {
+        // A plugin the user named must load (missing file, symbol, version: say so and stop).
+        if (required && e.code() != ErrorCode::kUnsupported) throw;
+        l.why_missing.push_back(std::filesystem::path(path).stem().string() + ": " + e.what());
+      }
+    };
+    add(dir + "/libkvcheck_cpu.so", true);
+    if (std::filesystem::exists(dir + "/libkvcheck_cuda.so"))
+      add(dir + "/libkvcheck_cuda.so", false);
+    else
+      l.why_missing.push_back("cuda: not built (no nvcc when configured)");
+    for (const auto& p : plugin::env_plugins()) add(p, true);
+    return l;
+  }();
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<const Backend>> available_backends(std::vector<std::string>* why_missing) {
+  const Loaded& l = loaded();
+  if (why_missing) why_missing->insert(why_missing->end(), l.why_missing.begin(), l.why_missing.end());
+  return l.backends;
 }
 
 std::shared_ptr<const Backend> backend_by_name(const std::string& name) {
@@ -28,8 +65,7 @@ std::shared_ptr<const Backend> backend_by_name(const std::string& name) {
     if (b->name() == name) return b;
     names += (names.empty() ? "" : ", ") + std::string(b->name());
   }
-  throw Error(ErrorCode::kInvalidArgument,
-              "no backend '" + name + "' here; available: " + names);
+  throw Error(ErrorCode::kInvalidArgument, "no backend '" + name + "' here; available: " + names);
 }
 
 }  // namespace kvcheck

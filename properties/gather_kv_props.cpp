@@ -6,6 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include "properties/blame.h"
+#include "properties/class_bounds.h"
+#include "properties/classes.h"
 #include "properties/kv_harness.h"
 #include "properties/registry.h"
 
@@ -21,6 +24,7 @@ std::string ctx(const GatherKvScenario& s, const Backend& b) {
 void prop_gather_kv_matches_reference(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   const auto s = *gen_gather_kv_scenario();
+  note_kv_classes(s);
   const KvBuffers cache(s.cache);
   KvOutBuffers expected(s), actual(s);
   std::string ref_what, be_what;
@@ -29,8 +33,13 @@ void prop_gather_kv_matches_reference(const Backend& b) {
   if (ref_err || err)
     RC_FAIL(fmt::format("{}\nvalid scenario: reference {}, backend {}", ctx(s, b), ref_err ? ref_what : "returned",
                         err ? be_what : "returned"));
-  const std::string dk = diff_kv_out("out_k", actual.out_k, s.cache.num_kv_heads, s.cache.head_dim, expected.k, actual.k);
-  const std::string dv = diff_kv_out("out_v", actual.out_v, s.cache.num_kv_heads, s.cache.head_dim, expected.v, actual.v);
+  const auto from = static_cast<size_t>(actual.offset_bytes);  // the bytes before row 0: the mask check below
+  const std::string dk = diff_kv_out("out_k", actual.out_k, s.cache.num_kv_heads, s.cache.head_dim,
+                                     std::span<const uint8_t>(expected.k).subspan(from),
+                                     std::span<const uint8_t>(actual.k).subspan(from));
+  const std::string dv = diff_kv_out("out_v", actual.out_v, s.cache.num_kv_heads, s.cache.head_dim,
+                                     std::span<const uint8_t>(expected.v).subspan(from),
+                                     std::span<const uint8_t>(actual.v).subspan(from));
   if (!dk.empty() || !dv.empty()) RC_FAIL(ctx(s, b) + "\n" + dk + (dk.empty() ? "" : "\n") + dv);
   // Independent of both sides: only the elements of rows [0, cu_seqlens_k[b]) may change.
   const KvOutBuffers pristine(s);
@@ -38,7 +47,7 @@ void prop_gather_kv_matches_reference(const Backend& b) {
   std::vector<bool> mask(actual.k.size(), false);
   for (int64_t r = 0; r < total; ++r)
     for (int64_t h = 0; h < s.cache.num_kv_heads; ++h)
-      for (int64_t e = 0; e < 2 * int64_t{s.cache.head_dim}; ++e) mask[static_cast<size_t>(2 * (r * ts + h * hs) + e)] = true;
+      for (int64_t e = 0; e < 2 * int64_t{s.cache.head_dim}; ++e) mask[from + static_cast<size_t>(2 * (r * ts + h * hs) + e)] = true;
   for (size_t i = 0; i < mask.size(); ++i)
     if (!mask[i] && (actual.k[i] != pristine.k[i] || actual.v[i] != pristine.v[i]))
       RC_FAIL(fmt::format("{}\noutput byte {} is outside every gathered row's elements (row padding or past "
@@ -111,15 +120,14 @@ void prop_gather_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   auto s = *gen_gather_kv_scenario();
   const ErrorCode want = inject_gather_kv_fault(s);
+  note_class("error");
   const KvBuffers cache(s.cache);
   KvOutBuffers pristine(s), ref_out(s), out(s);
   std::string ref_what, be_what;
   const auto ref_err = run_gather_kv(nullptr, s, cache, ref_out, &ref_what);
   const auto err = run_gather_kv(&b, s, cache, out, &be_what);
-  if (ref_err != want)
-    RC_FAIL(fmt::format("{}\nreference: {} (expected {})", ctx(s, b), ref_err ? ref_what : "returned", to_string(want)));
-  if (err != want)
-    RC_FAIL(fmt::format("{}\nbackend: {} (expected {})", ctx(s, b), err ? be_what : "returned", to_string(want)));
+  if (const std::string bad = compare_errors(want, ref_err, ref_what, err, be_what); !bad.empty())
+    RC_FAIL(ctx(s, b) + "\n" + bad);
   if (out.k != pristine.k || out.v != pristine.v)
     RC_FAIL(ctx(s, b) + "\nan output changed although gather_kv threw (" + be_what + ")");
 }
@@ -130,10 +138,10 @@ void register_gather_kv_properties(Registry& r) {
   r.add({"prop_gather_kv_matches_reference", "gather_kv",
          "both outputs (rows, row padding, rows past cu_seqlens_k[b], tail) are bit-identical to the reference, "
          "and only the gathered rows' elements changed", true,
-         prop_gather_kv_matches_reference});
+         prop_gather_kv_matches_reference, {}, nullptr, bounds::gather_kv()});
   r.add({"prop_gather_kv_invalid_input_throws_and_writes_nothing", "gather_kv",
          "a bad table entry, cu_seqlens_k, output or scale throws the right kvcheck::Error and writes nothing", true,
-         prop_gather_kv_invalid_input_throws_and_writes_nothing});
+         prop_gather_kv_invalid_input_throws_and_writes_nothing, {}, nullptr, bounds::gather_kv_fault()});
 }
 
 }  // namespace kvcheck::props

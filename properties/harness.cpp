@@ -4,10 +4,17 @@
 #include <rapidcheck.h>
 
 #include <sanitizer/asan_interface.h>
+#include <sys/mman.h>
 
 #include <algorithm>
-#include <cctype>
+#include <cerrno>
 #include <cstring>
+#include <stdexcept>
+
+#include "properties/blame.h"
+#include "properties/classes.h"
+#include "reference/load.h"
+#include "reference/store.h"
 
 namespace kvcheck::props {
 
@@ -87,17 +94,11 @@ bool Buffer::operator==(const Buffer& o) const {
 }
 
 Cache::Cache(const CacheLayout& layout)
-    : layout_(layout), buf_(static_cast<size_t>(layout.size_bytes() + 2 * kGuardBytes)) {
-  std::memset(buf_.data(), KVCache::kCanary, kGuardBytes);
-  std::memset(buf_.data() + kGuardBytes + layout.size_bytes(), KVCache::kCanary, kGuardBytes);
-}
-
-bool Cache::guards_intact() const {
-  const uint8_t* before = buf_.data();
-  const uint8_t* after = data() + layout_.size_bytes();
-  for (int64_t i = 0; i < kGuardBytes; ++i)
-    if (before[i] != KVCache::kCanary || after[i] != KVCache::kCanary) return false;
-  return true;
+    : layout_(layout),
+      guard_(KVCache::canary_bytes_for(layout)),
+      buf_(static_cast<size_t>(layout.size_bytes() + 2 * guard_)) {
+  std::memset(buf_.data(), KVCache::kCanary, static_cast<size_t>(guard_));
+  std::memset(data() + layout.size_bytes(), KVCache::kCanary, static_cast<size_t>(guard_));
 }
 
 Cache make_cache(const CacheShape& shape) {
@@ -111,9 +112,6 @@ Cache copy_cache(const Cache& c) {
   std::memcpy(copy.data(), c.data(), c.bytes().size());
   return copy;
 }
-
-CacheView view(Cache& cache) { return {cache.data(), cache.layout()}; }
-ConstCacheView const_view(const Cache& cache) { return {cache.data(), cache.layout()}; }
 
 KVInput kv_input(const StoreScenario& s) {
   // rows is what the buffer holds; the op must take its row count from slot_mapping.
@@ -133,21 +131,95 @@ size_t buffer_bytes(int64_t rows, int64_t stride, int64_t row_bytes) {
 }  // namespace
 
 LoadBuffers::LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad,
-                         int64_t scale_pad)
-    : data(buffer_bytes(rows, data_row(format, data_pad), format.load_row_bytes())),
+                         int64_t scale_pad, int32_t offset)
+    : data(offset + buffer_bytes(rows, data_row(format, data_pad), format.load_row_bytes())),
       scales(format.load_scale_row_bytes() > 0
-                 ? buffer_bytes(rows, scale_row(format, scale_pad), format.load_scale_row_bytes())
-                 : 0) {
+                 ? offset + buffer_bytes(rows, scale_row(format, scale_pad), format.load_scale_row_bytes())
+                 : kTail) {
   // Row strides below the row size are a shape fault of the scenario: the op must refuse them.
   fill_pattern(data.span(), seed);
   fill_pattern(scales.span(), seed ^ 0x5CA1E5u);
-  out = {data.data(), data_row(format, data_pad), scales.size() > 0 ? scales.data() : nullptr,
-         scale_row(format, scale_pad), std::max<int64_t>(rows, 0)};
+  out = {data.data() + offset, data_row(format, data_pad),
+         format.load_scale_row_bytes() > 0 ? scales.data() + offset : nullptr, scale_row(format, scale_pad),
+         std::max<int64_t>(rows, 0)};
 }
 
+LoadBuffers::LoadBuffers(const LoadScenario& s)
+    : LoadBuffers(s.shape.format, s.out_rows, s.out_seed, s.out_data_pad, s.out_scale_pad, s.out_offset) {}
+
 LoadBuffers::LoadBuffers(const LoadBuffers& o) : data(o.data.clone()), scales(o.scales.clone()), out(o.out) {
-  out.data = data.data();
-  if (out.scales) out.scales = scales.data();
+  out.data = data.data() + (o.out.data - o.data.data());
+  if (out.scales) out.scales = scales.data() + (o.out.scales - o.scales.data());
+}
+
+namespace {
+
+constexpr size_t kFarPrefixBytes = size_t{4} << 30;  // every int32-truncated offset lands in here or the rows
+
+}  // namespace
+
+FarKvRows::FarKvRows(const StoreScenario& s) {
+  const int64_t rows = s.kv_rows();
+  const int64_t span = rows == 0 ? 0 : (rows - 1) * s.far_row_stride + s.row_stride;  // elements
+  size_ = kFarPrefixBytes + static_cast<size_t>(span) * 2 + 4096;
+  base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    throw std::runtime_error(fmt::format("cannot reserve {} GiB of address space for far kv rows: {}",
+                                         size_ >> 30, std::strerror(errno)));
+  }
+  auto* kv = reinterpret_cast<bf16_bits*>(static_cast<uint8_t*>(base_) + kFarPrefixBytes);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(kv + r * s.far_row_stride, &s.kv[static_cast<size_t>(r * s.row_stride)],
+                static_cast<size_t>(s.row_stride) * 2);
+  input_ = {kv, rows, s.far_row_stride};
+}
+
+FarKvRows::~FarKvRows() {
+  if (base_) munmap(base_, size_);
+}
+
+ScopedParallelism::ScopedParallelism(const Backend* backend, int32_t threads, int64_t work_rows) {
+  if (backend == nullptr || threads <= 0) return;
+  if (!backend->set_test_parallelism(threads, 1)) return;
+  backend_ = backend;
+  if (threads >= 2 && work_rows >= 2) note_class("multi-thread");
+}
+
+ScopedParallelism::~ScopedParallelism() {
+  if (backend_) backend_->set_test_parallelism(0, 0);
+}
+
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) {
+  std::vector<int32_t> slots(s.slot_mapping);
+  slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
+  const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
+  std::optional<FarKvRows> far;
+  if (s.far_row_stride > 0) far.emplace(s);
+  const KVInput kv = far ? far->input() : kv_input(s);
+  int64_t valid = 0;
+  for (int32_t slot : s.slot_mapping) valid += slot >= 0;
+  return capture([&] {
+    const ScopedParallelism split(backend, s.threads, valid);
+    if (backend)
+      backend->store_kv_cache(kv, slot_mapping, cache.view());
+    else
+      ref::store_kv_cache(kv, slot_mapping, cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size);
+  });
+}
+
+Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out) {
+  int64_t covered = 0;
+  for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
+    covered += std::max(0, s.load_segments[i + 2] - s.load_segments[i + 1]);
+  return capture([&] {
+    const ScopedParallelism split(backend, s.threads, covered);
+    if (backend)
+      backend->load_paged_kv_cache(cache.view(), s.load_segments, s.total_k, out.out);
+    else
+      ref::load_paged_kv_cache(cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
+                               s.load_segments, s.total_k, out.out);
+  });
 }
 
 Outcome capture(const std::function<void()>& f) {
@@ -161,35 +233,29 @@ Outcome capture(const std::function<void()>& f) {
 
 std::string show(const Outcome& o) { return o.code ? "threw " + o.message : std::string("returned normally"); }
 
-std::string blame(const std::string& m) {
-  for (size_t open = m.find('['); open != std::string::npos; open = m.find('[', open + 1)) {
-    size_t begin = open;
-    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(m[begin - 1])) || m[begin - 1] == '_' || m[begin - 1] == '.'))
-      --begin;
-    size_t end = open + 1;
-    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
-    if (begin < open && end > open + 1 && end < m.size() && m[end] == ']') return m.substr(begin, end + 1 - begin);
-  }
-  return "";
-}
-
 std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend) {
   if (ref.code != be.code)
     return fmt::format("error mismatch: reference {}; backend {} {}\n", show(ref), backend, show(be));
-  if (ref.code && blame(ref.message) != blame(be.message))
-    return fmt::format("both threw {}, but blame different entries: reference '{}' ({}), backend {} '{}' ({})\n",
-                       to_string(*ref.code), blame(ref.message), ref.message, backend, blame(be.message), be.message);
+  if (ref.code && error_blame(ref.message) != error_blame(be.message))
+    return fmt::format("both threw {}, but the backend blames {} where the reference blames {}\n  reference: {}\n"
+                       "  backend:   {}\n",
+                       to_string(*ref.code), error_blame(be.message).empty() ? "no entry" : error_blame(be.message),
+                       error_blame(ref.message).empty() ? "no entry" : error_blame(ref.message), ref.message,
+                       be.message);
   return "";
 }
 
 std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
                             const Outcome& be, std::string_view backend) {
-  std::string fail;
-  if (fault.empty() || code) {
-    const std::string want = code ? std::string(to_string(*code)) : std::string("it to return");
-    if (ref.code != code) fail += fmt::format("reference {} (expected {})\n", show(ref), want);
-    if (be.code != code) fail += fmt::format("backend {} {} (expected {})\n", backend, show(be), want);
-    if (!fail.empty()) return fail;
+  if (code) {
+    const std::string bad = compare_errors(*code, ref.code, ref.message, be.code, be.message);
+    return bad.empty() ? "" : bad + "\n";
+  }
+  if (fault.empty()) {
+    std::string fail;
+    if (ref.code) fail += fmt::format("reference {} (expected it to return)\n", show(ref));
+    if (be.code) fail += fmt::format("backend {} {} (expected it to return)\n", backend, show(be));
+    return fail;
   }
   return compare_outcomes(ref, be, backend);
 }

@@ -1,7 +1,8 @@
-// Buffers, outcome capture and verdicts shared by the checks of every operation (and so
-// by properties, fuzzers, replay and explain): a cache with known prior contents inside
-// canary bands, load outputs with padded rows and a tail band, and a side's
-// kvcheck::Error caught as a value.
+// Buffers, runners, outcome capture and verdicts shared by the checks of every
+// operation (and so by properties, fuzzers, replay and explain): a cache with known
+// prior contents inside canary bands, load outputs with padded rows and a tail band,
+// one operation run on a backend or the reference, and its kvcheck::Error caught as a
+// value.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +20,16 @@
 
 namespace kvcheck::props {
 
-/// Canary bytes on each side of every harness cache (SPEC §6 "canary bands").
-inline constexpr int64_t kGuardBytes = 256;
+/// Canary bytes on each side of every K/V family buffer (SPEC §6 "canary bands",
+/// §7.7): wider than any one head's record (head_dim <= 576 elements of <= 2 bytes).
+/// Paged MLA/indexer caches use KVCache::canary_bytes_for (at least a block stride).
+inline constexpr int64_t kGuardBytes = 4096;
 
 /// Bytes from a per-thread pool, 256-aligned: a check acquires its buffers per case and
 /// returns them on destruction, so consecutive cases reuse memory instead of allocating,
 /// zero-filling and faulting in fresh buffers (the fuzzers' main cost per case under
-/// ASan). Contents are unspecified until written. Under ASan the pooled storage past
-/// size() is poisoned, so a write past the buffer is still reported.
+/// ASan). Contents are unspecified until written. Under ASan the alignment gap and 4 KiB
+/// past the buffer stay poisoned, so an access there is reported as past a fresh one.
 class Buffer {
  public:
   explicit Buffer(size_t size);
@@ -49,46 +52,89 @@ class Buffer {
   size_t size_ = 0;
 };
 
-/// A paged cache in a pooled buffer: [kGuardBytes canary | layout.size_bytes() | canary].
+/// A paged cache in a pooled buffer, framed by canary bands of
+/// KVCache::canary_bytes_for(layout) (at least one block stride) on each side.
 class Cache {
  public:
   explicit Cache(const CacheLayout& layout);  // contents unspecified, canaries set
   const CacheLayout& layout() const { return layout_; }
-  uint8_t* data() { return buf_.data() + kGuardBytes; }
-  const uint8_t* data() const { return buf_.data() + kGuardBytes; }
-  std::span<uint8_t> bytes() { return {data(), static_cast<size_t>(layout_.size_bytes())}; }
-  std::span<const uint8_t> bytes() const { return {data(), static_cast<size_t>(layout_.size_bytes())}; }
-  /// True when every canary byte before and after the cache is unchanged.
-  bool guards_intact() const;
+  uint8_t* data() { return buf_.data() + guard_; }
+  const uint8_t* data() const { return buf_.data() + guard_; }
+  int64_t size_bytes() const { return layout_.size_bytes(); }
+  int64_t guard_bytes() const { return guard_; }
+  std::span<uint8_t> bytes() { return {data(), static_cast<size_t>(size_bytes())}; }
+  std::span<const uint8_t> bytes() const { return {data(), static_cast<size_t>(size_bytes())}; }
+  /// The cache as a backend receives it: base, layout and the buffer's size.
+  CacheView view() { return {data(), layout_, size_bytes()}; }
+  ConstCacheView view() const { return {data(), layout_, size_bytes()}; }
+  bool guards_intact() const { return canary_report().empty(); }
+  /// "" when intact, else KVCache's decoded report of each damaged band.
+  std::string canary_report() const { return KVCache::canary_report(data(), size_bytes(), guard_); }
 
  private:
   CacheLayout layout_;
+  int64_t guard_;
   Buffer buf_;
 };
 
-/// A cache of `shape` holding fill_pattern(fill_seed), framed by canaries.
+/// A cache of `shape` holding fill_pattern(fill_seed).
 Cache make_cache(const CacheShape& shape);
 /// A second cache with the same layout and bytes as `c`.
 Cache copy_cache(const Cache& c);
-CacheView view(Cache& cache);
-ConstCacheView const_view(const Cache& cache);
 KVInput kv_input(const StoreScenario& s);
 
 /// Load output buffers: `rows` rows at load_row_bytes() + data_pad (scales:
-/// load_scale_row_bytes() + scale_pad) bytes, then a kTail-byte band, all holding
-/// fill_pattern(seed), so a write past a row or past the last row shows.
+/// load_scale_row_bytes() + scale_pad) bytes, starting `offset` bytes in (a misaligned
+/// base; the bytes before stay put), then a kTail-byte band, all holding
+/// fill_pattern(seed), so a write past a row, before row 0 or past the last row shows.
 struct LoadBuffers {
   static constexpr int64_t kTail = 64;
-  Buffer data, scales;  // scales: empty unless the format loads scales
+  Buffer data, scales;  // scales: only the tail unless the format loads scales
   LoadOutput out;
   LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad = 16,
-              int64_t scale_pad = 16);
-  explicit LoadBuffers(const LoadScenario& s)
-      : LoadBuffers(s.shape.format, s.out_rows, s.out_seed, s.data_row_pad, s.scale_row_pad) {}
+              int64_t scale_pad = 16, int32_t offset = 0);
+  /// The output of s: s.out_rows rows laid out by s.out_data_pad, out_scale_pad, out_offset.
+  explicit LoadBuffers(const LoadScenario& s);
   /// The same bytes in new buffers (a copy: cheaper than filling the pattern again).
   LoadBuffers(const LoadBuffers& o);
   LoadBuffers& operator=(const LoadBuffers&) = delete;
   bool operator==(const LoadBuffers& o) const { return data == o.data && scales == o.scales; }
+  /// Bytes before row 0 (out_offset).
+  int64_t offset() const { return out.data - data.data(); }
+};
+
+/// A store's kv rows placed s.far_row_stride elements apart in a sparse reservation
+/// (MAP_NORESERVE: only the pages of the rows exist) after 4 GiB of zero pages, so
+/// row offsets pass 2^31 elements and a kernel that truncates one to 32 bits reads
+/// zeros instead of the row. Throws std::runtime_error when the address space is not
+/// available (vm.overcommit_memory=2).
+class FarKvRows {
+ public:
+  explicit FarKvRows(const StoreScenario& s);
+  ~FarKvRows();
+  FarKvRows(const FarKvRows&) = delete;
+  FarKvRows& operator=(const FarKvRows&) = delete;
+  KVInput input() const { return input_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  KVInput input_;
+};
+
+/// Sets backend's work split (Backend::set_test_parallelism) to `threads` threads with
+/// a one-byte threshold for one call, restores its default after; notes the case
+/// class "multi-thread" when the backend took it and `work_rows` >= 2. No-op for the
+/// reference (nullptr) and threads <= 0.
+class ScopedParallelism {
+ public:
+  ScopedParallelism(const Backend* backend, int32_t threads, int64_t work_rows);
+  ~ScopedParallelism();
+  ScopedParallelism(const ScopedParallelism&) = delete;
+  ScopedParallelism& operator=(const ScopedParallelism&) = delete;
+
+ private:
+  const Backend* backend_ = nullptr;
 };
 
 /// What one side (reference or backend) did: returned (no code), or threw an Error.
@@ -100,14 +146,19 @@ struct Outcome {
 /// crash, as the fuzzer and RapidCheck report it).
 Outcome capture(const std::function<void()>& f);
 std::string show(const Outcome& o);
-/// The entry an Error message blames: its first "name[index]" ("slot_mapping[7]",
-/// "load_segments[2]"); "" when it names none (a whole-argument error).
-std::string blame(const std::string& message);
-/// "" when both sides threw the same code blaming the same entry, or both returned.
+
+/// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
+/// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
+/// kv rows in a sparse buffer, and both split the work as on s.threads threads.
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache);
+Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out);
+
+/// "" when both sides threw the same code blaming the same entry (props::error_blame),
+/// or both returned; else what differs.
 std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend);
 /// "" when the sides did what a case requires (gen/store_load_gen.h): fault "" — both
-/// returned; a fault with `code` — both threw `code` (and the same entry); a fault
-/// without code — compare_outcomes.
+/// returned; a fault with `code` — both threw `code`, blaming the same entry
+/// (props::compare_errors); a fault without code — compare_outcomes.
 std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
                             const Outcome& be, std::string_view backend);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "properties/classes.h"
 #include "properties/diff.h"
 #include "properties/gen/splitmix.h"
 #include "reference/gather_kv.h"
@@ -110,13 +111,14 @@ bool KvBuffers::guards_intact() const {
 KvOutBuffers::KvOutBuffers(const GatherKvScenario& s) {
   const int64_t h = s.cache.num_kv_heads, d = s.cache.head_dim;
   const int64_t hs = d + s.out_pad_head, ts = h * hs + s.out_pad_token;
-  const size_t size = static_cast<size_t>(std::max<int64_t>(s.out_rows, 0) * ts * 2 + 64);
+  offset_bytes = 2 * int64_t{std::max(s.out_offset, 0)};
+  const size_t size = static_cast<size_t>(offset_bytes + std::max<int64_t>(s.out_rows, 0) * ts * 2 + 64);
   k.resize(size);
   v.resize(size);
   fill_pattern(k, s.out_seed);
   fill_pattern(v, s.out_seed ^ 0x5CA1E5u);
-  out_k = {k.data(), s.out_k_dtype, s.out_rows, ts, hs};
-  out_v = {v.data(), s.out_v_dtype, s.out_rows, ts, hs};
+  out_k = {k.data() + offset_bytes, s.out_k_dtype, s.out_rows, ts, hs};
+  out_v = {v.data() + offset_bytes, s.out_v_dtype, s.out_rows, ts, hs};
 }
 
 KvTokensIn kv_tokens(const KvRows& r) {
@@ -126,11 +128,17 @@ KvTokensIn kv_tokens(const KvRows& r) {
 
 std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScenario& s, KvBuffers& b,
                                       std::string* what) {
+  std::vector<int32_t> slots(s.slot_mapping);
+  slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
+  const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
+  int64_t valid = 0;
+  for (int32_t slot : s.slot_mapping) valid += slot >= 0;
   try {
+    const ScopedParallelism split(backend, s.threads, valid);
     if (backend)
-      backend->store_kv(kv_tokens(s.key), kv_tokens(s.value), s.slot_mapping, b.view());
+      backend->store_kv(kv_tokens(s.key), kv_tokens(s.value), slot_mapping, b.view());
     else
-      ref::store_kv(kv_tokens(s.key), kv_tokens(s.value), s.slot_mapping, b.view());
+      ref::store_kv(kv_tokens(s.key), kv_tokens(s.value), slot_mapping, b.view());
   } catch (const Error& e) {
     if (what) *what = e.what();
     return e.code();
@@ -140,7 +148,9 @@ std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScena
 
 std::optional<ErrorCode> run_gather_kv(const Backend* backend, const GatherKvScenario& s, const KvBuffers& b,
                                        KvOutBuffers& out, std::string* what) {
+  const int64_t total = s.cu_seqlens_k.empty() ? 0 : s.cu_seqlens_k.back();
   try {
+    const ScopedParallelism split(backend, s.threads, total);
     if (backend)
       backend->gather_kv(b.view(), s.block_table, s.max_blocks, s.cu_seqlens_k, out.out_k, out.out_v);
     else
@@ -150,6 +160,29 @@ std::optional<ErrorCode> run_gather_kv(const Backend* backend, const GatherKvSce
     return e.code();
   }
   return std::nullopt;
+}
+
+void note_kv_classes(const StoreKvScenario& s) {
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  int64_t valid = 0, padding = 0;
+  for (int32_t slot : s.slot_mapping) (slot >= 0 ? valid : padding) += 1;
+  if (valid == 0) note_class("writes nothing");
+  if (valid > 0 && padding > 0) note_class("padding rows");
+  if (n > 0 && (s.key.rows > n || s.value.rows > n)) note_class("kv longer than slot_mapping");
+  for (int32_t slot : s.slot_tail)
+    if (slot >= 0 && n > 0) note_class("slot_mapping buffer goes on");
+  if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
+  if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
+}
+
+void note_kv_classes(const GatherKvScenario& s) {
+  const int64_t total = s.cu_seqlens_k.empty() ? 0 : s.cu_seqlens_k.back();
+  if (s.cu_seqlens_k.size() <= 1) note_class("no sequence");
+  if (total == 0) note_class("gathers nothing");
+  const int64_t ts = int64_t{s.cache.num_kv_heads} * (s.cache.head_dim + s.out_pad_head) + s.out_pad_token;
+  if (total > 0 && ts % 2 == 1) note_class("odd output stride");
+  if (total > 0 && s.out_offset % 8 != 0) note_class("misaligned output base");
+  if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
 }
 
 std::string show_kv_element(KvDtype dtype, const uint8_t* p) {

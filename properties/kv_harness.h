@@ -41,6 +41,7 @@ struct KvBuffers {
 struct KvOutBuffers {
   std::vector<uint8_t> k, v;
   KvTokensOut out_k, out_v;
+  int64_t offset_bytes = 0;  // where row 0 starts in k and v (s.out_offset elements)
   KvOutBuffers(const GatherKvScenario& s);
   KvOutBuffers(const KvOutBuffers&) = delete;
   KvOutBuffers& operator=(const KvOutBuffers&) = delete;
@@ -67,6 +68,11 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
 std::string diff_kv_out(const char* what, const KvTokensOut& layout, int32_t num_kv_heads,
                         int32_t head_dim, std::span<const uint8_t> expected,
                         std::span<const uint8_t> actual);
+/// Notes the case classes (classes.h) of a scenario: "padding rows", "kv longer than
+/// slot_mapping", "odd output stride", "misaligned output base", ...
+void note_kv_classes(const StoreKvScenario& s);
+void note_kv_classes(const GatherKvScenario& s);
+
 /// "bf16 0x3F80 = 1" etc.
 std::string show_kv_element(KvDtype dtype, const uint8_t* p);
 

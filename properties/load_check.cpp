@@ -9,7 +9,6 @@
 #include "properties/diff.h"
 #include "properties/op_checks.h"
 #include "reference/layout.h"
-#include "reference/load.h"
 
 namespace kvcheck::props {
 namespace {
@@ -18,11 +17,16 @@ namespace {
 std::string diff_buffers(const LoadScenario& s, const LoadBuffers& expected, const LoadBuffers& actual) {
   std::string d = diff_load_output(s.shape.format, std::max<int64_t>(s.out_rows, 0), expected.out, actual.out);
   if (!d.empty()) return d;
-  const auto raw = [](const char* what, const Buffer& eb, const Buffer& ab, int64_t stride) {
+  const int64_t offset = expected.offset();  // bytes before row 0
+  const auto raw = [offset](const char* what, const Buffer& eb, const Buffer& ab, int64_t stride) {
     const std::span<const uint8_t> e = eb.span(), a = ab.span();
     const ByteDiff bd = byte_diff(e, a);
     if (bd.count == 0) return std::string();
-    const int64_t i = static_cast<int64_t>(bd.first);
+    const int64_t i = static_cast<int64_t>(bd.first) - offset;
+    if (i < 0)
+      return fmt::format("output {} byte {} before row 0 (the base is {} bytes in) changed: expected 0x{:02X}, "
+                         "actual 0x{:02X}",
+                         what, i, offset, e[bd.first], a[bd.first]);
     return fmt::format("output {} byte {} (row {}, byte {} of the row stride: row padding or the tail band) "
                        "changed: expected 0x{:02X}, actual 0x{:02X}",
                        what, i, stride > 0 ? i / stride : 0, stride > 0 ? i % stride : i, e[bd.first], a[bd.first]);
@@ -86,11 +90,8 @@ Verdict check_load(const Backend& b, const LoadFaultScenario& c, unsigned which)
   std::memcpy(cache_before.data(), cache.data(), cache_before.size());
   const LoadBuffers before(s);
   LoadBuffers ref_out(before), be_out(before);
-  const Outcome ref = capture([&] {
-    ref::load_paged_kv_cache(cache.data(), sh.format, sh.num_blocks, sh.block_size, s.load_segments, s.total_k,
-                             ref_out.out);
-  });
-  const Outcome be = capture([&] { b.load_paged_kv_cache(const_view(cache), s.load_segments, s.total_k, be_out.out); });
+  const Outcome ref = run_load(nullptr, s, cache, ref_out);
+  const Outcome be = run_load(&b, s, cache, be_out);
   Verdict v;
   if (be.code == ErrorCode::kUnsupported) {
     v.skipped = "load: " + be.message;
@@ -98,8 +99,8 @@ Verdict check_load(const Backend& b, const LoadFaultScenario& c, unsigned which)
   }
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
-  if (!cache.guards_intact() || std::memcmp(cache_before.data(), cache.data(), cache_before.size()) != 0)
-    fail += "the cache (or its canary bands) changed during load\n";
+  if (const std::string r = cache.canary_report(); !r.empty()) fail += "the load wrote into the " + r + "\n";
+  if (std::memcmp(cache_before.data(), cache.data(), cache_before.size()) != 0) fail += "the cache changed during load\n";
   if (which & kLoadErrorChangesNothing) {
     if (ref.code && !(ref_out == before)) fail += "reference wrote output although it threw\n";
     if (be.code && !(be_out == before))

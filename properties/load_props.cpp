@@ -2,6 +2,7 @@
 // load check (op_checks.h) on scenarios of the one load generator.
 #include <rapidcheck.h>
 
+#include "properties/class_bounds.h"
 #include "properties/op_checks.h"
 #include "properties/regression.h"
 #include "properties/registry.h"
@@ -36,15 +37,16 @@ void register_load_properties(Registry& r) {
   r.add(scenario_property(
       "prop_load_matches_reference", "load",
       "the whole output (rows, scales, uncovered rows, row padding) is bit-identical to the reference",
-      draw_load_scenario, prop_load_matches_reference));
+      draw_load_scenario, prop_load_matches_reference, bounds::load()));
   r.add(scenario_property("prop_load_keeps_uncovered_rows", "load", "rows no segment covers keep their prior bytes",
-                          draw_load_scenario, prop_load_keeps_uncovered_rows));
+                          draw_load_scenario, prop_load_keeps_uncovered_rows, bounds::load()));
   r.add(scenario_property("prop_load_zero_fill_rows_are_zero", "load",
                           "rows from block -1 are zero in data and scales", draw_load_scenario,
-                          prop_load_zero_fill_rows_are_zero));
+                          prop_load_zero_fill_rows_are_zero, bounds::load()));
   r.add(scenario_property("prop_load_invalid_metadata_throws_and_writes_nothing", "load",
                           "a bad plan throws the right kvcheck::Error and leaves every output byte unchanged",
-                          draw_load_fault_scenario, prop_load_invalid_metadata_throws_and_writes_nothing));
+                          draw_load_fault_scenario, prop_load_invalid_metadata_throws_and_writes_nothing,
+                          bounds::load_fault()));
 }
 
 }  // namespace kvcheck::props

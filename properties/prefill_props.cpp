@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "properties/class_bounds.h"
+#include "properties/classes.h"
 #include "properties/gen/metadata_gen.h"
 #include "properties/prefill_step.h"
 #include "properties/registry.h"
@@ -56,6 +58,7 @@ bool skip(const Backend& b) {
 void prop_prefill_step_sees_exactly_its_window(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   const PrefillScenario s = *rc::gen::exec(draw_scenario);
+  if (s.seqs.empty()) note_class("no sequence");
   RC_TAG(store_overlaps_visible_history(s) ? "store overlaps loaded history" : "no overlap");
   const std::string msg = run_prefill_step(s, b);
   if (!msg.empty()) RC_FAIL(msg);
@@ -65,6 +68,7 @@ void prop_prefill_step_sees_exactly_its_window(const Backend& b) {
 void prop_prefill_store_before_load_fails_iff_overlap(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   PrefillScenario s = *rc::gen::exec(draw_scenario);
+  if (s.seqs.empty()) note_class("no sequence");
   s.store_before_load = true;
   const bool overlap = store_overlaps_visible_history(s);
   RC_TAG(overlap ? "overlap" : "no overlap");
@@ -79,11 +83,11 @@ void register_prefill_properties(Registry& r) {
   r.add({"prop_prefill_step_sees_exactly_its_window", "prefill",
          "after plans, loads, chunk copy, ring store and index concatenation, every query row "
          "selects exactly its SWA window and its compressed tokens, each with that token's value",
-         true, prop_prefill_step_sees_exactly_its_window});
+         true, prop_prefill_step_sees_exactly_its_window, {}, nullptr, bounds::prefill()});
   r.add({"prop_prefill_store_before_load_fails_iff_overlap", "prefill",
          "storing the chunk before loading the history breaks the check exactly when a stored "
          "slot holds a visible history token",
-         true, prop_prefill_store_before_load_fails_iff_overlap});
+         true, prop_prefill_store_before_load_fails_iff_overlap, {}, nullptr, bounds::prefill()});
 }
 
 }  // namespace kvcheck::props

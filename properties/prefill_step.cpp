@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <vector>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "impl/error.h"
 #include "impl/kv_cache.h"
@@ -92,8 +93,8 @@ class Step {
 
   std::string run() {
     if (auto bad = validate(s_); !bad.empty()) return "invalid scenario: " + bad;
-    KVCache swa(CacheLayout::make(s_.format, s_.num_swa_states, s_.ring_size));
-    KVCache comp(CacheLayout::make(s_.format, s_.num_compressed_blocks, s_.block_size / s_.ratio));
+    KVCache swa = KVCache::with_canaries(CacheLayout::make(s_.format, s_.num_swa_states, s_.ring_size));
+    KVCache comp = KVCache::with_canaries(CacheLayout::make(s_.format, s_.num_compressed_blocks, s_.block_size / s_.ratio));
     fill_caches(swa, comp);
 
     const LoadPlan comp_plan = build_compressed_plan(s_.seqs, s_.block_size, s_.ratio);
@@ -132,8 +133,10 @@ class Step {
     index_.assign(static_cast<size_t>(total_q) * width_, 0);
     b_.kv_index_cat(left, s_.window, right, s_.topk_width, total_q, total_k_swa, total_q, index_);
 
+    if (auto msg = check_canaries(swa, comp); !msg.empty()) return msg;
     if (auto msg = check_rows(); !msg.empty()) return msg;
-    return check_rings(swa);
+    if (auto msg = check_rings(swa); !msg.empty()) return msg;
+    return check_canaries(swa, comp);
   }
 
  private:
@@ -142,14 +145,14 @@ class Step {
 
   void store(KVCache& cache, const std::vector<bf16_bits>& rows, const std::vector<int32_t>& slots) {
     const KVInput in{rows.data(), static_cast<int64_t>(rows.size()) / e_, e_};
-    b_.store_kv_cache(in, slots, CacheView{cache.data(), cache.layout()});
+    b_.store_kv_cache(in, slots, cache.view());
   }
 
   void load(const KVCache& cache, const LoadPlan& plan, int64_t first_row) {
     const int64_t row_bytes = int64_t{e_} * 2;
     const LoadOutput out{reinterpret_cast<uint8_t*>(row(first_row)), row_bytes, nullptr, 0,
                          plan.total_k};
-    b_.load_paged_kv_cache(ConstCacheView{cache.data(), cache.layout()},
+    b_.load_paged_kv_cache(cache.view(),
                            flatten_segments(plan.segments), plan.total_k, out);
   }
 
@@ -179,6 +182,16 @@ class Step {
     }
     store(swa, swa_rows, swa_slots);
     store(comp, comp_rows, comp_slots);
+  }
+
+  // Both caches are framed by canary bands of at least a block stride: a store or
+  // load past either end of its cache is reported here, decoded.
+  std::string check_canaries(const KVCache& swa, const KVCache& comp) const {
+    for (const auto& [name, cache] : {std::pair<const char*, const KVCache*>{"SWA", &swa}, {"compressed", &comp}})
+      if (const std::string c = cache->canary_report(); !c.empty())
+        return "prefill (backend " + std::string(b_.name()) + ", " + s_.format.name + "): " + name +
+               " cache: " + c;
+    return "";
   }
 
   std::string where(size_t i, int32_t j) const {
@@ -244,7 +257,7 @@ class Step {
       const std::vector<int32_t> seg{q.state_id, 0, s_.ring_size, 0};
       const LoadOutput out{reinterpret_cast<uint8_t*>(ring.data()), int64_t{e_} * 2, nullptr, 0,
                            s_.ring_size};
-      b_.load_paged_kv_cache(ConstCacheView{swa.data(), swa.layout()}, seg, s_.ring_size, out);
+      b_.load_paged_kv_cache(swa.view(), seg, s_.ring_size, out);
       for (int32_t r = 0; r < s_.ring_size; ++r) {
         const int64_t h = newest_at(q.seqlen_k, s_.ring_size, r);
         const Identity want = h >= 0 && (h >= history_end(i) || h >= q.swa_valid_start)

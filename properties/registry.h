@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "impl/backend.h"
+#include "properties/classes.h"
 
 namespace kvcheck::props {
 
@@ -27,6 +28,12 @@ struct Property {
   /// Set by scenario_property() (properties/regression.h): re-checks a scenario read
   /// from a regression file, outside RapidCheck. Empty: no regression files.
   std::function<void(const Backend&, const nlohmann::json&)> replay = {};
+  /// Optional: "" when a backend's capabilities let this property run, else why not
+  /// (e.g. it needs a UE8M0 format); the run is then reported as not exercised.
+  std::function<std::string(const BackendCapabilities&)> needs = nullptr;
+  /// Bounds on the fraction of cases in each class the body notes (classes.h): the
+  /// property suite fails when a run of the CI budget leaves one.
+  std::vector<ClassBound> class_bounds = {};
 };
 
 class Registry {

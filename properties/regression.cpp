@@ -109,6 +109,9 @@ void to_json(nlohmann::json& j, const StoreScenario& s) {
   const int64_t n = s.row_stride > 0 ? static_cast<int64_t>(s.kv.size()) / s.row_stride : 0;
   for (int64_t r = 0; r < n; ++r) rows.push_back(hex_row(&s.kv[static_cast<size_t>(r * s.row_stride)], s.row_stride));
   j["kv"] = std::move(rows);
+  if (s.threads != 0) j["threads"] = s.threads;
+  if (!s.slot_tail.empty()) j["slot_mapping_tail"] = s.slot_tail;
+  if (s.far_row_stride != 0) j["far_row_stride"] = s.far_row_stride;
 }
 
 void from_json(const nlohmann::json& j, StoreScenario& s) {
@@ -123,6 +126,11 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
     if (static_cast<int64_t>(s.kv.size() - before) != s.row_stride)
       throw std::runtime_error("a kv row does not hold row_stride values");
   }
+  s.threads = j.value("threads", 0);
+  s.slot_tail = j.value("slot_mapping_tail", std::vector<int32_t>{});
+  s.far_row_stride = j.value("far_row_stride", int64_t{0});
+  if (s.far_row_stride != 0 && s.far_row_stride < s.row_stride)
+    throw std::runtime_error("far_row_stride is below row_stride");
 }
 
 void to_json(nlohmann::json& j, const LoadScenario& s) {
@@ -137,9 +145,11 @@ void to_json(nlohmann::json& j, const LoadScenario& s) {
   j["total_k"] = s.total_k;
   j["out_rows"] = s.out_rows;
   j["out_seed"] = s.out_seed;
-  if (s.data_row_pad != 16 || s.scale_row_pad != 16) {  // written when not the default
-    j["data_row_pad"] = s.data_row_pad;
-    j["scale_row_pad"] = s.scale_row_pad;
+  if (s.threads != 0) j["threads"] = s.threads;
+  if (s.out_data_pad != 16 || s.out_scale_pad != 16 || s.out_offset != 0) {
+    j["out_data_pad"] = s.out_data_pad;
+    j["out_scale_pad"] = s.out_scale_pad;
+    j["out_offset"] = s.out_offset;
   }
 }
 
@@ -158,8 +168,14 @@ void from_json(const nlohmann::json& j, LoadScenario& s) {
   s.total_k = j.at("total_k").get<int32_t>();
   s.out_rows = j.at("out_rows").get<int64_t>();
   s.out_seed = j.at("out_seed").get<uint32_t>();
-  s.data_row_pad = j.value("data_row_pad", int64_t{16});
-  s.scale_row_pad = j.value("scale_row_pad", int64_t{16});
+  s.threads = j.value("threads", 0);
+  s.out_data_pad = j.value("out_data_pad", int64_t{16});
+  s.out_scale_pad = j.value("out_scale_pad", int64_t{16});
+  s.out_offset = j.value("out_offset", 0);
+  // A pad may be negative (a stride fault) but the stride must not be.
+  if (s.shape.format.load_row_bytes() + s.out_data_pad < 0 || s.out_scale_pad < -s.shape.format.load_scale_row_bytes() ||
+      s.out_offset < 0)
+    throw std::runtime_error("negative output stride or offset");
 }
 
 void to_json(nlohmann::json& j, const StoreFaultScenario& s) {

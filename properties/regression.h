@@ -33,6 +33,13 @@ void from_json(const nlohmann::json& j, StoreFaultScenario& s);
 void to_json(nlohmann::json& j, const LoadFaultScenario& s);
 void from_json(const nlohmann::json& j, LoadFaultScenario& s);
 
+/// Notes the case classes (classes.h) a scenario exercises: "padding rows", "kv longer
+/// than slot_mapping", "custom format", "odd stride", "error", ... (scenario_classes.cpp).
+void note_scenario_classes(const StoreScenario& s);
+void note_scenario_classes(const LoadScenario& s);
+void note_scenario_classes(const StoreFaultScenario& s);
+void note_scenario_classes(const LoadFaultScenario& s);
+
 /// Records the scenario of the case that just failed on this thread (the last one
 /// recorded during a RapidCheck run is its minimal case: RapidCheck re-runs it last).
 void note_failing_scenario(nlohmann::json scenario);
@@ -44,14 +51,16 @@ std::optional<nlohmann::json> take_failing_scenario();
 /// regression file, and `replay` runs `check` on a scenario read back from JSON.
 template <class S>
 Property scenario_property(std::string name, std::string op, std::string invariant, S (*draw)(),
-                           void (*check)(const Backend&, const S&)) {
+                           void (*check)(const Backend&, const S&), std::vector<ClassBound> class_bounds = {}) {
   Property p;
+  p.class_bounds = std::move(class_bounds);
   p.name = std::move(name);
   p.op = std::move(op);
   p.invariant = std::move(invariant);
   p.per_backend = true;
   p.body = [draw, check](const Backend& b) {
     const S s = draw();
+    note_scenario_classes(s);
     try {
       check(b, s);
     } catch (...) {

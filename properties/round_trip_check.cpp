@@ -10,9 +10,7 @@
 
 #include "properties/diff.h"
 #include "properties/op_checks.h"
-#include "reference/load.h"
 #include "reference/numerics.h"
-#include "reference/store.h"
 
 namespace kvcheck::props {
 namespace {
@@ -136,15 +134,16 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
   Cache be_cache = copy_cache(ref_cache);
   LoadBuffers ref_out(f, total_k, 7u);
   LoadBuffers be_out(ref_out);
-  const KVInput kv = kv_input(s);
-  const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), f, s.shape.num_blocks, bs);
-    ref::load_paged_kv_cache(ref_cache.data(), f, s.shape.num_blocks, bs, segments, total_k, ref_out.out);
-  });
-  const Outcome be = capture([&] {
-    b.store_kv_cache(kv, s.slot_mapping, view(be_cache));
-    b.load_paged_kv_cache(const_view(be_cache), segments, total_k, be_out.out);
-  });
+  LoadScenario load;  // every stored row, one segment per row, the store's work split
+  load.shape = s.shape;
+  load.load_segments = segments;
+  load.total_k = load.out_rows = total_k;
+  load.threads = s.threads;
+  Outcome ref = run_store(nullptr, s, ref_cache);
+  if (!ref.code) ref = run_load(nullptr, load, ref_cache, ref_out);
+  Outcome be = run_store(&b, s, be_cache);
+  const std::string store_canaries = be_cache.canary_report();
+  if (!be.code) be = run_load(&b, load, be_cache, be_out);
   Verdict v;
   if (be.code == ErrorCode::kUnsupported) {
     v.skipped = "round trip: " + be.message;
@@ -152,7 +151,8 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
   }
   std::string& fail = v.failure;
   fail += expect_outcomes("", std::nullopt, ref, be, b.name());
-  if (!ref_cache.guards_intact() || !be_cache.guards_intact()) fail += "canary bands changed\n";
+  if (!store_canaries.empty()) fail += "the store wrote into the " + store_canaries + "\n";
+  if (const std::string r = ref_cache.canary_report(); !r.empty()) fail += "the reference wrote into the " + r + "\n";
   const LoadOutput& o = be_out.out;
   if (!be.code) {
     Recipe recipe;

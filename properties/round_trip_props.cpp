@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "properties/class_bounds.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/op_checks.h"
 #include "properties/regression.h"
 #include "properties/registry.h"
@@ -19,9 +21,12 @@ void prop_round_trip_matches_reference(const Backend& b, const StoreScenario& s)
 }
 
 StoreScenario draw_quantised_round_trip_scenario() {
-  const auto f = *rc::gen::elementOf(std::vector<KVCacheFormat>{
+  const auto named = rc::gen::elementOf(std::vector<KVCacheFormat>{
       KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
       KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()});
+  // Custom records (run-time group kernels) where the backend takes any format.
+  const auto f = generator_caps().formats == ~0u ? *rc::gen::weightedOneOf<KVCacheFormat>({{5, named}, {2, gen_custom_format()}})
+                                                 : *named;
   return *gen_store_scenario(CacheShape{f, *gen_block_size(), *rc::gen::inRange(1, 3), 0});
 }
 
@@ -34,11 +39,11 @@ void prop_round_trip_error_within_bound(const Backend& b, const StoreScenario& s
 void register_round_trip_properties(Registry& r) {
   r.add(scenario_property("prop_round_trip_matches_reference", "round_trip",
                           "store then load equals the reference quantise-dequantise (bit-exact; identity for BF16)",
-                          draw_round_trip_scenario, prop_round_trip_matches_reference));
+                          draw_round_trip_scenario, prop_round_trip_matches_reference, bounds::store()));
   r.add(scenario_property(
       "prop_round_trip_error_within_bound", "round_trip",
       "per group, |round trip - x| <= half a code step (relative and scale-absolute) for finite groups",
-      draw_quantised_round_trip_scenario, prop_round_trip_error_within_bound));
+      draw_quantised_round_trip_scenario, prop_round_trip_error_within_bound, bounds::round_trip_bound()));
 }
 
 }  // namespace kvcheck::props

@@ -1,5 +1,7 @@
 #include "properties/runner.h"
 
+#include "properties/gen/gen_caps.h"
+
 #include <rapidcheck.h>
 
 #include "properties/regression.h"
@@ -33,6 +35,11 @@ uint64_t configured_seed(uint64_t fallback) {
   return fallback;
 }
 
+std::string class_bound_failures(const Property& p, const PropertyOutcome& o) {
+  if (o.failed || o.cases < kClassBoundMinCases) return "";
+  return check_class_bounds(p.class_bounds, o.classes, o.cases, o.class_context);
+}
+
 PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget) {
   PropertyOutcome o;
   o.property = p.name;
@@ -47,12 +54,34 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   params.maxSize = budget.max_size;
   params.maxDiscardRatio = 10;
   QuietListener listener;
+  std::string missing_op;
+  if (p.per_backend && !b.capabilities().supports_property_op(p.op, &missing_op)) {
+    o.not_exercised = std::string(b.name()) + " has " + missing_op;  // nothing to run
+    return o;
+  }
+  if (p.per_backend && p.needs) {
+    if (const std::string why = p.needs(b.capabilities()); !why.empty()) {
+      o.not_exercised = std::string(b.name()) + ": " + why;
+      return o;
+    }
+  }
+  // Generators draw only what the backend supports (plugin capabilities).
+  const BackendCapabilities backend_caps = p.per_backend ? b.capabilities() : BackendCapabilities{};
+  const ScopedGeneratorCaps caps(backend_caps);
+  o.class_context = {backend_caps.restrictions().empty(), !p.per_backend || b.set_test_parallelism(0, 0),
+                     backend_caps.host_memory};
   take_failing_scenario();  // recorded by scenario_property bodies on failure
+  take_class_counts();
   const auto start = std::chrono::steady_clock::now();
   const auto result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] { p.body(b); }), metadata, params, listener,
-      rc::detail::configuration().reproduce);
+      rc::detail::toProperty([&] {
+        begin_case();
+        p.body(b);
+        end_case();  // only cases that held are counted
+      }),
+      metadata, params, listener, rc::detail::configuration().reproduce);
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  o.classes = take_class_counts();
   rc::detail::SuccessResult ok;
   if (result.match(ok)) {
     o.cases = ok.numSuccess;

@@ -24,7 +24,14 @@ struct PropertyOutcome {
   std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
   std::string scenario;   // minimal failing scenario as JSON (regression.h); "" if none
   double seconds = 0;
+  std::string not_exercised;  // non-empty: the backend lacks an operation, nothing ran
+  ClassCounts classes;        // case classes of the successful cases (classes.h)
+  ClassBoundContext class_context;  // what the backend offered the generators
 };
+
+/// One line per class bound of p that o breaks; "" when they hold or when o ran fewer
+/// than kClassBoundMinCases cases (or failed).
+std::string class_bound_failures(const Property& p, const PropertyOutcome& o);
 
 /// Backend name a property runs under: the backend's, or "host" for host properties.
 std::string backend_label(const Property& p, const Backend& b);

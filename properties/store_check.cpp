@@ -8,7 +8,6 @@
 #include "properties/diff.h"
 #include "properties/op_checks.h"
 #include "reference/layout.h"
-#include "reference/store.h"
 
 namespace kvcheck::props {
 namespace {
@@ -110,11 +109,8 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   Buffer before_buf(ref_cache.bytes().size());
   std::memcpy(before_buf.data(), ref_cache.data(), before_buf.size());
   const std::span<const uint8_t> before = before_buf.span();
-  const KVInput kv = kv_input(s);
-  const Outcome ref = capture([&] {
-    ref::store_kv_cache(kv, s.slot_mapping, ref_cache.data(), sh.format, sh.num_blocks, sh.block_size);
-  });
-  const Outcome be = capture([&] { b.store_kv_cache(kv, s.slot_mapping, view(be_cache)); });
+  const Outcome ref = run_store(nullptr, s, ref_cache);
+  const Outcome be = run_store(&b, s, be_cache);
   Verdict v;
   if (be.code == ErrorCode::kUnsupported) {
     v.skipped = "store: " + be.message;
@@ -122,8 +118,8 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   }
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
-  if (!ref_cache.guards_intact()) fail += "reference wrote into the canary bands\n";
-  if (!be_cache.guards_intact()) fail += "backend wrote into the canary bands around the cache\n";
+  if (const std::string r = ref_cache.canary_report(); !r.empty()) fail += "the reference wrote into the " + r + "\n";
+  if (const std::string r = be_cache.canary_report(); !r.empty()) fail += "wrote into the " + r + "\n";
   if (which & kStoreErrorChangesNothing) {
     if (ref.code) {
       const std::string d = diff_cache(ref_cache.layout(), before, ref_cache.bytes());

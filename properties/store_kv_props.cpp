@@ -6,6 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include "properties/blame.h"
+#include "properties/class_bounds.h"
+#include "properties/classes.h"
 #include "properties/kv_harness.h"
 #include "properties/registry.h"
 #include "reference/kv_layout.h"
@@ -22,6 +25,7 @@ std::string ctx(const StoreKvScenario& s, const Backend& b) {
 void prop_store_kv_matches_reference(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   const auto s = *gen_store_kv_scenario();
+  note_kv_classes(s);
   KvBuffers expected(s.cache), actual(s.cache);
   std::string ref_what, be_what;
   const auto ref_err = run_store_kv(nullptr, s, expected, &ref_what);
@@ -55,6 +59,7 @@ std::vector<bool> written_bytes(const StoreKvScenario& s, const KvBuffers& buf) 
 void prop_store_kv_touches_only_written_records(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   const auto s = *gen_store_kv_scenario();
+  note_kv_classes(s);
   const KvBuffers before(s.cache);
   KvBuffers buf(s.cache);
   std::string what;
@@ -142,15 +147,14 @@ void prop_store_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
   RC_SUCCEED_IF(skip(b));
   auto s = *gen_store_kv_scenario();
   const ErrorCode want = inject_store_kv_fault(s);
+  note_class("error");
   const KvBuffers pristine(s.cache);
   KvBuffers ref_buf(s.cache), buf(s.cache);
   std::string ref_what, be_what;
   const auto ref_err = run_store_kv(nullptr, s, ref_buf, &ref_what);
   const auto err = run_store_kv(&b, s, buf, &be_what);
-  if (ref_err != want)
-    RC_FAIL(fmt::format("{}\nreference: {} (expected {})", ctx(s, b), ref_err ? ref_what : "returned", to_string(want)));
-  if (err != want)
-    RC_FAIL(fmt::format("{}\nbackend: {} (expected {})", ctx(s, b), err ? be_what : "returned", to_string(want)));
+  if (const std::string bad = compare_errors(want, ref_err, ref_what, err, be_what); !bad.empty())
+    RC_FAIL(ctx(s, b) + "\n" + bad);
   const std::string d = diff_kv_buffers(buf, pristine.bytes, buf.bytes);
   if (!d.empty()) RC_FAIL(ctx(s, b) + "\nthe buffer changed although the store threw (" + be_what + "):\n" + d);
 }
@@ -160,13 +164,13 @@ void prop_store_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
 void register_store_kv_properties(Registry& r) {
   r.add({"prop_store_kv_matches_reference", "store_kv",
          "the whole K/V buffer (records, stride padding, gaps, canaries) is bit-identical to the reference", true,
-         prop_store_kv_matches_reference});
+         prop_store_kv_matches_reference, {}, nullptr, bounds::store_kv()});
   r.add({"prop_store_kv_touches_only_written_records", "store_kv",
          "bytes outside the K/V records of valid slots (-1 rows, other slots, padding, other layers) are unchanged",
-         true, prop_store_kv_touches_only_written_records});
+         true, prop_store_kv_touches_only_written_records, {}, nullptr, bounds::store_kv()});
   r.add({"prop_store_kv_invalid_input_throws_and_writes_nothing", "store_kv",
          "a bad slot, row shape, dtype, scale or view throws the right kvcheck::Error and changes no byte", true,
-         prop_store_kv_invalid_input_throws_and_writes_nothing});
+         prop_store_kv_invalid_input_throws_and_writes_nothing, {}, nullptr, bounds::store_kv_fault()});
 }
 
 }  // namespace kvcheck::props

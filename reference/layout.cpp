@@ -34,6 +34,17 @@ void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32
                     std::to_string(block_size) + " tokens: slots must fit in int32");
 }
 
+void check_cache_bytes(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                       std::span<const uint8_t> cache) {
+  if (cache.data() == nullptr) return;
+  const int64_t needed = num_blocks * block_stride(format, block_size);
+  if (static_cast<uint64_t>(needed) > cache.size())
+    throw Error(ErrorCode::kShapeMismatch,
+                "a cache of " + std::to_string(num_blocks) + " blocks of " + std::to_string(block_size) +
+                    " tokens needs " + std::to_string(needed) + " bytes, the buffer has " +
+                    std::to_string(cache.size()));
+}
+
 int64_t block_stride(const KVCacheFormat& format, int32_t block_size) {
   const int64_t bpt = format.bytes_per_token();
   const int64_t records = int64_t{block_size} * bpt;

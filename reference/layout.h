@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "impl/format.h"
 
@@ -12,6 +13,11 @@ namespace kvcheck::ref {
 /// num_blocks >= 1, num_blocks*block_size <= INT32_MAX (slots are int32) and
 /// num_blocks*block_stride fits in int64 (kInvalidArgument).
 void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size);
+/// After check_cache_geometry: a non-null `cache` buffer of fewer than
+/// num_blocks*block_stride bytes (a caller claiming more blocks, or a larger block,
+/// than it allocated) is kShapeMismatch. A null cache is checked where it is used.
+void check_cache_bytes(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                       std::span<const uint8_t> cache);
 
 /// SPEC §3 block_stride in bytes.
 int64_t block_stride(const KVCacheFormat& format, int32_t block_size);

@@ -31,14 +31,15 @@ std::vector<LoadSegment> parse_segments(std::span<const int32_t> raw) {
 }
 
 // Throws for every rule of SPEC §5.2 in the order docs/spec.md §5.2 [decided] fixes:
-// format and geometry, argument sizes, output shape and pointers, then segments in
+// format and geometry, the buffer's size, argument sizes, output shape and pointers, then segments in
 // index order (block, range, destination, null cache, overlap with an earlier
 // segment); the smallest failing segment wins.
-std::vector<LoadSegment> validate_load(const uint8_t* cache, const KVCacheFormat& format,
+std::vector<LoadSegment> validate_load(std::span<const uint8_t> cache, const KVCacheFormat& format,
                                        int64_t num_blocks, int32_t block_size,
                                        std::span<const int32_t> load_segments, int32_t total_k,
                                        const LoadOutput& out) {
   check_cache_geometry(format, num_blocks, block_size);
+  check_cache_bytes(format, num_blocks, block_size, cache);
   if (load_segments.size() % 4 != 0)
     throw Error(ErrorCode::kInvalidArgument,
                 "load_segments has " + std::to_string(load_segments.size()) +
@@ -82,7 +83,7 @@ std::vector<LoadSegment> validate_load(const uint8_t* cache, const KVCacheFormat
                       std::to_string(end) + ") not inside [0, total_k = " +
                       std::to_string(total_k) + ")");
     if (begin == end) continue;  // empty: reads nothing, overlaps nothing
-    if (g.src_block_id >= 0 && cache == nullptr)
+    if (g.src_block_id >= 0 && cache.data() == nullptr)
       throw Error(ErrorCode::kShapeMismatch, seg_name(s, g) + " reads a null cache");
     // Earlier intervals are disjoint: only the last one starting before `end` can
     // intersect [begin, end).
@@ -133,11 +134,12 @@ void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_s
 
 }  // namespace
 
-void load_paged_kv_cache(const uint8_t* cache, const KVCacheFormat& format, int64_t num_blocks,
+void load_paged_kv_cache(std::span<const uint8_t> buffer, const KVCacheFormat& format, int64_t num_blocks,
                          int32_t block_size, std::span<const int32_t> load_segments,
                          int32_t total_k, const LoadOutput& out) {
   const std::vector<LoadSegment> segs =
-      validate_load(cache, format, num_blocks, block_size, load_segments, total_k, out);
+      validate_load(buffer, format, num_blocks, block_size, load_segments, total_k, out);
+  const uint8_t* cache = buffer.data();
   for (const LoadSegment& g : segs) {
     for (int32_t t = g.src_begin; t < g.src_end; ++t) {
       const int64_t row = int64_t{g.dst_offset} + (t - g.src_begin);

@@ -15,12 +15,13 @@ namespace kvcheck::ref {
 namespace {
 
 // Throws for every rule of SPEC §5.1 in the order docs/spec.md §5.2 [decided] fixes:
-// format and geometry, kv shape and pointers, then rows in index order (range, then
-// repeat of an earlier row's slot); the smallest failing row wins.
+// format and geometry, the buffer's size, kv shape and pointers, then rows in index
+// order (range, then repeat of an earlier row's slot); the smallest failing row wins.
 void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
-                    const uint8_t* cache, const KVCacheFormat& format, int64_t num_blocks,
+                    std::span<const uint8_t> cache, const KVCacheFormat& format, int64_t num_blocks,
                     int32_t block_size) {
   check_cache_geometry(format, num_blocks, block_size);
+  check_cache_bytes(format, num_blocks, block_size, cache);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   if (kv.rows < n)
@@ -32,7 +33,7 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
                 "kv row_stride " + std::to_string(kv.row_stride) + " elements < E = " +
                     std::to_string(format.elements));
   if (kv.data == nullptr) throw Error(ErrorCode::kShapeMismatch, "kv data is null");
-  if (cache == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
+  if (cache.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
 
   const int64_t num_slots = num_blocks * block_size;
   std::unordered_map<int32_t, int64_t> first_row;  // slot -> first row storing it
@@ -88,9 +89,10 @@ void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_
 
 }  // namespace
 
-void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, uint8_t* cache,
+void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, std::span<uint8_t> buffer,
                     const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
-  validate_store(kv, slot_mapping, cache, format, num_blocks, block_size);
+  validate_store(kv, slot_mapping, buffer, format, num_blocks, block_size);
+  uint8_t* cache = buffer.data();
   for (size_t r = 0; r < slot_mapping.size(); ++r) {
     const int32_t slot = slot_mapping[r];
     if (slot == -1) continue;  // padding: nothing is written, slot 0 included

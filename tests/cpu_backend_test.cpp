@@ -155,8 +155,8 @@ struct OutBuffers {
 
 void store_both(const Case& c, const KVInput& kv, const std::vector<int32_t>& slots,
                 KVCache& cpu_cache, KVCache& ref_cache) {
-  cpu::CpuBackend().store_kv_cache(kv, slots, {cpu_cache.data(), cpu_cache.layout()});
-  ref::store_kv_cache(kv, slots, ref_cache.data(), c.format, c.num_blocks, c.block_size);
+  cpu::CpuBackend().store_kv_cache(kv, slots, cpu_cache.view());
+  ref::store_kv_cache(kv, slots, ref_cache.bytes(), c.format, c.num_blocks, c.block_size);
 }
 
 // Store then load random data on both; every byte of cache and output must agree.
@@ -179,8 +179,8 @@ void check_case(const Case& c, uint64_t seed, int64_t rows) {
     const std::vector<int32_t> segs = make_segments(rng, layout, total_k);
     OutBuffers cpu_out, ref_out;
     const LoadOutput co = cpu_out.view(c.format, total_k), ro = ref_out.view(c.format, total_k);
-    cpu::CpuBackend().load_paged_kv_cache({cpu_cache.data(), layout}, segs, total_k, co);
-    ref::load_paged_kv_cache(ref_cache.data(), c.format, c.num_blocks, c.block_size, segs,
+    cpu::CpuBackend().load_paged_kv_cache(cpu_cache.const_view(), segs, total_k, co);
+    ref::load_paged_kv_cache(ref_cache.bytes(), c.format, c.num_blocks, c.block_size, segs,
                              total_k, ro);
     ASSERT_EQ(cpu_out.data, ref_out.data) << "load data, round " << round;
     ASSERT_EQ(cpu_out.scales, ref_out.scales) << "load scales, round " << round;
@@ -214,8 +214,8 @@ TEST(CpuBackend, LoadMatchesReferenceOnRandomCacheBytes) {
     const std::vector<int32_t> segs = make_segments(rng, layout, total_k);
     OutBuffers cpu_out, ref_out;
     const LoadOutput co = cpu_out.view(f, total_k), ro = ref_out.view(f, total_k);
-    cpu::CpuBackend().load_paged_kv_cache({cache.data(), layout}, segs, total_k, co);
-    ref::load_paged_kv_cache(cache.data(), f, 3, 133, segs, total_k, ro);
+    cpu::CpuBackend().load_paged_kv_cache(cache.const_view(), segs, total_k, co);
+    ref::load_paged_kv_cache(cache.bytes(), f, 3, 133, segs, total_k, ro);
     EXPECT_EQ(cpu_out.data, ref_out.data);
     EXPECT_EQ(cpu_out.scales, ref_out.scales);
   }
@@ -230,7 +230,7 @@ TEST(CpuBackend, V41KnownAnswerAllOnes) {
   KVCache cache(layout, kSentinel);
   const std::vector<bf16_bits> kv(512, 0x3F80);
   const std::vector<int32_t> slots = {4};  // block 1, token 1
-  cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, {cache.data(), layout});
+  cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, cache.view());
   const int64_t rec = layout.block_stride + 528;  // SPEC §3: b*block_stride + t*bpt
   for (int64_t i = 0; i < layout.size_bytes(); ++i) {
     const uint8_t want = i < rec || i >= rec + 528 ? kSentinel : (i < rec + 512 ? 0x78 : 0x77);
@@ -238,7 +238,7 @@ TEST(CpuBackend, V41KnownAnswerAllOnes) {
   }
   std::vector<bf16_bits> out(512, 0);
   const std::vector<int32_t> segs = {1, 1, 2, 0};
-  cpu::CpuBackend().load_paged_kv_cache({cache.data(), layout}, segs, 1,
+  cpu::CpuBackend().load_paged_kv_cache(cache.const_view(), segs, 1,
                                         {reinterpret_cast<uint8_t*>(out.data()), 1024, nullptr, 0, 1});
   EXPECT_EQ(out, std::vector<bf16_bits>(512, 0x3F80));
 }
@@ -251,7 +251,7 @@ TEST(CpuBackend, V41Fp4KnownAnswerZeros) {
   KVCache cache(layout, kSentinel);
   const std::vector<bf16_bits> kv(512, 0);
   const std::vector<int32_t> slots = {0};
-  cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, {cache.data(), layout});
+  cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, cache.view());
   for (int64_t i = 0; i < 288; ++i) ASSERT_EQ(cache.data()[i], i < 256 ? 0x00 : 0x01) << i;
   for (int64_t i = 288; i < layout.size_bytes(); ++i) ASSERT_EQ(cache.data()[i], kSentinel) << i;
 }
@@ -264,7 +264,7 @@ class CpuStoreErrors : public ::testing::Test {
   void expect_store_error(ErrorCode code, std::vector<int32_t> slots, KVInput kv,
                           const std::string& needle = "") {
     KVCache cache(layout_, kSentinel);
-    expect_error(code, [&] { cpu::CpuBackend().store_kv_cache(kv, slots, {cache.data(), layout_}); },
+    expect_error(code, [&] { cpu::CpuBackend().store_kv_cache(kv, slots, cache.view()); },
                  needle);
     EXPECT_TRUE(std::all_of(cache.bytes().begin(), cache.bytes().end(),
                             [](uint8_t b) { return b == kSentinel; }))
@@ -313,9 +313,9 @@ TEST(CpuStoreNoop, EmptyAndAllPaddingWriteNothing) {
   const CacheLayout layout = CacheLayout::make(KVCacheFormat::V41(), 2, 4);
   KVCache cache(layout, kSentinel);
   std::vector<bf16_bits> kv(3 * 512, 0x3F80);
-  cpu::CpuBackend().store_kv_cache({nullptr, 0, 0}, {}, {cache.data(), layout});
+  cpu::CpuBackend().store_kv_cache({nullptr, 0, 0}, {}, cache.view());
   const std::vector<int32_t> pad = {-1, -1, -1};
-  cpu::CpuBackend().store_kv_cache({kv.data(), 3, 512}, pad, {cache.data(), layout});
+  cpu::CpuBackend().store_kv_cache({kv.data(), 3, 512}, pad, cache.view());
   EXPECT_TRUE(std::all_of(cache.bytes().begin(), cache.bytes().end(),
                           [](uint8_t b) { return b == kSentinel; }));
 }
@@ -329,7 +329,7 @@ class CpuLoadErrors : public ::testing::Test {
     out.rows = claimed_rows;  // may claim more rows than exist: nothing may be written
     expect_error(code,
                  [&] {
-                   cpu::CpuBackend().load_paged_kv_cache({cache_.data(), layout_}, segs,
+                   cpu::CpuBackend().load_paged_kv_cache(cache_.const_view(), segs,
                                                          total_k, out);
                  },
                  needle);
@@ -369,12 +369,12 @@ TEST_F(CpuLoadErrors, ArgumentsAndShapes) {
   out.scales = nullptr;
   const std::vector<int32_t> segs = {0, 0, 1, 0};
   expect_error(ErrorCode::kShapeMismatch, [&] {
-    cpu::CpuBackend().load_paged_kv_cache({cache_.data(), layout_}, segs, 10, out);
+    cpu::CpuBackend().load_paged_kv_cache(cache_.const_view(), segs, 10, out);
   });
   out = buf.view(f_, 10);
   out.data_row_stride = 63;  // FP4_INDEX rows are 64 bytes
   expect_error(ErrorCode::kShapeMismatch, [&] {
-    cpu::CpuBackend().load_paged_kv_cache({cache_.data(), layout_}, segs, 10, out);
+    cpu::CpuBackend().load_paged_kv_cache(cache_.const_view(), segs, 10, out);
   });
 }
 

@@ -22,11 +22,13 @@ class RefBackend final : public Backend {
   std::string_view name() const override { return "reference"; }
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots,
                       const CacheView& c) const override {
-    ref::store_kv_cache(kv, slots, c.base, c.layout.format, c.layout.num_blocks, c.layout.block_size);
+    ref::store_kv_cache(kv, slots, {c.base, bytes(c.base, c.size_bytes)}, c.layout.format, c.layout.num_blocks,
+                        c.layout.block_size);
   }
   void load_paged_kv_cache(const ConstCacheView& c, std::span<const int32_t> segs, int32_t total_k,
                            const LoadOutput& out) const override {
-    ref::load_paged_kv_cache(c.base, c.layout.format, c.layout.num_blocks, c.layout.block_size, segs,
+    ref::load_paged_kv_cache({c.base, bytes(c.base, c.size_bytes)}, c.layout.format, c.layout.num_blocks,
+                             c.layout.block_size, segs,
                              total_k, out);
   }
   void convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> out) const override {
@@ -46,6 +48,10 @@ class RefBackend final : public Backend {
   }
 
  private:
+  // A view's buffer as the reference takes it (a null base is a null cache).
+  static size_t bytes(const void* base, int64_t size_bytes) {
+    return base == nullptr || size_bytes < 0 ? 0 : static_cast<size_t>(size_bytes);
+  }
   static void copy(const std::vector<int64_t>& v, std::span<int32_t> out) {
     ASSERT_EQ(v.size(), out.size());
     for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<int32_t>(v[i]);

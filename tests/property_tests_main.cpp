@@ -37,6 +37,11 @@ class PropertyTest : public testing::Test {
              << o.message << "\nreproduce: RC_PARAMS=\"" << o.reproduce << "\" ctest -R '"
              << property_->name << "'  or  ./kvcheck run --property " << property_->name << " --backend "
              << backend_->name();
+    // The generators still reach what they must (properties/classes.h), at the CI budget.
+    if (const std::string broken = kvcheck::props::class_bound_failures(*property_, o); !broken.empty())
+      FAIL() << property_->name << " on " << o.backend << ": its cases left their class bounds (" << o.cases
+             << " cases):\n" << broken << "(a generator stopped reaching a path, or wastes cases; see "
+             << "./kvcheck run --property " << property_->name << " --cases 300)";
   }
 
  private:

@@ -51,7 +51,7 @@ TEST(RefStore, Bf16PaddingNextToSlotZero) {
   const auto kv = bf16_rows(3, 8, 10);  // row stride 10 > E: padded rows
   const std::vector<int32_t> slots{0, -1, 5};
   Bytes cache(96, kSentinel);
-  ref::store_kv_cache({kv.data(), 3, 10}, slots, cache.data(), f, 3, 2);
+  ref::store_kv_cache({kv.data(), 3, 10}, slots, cache, f, 3, 2);
   Bytes expected(96, kSentinel);
   for (int e = 0; e < 8; ++e) {
     put_le16(expected, static_cast<size_t>(2 * e), static_cast<uint16_t>(0x3F00 + e));
@@ -64,9 +64,9 @@ TEST(RefStore, AllPaddingAndEmptyWriteNothing) {
   const auto f = KVCacheFormat::BF16(8);
   const auto kv = bf16_rows(3, 8, 8);
   Bytes cache(96, kSentinel);
-  ref::store_kv_cache({kv.data(), 3, 8}, std::vector<int32_t>{-1, -1, -1}, cache.data(), f, 3, 2);
+  ref::store_kv_cache({kv.data(), 3, 8}, std::vector<int32_t>{-1, -1, -1}, cache, f, 3, 2);
   EXPECT_EQ(cache, Bytes(96, kSentinel));
-  ref::store_kv_cache({nullptr, 0, 0}, std::span<const int32_t>{}, cache.data(), f, 3, 2);
+  ref::store_kv_cache({nullptr, 0, 0}, std::span<const int32_t>{}, cache, f, 3, 2);
   EXPECT_EQ(cache, Bytes(96, kSentinel));
 }
 
@@ -84,7 +84,7 @@ TEST(RefStore, V41OneTokenByHand) {
   kv[0] = 0x4040; kv[1] = 0x3F80; kv[2] = 0xBF00; kv[3] = 0x3DCD; kv[4] = 0x3F88;
   kv[32] = 0x8000;
   Bytes cache(2 * 2112, kSentinel);
-  ref::store_kv_cache({kv.data(), 1, 512}, std::vector<int32_t>{5}, cache.data(), f, 2, 3);
+  ref::store_kv_cache({kv.data(), 1, 512}, std::vector<int32_t>{5}, cache, f, 2, 3);
   Bytes expected(2 * 2112, kSentinel);
   std::memset(&expected[3168], 0, 512);
   const uint8_t head[] = {0x7C, 0x70, 0xE8, 0x55, 0x70};
@@ -106,7 +106,7 @@ TEST(RefStore, V41Fp4PackingByHand) {
   kv[0] = 0x40B4; kv[1] = 0x4016; kv[2] = 0x3F96; kv[3] = 0x4096; kv[4] = 0xC016;
   kv[17] = 0x8000;
   Bytes cache(576, kSentinel);
-  ref::store_kv_cache({kv.data(), 1, 512}, std::vector<int32_t>{1}, cache.data(), f, 2, 1);
+  ref::store_kv_cache({kv.data(), 1, 512}, std::vector<int32_t>{1}, cache, f, 2, 1);
   Bytes expected(576, kSentinel);
   std::memset(&expected[288], 0, 256);
   expected[288] = 0x57; expected[289] = 0x73; expected[290] = 0x0D; expected[288 + 8] = 0x80;
@@ -124,7 +124,7 @@ TEST(RefStore, Fp4IndexNonInterleavedByHand) {
   std::vector<bf16_bits> kv(128, 0);
   kv[0] = 0x4040; kv[1] = 0xBFA0; kv[2] = 0x3F40; kv[3] = 0x3E00;
   Bytes cache(160, kSentinel);
-  ref::store_kv_cache({kv.data(), 1, 128}, std::vector<int32_t>{1}, cache.data(), f, 1, 2);
+  ref::store_kv_cache({kv.data(), 1, 128}, std::vector<int32_t>{1}, cache, f, 1, 2);
   Bytes expected(160, kSentinel);
   std::memset(&expected[64], 0, 64);
   expected[64] = 0xC7; expected[65] = 0x03;
@@ -139,7 +139,7 @@ TEST(RefStore, Fp8Fp32ScaleByHand) {
   std::vector<bf16_bits> kv(128, 0);
   kv[0] = 0x42C8; kv[1] = 0x3F80; kv[2] = 0xBF00;
   Bytes cache(160, kSentinel);
-  ref::store_kv_cache({kv.data(), 1, 128}, std::vector<int32_t>{0}, cache.data(), f, 1, 1);
+  ref::store_kv_cache({kv.data(), 1, 128}, std::vector<int32_t>{0}, cache, f, 1, 1);
   Bytes expected(160, kSentinel);
   std::memset(&expected[0], 0, 128);
   expected[0] = 0x7E; expected[1] = 0x49; expected[2] = 0xC1;
@@ -165,7 +165,7 @@ TEST(RefLoad, Bf16ShuffledZeroFillAndGaps) {
                                   1, 1, 1, 6,   // empty
                                   0, 1, 2, 2};  // block 0 token 1 -> row 2
   Bytes out(7 * 16, 0xAB);
-  ref::load_paged_kv_cache(cache.data(), f, 3, 2, segs, 7, {out.data(), 16, nullptr, 0, 7});
+  ref::load_paged_kv_cache(cache, f, 3, 2, segs, 7, {out.data(), 16, nullptr, 0, 7});
   Bytes expected(7 * 16, 0xAB);
   std::memset(&expected[0], 0, 16);
   for (int e = 0; e < 8; ++e) {
@@ -185,7 +185,7 @@ TEST(RefLoad, Fp4IndexRawBytesAndPackedScales) {
   for (int i = 0; i < 64; ++i) cache[64 + static_cast<size_t>(i)] = static_cast<uint8_t>(i + 1);
   cache[132] = 0x7E; cache[133] = 0x70; cache[134] = 0x70; cache[135] = 0x71;
   Bytes data(2 * 70, 0xAB), scales(2 * 8, 0xAB);
-  ref::load_paged_kv_cache(cache.data(), f, 1, 2, std::vector<int32_t>{0, 1, 2, 0, -1, 0, 1, 1},
+  ref::load_paged_kv_cache(cache, f, 1, 2, std::vector<int32_t>{0, 1, 2, 0, -1, 0, 1, 1},
                            2, {data.data(), 70, scales.data(), 8, 2});
   for (int i = 0; i < 64; ++i) EXPECT_EQ(data[static_cast<size_t>(i)], i + 1);
   for (size_t i = 64; i < 70; ++i) EXPECT_EQ(data[i], 0xAB);  // row padding untouched
@@ -206,7 +206,7 @@ TEST(RefLoad, Fp8Fp32ScaleAsFloat) {
   cache[128] = 0x4A; cache[129] = 0x92; cache[130] = 0x64; cache[131] = 0x3E;
   Bytes data(128, 0xAB);
   float scale = -1.0f;
-  ref::load_paged_kv_cache(cache.data(), f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
+  ref::load_paged_kv_cache(cache, f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
                            {data.data(), 128, reinterpret_cast<uint8_t*>(&scale), 4, 1});
   EXPECT_EQ(data[0], 0x49);
   uint32_t bits;
@@ -228,7 +228,7 @@ TEST(RefLoad, V41DoCastByHand) {
   cache[32] = 0x38; cache[64] = 0x7E; cache[96] = 0x38;
   cache[512] = 0x78; cache[513] = 105; cache[514] = 253; cache[515] = 0xFF;
   Bytes out(1024, 0xAB);
-  ref::load_paged_kv_cache(cache.data(), f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
+  ref::load_paged_kv_cache(cache, f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
                            {out.data(), 1024, nullptr, 0, 1});
   Bytes expected(1024, 0);
   put_le16(expected, 0, 0x4040); put_le16(expected, 2, 0x3F80); put_le16(expected, 4, 0xBF00);
@@ -248,7 +248,7 @@ TEST(RefLoad, V41Fp4DoCastUnpacksLowNibbleFirst) {
   cache[0] = 0x57; cache[1] = 0xD3;
   cache[256] = 0x37;
   Bytes out(1024, 0xAB);
-  ref::load_paged_kv_cache(cache.data(), f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
+  ref::load_paged_kv_cache(cache, f, 1, 1, std::vector<int32_t>{0, 0, 1, 0}, 1,
                            {out.data(), 1024, nullptr, 0, 1});
   EXPECT_EQ(get_le16(out, 0), 0x40B4);
   EXPECT_EQ(get_le16(out, 2), 0x4034);
@@ -263,9 +263,9 @@ TEST(RefStoreLoad, V41RoundTrip) {
   std::vector<bf16_bits> kv(2 * 512, 0);
   kv[512 + 0] = 0x4040; kv[512 + 1] = 0x3F80; kv[512 + 2] = 0xBF00; kv[512 + 3] = 0x3DCD;
   Bytes cache(2 * 2112, kSentinel);
-  ref::store_kv_cache({kv.data(), 2, 512}, std::vector<int32_t>{-1, 4}, cache.data(), f, 2, 3);
+  ref::store_kv_cache({kv.data(), 2, 512}, std::vector<int32_t>{-1, 4}, cache, f, 2, 3);
   Bytes out(1024, 0xAB);
-  ref::load_paged_kv_cache(cache.data(), f, 2, 3, std::vector<int32_t>{1, 1, 2, 0}, 1,
+  ref::load_paged_kv_cache(cache, f, 2, 3, std::vector<int32_t>{1, 1, 2, 0}, 1,
                            {out.data(), 1024, nullptr, 0, 1});
   EXPECT_EQ(get_le16(out, 0), 0x4040);
   EXPECT_EQ(get_le16(out, 2), 0x3F80);
@@ -287,7 +287,7 @@ struct StoreFixture {
               KVInput in = {}, int32_t block_size = 2, int64_t num_blocks = 3) {
     if (in.data == nullptr && in.rows == 0) in = {kv.data(), 4, 8};
     const Bytes before = cache;
-    expect_error([&] { ref::store_kv_cache(in, slots, cache.data(), f, num_blocks, block_size); },
+    expect_error([&] { ref::store_kv_cache(in, slots, cache, f, num_blocks, block_size); },
                  code, needles);
     EXPECT_EQ(cache, before);
   }
@@ -319,7 +319,7 @@ TEST(RefStoreErrors, ShapesAndArguments) {
   s.f.token_interleaved = true;  // BF16 is never interleaved
   s.expect({0, 1}, ErrorCode::kInvalidFormat, {});
   const std::vector<int32_t> one{0};
-  expect_error([&] { ref::store_kv_cache({s.kv.data(), 4, 8}, one, nullptr,
+  expect_error([&] { ref::store_kv_cache({s.kv.data(), 4, 8}, one, {},
                                          KVCacheFormat::BF16(8), 3, 2); },
                ErrorCode::kShapeMismatch);
 }
@@ -335,7 +335,7 @@ struct LoadFixture {
               std::vector<std::string> needles, LoadOutput out = {}) {
     if (out.rows == 0) out = {data.data(), 128, scales.data(), 4, 6};
     const Bytes data_before = data, scales_before = scales;
-    expect_error([&] { ref::load_paged_kv_cache(cache.data(), f, 3, 2, segs, total_k, out); },
+    expect_error([&] { ref::load_paged_kv_cache(cache, f, 3, 2, segs, total_k, out); },
                  code, needles);
     EXPECT_EQ(data, data_before);
     EXPECT_EQ(scales, scales_before);
@@ -398,13 +398,13 @@ TEST(RefLoadErrors, NullCache) {
   LoadFixture l;
   const std::vector<int32_t> reads{-1, 0, 1, 0, 0, 0, 1, 1};
   const Bytes before = l.data;
-  expect_error([&] { ref::load_paged_kv_cache(nullptr, l.f, 3, 2, reads, 2,
+  expect_error([&] { ref::load_paged_kv_cache({}, l.f, 3, 2, reads, 2,
                                               {l.data.data(), 128, l.scales.data(), 4, 6}); },
                ErrorCode::kShapeMismatch, {"load_segments[1]"});
   EXPECT_EQ(l.data, before);
   // Zero fills and empty segments read no cache: a null cache is fine for them.
   const std::vector<int32_t> zeros{-1, 0, 2, 0, 0, 1, 1, 2};
-  EXPECT_NO_THROW(ref::load_paged_kv_cache(nullptr, l.f, 3, 2, zeros, 2,
+  EXPECT_NO_THROW(ref::load_paged_kv_cache({}, l.f, 3, 2, zeros, 2,
                                            {l.data.data(), 128, l.scales.data(), 4, 6}));
   EXPECT_EQ(l.data[0], 0);
 }
@@ -413,7 +413,7 @@ TEST(RefLoadErrors, NullCache) {
 TEST(RefLoad, EmptySegmentInsideAnotherIsNotOverlap) {
   LoadFixture l;
   const std::vector<int32_t> segs{0, 0, 2, 0, 1, 1, 1, 1};
-  EXPECT_NO_THROW(ref::load_paged_kv_cache(l.cache.data(), l.f, 3, 2, segs, 2,
+  EXPECT_NO_THROW(ref::load_paged_kv_cache(l.cache, l.f, 3, 2, segs, 2,
                                            {l.data.data(), 128, l.scales.data(), 4, 6}));
   EXPECT_EQ(l.data[0], 0x11);
   EXPECT_EQ(l.data[2 * 128], 0xAB);  // row 2 uncovered

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "impl/backend.h"
+#include "tests/test_util.h"
 #include "properties/registry.h"
 #include "properties/regression.h"
 #include "properties/runner.h"
@@ -29,12 +30,11 @@ const props::Property& property(std::string_view name) {
 
 // The cpu backend with a planted store bug: after a correct store, the first data
 // byte of the first valid row's record has its low bit flipped.
-class BrokenStoreBackend final : public Backend {
+class BrokenStoreBackend final : public PlantedStoreBackend {
  public:
-  BrokenStoreBackend() : cpu_(available_backends().front()) {}
   std::string_view name() const override { return "broken-store"; }
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
-    cpu_->store_kv_cache(kv, slots, cache);
+    cpu().store_kv_cache(kv, slots, cache);
     const int32_t bs = cache.layout.block_size;
     for (int32_t slot : slots)
       if (slot >= 0) {
@@ -42,27 +42,6 @@ class BrokenStoreBackend final : public Backend {
         return;
       }
   }
-  void load_paged_kv_cache(const ConstCacheView& c, std::span<const int32_t> s, int32_t k,
-                           const LoadOutput& o) const override {
-    cpu_->load_paged_kv_cache(c, s, k, o);
-  }
-  void convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> o) const override {
-    cpu_->convert_kv_index(a, o);
-  }
-  void kv_index_cat(std::span<const int32_t> l, int32_t wl, std::span<const int32_t> r, int32_t wr, int32_t q,
-                    int32_t a, int32_t b, std::span<int32_t> o) const override {
-    cpu_->kv_index_cat(l, wl, r, wr, q, a, b, o);
-  }
-  void expand_swa_index(std::span<const int32_t> p, int32_t q, int32_t w, std::span<int32_t> o) const override {
-    cpu_->expand_swa_index(p, q, w, o);
-  }
-  void swa_decode_index(std::span<const int32_t> s, int32_t q, int32_t w, int32_t r,
-                        std::span<int32_t> o) const override {
-    cpu_->swa_decode_index(s, q, w, r, o);
-  }
-
- private:
-  std::shared_ptr<const Backend> cpu_;
 };
 
 props::StoreScenario small_store() {

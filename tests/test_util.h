@@ -50,4 +50,36 @@ inline void expect_error(ErrorCode code, const std::function<void()>& fn, const 
   expect_error(fn, code, needle.empty() ? std::vector<std::string>{} : std::vector<std::string>{needle});
 }
 
+/// The cpu backend with a planted store bug, for tests that must see a harness catch
+/// one: every operation forwards to cpu; a subclass overrides store_kv_cache (calling
+/// cpu() first) to plant its fault.
+class PlantedStoreBackend : public Backend {
+ public:
+  PlantedStoreBackend() : cpu_(available_backends().front()) {}
+  void load_paged_kv_cache(const ConstCacheView& c, std::span<const int32_t> s, int32_t k,
+                           const LoadOutput& o) const override {
+    cpu_->load_paged_kv_cache(c, s, k, o);
+  }
+  void convert_kv_index(const ConvertKvIndexArgs& a, std::span<int32_t> o) const override {
+    cpu_->convert_kv_index(a, o);
+  }
+  void kv_index_cat(std::span<const int32_t> l, int32_t wl, std::span<const int32_t> r, int32_t wr, int32_t q,
+                    int32_t a, int32_t b, std::span<int32_t> o) const override {
+    cpu_->kv_index_cat(l, wl, r, wr, q, a, b, o);
+  }
+  void expand_swa_index(std::span<const int32_t> p, int32_t q, int32_t w, std::span<int32_t> o) const override {
+    cpu_->expand_swa_index(p, q, w, o);
+  }
+  void swa_decode_index(std::span<const int32_t> s, int32_t q, int32_t w, int32_t r,
+                        std::span<int32_t> o) const override {
+    cpu_->swa_decode_index(s, q, w, r, o);
+  }
+
+ protected:
+  const Backend& cpu() const { return *cpu_; }
+
+ private:
+  std::shared_ptr<const Backend> cpu_;
+};
+
 }  // namespace kvcheck

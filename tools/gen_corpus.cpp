@@ -54,7 +54,7 @@ template <typename Scenario>
 Bytes find_input(const Decoder<Scenario>& decode, const std::function<bool(const Scenario&)>& want, uint64_t salt,
                  bool short_first) {
   SplitMix64 rng{0xC0FFEEull ^ salt};
-  for (int attempt = 0; attempt < 100000; ++attempt) {
+  for (int attempt = 0; attempt < (short_first ? 400000 : 100000); ++attempt) {
     Bytes b(short_first ? 8 + rng.next() % std::min<uint64_t>(8 + attempt / 64, 248) : 16 + rng.next() % 240);
     for (auto& x : b) x = static_cast<uint8_t>(rng.next());
     if (want(decode(b))) return b;
@@ -118,7 +118,7 @@ std::string name_of(const CustomKind& k) {
 }
 bool is_custom(const kvcheck::KVCacheFormat& f, const CustomKind& k) {
   const bool compiled = f.elements_per_sf == 16 || f.elements_per_sf == 32 || f.elements_per_sf == 128;
-  return has(f.name, "_G") && f.quantized_dtype == k.dtype && f.sf_format == k.sf &&
+  return !kvcheck::props::is_named_format(f) && f.quantized_dtype == k.dtype && f.sf_format == k.sf &&
          (k.group_class ? f.elements_per_sf == k.group_class : !compiled);
 }
 
@@ -290,9 +290,9 @@ void load_seeds(const fs::path& root) {
     seed<L>(root, t, name, d, [&](const L& c) { return want(c) && (num_segments(c.scenario) >= 2 || has(name, "stride") || has(name, "rows")); });
   for (const auto& k : custom_kinds())  // do_cast: the dequantising kernels
     seed<L>(root, t, "custom-cast-" + name_of(k), d, [&](const L& c) { return plain(c) && is_custom(c.scenario.shape.format, k) && c.scenario.shape.format.do_cast; });
-  seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && has(f.name, "_G") && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
-  seed<L>(root, t, "custom-index-interleaved-fp32", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && has(f.name, "INDEX_INTERLEAVED") && f.sf_format == kvcheck::SfFormat::kFP32; });
-  seed<L>(root, t, "padded-out-rows", d, [&](const L& c) { return plain(c) && c.scenario.data_row_pad == 64 && c.scenario.scale_row_pad == 4 && c.scenario.shape.format.is_index(); });
+  seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
+  seed<L>(root, t, "custom-index-interleaved-fp32", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.is_index() && f.token_interleaved && f.sf_format == kvcheck::SfFormat::kFP32; });
+  seed<L>(root, t, "padded-out-rows", d, [&](const L& c) { return plain(c) && c.scenario.out_data_pad == 33 && c.scenario.out_scale_pad == 5 && c.scenario.shape.format.is_index(); });
 }
 
 void round_trip_seeds(const fs::path& root) {

@@ -1,10 +1,13 @@
 # Shared by ./kvcheck and tools/*.sh (sourced, not run): the Debian packages the
 # build needs, option checking, fuzz target names and the work area. Set ROOT first.
 
-# Debian 12 packages the build needs; CUDA is not among them (it lives in /usr/local/cuda).
-PACKAGES=(build-essential cmake ninja-build git zip jq clang-14 llvm-14 libclang-rt-14-dev
-  libgtest-dev libgmock-dev librapidcheck-dev libeigen3-dev libbenchmark-dev libcli11-dev
-  nlohmann-json3-dev libfmt-dev libhwy-dev)
+# Debian 12 packages the build and the commands need, each one used (CUDA is not among
+# them: it lives in /usr/local/cuda): the compilers and build tools; git (the commit in
+# run records, mutants); jq (fuzz and corpus scripts); clang-14, llvm-14 and
+# libclang-rt-14-dev (the ASan, libFuzzer and coverage trees); python3
+# (tools/mutants.py and its CTest check); and the libraries CMake finds.
+PACKAGES=(build-essential cmake ninja-build git jq python3 clang-14 llvm-14 libclang-rt-14-dev
+  libgtest-dev librapidcheck-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev)
 
 # The git-ignored work area: run directories (logs, summaries, new inputs, crashes,
 # regression files) live here until `./kvcheck corpus` keeps some in corpus/.

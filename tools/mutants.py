@@ -2,7 +2,8 @@
 """kvcheck mutants — mutation testing: how many planted faults does the harness kill?
 
 Usage: ./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] [--json FILE]
-                         [--fuzz] [--list] [--check-apply] [--help]
+                         [--fuzz] [--seeds N --property-only [--cases C]] [--list]
+                         [--check-apply] [--help]
 
 Each mutants/NNN-name.patch is a realistic fault. Per job the tree is copied once to a
 scratch directory OUTSIDE the source tree (KVCHECK_MUTANTS_DIR, default
@@ -18,6 +19,15 @@ available; elsewhere they are reported "not run here (no GPU)", never as killed.
   --budget S    seconds for each fuzz target and for the campaign (default 30)
   --json FILE   write the results as JSON (default: none)
   --fuzz        also fuzz survivors (builds fuzz targets with clang-14 per job)
+  --seeds N --property-only
+                the property layer alone, N fixed seeds (1..N): per mutant and seed,
+                `kvcheck run --cases C --seed S --fail-fast` over the properties of the
+                ops the patched file feeds (PROPERTY_OPS; a seed that survives them runs
+                the whole property layer); reports kills/N. The unmutated tree runs the
+                N seeds first and must pass them all. Exit 1 when a mutant is killed by
+                fewer than --min-kills seeds (default: 95% of N, rounded up).
+  --cases C     cases per property for --property-only (default 300, the CI budget)
+  --min-kills K seeds that must kill each mutant (default ceil(0.95 * N))
   --list        list the mutants and exit
   --check-apply check that every patch has its header and applies to the source tree
                 (git apply --check; exit 77 = skipped when not in a git checkout)
@@ -61,6 +71,29 @@ FUZZ_TARGETS = [
     ("properties/prefill_step", ["prefill"]),
 ]
 
+# The property ops (`kvcheck run --property OP`) that exercise a source file (by path
+# prefix); default: the whole property layer.
+PROPERTY_OPS = [
+    ("impl/cpu/store_kv", ["store_kv", "kv_step"]),
+    ("impl/cpu/gather_kv", ["gather_kv", "kv_step"]),
+    ("impl/cpu/store", ["store", "round_trip", "prefill"]),
+    ("impl/cpu/load", ["load", "round_trip", "prefill"]),
+    ("impl/cpu/index_transforms", ["index", "prefill"]),
+    ("impl/cpu/fast_numerics", ["store", "load", "round_trip"]),
+    ("impl/cpu/kv_numerics", ["store_kv", "gather_kv", "kv_step"]),
+    ("impl/cpu/parallel", ["store", "load", "round_trip", "store_kv", "gather_kv", "kv_step"]),
+    ("impl/cpu/validate", ["store", "load", "round_trip"]),
+    ("impl/validate_slots", ["store", "store_kv"]),
+    ("impl/validate_index", ["index"]),
+    ("impl/validate_kv", ["store_kv", "gather_kv", "kv_layout"]),
+    ("impl/load_plan", ["plan", "prefill"]),
+    ("impl/slot_mapping", ["slot_mapping", "plan", "prefill"]),
+    ("impl/kv_slot_mapping", ["kv_slot_mapping", "kv_step"]),
+    ("impl/kv_layout", ["kv_layout", "store_kv", "gather_kv"]),
+    ("impl/layout", ["layout", "store", "load", "round_trip"]),
+    ("properties/prefill_step", ["prefill"]),
+]
+
 FUZZ_BINARIES = [f"fuzz_{t}" for t in ("store", "load", "round_trip", "format", "numerics", "index",
                                        "plan", "prefill", "store_kv", "gather_kv")]
 
@@ -80,7 +113,7 @@ def parse_patch(path):
     files = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"# (category|description): (.*)", line)
+            m = re.match(r"# (category|description|equivalent): (.*)", line)
             if m:
                 meta[m.group(1)] = m.group(2).strip()
             m = re.match(r"diff --git a/(\S+) b/", line)
@@ -213,6 +246,9 @@ class Job:
         if m["cuda"] and not self.gpu:
             r["status"] = "not run here (no GPU)"
             return r
+        if m.get("equivalent"):
+            r["status"] = "equivalent (argued in the patch)"
+            return r
         if not self.patch(m):
             r["status"] = "patch does not apply"
             return r
@@ -224,7 +260,16 @@ class Job:
                 r["notes"].append(out[-1500:])
                 return r
             t0 = time.monotonic()
-            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", "-j", "1",
+            # CUDA mutants: the GPU suites (labels cuda and property, every core); the
+            # cpu tests cannot see a kernel fault and would only delay the kill.
+            sel = (["-L", "cuda|property", "-j", str(os.cpu_count() or 1)] if m["cuda"] else ["-j", "1"])
+            # CTest starts the tests that took longest last time first (its cost data),
+            # i.e. the sanitizer runs; without it, it keeps the declared order, in which
+            # the fast property tests come first.
+            cost = os.path.join(self.build, "Testing", "Temporary", "CTestCostData.txt")
+            if os.path.exists(cost):
+                os.remove(cost)
+            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel,
                               "--timeout", "600"], self.build, self.log)
             if rc != 0:
                 failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
@@ -271,6 +316,162 @@ class Job:
                 self.cmake_build(self.build)
 
 
+    def property_ops(self, m):
+        ops = []
+        for f in m["files"]:
+            hit = next((t for p, t in PROPERTY_OPS if f.startswith(p)), None)
+            if hit is None:
+                return []  # the whole layer
+            ops += [t for t in hit if t not in ops]
+        return ops
+
+    def property_run(self, seed, cases, ops):
+        """One `kvcheck run` of the property layer (or of `ops`); returns (rc, seconds, output)."""
+        cmd = [os.path.join(self.build, "tools/kvcheck/kvcheck"), "run", "--cases", str(cases),
+               "--seed", str(seed), "--fail-fast", "--quiet",
+               "--work-dir", os.path.join(self.dir, "work")]
+        for op in ops:
+            cmd += ["--property", op]
+        env = dict(os.environ)
+        env.pop("RC_PARAMS", None)
+        return run(cmd, self.build, self.log, timeout=1800, env=env)
+
+    def prepare_property_only(self):
+        """The scratch copy and the `kvcheck` build (plugins included) the seeds need."""
+        os.makedirs(self.src, exist_ok=True)
+        open(self.log, "w").close()
+        sync_tree(self.src)
+        extra = shlex.split(os.environ.get("KVCHECK_CMAKE_ARGS", ""))
+        if not os.path.isfile(os.path.join(self.build, "build.ninja")):
+            cuda = [] if self.want_cuda else ["-DKVCHECK_CUDA=OFF"]
+            rc, _, out = run(["cmake", "-S", self.src, "-B", self.build, "-G", "Ninja",
+                              "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVCHECK_BENCH=OFF", *cuda,
+                              *extra], self.src, self.log)
+            if rc != 0:
+                raise RuntimeError(f"configure failed (see {self.log}):\n{out[-2000:]}")
+        rc, _, out = self.cmake_build(self.build, ["kvcheck"])
+        if rc != 0:
+            raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
+        rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
+                         self.src, self.log)
+        self.gpu = bool(re.search(r"^cuda\s+available", out, re.M))
+
+    def run_seeds(self, m, seeds, cases):
+        """kills/len(seeds) of the property layer alone on mutant m (None: the unmutated tree)."""
+        name = m["name"] if m else "(unmutated)"
+        r = {"name": name, "id": m["id"] if m else "-", "category": m["category"] if m else "-",
+             "seeds": len(seeds), "kills": 0, "survived": [], "full_layer_kills": [], "status": None,
+             "killed_by": {}, "notes": []}
+        if m and m["cuda"] and not self.gpu:
+            r["status"] = "not run here (no GPU)"
+            return r
+        if m and m.get("equivalent"):
+            r["status"] = "equivalent (argued in the patch)"
+            return r
+        if m and not self.patch(m):
+            r["status"] = "patch does not apply"
+            return r
+        t0 = time.monotonic()
+        try:
+            if m:
+                rc, build_s, out = self.cmake_build(self.build, ["kvcheck"])
+                r["build_seconds"] = round(build_s, 1)
+                if rc != 0:
+                    r["status"] = "does not build"
+                    r["notes"].append(out[-1500:])
+                    return r
+            ops = self.property_ops(m) if m else []
+            r["ops"] = ops
+            for seed in seeds:
+                rc, _, out = self.property_run(seed, cases, ops)
+                if rc == 0 and ops:  # not killed by the likely ops: the whole layer decides
+                    rc, _, out = self.property_run(seed, cases, [])
+                    if rc == 1:
+                        r["full_layer_kills"].append(seed)
+                if rc == 1:
+                    r["kills"] += 1
+                    who = re.search(r"^FAIL (\S+) on", out, re.M)
+                    key = who.group(1) if who else "?"
+                    r["killed_by"][key] = r["killed_by"].get(key, 0) + 1
+                elif rc == 0:
+                    r["survived"].append(seed)
+                else:
+                    r["status"] = f"kvcheck run exited {rc} at seed {seed}"
+                    r["notes"].append(out[-1500:])
+                    return r
+            r["status"] = "measured"
+            return r
+        finally:
+            r["seconds"] = round(time.monotonic() - t0, 1)
+            if m and not self.patch(m, reverse=True):
+                sync_tree(self.src)
+                self.cmake_build(self.build, ["kvcheck"])
+
+
+def seeds_table(results, n):
+    rows = [("mutant", "category", f"kills/{n}", "killed by (seeds)", "survived seeds", "time")]
+    for r in results:
+        if r["status"] != "measured":
+            rows.append((r["name"], r["category"], "-", r["status"], "", ""))
+            continue
+        by = ", ".join(f"{k.replace('prop_', '')} {v}" for k, v in sorted(r["killed_by"].items(),
+                                                                        key=lambda kv: -kv[1]))
+        rows.append((r["name"], r["category"], f"{r['kills']}/{n}", by,
+                     " ".join(map(str, r["survived"])) or "-", f"{r['seconds']:.0f} s"))
+    w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(row)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
+    return "\n".join(lines)
+
+
+def main_seeds(a, mutants, base):
+    n = a.seeds
+    seeds = list(range(1, n + 1))
+    min_kills = a.min_kills if a.min_kills is not None else -(-95 * n // 100)
+    want_cuda = shutil.which("nvidia-smi") is not None and \
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)))
+    job = Job(base, 0, build_jobs, False, want_cuda)
+    log(f"--property-only: {len(mutants)} mutant(s), seeds 1..{n}, {a.cases} cases per property, "
+        f"scratch {base}")
+    t_start = time.monotonic()
+    try:
+        job.prepare_property_only()
+    except RuntimeError as e:
+        log(str(e))
+        return 1
+    log(f"scratch build ready in {time.monotonic() - t_start:.0f} s; the unmutated tree over {n} seeds")
+    baseline = job.run_seeds(None, seeds, a.cases)
+    if baseline["status"] != "measured" or baseline["kills"]:
+        log(f"the unmutated tree fails the property layer at seeds "
+            f"{[s for s in seeds if s not in baseline['survived']]}: {baseline['status']}; fix that first")
+        print(json.dumps(baseline, indent=2))
+        return 1
+    results = []
+    for i, m in enumerate(mutants):
+        r = job.run_seeds(m, seeds, a.cases)
+        results.append(r)
+        print(f"[{i + 1}/{len(mutants)}] {r['name']}: "
+              + (f"{r['kills']}/{n} seeds" if r["status"] == "measured" else r["status"])
+              + (f" (survived {r['survived']})" if r["survived"] else "") + f" {r.get('seconds', 0)} s",
+              file=sys.stderr, flush=True)
+    print(seeds_table(results, n))
+    measured = [r for r in results if r["status"] == "measured"]
+    weak = [r for r in measured if r["kills"] < min_kills]
+    print(f"\n{len(measured) - len(weak)} of {len(measured)} measured mutants killed by >= {min_kills}/{n} seeds "
+          f"of the property layer alone ({a.cases} cases per property)"
+          + (f"; below: {', '.join(r['name'] for r in weak)}" if weak else ""))
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": "property-only",
+                       "seeds": seeds, "cases": a.cases, "min_kills": min_kills, "gpu": job.gpu,
+                       "mutants": results}, f, indent=2)
+        print(f"json: {a.json}")
+    broken = [r for r in results if r["status"] not in ("measured", "not run here (no GPU)",
+                                                        "equivalent (argued in the patch)")]
+    return 1 if weak or broken else 0
+
+
 def check_apply(mutants):
     """Every patch names its category and description and applies cleanly to ROOT."""
     if subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True,
@@ -310,7 +511,8 @@ def table(results):
 def main(argv):
     ap = argparse.ArgumentParser(prog="./kvcheck mutants", add_help=False,
                                  usage="./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] "
-                                       "[--json FILE] [--fuzz] [--list] [--check-apply] [--help]")
+                                       "[--json FILE] [--fuzz] [--seeds N --property-only [--cases C]] "
+                                       "[--list] [--check-apply] [--help]")
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--budget", type=float, default=30)
@@ -318,6 +520,10 @@ def main(argv):
     ap.add_argument("--fuzz", action="store_true")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--check-apply", action="store_true")
+    ap.add_argument("--seeds", type=int, default=0)
+    ap.add_argument("--property-only", action="store_true")
+    ap.add_argument("--cases", type=int, default=300)
+    ap.add_argument("--min-kills", type=int)
     ap.add_argument("-h", "--help", action="store_true")
     a = ap.parse_args(argv)  # a bad option: usage on stderr, exit 2
     if a.help:
@@ -328,6 +534,12 @@ def main(argv):
             raise UsageError("--jobs must be >= 1")
         if a.budget <= 0:
             raise UsageError("--budget must be > 0")
+        if a.property_only != (a.seeds > 0):
+            raise UsageError("--seeds N and --property-only go together (N >= 1)")
+        if a.cases < 1:
+            raise UsageError("--cases must be >= 1")
+        if a.min_kills is not None and not 0 <= a.min_kills <= a.seeds:
+            raise UsageError("--min-kills must be in [0, --seeds]")
         mutants = select(all_mutants(), a.only)
     except UsageError as e:
         ap.print_usage(sys.stderr)
@@ -349,6 +561,8 @@ def main(argv):
         ap.print_usage(sys.stderr)
         log(f"KVCHECK_MUTANTS_DIR {base} is inside the source tree; pick a directory outside it")
         return 2
+    if a.property_only:
+        return main_seeds(a, mutants, os.path.join(base, "seeds"))
     njobs = min(a.jobs, len(mutants)) or 1
     build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)) // njobs)
     want_cuda = shutil.which("nvidia-smi") is not None and \
@@ -406,7 +620,8 @@ def main(argv):
             json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": budget,
                        "gpu": jobs[0].gpu, "fuzz_build": jobs[0].fuzz_ok, "mutants": results}, f, indent=2)
         print(f"json: {a.json}")
-    return 0 if len(killed) == len(ran) and len(ran) == len([r for r in results if r["status"] != "not run here (no GPU)"]) else 1
+    skipped = ("not run here (no GPU)", "equivalent (argued in the patch)")
+    return 0 if len(killed) == len(ran) and len(ran) == len([r for r in results if r["status"] not in skipped]) else 1
 
 
 if __name__ == "__main__":

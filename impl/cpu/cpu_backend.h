@@ -14,6 +14,8 @@ class CpuBackend final : public Backend {
     c.kv_family = true;
     return c;
   }
+  // impl/cpu/parallel.h: a thread-local override of the work split
+  bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override;
   // impl/cpu/store.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                       const CacheView& cache) const override;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impl/error.h"
+#include "impl/validate_cache.h"
 #include "impl/validate_errors.h"
 #include "impl/validate_slots.h"
 
@@ -74,6 +75,7 @@ void validate_store_rows(const KVInput& kv, int64_t n, int64_t elements, const v
 
 void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache) {
   validate_layout(cache.layout);
+  validate_cache_bytes(cache.layout, cache.base, cache.size_bytes);
   validate_store_rows(kv, n, cache.layout.format.elements, cache.base);
 }
 
@@ -109,6 +111,7 @@ void validate_load_outputs(int64_t num_ints, int32_t total_k, const LoadOutput& 
 void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
                          const LoadOutput& out) {
   validate_layout(cache.layout);
+  validate_cache_bytes(cache.layout, cache.base, cache.size_bytes);
   const KVCacheFormat& f = cache.layout.format;
   validate_load_outputs(num_ints, total_k, out, f.load_row_bytes(), f.is_index() ? f.load_scale_row_bytes() : 0);
 }

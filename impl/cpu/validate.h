@@ -30,14 +30,16 @@ void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache);
 void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
                          const LoadOutput& out);
 /// SPEC §5.1 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
-/// kInvalidArgument (layout); for n > 0: kShapeMismatch (kv.rows < n),
+/// kInvalidArgument (layout), kShapeMismatch (a non-null view whose buffer is smaller
+/// than its layout, impl/validate_cache.h); for n > 0: kShapeMismatch (kv.rows < n),
 /// kInvalidArgument (kv.row_stride < E), kShapeMismatch (null kv.data / cache base),
 /// then the smallest bad row: kSlotOutOfRange, kDuplicateSlot. O(n) expected.
 void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
                     const CacheView& cache);
 
 /// SPEC §5.2 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
-/// kInvalidArgument (layout, segment count % 4, total_k < 0), kShapeMismatch
+/// kInvalidArgument (layout), kShapeMismatch (view buffer smaller than its layout),
+/// kInvalidArgument (segment count % 4, total_k < 0), kShapeMismatch
 /// (out.rows < total_k, null or too-narrow out buffers), then the smallest bad
 /// segment: kSegmentBlockOutOfRange, kSegmentRangeInvalid,
 /// kSegmentDestinationOutOfRange, kShapeMismatch (reads a null cache),

@@ -14,6 +14,7 @@
 #include "impl/cpu/validate.h"
 #include "impl/cuda/kernels.h"
 #include "impl/error.h"
+#include "impl/validate_cache.h"
 #include "impl/validate_errors.h"
 #include "impl/validate_index.h"
 
@@ -28,17 +29,24 @@ void check_rt(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("cuda ") + what + ": " + cudaGetErrorString(e));
 }
 
+/// The layout (SPEC §3), then the buffer it claims (validate_cache.h): checked calls.
+void validate_cache(const DeviceCache& c) {
+  const CacheLayout layout = CacheLayout::from_paged(c.layout);
+  cpu::validate_layout(layout);
+  validate_cache_bytes(layout, c.base, c.size_bytes);
+}
+
 /// The checks that read no metadata; `layout` too for checked calls (unchecked hot
 /// paths skip re-deriving the layout: O(1), no allocation).
 void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
-  if (layout) cpu::validate_layout(CacheLayout::from_paged(c.layout));
+  if (layout) validate_cache(c);
   cpu::validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
 
 void load_shape(const DeviceCache& c, const LoadArgs& a, bool layout) {
-  if (layout) cpu::validate_layout(CacheLayout::from_paged(c.layout));
+  if (layout) validate_cache(c);
   if (a.num_segments < 0)
     throw Error(ErrorCode::kInvalidArgument, "num_segments = " + std::to_string(a.num_segments) + " < 0");
   cpu::validate_load_outputs(a.num_segments * 4, a.total_k,

@@ -57,10 +57,13 @@ struct PendingCheck {
 };
 
 /// A paged cache in device memory: base (16-byte aligned for the vector kernels;
-/// others take a slower path) of layout.size_bytes() bytes.
+/// others take a slower path) of a buffer of size_bytes bytes, at least
+/// layout.size_bytes(): the checked entries throw kShapeMismatch for a smaller one
+/// (docs/spec.md §5.2 validation order); the unchecked ones assume it.
 struct DeviceCache {
   uint8_t* base = nullptr;
   PagedLayout layout;
+  int64_t size_bytes = 0;
 };
 
 /// store_kv_cache input (SPEC §5.1): kv[kv_rows][E] BF16 bits, row r at

@@ -1,5 +1,7 @@
 #include "properties/gen/choices.h"
 
+#include "properties/gen/gen_caps.h"
+
 #include <algorithm>
 #include <climits>
 #include <iterator>
@@ -33,41 +35,68 @@ KVCHECK_BULK bf16_bits draw_value(SplitMix64& rng, const ValueMix& mix, int base
 }  // namespace
 
 int32_t choose_block_size(Source& src, int32_t max_random) {
+  int32_t bs = 1;
   switch (src.weighted({3, 1, 2})) {
-    case 0: return src.pick(std::span<const int32_t>(kBlockSizes));
-    case 1: return src.pick(std::span<const int32_t>(kOddBlockSizes));
-    default: return static_cast<int32_t>(src.range(1, max_random));
+    case 0: bs = src.pick(std::span<const int32_t>(kBlockSizes)); break;
+    case 1: bs = src.pick(std::span<const int32_t>(kOddBlockSizes)); break;
+    default: bs = static_cast<int32_t>(src.range(1, max_random)); break;
   }
+  return fit_block_size(bs);  // inside the backend's capabilities
+}
+
+bool is_named_format(const KVCacheFormat& f) {
+  for (const auto& g : supported_formats())
+    if (g == f) return true;
+  return f.is_bf16() && f.name == "BF16(" + std::to_string(f.elements) + ")";
 }
 
 KVCacheFormat choose_custom_format(Source& src) {
-  // Groups 16/32/128 have compiled kernels for every dtype/scale pairing; the others
-  // (odd ones end an e2m1 group mid-byte) take the run-time group-size path.
   KVCacheFormat f;
-  f.quantized_dtype = src.coin() ? QuantizedDtype::kE2M1 : QuantizedDtype::kE4M3;
-  f.sf_format = static_cast<SfFormat>(src.range(1, 3));
-  f.elements_per_sf = src.pick({16, 32, 128, 1, 3, 5, 7, 64});
-  int32_t groups = static_cast<int32_t>(src.range(1, 8));
+  f.quantized_dtype = src.pick({QuantizedDtype::kE4M3, QuantizedDtype::kE2M1});
+  f.sf_format = src.pick({SfFormat::kUE8M0, SfFormat::kE4M3, SfFormat::kFP32});
+  // Mostly group sizes the fixed kernels (16, 32, 128) lack: the run-time group path;
+  // odd ones end an e2m1 group mid-byte.
+  switch (src.weighted({5, 1, 1, 1})) {
+    case 0: f.elements_per_sf = src.pick({8, 24, 48, 64, 96, 256}); break;
+    case 1: f.elements_per_sf = src.pick({2, 4, 6, 10, 512}); break;
+    case 2: f.elements_per_sf = src.pick({1, 3, 5, 7}); break;
+    default: f.elements_per_sf = src.pick({16, 32, 128}); break;
+  }
   f.do_cast = src.coin();
   f.token_interleaved = f.do_cast || src.coin();
-  // SPEC §2: e2m1 needs an even element count; index (no do_cast) ue8m0 scales load as
-  // int32 (sf_bytes % 4 == 0). Round the group count up to satisfy both.
-  if (f.quantized_dtype == QuantizedDtype::kE2M1 && f.elements_per_sf % 2 != 0) groups += groups % 2;
-  if (!f.do_cast && f.sf_format == SfFormat::kUE8M0) groups = (groups + 3) / 4 * 4;
+  // An index format with ue8m0 scales loads them as int32 words: groups in fours.
+  const bool words = !f.do_cast && f.sf_format == SfFormat::kUE8M0;
+  const int32_t max_groups = std::max(1, 1024 / f.elements_per_sf);
+  int32_t groups = words ? 4 * static_cast<int32_t>(src.range(1, std::max(1, max_groups / 4)))
+                   : src.weighted({1, 4}) == 0 ? 1
+                                               : static_cast<int32_t>(src.range(2, std::max(2, max_groups)));
+  // SPEC §2: e2m1 needs an even element count.
+  if (f.quantized_dtype == QuantizedDtype::kE2M1 && (groups * f.elements_per_sf) % 2 != 0) ++groups;
   f.elements = groups * f.elements_per_sf;
-  f.name = to_string(f.quantized_dtype) + "x" + std::to_string(f.elements) + "_G" +
-           std::to_string(f.elements_per_sf) + "_" + to_string(f.sf_format) +
-           (f.do_cast ? "_CAST" : f.token_interleaved ? "_INDEX_INTERLEAVED" : "_INDEX");
+  f.name = "custom(" + to_string(f.quantized_dtype) + " " + std::to_string(f.elements) + " x" +
+           std::to_string(f.elements_per_sf) + " " + to_string(f.sf_format) + (f.do_cast ? " cast" : "") +
+           (f.token_interleaved ? " interleaved" : "") + ")";
   f.validate();  // never throws: the rules above are the whole SPEC §2 list
   return f;
 }
 
 KVCacheFormat choose_format(Source& src) {
-  switch (src.weighted({6, 1, 1})) {
-    case 0: {
-      const auto table = supported_formats();
-      return table[static_cast<size_t>(src.range(0, static_cast<int64_t>(table.size()) - 1))];
-    }
+  // Only formats the backend under test supports (generator_caps(), plugin ABI).
+  const BackendCapabilities& caps = generator_caps();
+  std::vector<KVCacheFormat> named;
+  for (const auto& f : supported_formats())
+    if (f.is_quantized() && caps.supports_format(f)) named.push_back(f);
+  const bool bf16 = caps.supports_format(KVCacheFormat::BF16(512));
+  // A valid record outside the table: drawn when the backend takes any format (OTHER).
+  KVCacheFormat probe = KVCacheFormat::FP8_FP32SF_INDEX();  // e4m3, one fp32 scale per 64: valid, unnamed
+  probe.name = "custom";
+  probe.elements_per_sf = 64;
+  probe.validate();
+  const bool custom = caps.supports_format(probe);
+  if (named.empty() && !bf16 && !custom) named = supported_formats();  // nothing runs; draw anyway
+  // Weights named 6 : BF16 1 : custom 2; a kind the backend lacks is left out.
+  switch (src.weighted({named.empty() ? 0 : 6, bf16 ? 1 : 0, custom ? 2 : 0})) {
+    case 0: return named[static_cast<size_t>(src.range(0, static_cast<int64_t>(named.size()) - 1))];
     case 1: return KVCacheFormat::BF16(src.one_in(8) ? 4096 : 8 * static_cast<int32_t>(src.range(1, 128)));
     default: return choose_custom_format(src);
   }
@@ -79,7 +108,7 @@ ValueMix choose_value_mix(Source& src) {
   m.special_pct = src.weighted({6, 1}) == 0 ? static_cast<int>(src.range(0, 19)) : 75;
   m.subnormal_pct = static_cast<int>(src.range(0, 14));
   m.huge_pct = static_cast<int>(src.range(0, 14));
-  m.random_bits_pct = src.weighted({6, 1}) == 0 ? static_cast<int>(src.range(0, 5)) : 100;
+  m.random_bits_pct = src.weighted({6, 1}) == 0 ? 0 : 100;
   m.seed = src.seed();
   return m;
 }
@@ -109,38 +138,36 @@ std::vector<int32_t> shuffled(SplitMix64& rng, int64_t n, int64_t count) {
   return all;
 }
 
-std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_t block_size, int64_t n) {
+std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_t block_size, int64_t n,
+                                         int64_t max_rows) {
   const int64_t num_slots = int64_t{num_blocks} * block_size;
   std::vector<int32_t> m(static_cast<size_t>(n), -1);
-  const size_t mode = src.weighted({4, 2, 1, 1});  // distinct, -1 before slot 0, run, block table
-  const int pad_pct = src.pick({0, 33, 33, 100});  // none, some, all
-  SplitMix64 rng{src.seed()};
-  auto padded = [&] { return pad_pct == 100 || static_cast<int>(rng.next() % 100) < pad_pct; };
+  const size_t mode = src.weighted({8, 1, 1});        // distinct, prefill run, block table
+  const size_t padding = src.weighted({7, 12, 1});    // none, some, all (all-padding writes nothing: rare)
+  const uint32_t slot_seed = src.seed();
+  const bool want_slot_zero = src.coin();
+  SplitMix64 rng{slot_seed};
+  auto pad = [&] { return padding == 2 || (padding == 1 && rng.next() % 3 == 0); };
   switch (mode) {
-    case 0:
-    case 1: {
+    case 0: {
       // Distinct slots by partial Fisher-Yates over [0, num_slots): row i's slot depends
       // only on the rows before it.
       std::vector<int32_t> pool(static_cast<size_t>(num_slots));
       std::iota(pool.begin(), pool.end(), 0);
       size_t next = 0;
       for (auto& slot : m) {
-        if (padded() || next >= pool.size()) continue;
+        if (pad() || next >= pool.size()) continue;
         std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
         slot = pool[next++];
       }
-      if (mode == 1 && n > 0) {  // the classic bug: -1 clamped to 0. Slot 0 after a -1 row.
-        for (auto& slot : m)
-          if (slot == 0) slot = -1;
-        const size_t at = static_cast<size_t>(std::min<int64_t>(rng.next() % 8, std::max<int64_t>(n - 2, 0)));
-        if (n >= 2) m[at] = -1;
-        m[n >= 2 ? at + 1 : 0] = 0;
-      }
+      // "Some" padding of two or more rows keeps at least one valid row: its last row.
+      if (padding == 1 && n > 1 && next == 0) m.back() = pool[rng.next() % pool.size()];
       break;
     }
-    case 2: {  // a prefill run of consecutive slots, -1 past the end of the cache
+    case 1: {  // a prefill run of consecutive slots, -1 past the end of the cache
       const int64_t start = src.range(0, num_slots - 1);
-      for (int64_t i = 0; i < n && start + i < num_slots; ++i) m[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
+      for (int64_t i = 0; i < n && start + i < num_slots; ++i)
+        if (!pad()) m[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
       break;
     }
     default: {  // vLLM paged prefill (SPEC §5.4): slot of token t = T[t / bs] * bs + t % bs
@@ -148,11 +175,21 @@ std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_
       const int64_t begin = src.range(0, num_slots - 1);
       for (int64_t i = 0; i < n && begin + i < num_slots; ++i) {
         const int64_t t = begin + i;
-        if (!padded())
-          m[static_cast<size_t>(i)] = static_cast<int32_t>(table[static_cast<size_t>(t / block_size)] * int64_t{block_size} + t % block_size);
+        if (!pad())
+          m[static_cast<size_t>(i)] =
+              static_cast<int32_t>(table[static_cast<size_t>(t / block_size)] * int64_t{block_size} + t % block_size);
       }
       break;
     }
+  }
+  // The classic bug: a -1 clamped to 0. Put slot 0 right after a padding row. Row `at`
+  // does not depend on n, so shrinking n keeps a failing prefix intact.
+  const size_t at = slot_seed % static_cast<size_t>(std::clamp<int64_t>(max_rows - 1, 1, 8));
+  if (want_slot_zero && padding != 2 && at + 1 < static_cast<size_t>(n)) {
+    for (auto& slot : m)
+      if (slot == 0) slot = -1;
+    m[at] = -1;
+    m[at + 1] = 0;
   }
   return m;
 }

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "properties/gen/choices.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/gen/splitmix.h"
+#include "properties/gen/store_load_gen.h"
 #include "reference/kv_numerics.h"
 
 namespace kvcheck::props {
@@ -49,8 +51,16 @@ std::string floats(const std::vector<float>& v) {
 rc::Gen<int32_t> gen_kv_block_size() {
   return rc::gen::exec([] {
     RcSource src;
-    return choose_block_size(src, 32);
+    return choose_block_size(src, 32);  // the shared chooser, fitted to the backend
   });
+}
+
+// K/V cache dtypes the backend under test supports (all when it names none).
+std::vector<KvDtype> supported_kv_dtypes() {
+  std::vector<KvDtype> out;
+  for (KvDtype d : kv_dtypes())
+    if (generator_caps().supports_kv_dtype(d)) out.push_back(d);
+  return out.empty() ? kv_dtypes() : out;
 }
 
 rc::Gen<int32_t> gen_head_dim() {
@@ -136,7 +146,9 @@ std::string describe(const StoreKvScenario& s) {
                      "value {} rows={} token_stride={} head_stride={}{}",
                      describe(s.cache), s.slot_mapping.size(), ints(s.slot_mapping), to_string(s.key.dtype),
                      s.key.rows, s.key.token_stride, s.key.head_stride, to_string(s.value.dtype), s.value.rows,
-                     s.value.token_stride, s.value.head_stride, s.fault.empty() ? "" : "\n  fault: " + s.fault);
+                     s.value.token_stride, s.value.head_stride, s.fault.empty() ? "" : "\n  fault: " + s.fault) +
+         (s.slot_tail.empty() ? "" : "\n  slot_mapping buffer goes on: " + ints(s.slot_tail)) +
+         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }
 
 std::string describe(const GatherKvScenario& s) {
@@ -144,7 +156,9 @@ std::string describe(const GatherKvScenario& s) {
                      "out_rows={} pads head {} token {}{}",
                      describe(s.cache), ints(s.cu_seqlens_k), s.max_blocks, ints(s.block_table),
                      to_string(s.out_k_dtype), to_string(s.out_v_dtype), s.out_rows, s.out_pad_head,
-                     s.out_pad_token, s.fault.empty() ? "" : "\n  fault: " + s.fault);
+                     s.out_pad_token, s.fault.empty() ? "" : "\n  fault: " + s.fault) +
+         (s.out_offset > 0 ? fmt::format("\n  outputs start {} elements into their buffers", s.out_offset) : "") +
+         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }
 
 std::string describe(const KvStepScenario& s) {
@@ -168,7 +182,7 @@ void showValue(const KvStepScenario& s, std::ostream& os) { os << describe(s); }
 rc::Gen<KvCacheShape> gen_kv_cache_shape() {
   return rc::gen::exec([] {
     KvCacheShape s;
-    s.dtype = *rc::gen::elementOf(kv_dtypes());
+    s.dtype = *rc::gen::elementOf(supported_kv_dtypes());
     s.order = *rc::gen::elementOf(std::vector<KvHeadLayout>{KvHeadLayout::kNHD, KvHeadLayout::kHND});
     s.head_dim = *gen_head_dim();
     s.num_kv_heads = *gen_num_kv_heads();
@@ -229,12 +243,34 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
     const int64_t num_slots = s.cache.num_slots();
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
     const int max_rows = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 2, 64));
-    const int n = *rc::gen::inRange(0, std::min<int>(max_rows, static_cast<int>(num_slots) + 4) + 1);
+    const int top = std::min<int>(max_rows, static_cast<int>(num_slots) + 4);
+    // Empty batches are rare (they write nothing); small ones are drawn at every size.
+    // (resize: 1..8 rows uniformly at every case size, still shrinking towards 1 row)
+    const int n = std::min(top, *rc::gen::weightedOneOf<int>({{1, rc::gen::just(0)},
+                                                              {19, gen_row_count(top)},
+                                                              {10, rc::gen::resize(100, rc::gen::inRange(1, std::min(top, 8) + 1))}}));
     RcSource src;
-    s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n);
+    s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n, 2);  // -1, 0 at rows 0, 1
+    SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
     const int64_t extra = *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 5});  // CUDA-graph padding rows
     s.key = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
     s.value = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
+    // slot_mapping's buffer goes on for the padding rows with real, unused slots: a
+    // kernel that takes its row count from key/value stores them.
+    std::vector<int32_t> unused;
+    {
+      std::vector<bool> used(static_cast<size_t>(num_slots), false);
+      for (int32_t slot : s.slot_mapping)
+        if (slot >= 0) used[static_cast<size_t>(slot)] = true;
+      for (int64_t i = 0; i < num_slots; ++i)
+        if (!used[static_cast<size_t>(i)]) unused.push_back(static_cast<int32_t>(i));
+    }
+    for (int64_t i = 0; i < extra && !unused.empty(); ++i) {
+      std::swap(unused[rng.next() % unused.size()], unused.back());
+      s.slot_tail.push_back(unused.back());
+      unused.pop_back();
+    }
+    s.threads = *gen_threads();
     return s;
   });
 }
@@ -245,15 +281,17 @@ rc::Gen<GatherKvScenario> gen_gather_kv_scenario() {
     s.cache = *gen_kv_cache_shape();
     const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
     const int64_t max_total = std::clamp<int64_t>((int64_t{1} << 18) / row_elems, 1, 300);
-    const int num_seqs = *rc::gen::inRange(0, 5);
-    s.max_blocks = *rc::gen::inRange(0, 6);
+    // Batches that gather nothing are rare: no sequence or no table column 1 in 20 each.
+    const int num_seqs = *rc::gen::weightedOneOf<int>({{1, rc::gen::just(0)}, {19, rc::gen::inRange(1, 5)}});
+    s.max_blocks = *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {19, rc::gen::inRange(1, 6)}});
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
     const int junk_mode = *rc::gen::inRange(0, 3);  // unneeded entries: -1, junk, real blocks
     s.cu_seqlens_k.push_back(0);
     for (int i = 0; i < num_seqs; ++i) {
       const int64_t cap = std::min<int64_t>(int64_t{s.max_blocks} * s.cache.block_size,
                                             max_total - s.cu_seqlens_k.back());
-      const int64_t len = cap <= 0 ? 0 : static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap + 1));
+      int64_t len = cap <= 0 ? 0 : static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap + 1));
+      if (i == 0 && len == 0 && cap > 0) len = 1 + static_cast<int64_t>(rng.next() % static_cast<uint64_t>(cap));
       s.cu_seqlens_k.push_back(static_cast<int32_t>(s.cu_seqlens_k.back() + len));
       const int64_t needed = (len + s.cache.block_size - 1) / s.cache.block_size;
       for (int64_t j = 0; j < s.max_blocks; ++j) {
@@ -268,8 +306,10 @@ rc::Gen<GatherKvScenario> gen_gather_kv_scenario() {
     s.out_v_dtype = gen_model_dtype(s.cache.dtype);
     s.out_rows = s.cu_seqlens_k.back() + *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 3});
     s.out_pad_head = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 1, 4});
-    s.out_pad_token = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 2, 8});
+    s.out_pad_token = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 1, 2, 3, 8});  // odd token strides too
     s.out_seed = *rc::gen::arbitrary<uint64_t>();
+    s.out_offset = *rc::gen::elementOf(std::vector<int32_t>{0, 0, 0, 1, 3, 8});  // 2-byte aligned bases only
+    s.threads = *gen_threads();
     return s;
   });
 }

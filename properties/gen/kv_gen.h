@@ -47,6 +47,8 @@ struct StoreKvScenario {
   std::vector<int32_t> slot_mapping;  // n = size(); key/value may hold more rows
   KvRows key, value;
   std::string fault;  // "" or what was made invalid on purpose
+  int32_t threads = 0;             // > 0: the backend splits the call as on `threads` threads
+  std::vector<int32_t> slot_tail;  // entries after slot_mapping in its buffer (CUDA-graph padding): never read
 };
 
 struct GatherKvScenario {
@@ -59,6 +61,8 @@ struct GatherKvScenario {
   int32_t out_pad_head = 0, out_pad_token = 0;  // elements
   uint64_t out_seed = 0;
   std::string fault;
+  int32_t threads = 0;     // > 0: the backend splits the call as on `threads` threads
+  int32_t out_offset = 0;  // elements the output rows start past an aligned allocation
 };
 
 /// The end-to-end step of seed 004 (SPEC §7.7): sequences with distinct blocks, an

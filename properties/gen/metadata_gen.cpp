@@ -7,7 +7,7 @@
 
 namespace kvcheck::props::gen {
 
-rc::Gen<int32_t> block_size() { return gen_block_size(); }  // the one block-size chooser
+rc::Gen<int32_t> block_size() { return gen_block_size(); }  // the one block-size chooser (fitted to the backend)
 
 rc::Gen<std::vector<int32_t>> permutation(int32_t n) {
   return rc::gen::exec([n] {
@@ -51,12 +51,21 @@ rc::Gen<SwaBatch> swa_batch() {
     SwaBatch b;
     b.window = *rc::gen::inRange<int32_t>(1, 17);
     b.ring_size = b.window + *rc::gen::oneOf(rc::gen::just<int32_t>(0), rc::gen::inRange<int32_t>(0, 9));
-    const int32_t num_seqs = *rc::gen::inRange<int32_t>(0, 5);
+    // Empty batches are rare (at small sizes inRange would give 0 every time).
+    const int32_t num_seqs =
+        *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {24, rc::gen::inRange<int32_t>(1, 5)}});
     b.num_states = num_seqs + *rc::gen::inRange<int32_t>(0, 3);
     const auto states = *permutation(std::max(b.num_states, 1));
     for (int32_t i = 0; i < num_seqs; ++i) {
       SeqMeta s;
-      const int32_t history_end = *rc::gen::inRange<int32_t>(0, 3 * b.ring_size + 1);
+      // Histories that end exactly at the ring's wrap point, or one token past it, are
+      // the edges of the two-piece ring range.
+      const int32_t lap = *rc::gen::inRange<int32_t>(1, 3);
+      const int32_t history_end = *rc::gen::weightedOneOf<int32_t>({
+          {3, rc::gen::inRange<int32_t>(0, 3 * b.ring_size + 1)},
+          {1, rc::gen::just<int32_t>(lap * b.ring_size)},
+          {1, rc::gen::just<int32_t>(lap * b.ring_size + 1)},
+      });
       s.seqlen_q = *rc::gen::inRange<int32_t>(0, 2 * b.ring_size + 4);
       s.seqlen_k = history_end + s.seqlen_q;
       s.swa_valid_start =

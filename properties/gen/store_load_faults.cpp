@@ -32,6 +32,8 @@ void inject_store_fault(Source& src, StoreFaultScenario& c) {
       return;
     }
     case 1:  // kv holds fewer rows than slot_mapping: the count comes from slot_mapping
+      s.kv.resize(static_cast<size_t>(n * s.row_stride));  // CUDA-graph rows gone
+      s.slot_tail.clear();
       s.slot_mapping.push_back(-1);
       c.fault = "kv has one row fewer than slot_mapping";
       c.code = ErrorCode::kShapeMismatch;
@@ -39,6 +41,7 @@ void inject_store_fault(Source& src, StoreFaultScenario& c) {
     case 2:
       s.row_stride = s.shape.format.elements - 1;
       s.kv.resize(static_cast<size_t>(n * s.row_stride));
+      s.far_row_stride = 0;  // the op sees row_stride itself
       c.fault = "kv row stride smaller than E";
       c.code = ErrorCode::kInvalidArgument;
       return;
@@ -132,11 +135,11 @@ void inject_load_fault(Source& src, LoadFaultScenario& c) {
       return;
     }
     case 9:
-      s.data_row_pad = -1;
+      s.out_data_pad = -1;
       c.fault = "output data row stride = load_row_bytes - 1", c.code = ErrorCode::kShapeMismatch;
       return;
     default:
-      s.scale_row_pad = -1;
+      s.out_scale_pad = -1;
       c.fault = "output scale row stride = load_scale_row_bytes - 1", c.code = ErrorCode::kShapeMismatch;
       return;
   }

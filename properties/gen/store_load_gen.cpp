@@ -20,6 +20,18 @@ int64_t max_load_rows(const KVCacheFormat& f) {
   return std::max<int64_t>(1, kMaxLoadOutBytes / (f.load_row_bytes() + f.load_scale_row_bytes() + 80));
 }
 
+// The work split of one case: 0 (the backend's own) or 1-4 threads, size-independent
+// (a 2-row case on 2 threads is the edge).
+int32_t choose_threads(Source& src) { return src.pick_weighted<int32_t>({{2, 0}, {1, 1}, {3, 2}, {2, 3}, {2, 4}}); }
+
+// A row stride past 2^30 elements for rows placed in a sparse buffer (row offsets pass
+// 2^31 elements), 1 case in 11; 0 where the engine draws no multi-GiB inputs.
+int64_t choose_far_row_stride(Source& src) {
+  if (!src.huge_inputs() || src.weighted({10, 1}) == 0) return 0;
+  return src.pick<int64_t>({(int64_t{1} << 30) + 1, (int64_t{1} << 30) + 8, (int64_t{3} << 29) + 3,
+                            (int64_t{1} << 31) - 5, (int64_t{1} << 31) + 7});
+}
+
 }  // namespace
 
 CacheShape build_cache_shape(Source& src) {
@@ -27,7 +39,8 @@ CacheShape build_cache_shape(Source& src) {
   s.format = choose_format(src);
   s.block_size = choose_block_size(src);
   // One case's cache stays under kMaxCacheBytes: fewer blocks, or a smaller block.
-  while (s.block_size > 1 && block_stride_for(s.format, s.block_size) > kMaxCacheBytes) s.block_size /= 2;
+  while (s.block_size > 1 && block_stride_for(s.format, s.block_size) > kMaxCacheBytes)
+    s.block_size = fit_block_size(s.block_size / 2);
   const int64_t stride = block_stride_for(s.format, s.block_size);
   const int64_t max_blocks = std::clamp<int64_t>(kMaxCacheBytes / stride, 1, 6);
   s.num_blocks = static_cast<int32_t>(src.count(1, max_blocks, 8 + stride / 1024));  // big blocks cost more input
@@ -40,11 +53,39 @@ StoreScenario build_store_scenario(Source& src, const CacheShape& shape) {
   s.shape = shape;
   const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
   const int64_t e = shape.format.elements;
-  const int64_t n = src.count(0, std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96), 1 + e / 64);
-  s.slot_mapping = choose_slot_mapping(src, shape.num_blocks, shape.block_size, n);
-  s.row_stride = e + src.pick<int64_t>({0, 8, 3, 17});
-  const ValueMix mix = choose_value_mix(src);
-  s.kv = make_bf16_rows(mix, n, s.row_stride, e, shape.format.is_quantized() ? shape.format.elements_per_sf : 8);
+  s.far_row_stride = choose_far_row_stride(src);
+  int64_t max_rows = std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96);
+  if (s.far_row_stride > 0) max_rows = std::min<int64_t>(max_rows, 6);  // a few rows, far apart
+  // Empty batches are rare (they write nothing); small ones are drawn at every size.
+  const int64_t row_cost = 1 + e / 64;
+  int64_t n = 0;
+  switch (src.weighted({1, 29, 10})) {
+    case 0: break;
+    case 1: n = src.count(1, max_rows, row_cost); break;
+    default: n = src.count(1, std::min<int64_t>(max_rows, 8), row_cost); break;
+  }
+  if (s.far_row_stride > 0) n = std::max(n, std::min<int64_t>(max_rows, 3));  // rows 2+ lie past 2^31 elements
+  s.slot_mapping = choose_slot_mapping(src, shape.num_blocks, shape.block_size, n, max_rows);
+  // CUDA-graph padding: kv holds more rows than slot_mapping, and slot_mapping's buffer
+  // goes on with real, unused slots; a kernel counting kv rows stores them.
+  const int extra = src.pick_weighted<int>({{3, 0}, {1, 1}, {1, 3}});
+  if (extra > 0 && num_slots > 0) {
+    std::vector<bool> used(static_cast<size_t>(num_slots), false);
+    for (int32_t slot : s.slot_mapping)
+      if (slot >= 0) used[static_cast<size_t>(slot)] = true;
+    int64_t slot = src.range(0, num_slots - 1);
+    for (int i = 0; i < extra; ++i) {
+      int64_t tries = 0;
+      while (tries < num_slots && used[static_cast<size_t>(slot)]) slot = (slot + 1) % num_slots, ++tries;
+      s.slot_tail.push_back(tries < num_slots ? static_cast<int32_t>(slot) : -1);
+      if (tries < num_slots) used[static_cast<size_t>(slot)] = true;
+    }
+  }
+  s.row_stride = e + src.pick<int64_t>({0, 0, 8, 3, 17});
+  ValueMix mix = choose_value_mix(src);
+  if (s.far_row_stride > 0) mix.zero_group_pct = 0;  // far rows must differ from the zeros around them
+  s.kv = make_bf16_rows(mix, n + extra, s.row_stride, e, shape.format.is_quantized() ? shape.format.elements_per_sf : 8);
+  s.threads = choose_threads(src);
   return s;
 }
 
@@ -55,7 +96,14 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
   const int64_t max_rows = max_load_rows(shape.format);
   std::vector<LoadSegment> segs;
   if (src.weighted({5, 1}) == 0) {  // a plan: gaps, zero fill, whole blocks, shuffled
-    const int64_t num_segments = src.count(0, 12, 3 + bs * shape.format.load_row_bytes() / 4096);
+    // Plans without segments load nothing: 1 in 25. Small plans at every size.
+    const int64_t seg_cost = 3 + bs * shape.format.load_row_bytes() / 4096;
+    int64_t num_segments = 0;
+    switch (src.weighted({1, 14, 10})) {
+      case 0: break;
+      case 1: num_segments = src.count(1, 12, seg_cost); break;
+      default: num_segments = src.count(1, 4, seg_cost); break;
+    }
     const int zero_fill_pct = static_cast<int>(src.range(0, 39));
     const int gap_pct = static_cast<int>(src.range(0, 49));
     SplitMix64 rng{src.seed()};
@@ -66,7 +114,11 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
       int32_t a = static_cast<int32_t>(rng.next() % (bs + 1)), b = static_cast<int32_t>(rng.next() % (bs + 1));
       if (a > b) std::swap(a, b);
       if (rng.next() % 4 == 0) a = 0, b = bs;  // whole blocks are the common case
-      if (dst + (b - a) > max_rows) break;
+      if (i == 0 && a == b) {  // the first segment is never empty
+        if (b < bs) ++b;
+        else --a;
+      }
+      if (i > 0 && dst + (b - a) > max_rows) break;
       const int32_t block = zero ? -1 : static_cast<int32_t>(rng.next() % static_cast<uint64_t>(shape.num_blocks));
       segs.push_back({block, a, b, dst});
       dst += b - a;
@@ -87,8 +139,11 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
     s.load_segments.insert(s.load_segments.end(), {g.src_block_id, g.src_begin, g.src_end, g.dst_offset});
   s.out_rows = s.total_k + src.range(0, 2);
   s.out_seed = src.seed();
-  s.data_row_pad = src.pick<int64_t>({16, 0, 4, 64});
-  s.scale_row_pad = src.pick<int64_t>({16, 0, 4});
+  // Output rows: padded (16), tight, odd strides, and bases off alignment.
+  s.out_data_pad = src.pick_weighted<int64_t>({{3, 16}, {2, 0}, {1, 1}, {1, 3}, {1, 7}, {1, 33}});
+  s.out_scale_pad = src.pick_weighted<int64_t>({{3, 16}, {2, 0}, {1, 1}, {1, 5}});
+  s.out_offset = src.pick_weighted<int32_t>({{3, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 8}, {1, 13}});
+  s.threads = choose_threads(src);
   return s;
 }
 
@@ -96,6 +151,13 @@ rc::Gen<KVCacheFormat> gen_format() {
   return rc::gen::exec([] {
     RcSource src;
     return choose_format(src);
+  });
+}
+
+rc::Gen<KVCacheFormat> gen_custom_format() {
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_custom_format(src);
   });
 }
 
@@ -110,6 +172,27 @@ rc::Gen<CacheShape> gen_cache_shape() {
   return rc::gen::exec([] {
     RcSource src;
     return build_cache_shape(src);
+  });
+}
+
+rc::Gen<int32_t> gen_threads() {
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_threads(src);
+  });
+}
+
+rc::Gen<int> gen_row_count(int max_rows) {
+  return rc::gen::exec([max_rows] {
+    RcSource src;
+    return static_cast<int>(src.count(1, std::max(max_rows, 1), 1));
+  });
+}
+
+rc::Gen<int64_t> gen_far_row_stride() {
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_far_row_stride(src);
   });
 }
 

@@ -16,6 +16,7 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "impl/format.h"
+#include "properties/gen/choices.h"
 #include "properties/gen/source.h"
 #include "properties/gen/splitmix.h"
 
@@ -42,7 +43,11 @@ struct StoreScenario {
   CacheShape shape;
   std::vector<int32_t> slot_mapping;  // n rows, -1 = padding
   int64_t row_stride = 0;             // elements, >= E (rows may be padded)
-  std::vector<bf16_bits> kv;          // n * row_stride (fewer rows: a shape fault)
+  std::vector<bf16_bits> kv;          // rows * row_stride; rows >= n (more: CUDA-graph padding rows; fewer: a fault)
+  // Fields below default to the plain case (and are left out of JSON at their defaults).
+  int32_t threads = 0;                // > 0: the backend splits the call as on `threads` threads
+  std::vector<int32_t> slot_tail;     // entries after slot_mapping in its buffer: a kernel must not read them
+  int64_t far_row_stride = 0;         // > 0: kv row r sits at element r*far_row_stride of a sparse buffer
   int64_t kv_rows() const { return row_stride > 0 ? static_cast<int64_t>(kv.size()) / row_stride : 0; }
 };
 
@@ -52,9 +57,11 @@ struct LoadScenario {
   int32_t total_k = 0;
   int64_t out_rows = 0;                // >= total_k
   uint32_t out_seed = 0;               // prior output contents
-  // Output row strides: load_row_bytes() + data_row_pad, load_scale_row_bytes() +
-  // scale_row_pad (bytes; padding shows writes past a row, < 0 is a shape fault).
-  int64_t data_row_pad = 16, scale_row_pad = 16;
+  // Fields below default to the plain case (and are left out of JSON at their defaults).
+  int32_t threads = 0;                 // > 0: the backend splits the call as on `threads` threads
+  int64_t out_data_pad = 16;           // bytes of each output data row stride past load_row_bytes (< 0: a fault)
+  int64_t out_scale_pad = 16;          // the same for the scale rows (index formats; < 0: a fault)
+  int32_t out_offset = 0;              // bytes the output rows start past an aligned allocation
 };
 
 /// A scenario and what it must do (SPEC §5), for both engines. `fault` "": valid, both
@@ -95,17 +102,30 @@ void inject_load_fault(Source& src, LoadFaultScenario& c);
 /// Raw segments, mostly invalid: awkward values in every field, stray int32s.
 std::vector<int32_t> raw_load_segments(Source& src, const CacheShape& shape, int32_t total_k);
 
-// RapidCheck generators: the builders on an RcSource.
+// RapidCheck generators: the builders on an RcSource. Formats and block sizes stay
+// inside generator_caps() (gen/gen_caps.h: the capabilities of the backend under test).
 rc::Gen<KVCacheFormat> gen_format();
+/// A valid format no named one matches (SPEC §2 fields, any dtype / scale / group
+/// combination, group sizes the fixed kernels lack): the run-time group kernels.
+rc::Gen<KVCacheFormat> gen_custom_format();
 rc::Gen<int32_t> gen_block_size();
 rc::Gen<CacheShape> gen_cache_shape();
 /// Valid store: distinct valid slots mixed with -1 (none, some, all; -1 next to slot 0).
 rc::Gen<StoreScenario> gen_store_scenario();
 rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape);
-/// Valid load plan: zero-fill segments, gaps, shuffled order, wrapped rings.
+/// Valid load plan: zero-fill segments, gaps, shuffled order, wrapped rings, odd output
+/// strides and misaligned output bases.
 rc::Gen<LoadScenario> gen_load_scenario();
 /// A valid scenario with one injected fault.
 rc::Gen<StoreFaultScenario> gen_store_fault_scenario();
 rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
+/// A row count in [1, max_rows] scaled by the case size from size 30 up (shrinks to 1).
+rc::Gen<int> gen_row_count(int max_rows);
+/// The work split of one case: 0 (the backend's own) or 1-4 threads.
+rc::Gen<int32_t> gen_threads();
+/// A row stride past 2^30 elements for rows placed in a sparse buffer (so row offsets
+/// pass 2^31 elements), or 0 for plain rows; only for host-memory backends
+/// (generator_caps().host_memory) and never from the fuzz decoders.
+rc::Gen<int64_t> gen_far_row_stride();
 
 }  // namespace kvcheck::props

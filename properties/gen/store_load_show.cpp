@@ -41,14 +41,15 @@ void showValue(const StoreScenario& s, std::ostream& os) {
   for (size_t i = 0; i < std::min<size_t>(8, s.kv.size()); ++i)
     os << (i ? " " : "") << "0x" << std::hex << s.kv[i] << std::dec;
   os << "]";
+  if (!s.slot_tail.empty()) os << " slot_tail=" << format_ints(s.slot_tail);
+  if (s.far_row_stride > 0) os << " far_row_stride=" << s.far_row_stride;
+  if (s.threads > 0) os << " threads=" << s.threads;
 }
 
 void showValue(const LoadScenario& s, std::ostream& os) {
   os << "load ";
   showValue(s.shape, os);
   os << " total_k=" << s.total_k << " out_rows=" << s.out_rows << " out_seed=" << s.out_seed;
-  if (s.data_row_pad != 16 || s.scale_row_pad != 16)
-    os << " row_pad=" << s.data_row_pad << "/" << s.scale_row_pad << " (data/scale bytes)";
   os << " load_segments=[";
   for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
     os << (i ? ", " : "") << "[" << s.load_segments[i] << ", " << s.load_segments[i + 1] << ", "
@@ -56,6 +57,9 @@ void showValue(const LoadScenario& s, std::ostream& os) {
   for (size_t i = s.load_segments.size() / 4 * 4; i < s.load_segments.size(); ++i)
     os << (i ? ", " : "") << s.load_segments[i] << " (stray)";
   os << "]";
+  if (s.out_data_pad != 16 || s.out_scale_pad != 16 || s.out_offset != 0)
+    os << " out_data_pad=" << s.out_data_pad << " out_scale_pad=" << s.out_scale_pad << " out_offset=" << s.out_offset;
+  if (s.threads > 0) os << " threads=" << s.threads;
 }
 
 void showValue(const StoreFaultScenario& s, std::ostream& os) {

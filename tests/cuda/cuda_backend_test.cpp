@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -17,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "impl/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_plugin.h"
 #include "impl/cuda/kernels.h"
 #include "impl/error.h"
 #include "reference/index_transforms.h"
@@ -165,8 +166,8 @@ TEST_P(CudaVsReference, StoreThenLoadMatchesReference) {
     Bytes ref_cache(static_cast<size_t>(layout.size_bytes()), 0x5A);
     if (round == 2) ref_cache = random_bytes(rng, ref_cache.size());
     Bytes cuda_cache = ref_cache;
-    ref::store_kv_cache(in, slots, ref_cache.data(), f, num_blocks, bs);
-    cuda->store_kv_cache(in, slots, CacheView{cuda_cache.data(), layout});
+    ref::store_kv_cache(in, slots, ref_cache, f, num_blocks, bs);
+    cuda->store_kv_cache(in, slots, CacheView{cuda_cache.data(), layout, layout.size_bytes()});
     ASSERT_EQ(cuda_cache, ref_cache) << f.name << " bs " << bs << " round " << round;
 
     // Segments: consecutive pieces of random blocks (or zero fill), gaps between
@@ -196,8 +197,8 @@ TEST_P(CudaVsReference, StoreThenLoadMatchesReference) {
     Bytes cuda_data = ref_data, cuda_sf = ref_sf;
     LoadOutput ref_out{ref_data.data(), data_stride, f.is_index() ? ref_sf.data() : nullptr, sf_stride, rows};
     LoadOutput cuda_out{cuda_data.data(), data_stride, f.is_index() ? cuda_sf.data() : nullptr, sf_stride, rows};
-    ref::load_paged_kv_cache(ref_cache.data(), f, num_blocks, bs, segs, total_k, ref_out);
-    cuda->load_paged_kv_cache(ConstCacheView{cuda_cache.data(), layout}, segs, total_k, cuda_out);
+    ref::load_paged_kv_cache(ref_cache, f, num_blocks, bs, segs, total_k, ref_out);
+    cuda->load_paged_kv_cache(ConstCacheView{cuda_cache.data(), layout, layout.size_bytes()}, segs, total_k, cuda_out);
     ASSERT_EQ(cuda_data, ref_data) << f.name << " bs " << bs << " round " << round;
     ASSERT_EQ(cuda_sf, ref_sf) << f.name << " bs " << bs << " round " << round;
   }
@@ -253,10 +254,10 @@ TEST(CudaBackendErrors, StoreErrorsMatchReferenceAndWriteNothing) {
     for (const auto& b : bad) {
       Bytes ref_cache(static_cast<size_t>(layout.size_bytes()), 0x77), cuda_cache = ref_cache;
       const auto want = code_of([&] {
-        ref::store_kv_cache(b.in, b.slots, b.null_cache ? nullptr : ref_cache.data(), f, num_blocks, bs);
+        ref::store_kv_cache(b.in, b.slots, b.null_cache ? std::span<uint8_t>() : std::span<uint8_t>(ref_cache), f, num_blocks, bs);
       });
       const auto got = code_of([&] {
-        cuda->store_kv_cache(b.in, b.slots, CacheView{b.null_cache ? nullptr : cuda_cache.data(), layout});
+        cuda->store_kv_cache(b.in, b.slots, CacheView{b.null_cache ? nullptr : cuda_cache.data(), layout, layout.size_bytes()});
       });
       ASSERT_TRUE(want.has_value()) << f.name << ": " << b.what;
       EXPECT_EQ(got, want) << f.name << ": " << b.what;
@@ -311,11 +312,11 @@ TEST(CudaBackendErrors, LoadErrorsMatchReferenceAndWriteNothing) {
                           b.null_scales || !f.is_index() ? nullptr : s.data(), ss, b.rows};
       };
       const auto want = code_of([&] {
-        ref::load_paged_kv_cache(b.null_cache ? nullptr : cache.data(), f, num_blocks, bs, b.segs,
+        ref::load_paged_kv_cache(b.null_cache ? std::span<const uint8_t>() : std::span<const uint8_t>(cache), f, num_blocks, bs, b.segs,
                                  b.total_k, out_of(ref_data, ref_sf));
       });
       const auto got = code_of([&] {
-        cuda->load_paged_kv_cache(ConstCacheView{b.null_cache ? nullptr : cache.data(), layout}, b.segs,
+        cuda->load_paged_kv_cache(ConstCacheView{b.null_cache ? nullptr : cache.data(), layout, layout.size_bytes()}, b.segs,
                                   b.total_k, out_of(cuda_data, cuda_sf));
       });
       ASSERT_TRUE(want.has_value()) << f.name << ": " << b.what;
@@ -334,11 +335,11 @@ TEST(CudaBackend, PaddingOnlyAndEmptyCallsWriteNothing) {
   const CacheLayout layout = CacheLayout::make(f, 2, 64);
   Bytes cache(static_cast<size_t>(layout.size_bytes()), 0x11);
   std::vector<bf16_bits> kv(3 * 512, 0x3F80);
-  cuda->store_kv_cache({kv.data(), 3, 512}, std::vector<int32_t>{-1, -1, -1}, {cache.data(), layout});
+  cuda->store_kv_cache({kv.data(), 3, 512}, std::vector<int32_t>{-1, -1, -1}, {cache.data(), layout, layout.size_bytes()});
   cuda->store_kv_cache({nullptr, 0, 0}, {}, {nullptr, layout});
   EXPECT_TRUE(std::all_of(cache.begin(), cache.end(), [](uint8_t x) { return x == 0x11; }));
   Bytes out(4 * 1024, 0x22);
-  cuda->load_paged_kv_cache({cache.data(), layout}, std::vector<int32_t>{0, 3, 3, 4}, 4,
+  cuda->load_paged_kv_cache({cache.data(), layout, layout.size_bytes()}, std::vector<int32_t>{0, 3, 3, 4}, 4,
                             {out.data(), 1024, nullptr, 0, 4});
   cuda->load_paged_kv_cache({nullptr, layout}, {}, 0, {nullptr, 0, nullptr, 0, 0});
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](uint8_t x) { return x == 0x22; }));
@@ -400,6 +401,41 @@ TEST(CudaBackend, IndexTransformsMatchReference) {
 // A V41 cache over 4 GiB: records at the far end (byte offsets past 2^32) are
 // stored and loaded with 64-bit offsets. The reference runs on a one-block cache
 // holding the same token positions; every other byte of the big cache stays zero.
+// kv rows more than 2^31 elements from the kv base (a strided view into a 4 GiB
+// tensor) through the run-time store kernel (a custom format): a 32-bit row offset
+// (mutant 050) stores row 2 from the wrong place. The reference gets the same rows
+// packed.
+TEST(CudaBackend, KvRowsPast2To31ElementsRuntimePath) {
+  KVCHECK_CUDA_BACKEND_OR_SKIP(cuda);
+  const int64_t stride = (int64_t{1} << 30) + 7;  // elements; row 2 starts at 2^31 + 14
+  const int64_t n = 3;
+  const int64_t kv_bytes = ((n - 1) * stride + 64) * 2;
+  if (cuda::device_free_bytes() < kv_bytes + (int64_t{2} << 30))
+    GTEST_SKIP() << "needs " << (kv_bytes >> 20) << " MiB + 2 GiB of free device memory, has "
+                 << cuda::device_free_bytes();
+  KVCacheFormat f;
+  f.name = "E4M3_G5_FP32_CAST";  // not a fixed-kernel format: the run-time store path
+  f.quantized_dtype = QuantizedDtype::kE4M3;
+  f.elements = 15;
+  f.elements_per_sf = 5;
+  f.sf_format = SfFormat::kFP32;
+  f.do_cast = f.token_interleaved = true;
+  f.validate();
+  const CacheLayout layout = CacheLayout::make(f, 2, 4);
+  std::unique_ptr<bf16_bits, void (*)(void*)> kv(static_cast<bf16_bits*>(std::calloc(static_cast<size_t>(kv_bytes), 1)),
+                                                 std::free);
+  ASSERT_TRUE(kv) << "cannot allocate " << kv_bytes << " host bytes";
+  std::mt19937_64 rng(50);
+  const auto rows = make_kv(rng, n, f.elements, f.elements, f.elements_per_sf);  // packed, for the reference
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(kv.get() + r * stride, rows.data() + r * f.elements, static_cast<size_t>(f.elements) * 2);
+  const std::vector<int32_t> slots{5, 0, 6};
+  Bytes got(static_cast<size_t>(layout.size_bytes()), 0x5A), want = got;
+  cuda->store_kv_cache({kv.get(), n, stride}, slots, {got.data(), layout, layout.size_bytes()});
+  ref::store_kv_cache({rows.data(), n, f.elements}, slots, want, f, 2, 4);
+  EXPECT_EQ(got, want) << "rows 2^31 elements past the kv base were not stored from their own place";
+}
+
 TEST(CudaBackend, CacheOver4GiBFarEnd) {
   KVCHECK_CUDA_BACKEND_OR_SKIP(cuda);
   const int64_t need = int64_t{8} << 30;
@@ -417,14 +453,14 @@ TEST(CudaBackend, CacheOver4GiBFarEnd) {
   std::mt19937_64 rng(5);
   const int64_t n = static_cast<int64_t>(slots.size());
   const auto kv = make_kv(rng, n, 512, 512, 32);
-  cuda->store_kv_cache({kv.data(), n, 512}, slots, {cache.get(), big});
+  cuda->store_kv_cache({kv.data(), n, 512}, slots, {cache.get(), big, big.size_bytes()});
 
   // The reference: the same rows at the same token positions of one block.
   const CacheLayout one = CacheLayout::make(f, 1, bs);
   Bytes ref_cache(static_cast<size_t>(one.size_bytes()), 0);
   std::vector<int32_t> ref_slots;
   for (int32_t s : slots) ref_slots.push_back(s < 0 ? -1 : s % bs);
-  ref::store_kv_cache({kv.data(), n, 512}, ref_slots, ref_cache.data(), f, 1, bs);
+  ref::store_kv_cache({kv.data(), n, 512}, ref_slots, ref_cache, f, 1, bs);
   const int64_t bpt = f.bytes_per_token();
   std::vector<std::pair<int64_t, int64_t>> records;  // byte ranges written
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -457,8 +493,8 @@ TEST(CudaBackend, CacheOver4GiBFarEnd) {
   ref_segs.insert(ref_segs.end(), {-1, 0, 2, dst});
   const int32_t total_k = dst + 2;
   Bytes got(static_cast<size_t>(total_k) * 1024, 0x5C), want = got;
-  cuda->load_paged_kv_cache({cache.get(), big}, segs, total_k, {got.data(), 1024, nullptr, 0, total_k});
-  ref::load_paged_kv_cache(ref_cache.data(), f, 1, bs, ref_segs, total_k,
+  cuda->load_paged_kv_cache({cache.get(), big, big.size_bytes()}, segs, total_k, {got.data(), 1024, nullptr, 0, total_k});
+  ref::load_paged_kv_cache(ref_cache, f, 1, bs, ref_segs, total_k,
                            {want.data(), 1024, nullptr, 0, total_k});
   EXPECT_EQ(got, want);
 }

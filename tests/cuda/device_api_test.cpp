@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
-#include "impl/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_plugin.h"
 #include "impl/cuda/device_api.h"
-#include "impl/cuda/device_memory.h"
+#include "impl/plugin/device_memory.h"
 #include "impl/error.h"
 #include "reference/store.h"
 #include "tests/cuda/pdl_kernels.h"
@@ -85,8 +85,8 @@ TEST(DeviceValidation, StoreErrorsAreTheCpuErrors) {
     for (auto& x : kv) x = static_cast<bf16_bits>(0x3C00 + rng() % 0x800);
     Bytes cpu_cache(static_cast<size_t>(layout.size_bytes()), 0x5A), cuda_cache = cpu_cache;
     const KVInput in{kv.data(), n, f.elements};
-    const std::string want = outcome([&] { kCpu.store_kv_cache(in, slots, CacheView{cpu_cache.data(), layout}); });
-    const std::string got = outcome([&] { cuda->store_kv_cache(in, slots, CacheView{cuda_cache.data(), layout}); });
+    const std::string want = outcome([&] { kCpu.store_kv_cache(in, slots, CacheView{cpu_cache.data(), layout, layout.size_bytes()}); });
+    const std::string got = outcome([&] { cuda->store_kv_cache(in, slots, CacheView{cuda_cache.data(), layout, layout.size_bytes()}); });
     ASSERT_EQ(got, want) << "round " << round;
     ASSERT_EQ(cuda_cache, cpu_cache) << "round " << round << (want.empty() ? "" : ": wrote despite the error");
     errors += !want.empty();
@@ -134,7 +134,7 @@ TEST(DeviceValidation, LoadErrorsAreTheCpuErrors) {
     const int64_t ds = f.load_row_bytes() + 16, ss = std::max<int64_t>(f.load_scale_row_bytes(), 4) + 4;
     Bytes cpu_data(static_cast<size_t>(rows * ds), 0x66), cpu_sf(static_cast<size_t>(rows * ss), 0x67);
     Bytes cuda_data = cpu_data, cuda_sf = cpu_sf;
-    const ConstCacheView view{null_cache ? nullptr : cache.data(), layout};
+    const ConstCacheView view{null_cache ? nullptr : cache.data(), layout, layout.size_bytes()};
     const std::string want = outcome([&] {
       kCpu.load_paged_kv_cache(view, segs, total_k, LoadOutput{cpu_data.data(), ds, cpu_sf.data(), ss, rows});
     });
@@ -263,13 +263,13 @@ TEST(DeviceApi, PdlBehindAProducerOfFreshMetadata) {
                                          segs.as<int32_t>(), num_blocks, bs, 20000, s),
               "");
     cuda::StoreArgs st{kv.as<uint16_t>(), n, f.elements, slots.as<int32_t>(), n};
-    cuda::store_kv_cache(cuda::DeviceCache{cache.as<uint8_t>(), p}, st, pdl);
+    cuda::store_kv_cache(cuda::DeviceCache{cache.as<uint8_t>(), p, layout.size_bytes()}, st, pdl);
     ASSERT_EQ(cuda_test::launch_check_store(round, cache.as<uint8_t>(), p, n, bad.as<unsigned long long>(), s), "");
     ASSERT_EQ(cuda_test::launch_producer(round, nullptr, 0, nullptr, 0, segs.as<int32_t>(), num_blocks, bs, 20000, s),
               "");
     cuda::LoadArgs ld{segs.as<int32_t>(), num_blocks, static_cast<int32_t>(n), out.as<uint8_t>(), f.elements * 2,
                       nullptr, 0, n};
-    cuda::load_paged_kv_cache(cuda::DeviceCache{cache.as<uint8_t>(), p}, ld, pdl);
+    cuda::load_paged_kv_cache(cuda::DeviceCache{cache.as<uint8_t>(), p, layout.size_bytes()}, ld, pdl);
     ASSERT_EQ(cuda_test::launch_check_load(round, cache.as<uint8_t>(), p, out.as<uint16_t>(), n,
                                            bad.as<unsigned long long>() + 1, s),
               "");
@@ -299,7 +299,7 @@ TEST(DeviceApi, CheckedCallsCaptureIntoAGraph) {
   std::shuffle(perm.begin(), perm.end(), rng);
   for (int64_t i = 0; i < n; ++i) good[static_cast<size_t>(i)] = i % 7 == 3 ? -1 : perm[static_cast<size_t>(i)];
   Bytes want(static_cast<size_t>(layout.size_bytes()), 0x11);
-  ref::store_kv_cache(KVInput{kv.data(), n, f.elements}, good, want.data(), f, num_blocks, bs);
+  ref::store_kv_cache(KVInput{kv.data(), n, f.elements}, good, want, f, num_blocks, bs);
 
   Dev d_kv(kv.size() * 2), d_slots(good.size() * 4), d_cache(want.size()), status(sizeof(cuda::DeviceStatus)),
       ws(cuda::store_workspace_bytes(layout.paged()));
@@ -315,7 +315,7 @@ TEST(DeviceApi, CheckedCallsCaptureIntoAGraph) {
     cudaGraph_t graph;
     ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     const cuda::PendingCheck pc = cuda::store_kv_cache_checked(
-        cuda::DeviceCache{d_cache.as<uint8_t>(), layout.paged()},
+        cuda::DeviceCache{d_cache.as<uint8_t>(), layout.paged(), layout.size_bytes()},
         cuda::StoreArgs{d_kv.as<uint16_t>(), n, f.elements, d_slots.as<int32_t>(), n},
         status.as<cuda::DeviceStatus>(), ws.as<void>(), cuda::LaunchOptions{s, true});
     ck(cudaStreamEndCapture(s, &graph));
@@ -323,7 +323,7 @@ TEST(DeviceApi, CheckedCallsCaptureIntoAGraph) {
     ck(cudaGraphInstantiate(&exec, graph, 0));
     const std::string cpu_error = outcome([&] {
       Bytes scratch(want.size(), 0x11);
-      kCpu.store_kv_cache(KVInput{kv.data(), n, f.elements}, slots, CacheView{scratch.data(), layout});
+      kCpu.store_kv_cache(KVInput{kv.data(), n, f.elements}, slots, CacheView{scratch.data(), layout, layout.size_bytes()});
     });
     ASSERT_EQ(cpu_error.empty(), !bad) << cpu_error;
     for (int replay = 0; replay < 3; ++replay) {
@@ -375,6 +375,43 @@ TEST(DeviceApi, RefusesAHandBuiltLayoutWithTheWrongStride) {
   });
   EXPECT_NE(got.find("invalid-argument"), std::string::npos) << got;
   EXPECT_NE(got.find("block_stride 33808"), std::string::npos) << got;
+}
+
+// A device cache whose buffer is smaller than its layout is refused on the host
+// before anything is enqueued (docs/spec.md §5.2 validation order, step 1), with the
+// cpu backend's code and message; no device needed: the pointers are never touched.
+TEST(DeviceApi, RefusesACacheLayoutLargerThanItsBuffer) {
+  const CacheLayout real = CacheLayout::make(KVCacheFormat::V41(), 2, 64);
+  std::vector<uint8_t> host(static_cast<size_t>(real.size_bytes()));
+  std::vector<uint16_t> kv(512);
+  const std::vector<int32_t> slots{0};
+  const std::vector<int32_t> segs{0, 0, 1, 0};
+  std::vector<uint8_t> out(1024);
+  for (const CacheLayout& claim : {CacheLayout::make(KVCacheFormat::V41(), 3, 64),
+                                   CacheLayout::make(KVCacheFormat::V41(), 2, 65)}) {
+    const cuda::DeviceCache cache{host.data(), claim.paged(), real.size_bytes()};
+    const std::string store = outcome([&] {
+      cuda::store_kv_cache_checked(cache, cuda::StoreArgs{kv.data(), 1, 512, slots.data(), 1}, nullptr, nullptr,
+                                   cuda::LaunchOptions{});
+    });
+    const std::string load = outcome([&] {
+      cuda::load_paged_kv_cache_checked(cache, cuda::LoadArgs{segs.data(), 1, 1, out.data(), 1024, nullptr, 0, 1},
+                                        nullptr, nullptr, cuda::LaunchOptions{});
+    });
+    const std::string cpu = outcome([&] {
+      kCpu.store_kv_cache(KVInput{kv.data(), 1, 512}, slots, CacheView{host.data(), claim, real.size_bytes()});
+    });
+    EXPECT_EQ(store, cpu);
+    EXPECT_EQ(load, cpu);
+    EXPECT_NE(store.find("shape-mismatch: cache view claims"), std::string::npos) << store;
+  }
+  // The buffer that fits gets past the check (to the missing workspace).
+  const std::string fits = outcome([&] {
+    cuda::store_kv_cache_checked(cuda::DeviceCache{host.data(), real.paged(), real.size_bytes()},
+                                 cuda::StoreArgs{kv.data(), 1, 512, slots.data(), 1}, nullptr, nullptr,
+                                 cuda::LaunchOptions{});
+  });
+  EXPECT_NE(fits.find("invalid-argument: a checked store needs a workspace"), std::string::npos) << fits;
 }
 
 }  // namespace

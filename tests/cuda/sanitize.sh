@@ -4,7 +4,8 @@
 #   compute-sanitizer --tool TOOL --error-exitcode 9
 # with a grid cap of 2 CTAs (KVCHECK_CUDA_MAX_GRID), so every grid-stride loop runs
 # several rows per CTA. Any finding fails the test. Exit 77 (CTest: skipped) with the
-# reason when there is no GPU or no compute-sanitizer.
+# reason when there is no GPU or no compute-sanitizer. The campaign runs --in-process
+# (no child per property), so the sanitizer sees every kernel in the one process.
 set -uo pipefail
 tool=$1 kvcheck=$2 tests=$3
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -25,6 +26,6 @@ verdict() {
 }
 "$sanitizer" "${args[@]}" "$tests" --gtest_filter='-*Over4GiB*:*DeviceConversionsMatchReference*' --gtest_brief=1
 verdict $? "the CUDA tests"
-"$sanitizer" "${args[@]}" "$kvcheck" run --backend cuda --cases 10 --seed 1 --quiet
+"$sanitizer" "${args[@]}" "$kvcheck" run --backend cuda --cases 10 --seed 1 --quiet --in-process
 verdict $? "the cuda campaign"
 echo "compute-sanitizer $tool: no findings"

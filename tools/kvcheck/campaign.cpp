@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "properties/regression.h"
 #include "properties/runner.h"
 #include "tools/kvcheck/report.h"
+#include "tools/kvcheck/isolate.h"
 
 namespace kvcheck::tool {
 namespace {
@@ -38,7 +40,44 @@ struct Row {
   std::string message, reproduce;
   uint64_t failing_seed = 0;
   nlohmann::json failure;  // null, or {message, seed, reproduce, regression_file}
+  std::string not_exercised;  // the backend lacks an operation of this property
+  props::ClassCounts classes;  // case classes over every round (properties/classes.h)
+  props::ClassBoundContext class_context;
 };
+
+// The class bound breaks of a row ("" when none or too few cases to judge).
+std::string bound_breaks(const Row& r) {
+  if (r.failures || r.cases < props::kClassBoundMinCases) return "";
+  return props::check_class_bounds(r.property->class_bounds, r.classes, r.cases, r.class_context);
+}
+
+// Per row, the share of cases in each class and the property's bounds on it.
+void print_class_table(const std::vector<Row>& rows, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.cases == 0 || (r.classes.empty() && r.property->class_bounds.empty())) continue;
+    if (!header)
+      fmt::print(out, "\ncase classes (share of each pair's cases; bounds judged from {} cases, unrestricted "
+                      "backends; ! = outside)\n", props::kClassBoundMinCases);
+    header = true;
+    fmt::print(out, "  {}/{} ({} cases)\n", r.property->name, r.backend_label, r.cases);
+    std::map<std::string, std::string> bound;
+    for (const auto& b : r.property->class_bounds) {
+      std::string text;
+      if (b.min_fraction > 0) text += fmt::format("floor {:.0f}%", 100 * b.min_fraction);
+      if (b.max_fraction < 1) text += fmt::format("{}ceiling {:.0f}%", text.empty() ? "" : ", ", 100 * b.max_fraction);
+      bound[b.name] = text;
+    }
+    std::map<std::string, int> shown(r.classes.begin(), r.classes.end());
+    for (const auto& b : r.property->class_bounds) shown.emplace(b.name, 0);
+    const std::string breaks = bound_breaks(r);
+    for (const auto& [name, n] : shown) {
+      const bool bad = breaks.find(name + ":") != std::string::npos;
+      fmt::print(out, "    {}{:<34} {:>6} {:>6.1f}%  {}\n", bad ? "! " : "  ", name, n, 100.0 * n / r.cases,
+                 bound.count(name) ? bound[name] : "");
+    }
+  }
+}
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
@@ -61,11 +100,38 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
   int total_cases = 0, total_failures = 0;
   for (const auto& r : rows) {
     fmt::print(out, "{:<{}}  {:<8} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, r.cases,
-               r.failures, r.seconds, r.failures ? "  FAIL" : "");
+               r.failures, r.seconds, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
     total_cases += r.cases;
     total_failures += r.failures;
   }
   fmt::print(out, "{:-<{}}\n{:<{}}  {:<8} {:>9} {:>9}\n", "", w + 40, "total", w, "", total_cases, total_failures);
+}
+
+// "KVCHECK_PLUGIN=... " when plugins beyond the built-in ones are loaded (reproduce lines).
+std::string plugin_env() {
+  const char* env = std::getenv("KVCHECK_PLUGIN");
+  return env && *env ? fmt::format("KVCHECK_PLUGIN={} ", env) : std::string();
+}
+
+// What each backend's capabilities leave out (the generators draw inside them).
+void print_restrictions(const std::vector<std::shared_ptr<const Backend>>& backends, std::ostream& out) {
+  for (const auto& b : backends) {
+    std::string r = b->capabilities().restrictions();
+    if (r.empty()) continue;
+    r.pop_back();
+    for (size_t at; (at = r.find('\n')) != std::string::npos;) r.replace(at, 1, "; ");
+    fmt::print(out, "  {} supports a subset, cases drawn inside it: {}\n", b->name(), r);
+  }
+}
+
+void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.not_exercised.empty()) continue;
+    if (!header) fmt::print(out, "not exercised:\n");
+    header = true;
+    fmt::print(out, "  {} on {}: {}\n", r.property->name, r.backend_label, r.not_exercised);
+  }
 }
 
 }  // namespace
@@ -211,6 +277,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
              seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
   fmt::print(out, "run directory: {}\n", run_dir);
+  print_restrictions(backends, out);
   out.flush();
 
   nlohmann::json header = summary_header("run", utc_now());
@@ -252,6 +319,16 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                           {"new_inputs", nullptr},
                           {"failures", r.failure.is_null() ? nlohmann::json::array() : nlohmann::json::array({r.failure})}};
       if (!ran_any[i]) j["why"] = stopped_early ? "--fail-fast stopped the run" : "interrupted";
+      j["classes"] = r.classes;
+      nlohmann::json bounds = nlohmann::json::array();
+      for (const auto& b : r.property->class_bounds)
+        bounds.push_back({{"class", b.name}, {"min_fraction", b.min_fraction}, {"max_fraction", b.max_fraction}});
+      j["class_bounds"] = std::move(bounds);
+      j["class_bounds_broken"] = bound_breaks(r);
+      if (!r.not_exercised.empty()) {  // the backend's capabilities leave this property out
+        j["verdict"] = "not_run";
+        j["why"] = r.not_exercised;
+      }
       s["results"].push_back(std::move(j));
     }
     s["totals"] = {{"results", rows.size()}, {"failures", failures}, {"execs", execs}};
@@ -281,19 +358,26 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
-      const auto o = props::run_property(*r.property, *r.backend, {case_seed, chunk, 100});
+      if (!r.not_exercised.empty()) continue;
+      const props::CaseBudget budget{case_seed, chunk, 100};
+      const auto o = options.isolate && r.property->per_backend
+                         ? run_property_isolated(*r.property, *r.backend, budget)
+                         : props::run_property(*r.property, *r.backend, budget);
+      r.not_exercised = o.not_exercised;
       ran = true;
       ran_any[i] = true;
       r.cases += o.cases;
       r.seconds += o.seconds;
+      for (const auto& [name, n] : o.classes) r.classes[name] += n;
+      r.class_context = o.class_context;
       if (o.failed) {
         ++failures;
         r.failures = 1;
         r.message = o.message;
         r.reproduce = o.reproduce;
         r.failing_seed = case_seed;
-        const std::string reproduce = fmt::format("RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
-                                                  o.reproduce, r.property->name, r.backend->name());
+        const std::string reproduce = fmt::format("{}RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
+                                                  plugin_env(), o.reproduce, r.property->name, r.backend->name());
         fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, o.message, reproduce);
         r.failure = {{"message", o.message}, {"seed", case_seed}, {"reproduce", reproduce}};
         if (!o.scenario.empty()) {
@@ -342,6 +426,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
+  print_class_table(rows, out);
+  print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",
              interrupted ? "INTERRUPTED" : failures ? "FAILED" : "all properties held", elapsed(), seed,

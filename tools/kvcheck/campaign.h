@@ -23,6 +23,7 @@ struct CampaignOptions {
   std::string run_dir;                 // exact run directory; "" = a new one under work_dir
   bool fail_fast = false;              // stop at the first failing (property, backend) pair
   bool progress = true;                // live progress line on the progress stream
+  bool isolate = true;                 // each (property, backend) chunk in a child (isolate.h)
 };
 
 /// Runs the campaign. Every run leaves a run directory: campaign.log (the output),

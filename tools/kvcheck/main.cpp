@@ -2,8 +2,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
+
+#include "impl/backend.h"
 
 #include "tools/kvcheck/campaign.h"
 #include "tools/kvcheck/explain.h"
@@ -22,6 +26,22 @@ const CLI::Validator kFinitePositive(
       }
     },
     "POSITIVE");
+
+// --plugin PATH (repeatable): appended to $KVCHECK_PLUGIN, which the registry, the
+// campaign's children and the fuzz/replay binaries all read (impl/plugin/loader.h).
+void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins) {
+  cmd->add_option("--plugin", plugins,
+                  "Load a backend plugin (a shared library implementing include/kvcheck/backend_abi.h; repeatable)")
+      ->check(CLI::ExistingFile);
+}
+
+void export_plugins(const std::vector<std::string>& plugins) {
+  if (plugins.empty()) return;
+  const char* env = std::getenv("KVCHECK_PLUGIN");
+  std::string value = env ? env : "";
+  for (const auto& p : plugins) value += (value.empty() ? "" : ":") + p;
+  setenv("KVCHECK_PLUGIN", value.c_str(), 1);
+}
 
 }  // namespace
 
@@ -50,8 +70,15 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--fail-fast", run.fail_fast, "Stop at the first failing (property, backend) pair");
   run_cmd->add_flag("--list", list, "List the properties and exit");
   run_cmd->add_flag("--quiet", quiet, "No progress line");
+  std::vector<std::string> plugins;
+  bool in_process = false;
+  add_plugin_option(run_cmd, plugins);
+  run_cmd->add_flag("--in-process", in_process,
+                    "Run the properties in this process (default: each (property, backend) in a child, so a "
+                    "crashing plugin fails its row and the campaign goes on)");
 
   auto* backends_cmd = app.add_subcommand("backends", "List the backends built here and why any cannot run");
+  add_plugin_option(backends_cmd, plugins);
 
   std::string explain_path, explain_target;
   auto* explain_cmd = app.add_subcommand(
@@ -63,6 +90,7 @@ int main(int argc, char** argv) {
                           "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill, "
                           "store_kv, gather_kv); "
                           "default: guessed from the path");
+  add_plugin_option(explain_cmd, plugins);
 
   std::string junit_summary, junit_out;
   auto* junit_cmd = app.add_subcommand("junit", "Convert a kvcheck summary.json (run or fuzz) to JUnit XML");
@@ -89,6 +117,13 @@ int main(int argc, char** argv) {
     // --help exits 0; every bad option exits 2 (README), whatever CLI11's own code.
     return app.exit(e) == 0 ? 0 : 2;
   }
+  export_plugins(plugins);
+  try {
+    (void)kvcheck::available_backends();  // a plugin that does not load: say why, exit 2
+  } catch (const std::exception& e) {
+    std::cerr << "kvcheck: " << e.what() << "\n";
+    return 2;
+  }
 
   if (backends_cmd->parsed()) {
     kvcheck::tool::list_backends(std::cout);
@@ -107,6 +142,7 @@ int main(int argc, char** argv) {
     }
     if (seed_opt->count() > 0) run.seed = seed;
     run.progress = !quiet;
+    run.isolate = !in_process;
     return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
   }
   return 0;

@@ -1,5 +1,6 @@
-// Host-side device memory helpers of the CUDA harness adapter (C++, CUDA runtime API
-// only). Every failure throws std::runtime_error naming the call and the CUDA error.
+// Host-side device memory of the plugin harness (C++, CUDA runtime API only): the
+// guarded buffers every device plugin call runs on (impl/plugin/device_backend.cpp).
+// Every failure throws std::runtime_error naming the call and the CUDA error.
 #pragma once
 
 #include <cstddef>
@@ -26,9 +27,10 @@ class DeviceBuffer {
   uint8_t* ptr_ = nullptr;
 };
 
-/// A device copy of `bytes` host bytes between two guard bands of `guard` bytes
-/// (a multiple of 256, so the copy keeps a cudaMalloc's 256-byte alignment) filled
-/// with kSentinel. download() brings the whole allocation back, guards included,
+/// A device copy of `bytes` host bytes between two guard bands of at least `guard`
+/// bytes (a multiple of 256) filled with kSentinel. The copy starts at the host
+/// address's offset modulo 256 (the front band grows by it), so a kernel's or a
+/// validator's alignment checks see the host buffer's alignment. download() brings the whole allocation back, guards included,
 /// and throws when a guard byte changed: a kernel wrote outside its buffer.
 class GuardedBuffer {
  public:
@@ -36,13 +38,13 @@ class GuardedBuffer {
   /// `what` names the buffer in reports ("cache", "out.data", ...). Fills and
   /// uploads on `stream` (a cudaStream_t), so kernels later on it see them.
   GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream);
-  uint8_t* get() const { return bytes_ ? buf_.get() + guard_ : nullptr; }
+  uint8_t* get() const { return bytes_ ? buf_.get() + front_ : nullptr; }
   /// Copies the buffer's bytes to host (may be nullptr: only the guards are
   /// checked) after the stream's work, and checks both guard bands.
   void download(void* host) const;
 
  private:
-  size_t bytes_, guard_;
+  size_t bytes_, guard_, front_;  // front_ = guard_ + the host's offset modulo 256
   const char* what_;
   void* stream_;
   DeviceBuffer buf_;

@@ -1,4 +1,4 @@
-#include "impl/cuda/device_memory.h"
+#include "impl/plugin/device_memory.h"
 
 #include <cuda_runtime_api.h>
 
@@ -28,11 +28,16 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream)
-    : bytes_(bytes), guard_(bytes ? guard : 0), what_(what), stream_(stream), buf_(bytes ? bytes + 2 * guard : 0) {
+    : bytes_(bytes),
+      guard_(bytes ? guard : 0),
+      front_(bytes ? guard + reinterpret_cast<uintptr_t>(host) % 256 : 0),
+      what_(what),
+      stream_(stream),
+      buf_(bytes ? front_ + bytes + guard_ : 0) {
   if (bytes_ == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
-  check_rt(cudaMemsetAsync(buf_.get(), kSentinel, guard_, s), "cudaMemsetAsync(guard)");
-  check_rt(cudaMemsetAsync(buf_.get() + guard_ + bytes_, kSentinel, guard_, s), "cudaMemsetAsync(guard)");
+  check_rt(cudaMemsetAsync(buf_.get(), kSentinel, front_, s), "cudaMemsetAsync(guard)");
+  check_rt(cudaMemsetAsync(buf_.get() + front_ + bytes_, kSentinel, guard_, s), "cudaMemsetAsync(guard)");
   if (host) {
     to_device(get(), host, bytes_, stream);
   } else {
@@ -43,17 +48,17 @@ GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const
 void GuardedBuffer::download(void* host) const {
   if (bytes_ == 0) return;
   const auto s = static_cast<cudaStream_t>(stream_);
-  std::vector<uint8_t> guards(2 * guard_);
-  check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), guard_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
-  check_rt(cudaMemcpyAsync(guards.data() + guard_, buf_.get() + guard_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
+  std::vector<uint8_t> guards(front_ + guard_);
+  check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), front_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
+  check_rt(cudaMemcpyAsync(guards.data() + front_, buf_.get() + front_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
            "cudaMemcpyAsync(guard)");
   if (host) check_rt(cudaMemcpyAsync(host, get(), bytes_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device->host");
   check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   const auto bad = std::find_if(guards.begin(), guards.end(), [](uint8_t b) { return b != kSentinel; });
   if (bad != guards.end()) {
     const auto at = static_cast<int64_t>(bad - guards.begin());
-    const int64_t offset = at < static_cast<int64_t>(guard_) ? at - static_cast<int64_t>(guard_)
-                                                             : static_cast<int64_t>(bytes_) + at - static_cast<int64_t>(guard_);
+    const auto front = static_cast<int64_t>(front_);
+    const int64_t offset = at < front ? at - front : static_cast<int64_t>(bytes_) + at - front;
     throw std::runtime_error(std::string("cuda kernel wrote outside ") + what_ + " (" + std::to_string(bytes_) +
                              " bytes): guard byte at offset " + std::to_string(offset) + " is 0x" +
                              [](uint8_t b) {

@@ -1,0 +1,166 @@
+#include "impl/plugin/abi_convert.h"
+
+#include <cstring>
+
+namespace kvcheck::plugin {
+
+int to_status(ErrorCode code) { return static_cast<int>(code) + 1; }
+
+bool to_error_code(int status, ErrorCode* code) {
+  if (status < KVCHECK_STATUS_INVALID_FORMAT || status > KVCHECK_STATUS_BLOCK_OUT_OF_RANGE) return false;
+  *code = static_cast<ErrorCode>(status - 1);
+  return true;
+}
+
+int abi_format(const KVCacheFormat& f) {
+  static const KVCacheFormat named[] = {KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
+                                        KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()};
+  for (int i = 0; i < 5; ++i) {
+    KVCacheFormat g = f;
+    g.name = named[i].name;
+    if (g == named[i]) return i;
+  }
+  if (!f.is_quantized() && f.elements_per_sf == 0 && f.sf_format == SfFormat::kNone && !f.do_cast &&
+      !f.token_interleaved && f.bf16_tail_elements == 0 && f.elements >= 8 && f.elements <= 4096 &&
+      f.elements % 8 == 0)
+    return KVCHECK_FORMAT_BF16;
+  return KVCHECK_FORMAT_OTHER;
+}
+
+kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes) {
+  const KVCacheFormat& f = layout.format;
+  kvcheck_paged_cache c{};
+  c.base = const_cast<uint8_t*>(base);
+  c.size_bytes = size_bytes;
+  c.format = abi_format(f);
+  c.elements = f.elements;
+  c.quantized_dtype = static_cast<int32_t>(f.quantized_dtype);
+  c.sf_format = static_cast<int32_t>(f.sf_format);
+  c.elements_per_sf = f.elements_per_sf;
+  c.do_cast = f.do_cast;
+  c.token_interleaved = f.token_interleaved;
+  c.bf16_tail_elements = f.bf16_tail_elements;
+  c.num_blocks = layout.num_blocks;
+  c.block_size = layout.block_size;
+  c.block_stride = layout.block_stride;
+  try {  // derived fields of an invalid format are meaningless: left 0
+    const PagedLayout p = layout.paged();
+    c.quantized_bytes = p.quantized_bytes;
+    c.sf_bytes = p.sf_bytes;
+    c.data_token_stride = p.data_token_stride;
+    c.scale_region = p.scale_region;
+    c.scale_token_stride = p.scale_token_stride;
+  } catch (const std::exception&) {
+  }
+  return c;
+}
+
+CacheLayout from_abi(const kvcheck_paged_cache& c) {
+  CacheLayout l;
+  KVCacheFormat& f = l.format;
+  switch (c.format) {
+    case KVCHECK_FORMAT_V41: f.name = "V41"; break;
+    case KVCHECK_FORMAT_V41_FP4: f.name = "V41_FP4"; break;
+    case KVCHECK_FORMAT_FP4_INDEX: f.name = "FP4_INDEX"; break;
+    case KVCHECK_FORMAT_FP8_FP32SF_INDEX: f.name = "FP8_FP32SF_INDEX"; break;
+    case KVCHECK_FORMAT_MXFP8_INDEX: f.name = "MXFP8_INDEX"; break;
+    case KVCHECK_FORMAT_BF16: f.name = "BF16(" + std::to_string(c.elements) + ")"; break;
+    default: f.name = "custom"; break;
+  }
+  f.quantized_dtype = static_cast<QuantizedDtype>(c.quantized_dtype);
+  f.elements = c.elements;
+  f.elements_per_sf = c.elements_per_sf;
+  f.sf_format = static_cast<SfFormat>(c.sf_format);
+  f.do_cast = c.do_cast != 0;
+  f.token_interleaved = c.token_interleaved != 0;
+  f.bf16_tail_elements = c.bf16_tail_elements;
+  l.num_blocks = c.num_blocks;
+  l.block_size = c.block_size;
+  l.block_stride = c.block_stride;
+  return l;
+}
+
+kvcheck_kv_cache to_abi(const ConstKvCacheView& v, const float* k_scale, const float* v_scale) {
+  kvcheck_kv_cache c{};
+  c.k = const_cast<uint8_t*>(v.k);
+  c.k_capacity = v.k_capacity;
+  c.v = const_cast<uint8_t*>(v.v);
+  c.v_capacity = v.v_capacity;
+  c.dtype = static_cast<int32_t>(v.layout.dtype);
+  c.block_size = v.layout.block_size;
+  c.num_kv_heads = v.layout.num_kv_heads;
+  c.head_dim = v.layout.head_dim;
+  c.num_blocks = v.layout.num_blocks;
+  c.stride_page = v.layout.stride_page;
+  c.stride_token = v.layout.stride_token;
+  c.stride_head = v.layout.stride_head;
+  c.scale_kind = static_cast<int32_t>(v.scales.kind);
+  // Both spans travel; validation compares their sizes, so keep k's and v's apart.
+  c.num_scales = static_cast<int32_t>(v.scales.k_scale.size());
+  c.num_v_scales = static_cast<int32_t>(v.scales.v_scale.size());
+  c.k_scale = k_scale;
+  c.v_scale = v_scale;
+  return c;
+}
+
+KvCacheView from_abi(const kvcheck_kv_cache& c) {
+  KvCacheView v;
+  v.k = c.k;
+  v.k_capacity = c.k_capacity;
+  v.v = c.v;
+  v.v_capacity = c.v_capacity;
+  v.layout.dtype = static_cast<KvDtype>(c.dtype);
+  v.layout.num_blocks = c.num_blocks;
+  v.layout.block_size = c.block_size;
+  v.layout.num_kv_heads = c.num_kv_heads;
+  v.layout.head_dim = c.head_dim;
+  v.layout.stride_page = c.stride_page;
+  v.layout.stride_token = c.stride_token;
+  v.layout.stride_head = c.stride_head;
+  v.scales.kind = static_cast<KvScaleKind>(c.scale_kind);
+  if (c.k_scale) v.scales.k_scale = {c.k_scale, static_cast<size_t>(c.num_scales)};
+  if (c.v_scale) v.scales.v_scale = {c.v_scale, static_cast<size_t>(c.num_v_scales)};
+  return v;
+}
+
+kvcheck_kv_tokens to_abi(const KvTokensIn& t) {
+  kvcheck_kv_tokens r{};
+  r.data = const_cast<uint8_t*>(t.data);
+  r.dtype = static_cast<int32_t>(t.dtype);
+  r.rows = t.rows;
+  r.token_stride = t.token_stride;
+  r.head_stride = t.head_stride;
+  return r;
+}
+
+KvTokensOut from_abi(const kvcheck_kv_tokens& t) {
+  return {t.data, static_cast<KvDtype>(t.dtype), t.rows, t.token_stride, t.head_stride};
+}
+
+BackendCapabilities from_abi(const kvcheck_capabilities& c) {
+  BackendCapabilities b;
+  b.ops = c.ops;
+  b.formats = c.formats;
+  b.kv_dtypes = c.kv_dtypes;
+  b.block_size_multiple = c.block_size_multiple > 1 ? c.block_size_multiple : 1;
+  b.max_block_size = c.max_block_size > 0 ? c.max_block_size : 0;
+  b.store_load = (c.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)) != 0;
+  const uint32_t index = KVCHECK_OP_CONVERT_KV_INDEX | KVCHECK_OP_KV_INDEX_CAT | KVCHECK_OP_EXPAND_SWA_INDEX |
+                         KVCHECK_OP_SWA_DECODE_INDEX;
+  b.index_transforms = (c.ops & index) == index;
+  b.kv_family = (c.ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)) == (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
+  return b;
+}
+
+kvcheck_capabilities to_abi(const BackendCapabilities& b) {
+  return {b.ops, b.formats, b.kv_dtypes, b.block_size_multiple, b.max_block_size};
+}
+
+void write_message(const std::string& text, char* msg, size_t msg_size) {
+  if (msg == nullptr || msg_size == 0) return;
+  const size_t n = std::min(text.size(), msg_size - 1);
+  std::memcpy(msg, text.data(), n);
+  msg[n] = '\0';
+}
+
+}  // namespace kvcheck::plugin

@@ -1,0 +1,42 @@
+// Conversions between the C plugin ABI (include/kvcheck/backend_abi.h) and kvcheck's
+// C++ types: status codes <-> ErrorCode, layouts and views -> ABI structs (harness
+// side), ABI structs -> layouts and views (plugin side, plugins/cpu).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "impl/backend.h"
+#include "impl/error.h"
+#include "include/kvcheck/backend_abi.h"
+
+namespace kvcheck::plugin {
+
+/// ErrorCode e <-> status int(e) + 1 (backend_abi.h); OK and INTERNAL have no code.
+int to_status(ErrorCode code);
+/// The ErrorCode of a refusal status; false for OK, INTERNAL and unknown values.
+bool to_error_code(int status, ErrorCode* code);
+
+/// The kvcheck_format of a record (OTHER when no named format matches).
+int abi_format(const KVCacheFormat& f);
+/// The ABI cache of `layout` at `base` (harness-owned memory in the plugin's space)
+/// whose buffer holds `size_bytes` bytes.
+kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes);
+/// The CacheLayout an ABI cache describes (plugin side; fields copied as given, so an
+/// invalid layout stays invalid for the plugin's own validation to reject).
+CacheLayout from_abi(const kvcheck_paged_cache& c);
+
+kvcheck_kv_cache to_abi(const ConstKvCacheView& v, const float* k_scale, const float* v_scale);
+/// A view of an ABI K/V cache; scales become spans of num_scales floats.
+KvCacheView from_abi(const kvcheck_kv_cache& c);
+kvcheck_kv_tokens to_abi(const KvTokensIn& t);
+KvTokensOut from_abi(const kvcheck_kv_tokens& t);
+
+/// BackendCapabilities <-> kvcheck_capabilities.
+BackendCapabilities from_abi(const kvcheck_capabilities& c);
+kvcheck_capabilities to_abi(const BackendCapabilities& c);
+
+/// Writes `text` NUL-terminated and truncated into msg[msg_size] (nothing when null).
+void write_message(const std::string& text, char* msg, size_t msg_size);
+
+}  // namespace kvcheck::plugin

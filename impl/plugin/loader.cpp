@@ -1,0 +1,149 @@
+#include "impl/plugin/loader.h"
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "impl/error.h"
+
+#ifndef KVCHECK_PLUGIN_BUILD_DIR
+#define KVCHECK_PLUGIN_BUILD_DIR ""
+#endif
+
+namespace kvcheck::plugin {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what,
+                       ErrorCode code = ErrorCode::kInvalidArgument) {
+  throw Error(code, "plugin " + path + ": " + what);
+}
+
+// The ops bits and the entries that must back them (optional entries: when covered).
+void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
+  if (t.abi_version != KVCHECK_ABI_VERSION)
+    fail(path, "ABI version mismatch: the library has version " + std::to_string(t.abi_version) +
+                   ", this kvcheck speaks version " + std::to_string(KVCHECK_ABI_VERSION) +
+                   " (rebuild it against this include/kvcheck/backend_abi.h)");
+  const size_t required = offsetof(kvcheck_backend_v1_t, store_kv);
+  if (t.struct_size < required)
+    fail(path, "table struct_size " + std::to_string(t.struct_size) + " is smaller than version 1's " +
+                   std::to_string(required) + " required bytes");
+  if (t.name == nullptr || !std::regex_match(t.name, std::regex("[a-z0-9_-]{1,32}")))
+    fail(path, std::string("backend name '") + (t.name ? t.name : "(null)") + "' is not [a-z0-9_-]{1,32}");
+  if (t.memory_space != KVCHECK_MEMORY_HOST && t.memory_space != KVCHECK_MEMORY_CUDA_DEVICE)
+    fail(path, "memory_space " + std::to_string(t.memory_space) + " is neither HOST (0) nor CUDA_DEVICE (1)");
+  const auto has = [&](size_t offset) { return t.struct_size >= offset + sizeof(void*); };
+  struct Entry {
+    uint32_t bit;
+    const void* fn;
+    size_t offset;
+    const char* name;
+  };
+#define KVCHECK_ENTRY(bit, f) {bit, reinterpret_cast<const void*>(t.f), offsetof(kvcheck_backend_v1_t, f), #f}
+  const Entry entries[] = {KVCHECK_ENTRY(KVCHECK_OP_STORE_KV_CACHE, store_kv_cache),
+                           KVCHECK_ENTRY(KVCHECK_OP_LOAD_PAGED_KV_CACHE, load_paged_kv_cache),
+                           KVCHECK_ENTRY(KVCHECK_OP_CONVERT_KV_INDEX, convert_kv_index),
+                           KVCHECK_ENTRY(KVCHECK_OP_KV_INDEX_CAT, kv_index_cat),
+                           KVCHECK_ENTRY(KVCHECK_OP_EXPAND_SWA_INDEX, expand_swa_index),
+                           KVCHECK_ENTRY(KVCHECK_OP_SWA_DECODE_INDEX, swa_decode_index),
+                           KVCHECK_ENTRY(KVCHECK_OP_STORE_KV, store_kv),
+                           KVCHECK_ENTRY(KVCHECK_OP_GATHER_KV, gather_kv)};
+#undef KVCHECK_ENTRY
+  for (const auto& e : entries)
+    if ((t.capabilities.ops & e.bit) && (!has(e.offset) || e.fn == nullptr))
+      fail(path, std::string("capabilities name ") + e.name + " but the table has no " + e.name + " function");
+}
+
+}  // namespace
+
+Library::~Library() {
+  // Plugins may have registered atexit handlers or CUDA state: never dlclose.
+}
+
+std::shared_ptr<Library> load_library(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) fail(path, std::string("dlopen failed: ") + dlerror());
+  dlerror();
+  void* sym = dlsym(handle, KVCHECK_ENTRY_SYMBOL);
+  if (sym == nullptr)
+    fail(path, "no symbol " KVCHECK_ENTRY_SYMBOL
+               " (export it with KVCHECK_PLUGIN_EXPORT and extern \"C\"; see docs/plugins.md)");
+  kvcheck_backend_v1_fn entry = nullptr;
+  static_assert(sizeof(entry) == sizeof(sym));
+  std::memcpy(&entry, &sym, sizeof(sym));
+  auto lib = std::make_shared<Library>();
+  lib->path = path;
+  lib->handle = handle;
+  char msg[1024] = {0};
+  const int st = entry(KVCHECK_ABI_VERSION, &lib->table, msg, sizeof msg);
+  if (st == KVCHECK_STATUS_UNSUPPORTED) fail(path, std::string("declines to run here: ") + msg, ErrorCode::kUnsupported);
+  if (st != KVCHECK_STATUS_OK) fail(path, KVCHECK_ENTRY_SYMBOL " returned status " + std::to_string(st) + ": " + msg);
+  if (lib->table == nullptr) fail(path, KVCHECK_ENTRY_SYMBOL " returned OK but no table");
+  check_table(path, *lib->table);
+#ifndef KVCHECK_HAVE_CUDA
+  if (lib->table->memory_space == KVCHECK_MEMORY_CUDA_DEVICE)
+    fail(path, "is a CUDA device plugin, but this kvcheck was built without CUDA (no nvcc at configure time)",
+         ErrorCode::kUnsupported);
+#endif
+  return lib;
+}
+
+std::string probe_in_child(const Library& lib) {
+  if (lib.table->probe == nullptr) return "";
+  int fds[2];
+  if (pipe(fds) != 0) return "cannot create a pipe for the probe";
+  const pid_t pid = fork();
+  if (pid < 0) return "cannot fork for the probe";
+  if (pid == 0) {
+    close(fds[0]);
+    char msg[1024] = {0};
+    const int st = lib.table->probe(lib.table->context, msg, sizeof msg);
+    if (st != KVCHECK_STATUS_OK) {
+      if (!*msg) std::snprintf(msg, sizeof msg, "probe returned status %d", st);
+      (void)!write(fds[1], msg, std::strlen(msg));
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string why;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    why = "probe crashed (" + (WIFSIGNALED(status) ? std::string(strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))) + ")";
+  return why;
+}
+
+std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib) {
+  return lib->table->memory_space == KVCHECK_MEMORY_CUDA_DEVICE ? make_device_backend(std::move(lib))
+                                                                : make_host_backend(std::move(lib));
+}
+
+std::string builtin_plugin_dir() {
+  if (const char* env = std::getenv("KVCHECK_PLUGIN_DIR"); env && *env) return env;
+  return KVCHECK_PLUGIN_BUILD_DIR;
+}
+
+std::vector<std::string> env_plugins() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("KVCHECK_PLUGIN");
+  if (!env) return out;
+  std::string s = env;
+  for (size_t start = 0; start <= s.size();) {
+    const size_t end = std::min(s.find(':', start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace kvcheck::plugin

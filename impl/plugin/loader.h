@@ -1,0 +1,50 @@
+// Loading backend plugins (include/kvcheck/backend_abi.h): dlopen a shared library,
+// resolve its entry symbol, check the ABI version and table, and wrap the table as a
+// kvcheck::Backend (host plugins: called on the harness's host buffers; device
+// plugins: through the guarded device harness, device_backend.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "impl/backend.h"
+#include "include/kvcheck/backend_abi.h"
+
+namespace kvcheck::plugin {
+
+/// One loaded library: its path, dlopen handle and table (valid while this lives).
+struct Library {
+  std::string path;
+  void* handle = nullptr;
+  const kvcheck_backend_v1_t* table = nullptr;
+  ~Library();
+};
+
+/// dlopen(path) + the entry symbol. Throws Error(kInvalidArgument) naming the path
+/// and the problem: no such file, dlopen's error, no symbol kvcheck_backend_v1, ABI
+/// version mismatch (both numbers), a table too small or with a bad name/memory space,
+/// an ops bit without its function, a device plugin in a harness built without CUDA.
+/// A plugin that declines (entry returns UNSUPPORTED) throws Error(kUnsupported)
+/// with its reason.
+std::shared_ptr<Library> load_library(const std::string& path);
+
+/// Runs the table's probe (when it has one) in a forked child, so the calling process
+/// never initialises CUDA (campaigns fork after this). "" = usable, else why not.
+std::string probe_in_child(const Library& lib);
+
+/// The Backend over a loaded library (host or device adapter by memory space).
+std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib);
+
+/// The directory holding the project's own plugins (libkvcheck_cpu.so,
+/// libkvcheck_cuda.so): $KVCHECK_PLUGIN_DIR, else the build's plugins/ directory.
+std::string builtin_plugin_dir();
+
+/// The paths of $KVCHECK_PLUGIN (colon-separated; empty entries ignored).
+std::vector<std::string> env_plugins();
+
+// Implemented by the adapters.
+std::shared_ptr<const Backend> make_host_backend(std::shared_ptr<Library> lib);
+std::shared_ptr<const Backend> make_device_backend(std::shared_ptr<Library> lib);
+
+}  // namespace kvcheck::plugin

@@ -1,0 +1,312 @@
+/* kvcheck backend plugin ABI, version 1 (C99; no C++ types).
+ *
+ * A backend library (a shared object) exports ONE symbol:
+ *
+ *     int kvcheck_backend_v1(uint32_t harness_abi_version,
+ *                            const kvcheck_backend_v1_t** out, char* msg, size_t msg_size);
+ *
+ * which fills *out with a table that stays valid until the library is unloaded and
+ * returns KVCHECK_STATUS_OK, or returns KVCHECK_STATUS_UNSUPPORTED with a reason in
+ * msg ("no CUDA device") when it cannot run on this machine. The harness calls it once,
+ * right after dlopen. It must not initialise CUDA (the harness forks after loading);
+ * put device probing in `probe`, which the harness calls in a child process.
+ *
+ * Every operation entry (SPEC §5, §7 of docs/spec.md) takes the table's `context`, one
+ * argument struct, a stream and a caller-owned message buffer, and returns a status:
+ *   - KVCHECK_STATUS_OK: done. A device plugin may leave work queued on `stream`; the
+ *     harness synchronises the stream before it reads anything back.
+ *   - one of the refusal codes (KVCHECK_STATUS_INVALID_FORMAT ...): the input is
+ *     invalid (or, UNSUPPORTED, valid but not supported); the plugin has written NO byte
+ *     of any output or cache (the harness checks). The code must be the one the
+ *     reference gives for the same input (docs/spec.md §5.2 / §7.4 validation order).
+ *   - KVCHECK_STATUS_INTERNAL: the plugin itself failed (a CUDA error, ...); reported
+ *     as a failure of the backend, never as a refusal.
+ * msg/msg_size: a buffer of msg_size bytes the HARNESS owns (msg_size >= 256); on any
+ * status but OK the plugin writes a NUL-terminated, human-readable reason (truncated
+ * to fit). Plugins must not keep the pointer.
+ *
+ * Memory (ownership): every pointer in an argument struct is owned by the harness and
+ * valid only during the call; plugins must not free, keep or reallocate it. Host
+ * plugins (memory_space HOST) get host pointers and stream == NULL; device plugins
+ * (CUDA_DEVICE) get device pointers (cudaMalloc'd, at least 256-byte aligned for whole
+ * buffers) and a cudaStream_t as `void*` on which to enqueue their work. Buffers the
+ * harness uploads are exactly as large as the sizes below say, between guard bands it
+ * checks after the call. Units: *_bytes and *_stride fields named "bytes" are bytes;
+ * everything named "elements" or "entries" counts elements of the stated type; counts
+ * of tokens/rows/blocks are counts. Integers are little-endian.
+ *
+ * Stability: the harness accepts any table whose abi_version is KVCHECK_ABI_VERSION
+ * (1) and reads an optional entry only when struct_size covers it, so a library built
+ * against this header keeps loading when later headers append entries. Fields are
+ * never reordered or removed within version 1.
+ */
+#ifndef KVCHECK_BACKEND_ABI_H
+#define KVCHECK_BACKEND_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVCHECK_ABI_VERSION 1u
+#define KVCHECK_ENTRY_SYMBOL "kvcheck_backend_v1"
+
+/* Status codes: 0 = OK; 1..14 = kvcheck::ErrorCode + 1 (impl/error.h, same order);
+ * 64 = the plugin failed. */
+typedef enum kvcheck_status {
+  KVCHECK_STATUS_OK = 0,
+  KVCHECK_STATUS_INVALID_FORMAT = 1,
+  KVCHECK_STATUS_UNKNOWN_FORMAT = 2,
+  KVCHECK_STATUS_AMBIGUOUS_FORMAT = 3,
+  KVCHECK_STATUS_INVALID_ARGUMENT = 4,
+  KVCHECK_STATUS_SHAPE_MISMATCH = 5,
+  KVCHECK_STATUS_SLOT_OUT_OF_RANGE = 6,
+  KVCHECK_STATUS_DUPLICATE_SLOT = 7,
+  KVCHECK_STATUS_SEGMENT_BLOCK_OUT_OF_RANGE = 8,
+  KVCHECK_STATUS_SEGMENT_RANGE_INVALID = 9,
+  KVCHECK_STATUS_SEGMENT_DESTINATION_OUT_OF_RANGE = 10,
+  KVCHECK_STATUS_SEGMENT_OVERLAP = 11,
+  KVCHECK_STATUS_RANGE_OUT_OF_TABLE = 12,
+  KVCHECK_STATUS_UNSUPPORTED = 13,
+  KVCHECK_STATUS_BLOCK_OUT_OF_RANGE = 14,
+  KVCHECK_STATUS_INTERNAL = 64
+} kvcheck_status;
+
+typedef enum kvcheck_memory_space {
+  KVCHECK_MEMORY_HOST = 0,        /* host pointers, stream NULL */
+  KVCHECK_MEMORY_CUDA_DEVICE = 1  /* CUDA device pointers, stream = cudaStream_t */
+} kvcheck_memory_space;
+
+/* Operation bits of kvcheck_capabilities.ops. */
+#define KVCHECK_OP_STORE_KV_CACHE (1u << 0)      /* SPEC §5.1 */
+#define KVCHECK_OP_LOAD_PAGED_KV_CACHE (1u << 1) /* SPEC §5.2 */
+#define KVCHECK_OP_CONVERT_KV_INDEX (1u << 2)    /* SPEC §5.5 */
+#define KVCHECK_OP_KV_INDEX_CAT (1u << 3)
+#define KVCHECK_OP_EXPAND_SWA_INDEX (1u << 4)
+#define KVCHECK_OP_SWA_DECODE_INDEX (1u << 5)
+#define KVCHECK_OP_STORE_KV (1u << 6)  /* SPEC §7.4 */
+#define KVCHECK_OP_GATHER_KV (1u << 7) /* SPEC §7.5 */
+
+/* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
+ * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
+typedef enum kvcheck_format {
+  KVCHECK_FORMAT_V41 = 0,
+  KVCHECK_FORMAT_V41_FP4 = 1,
+  KVCHECK_FORMAT_FP4_INDEX = 2,
+  KVCHECK_FORMAT_FP8_FP32SF_INDEX = 3,
+  KVCHECK_FORMAT_MXFP8_INDEX = 4,
+  KVCHECK_FORMAT_BF16 = 5,
+  KVCHECK_FORMAT_OTHER = 31 /* a record no named format has (invalid-format tests) */
+} kvcheck_format;
+#define KVCHECK_FORMAT_BIT(f) (1u << (f))
+
+/* K/V family element dtypes (SPEC §7.1), bits of kvcheck_capabilities.kv_dtypes. */
+typedef enum kvcheck_kv_dtype {
+  KVCHECK_KV_BF16 = 0,
+  KVCHECK_KV_FP16 = 1,
+  KVCHECK_KV_E4M3 = 2,
+  KVCHECK_KV_E5M2 = 3
+} kvcheck_kv_dtype;
+
+/* What a plugin supports. The generators draw only inputs inside it; `kvcheck run`
+ * reports what was left out. Zero masks mean "nothing"; use ~0u for "all". */
+typedef struct kvcheck_capabilities {
+  uint32_t ops;                /* KVCHECK_OP_* bits; an op without a bit is never called */
+  uint32_t formats;            /* KVCHECK_FORMAT_BIT(...) of the paged cache formats */
+  uint32_t kv_dtypes;          /* (1u << kvcheck_kv_dtype) of K/V cache dtypes */
+  int32_t block_size_multiple; /* every block_size is a multiple of this; 0 or 1 = any */
+  int32_t max_block_size;      /* largest block_size; 0 = no limit */
+} kvcheck_capabilities;
+
+/* A paged MLA/indexer cache (SPEC §2, §3): `base` holds size_bytes bytes. Record fields
+ * describe one token; geometry gives every address:
+ *   data of (block b, token t)   at b*block_stride + t*data_token_stride
+ *   scales of (block b, token t) at b*block_stride + scale_region + t*scale_token_stride
+ * slot s = b*block_size + t. All offsets and strides in BYTES. */
+typedef struct kvcheck_paged_cache {
+  uint8_t* base;       /* harness-owned; host or device per memory_space */
+  int64_t size_bytes;  /* bytes the buffer at base holds; a call whose
+                          num_blocks * block_stride exceeds it is refused with
+                          KVCHECK_STATUS_SHAPE_MISMATCH (SPEC §5.2 validation order) */
+  int32_t format;      /* kvcheck_format */
+  int32_t elements;    /* logical elements per token */
+  int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */
+  int32_t sf_format;         /* 0 none, 1 ue8m0, 2 e4m3, 3 fp32 */
+  int32_t elements_per_sf;   /* scale group size; 0 for BF16 */
+  int32_t do_cast;           /* 1: load dequantises to BF16 */
+  int32_t token_interleaved; /* 1: record = [data | scales] per token */
+  int32_t bf16_tail_elements;/* legacy; only 0 is valid */
+  int64_t quantized_bytes;   /* data bytes per token (BF16: 2*elements) */
+  int64_t sf_bytes;          /* scale bytes per token */
+  int64_t num_blocks;
+  int32_t block_size;        /* tokens per block */
+  int32_t reserved0;
+  int64_t block_stride;      /* bytes */
+  int64_t data_token_stride; /* bytes */
+  int64_t scale_region;      /* bytes: first scale byte of a block */
+  int64_t scale_token_stride;/* bytes */
+} kvcheck_paged_cache;
+
+/* store_kv_cache (SPEC §5.1): for i < num_tokens with slot_mapping[i] != -1, quantise
+ * row i (BF16 bit patterns, kv + i*kv_row_stride) into slot slot_mapping[i]. */
+typedef struct kvcheck_store_args {
+  const uint16_t* kv;         /* [kv_rows][kv_row_stride] BF16 bits */
+  int64_t kv_rows;            /* rows the buffer holds (>= num_tokens when valid) */
+  int64_t kv_row_stride;      /* ELEMENTS between rows (>= elements when valid) */
+  const int32_t* slot_mapping;/* [num_tokens] */
+  int64_t num_tokens;
+  kvcheck_paged_cache cache;  /* written */
+} kvcheck_store_args;
+
+/* load_paged_kv_cache (SPEC §5.2): segments [num_segments][4] int32 = (src_block_id,
+ * src_begin, src_end, dst_offset); output rows of load_row_bytes (BF16 2*E for
+ * BF16/do_cast, quantized_bytes for index formats) at out_data_stride bytes apart;
+ * index formats also sf_bytes scale rows at out_scale_stride bytes apart. Rows no
+ * segment covers keep their bytes. */
+typedef struct kvcheck_load_args {
+  kvcheck_paged_cache cache;     /* read only */
+  const int32_t* load_segments;  /* [num_segments][4] */
+  int64_t num_segment_ints;      /* entries of load_segments (4 per segment when valid) */
+  int32_t total_k;               /* output rows the segments address */
+  int32_t reserved0;
+  uint8_t* out_data;             /* [out_rows] rows */
+  int64_t out_data_stride;       /* bytes */
+  uint8_t* out_scales;           /* index formats; else NULL */
+  int64_t out_scale_stride;      /* bytes */
+  int64_t out_rows;              /* rows the output buffers hold */
+} kvcheck_load_args;
+
+/* convert_kv_index (SPEC §5.5). */
+typedef struct kvcheck_convert_kv_index_args {
+  const int32_t* topk;          /* [num_q][k] logical token indices or -1 */
+  int64_t topk_entries;
+  int32_t num_q, k;
+  const int32_t* block_table;   /* [num_seqs][max_blocks] */
+  int64_t block_table_entries;
+  int32_t max_blocks, block_size;
+  const int32_t* seq_ids;       /* [num_q], or NULL: row q uses table row q */
+  int64_t seq_ids_entries;      /* 0 with NULL */
+  const int32_t* context_lens;  /* [num_q], tokens */
+  int64_t context_lens_entries;
+  int32_t* out;                 /* [num_q][k], written */
+  int64_t out_entries;
+} kvcheck_convert_kv_index_args;
+
+/* kv_index_cat (SPEC §5.5): out[q] = left[q] ++ (right[q] + shift), -1 kept,
+ * shift = total_k_swa_cached + total_k_swa_cur. */
+typedef struct kvcheck_kv_index_cat_args {
+  const int32_t* left; int64_t left_entries; int32_t wl;  /* [num_q][wl] */
+  const int32_t* right; int64_t right_entries; int32_t wr; /* [num_q][wr] */
+  int32_t num_q, total_k_swa_cached, total_k_swa_cur;
+  int32_t* out; int64_t out_entries;                     /* [num_q][wl+wr] */
+} kvcheck_kv_index_cat_args;
+
+/* expand_swa_index (SPEC §5.5): pivots[num_q][4] = off1, len1, off2, len2. */
+typedef struct kvcheck_expand_swa_index_args {
+  const int32_t* pivots; int64_t pivots_entries;
+  int32_t num_q, width;
+  int32_t* out; int64_t out_entries; /* [num_q][width] */
+} kvcheck_expand_swa_index_args;
+
+/* SWA decode index (SPEC §5.5): start_len[num_q][2] = start_slot, valid_len. */
+typedef struct kvcheck_swa_decode_index_args {
+  const int32_t* start_len; int64_t start_len_entries;
+  int32_t num_q, width, ring_size, reserved0;
+  int32_t* out; int64_t out_entries; /* [num_q][width] */
+} kvcheck_swa_decode_index_args;
+
+/* A layer's K and V caches (SPEC §7.2): element (b, t, h, d) at
+ * b*stride_page + t*stride_token + h*stride_head + d ELEMENTS from k / v. */
+typedef struct kvcheck_kv_cache {
+  uint8_t* k; int64_t k_capacity; /* elements of `dtype` that belong to the K buffer */
+  uint8_t* v; int64_t v_capacity;
+  int32_t dtype;                  /* kvcheck_kv_dtype */
+  int32_t block_size, num_kv_heads, head_dim;
+  int64_t num_blocks;
+  int64_t stride_page, stride_token, stride_head; /* elements */
+  int32_t scale_kind;             /* 0 none, 1 per tensor, 2 per KV head (SPEC §7.3) */
+  int32_t num_scales;             /* floats at k_scale (1 per tensor, H per head, 0) */
+  const float* k_scale;           /* memory space of the plugin; NULL when none */
+  const float* v_scale;
+  int32_t num_v_scales;           /* floats at v_scale */
+  int32_t reserved0;
+} kvcheck_kv_cache;
+
+/* Token rows [rows][H][D] (store_kv input, gather_kv output): token i, head h at
+ * element i*token_stride + h*head_stride; D contiguous. */
+typedef struct kvcheck_kv_tokens {
+  uint8_t* data;       /* const for store_kv input */
+  int32_t dtype;       /* kvcheck_kv_dtype (model dtypes bf16/fp16) */
+  int32_t reserved0;
+  int64_t rows;        /* rows the buffer holds */
+  int64_t token_stride, head_stride; /* elements */
+} kvcheck_kv_tokens;
+
+/* store_kv (SPEC §7.4). */
+typedef struct kvcheck_store_kv_args {
+  kvcheck_kv_tokens key, value;  /* read only */
+  const int32_t* slot_mapping; int64_t num_tokens;
+  kvcheck_kv_cache cache;        /* written */
+} kvcheck_store_kv_args;
+
+/* gather_kv (SPEC §7.5): sequence i's tokens through block_table row i to rows
+ * [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v. */
+typedef struct kvcheck_gather_kv_args {
+  kvcheck_kv_cache cache;        /* read only */
+  const int32_t* block_table; int64_t block_table_entries; int32_t max_blocks;
+  int32_t reserved0;
+  const int32_t* cu_seqlens_k; int64_t cu_seqlens_entries; /* num_seqs + 1 */
+  kvcheck_kv_tokens out_k, out_v; /* written */
+} kvcheck_gather_kv_args;
+
+#define KVCHECK_OP_FN(name, args_t) \
+  int (*name)(void* context, const args_t* args, void* stream, char* msg, size_t msg_size)
+
+/* The table a plugin hands to the harness (see the top of this file). */
+typedef struct kvcheck_backend_v1_t {
+  uint32_t abi_version;  /* KVCHECK_ABI_VERSION */
+  uint32_t struct_size;  /* sizeof(kvcheck_backend_v1_t) the plugin was built with */
+  const char* name;      /* backend name in reports: [a-z0-9_-]+, unique per run */
+  int32_t memory_space;  /* kvcheck_memory_space */
+  int32_t reserved0;
+  kvcheck_capabilities capabilities;
+  void* context;         /* passed back to every entry; plugin-owned */
+  /* Optional (may be NULL): called once, in a child process, before any operation.
+   * Returns OK or UNSUPPORTED with the reason in msg (e.g. "no CUDA device"). */
+  int (*probe)(void* context, char* msg, size_t msg_size);
+  /* One entry per operation; NULL = not supported (its ops bit must be clear). */
+  KVCHECK_OP_FN(store_kv_cache, kvcheck_store_args);
+  KVCHECK_OP_FN(load_paged_kv_cache, kvcheck_load_args);
+  KVCHECK_OP_FN(convert_kv_index, kvcheck_convert_kv_index_args);
+  KVCHECK_OP_FN(kv_index_cat, kvcheck_kv_index_cat_args);
+  KVCHECK_OP_FN(expand_swa_index, kvcheck_expand_swa_index_args);
+  KVCHECK_OP_FN(swa_decode_index, kvcheck_swa_decode_index_args);
+  /* Optional entries of version 1 (read only when struct_size covers them). */
+  KVCHECK_OP_FN(store_kv, kvcheck_store_kv_args);
+  KVCHECK_OP_FN(gather_kv, kvcheck_gather_kv_args);
+  /* Optional test hook of version 1 (NULL = none; no ops bit): the plugin's later calls
+   * made on the CALLING thread split their work as if the machine had `max_threads`
+   * threads and a thread paid for itself at `min_bytes_per_thread` bytes of output;
+   * 0, 0 restores the plugin's defaults. The properties vary it per case so that
+   * multi-threaded paths run on machines of any core count. Returns OK, or
+   * INVALID_ARGUMENT for values it does not take. */
+  int (*set_test_parallelism)(void* context, int32_t max_threads, int64_t min_bytes_per_thread);
+} kvcheck_backend_v1_t;
+
+/* The entry symbol's type (KVCHECK_ENTRY_SYMBOL). */
+typedef int (*kvcheck_backend_v1_fn)(uint32_t harness_abi_version, const kvcheck_backend_v1_t** out,
+                                     char* msg, size_t msg_size);
+
+#if defined(_WIN32)
+#define KVCHECK_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define KVCHECK_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVCHECK_BACKEND_ABI_H */

@@ -1,0 +1,118 @@
+// libkvcheck_cpu.so: the production CPU backend (impl/cpu) as a HOST plugin. Every
+// entry turns its ABI arguments back into the Backend views and calls CpuBackend,
+// which validates everything itself (SPEC §5, §7 order and codes).
+#include "impl/cpu/cpu_backend.h"
+#include "include/kvcheck/backend_abi.h"
+#include "plugins/guard.h"
+
+namespace {
+
+using namespace kvcheck;
+using plugin::from_abi;
+using plugin::guarded;
+
+const cpu::CpuBackend backend;
+
+std::span<const int32_t> ints(const int32_t* p, int64_t n) {
+  return p ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
+}
+std::span<int32_t> ints(int32_t* p, int64_t n) {
+  return p ? std::span<int32_t>(p, static_cast<size_t>(n)) : std::span<int32_t>();
+}
+
+int store(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.store_kv_cache({a->kv, a->kv_rows, a->kv_row_stride}, ints(a->slot_mapping, a->num_tokens),
+                           {a->cache.base, from_abi(a->cache), a->cache.size_bytes});
+  });
+}
+
+int load(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.load_paged_kv_cache({a->cache.base, from_abi(a->cache), a->cache.size_bytes}, ints(a->load_segments, a->num_segment_ints),
+                                a->total_k,
+                                {a->out_data, a->out_data_stride, a->out_scales, a->out_scale_stride, a->out_rows});
+  });
+}
+
+int convert(void*, const kvcheck_convert_kv_index_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    ConvertKvIndexArgs c;
+    c.topk = ints(a->topk, a->topk_entries);
+    c.num_q = a->num_q;
+    c.k = a->k;
+    c.block_table = ints(a->block_table, a->block_table_entries);
+    c.max_blocks = a->max_blocks;
+    c.seq_ids = ints(a->seq_ids, a->seq_ids_entries);
+    c.context_lens = ints(a->context_lens, a->context_lens_entries);
+    c.block_size = a->block_size;
+    backend.convert_kv_index(c, ints(a->out, a->out_entries));
+  });
+}
+
+int cat(void*, const kvcheck_kv_index_cat_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.kv_index_cat(ints(a->left, a->left_entries), a->wl, ints(a->right, a->right_entries), a->wr, a->num_q,
+                         a->total_k_swa_cached, a->total_k_swa_cur, ints(a->out, a->out_entries));
+  });
+}
+
+int expand(void*, const kvcheck_expand_swa_index_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.expand_swa_index(ints(a->pivots, a->pivots_entries), a->num_q, a->width, ints(a->out, a->out_entries));
+  });
+}
+
+int decode(void*, const kvcheck_swa_decode_index_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.swa_decode_index(ints(a->start_len, a->start_len_entries), a->num_q, a->width, a->ring_size,
+                             ints(a->out, a->out_entries));
+  });
+}
+
+int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.store_kv(KvTokensIn(from_abi(a->key)), KvTokensIn(from_abi(a->value)),
+                     ints(a->slot_mapping, a->num_tokens), from_abi(a->cache));
+  });
+}
+
+int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    backend.gather_kv(from_abi(a->cache), ints(a->block_table, a->block_table_entries), a->max_blocks,
+                      ints(a->cu_seqlens_k, a->cu_seqlens_entries), from_abi(a->out_k), from_abi(a->out_v));
+  });
+}
+
+int set_test_parallelism(void*, int32_t max_threads, int64_t min_bytes_per_thread) {
+  return backend.set_test_parallelism(max_threads, min_bytes_per_thread) ? KVCHECK_STATUS_OK
+                                                                         : KVCHECK_STATUS_INVALID_ARGUMENT;
+}
+
+kvcheck_backend_v1_t make_table() {
+  kvcheck_backend_v1_t t{};
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "cpu";
+  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.capabilities = {~0u, ~0u, ~0u, 1, 0};
+  t.store_kv_cache = store;
+  t.load_paged_kv_cache = load;
+  t.convert_kv_index = convert;
+  t.kv_index_cat = cat;
+  t.expand_swa_index = expand;
+  t.swa_decode_index = decode;
+  t.store_kv = store_kv;
+  t.gather_kv = gather_kv;
+  t.set_test_parallelism = set_test_parallelism;
+  return t;
+}
+
+const kvcheck_backend_v1_t table = make_table();
+
+}  // namespace
+
+extern "C" KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t, const kvcheck_backend_v1_t** out, char*, size_t) {
+  *out = &table;
+  return KVCHECK_STATUS_OK;
+}

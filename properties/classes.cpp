@@ -1,0 +1,89 @@
+#include "properties/classes.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace kvcheck::props {
+namespace {
+
+struct CaseState {
+  bool open = false;
+  std::set<std::string> current;
+  ClassCounts counts;
+};
+
+CaseState& state() {
+  thread_local CaseState s;
+  return s;
+}
+
+}  // namespace
+
+void note_class(std::string_view name) {
+  if (state().open) state().current.emplace(name);
+}
+
+void begin_case() {
+  state().open = true;
+  state().current.clear();
+}
+
+void end_case() {
+  CaseState& s = state();
+  if (!s.open) return;
+  for (const auto& c : s.current) ++s.counts[c];
+  s.current.clear();
+  s.open = false;
+}
+
+ClassCounts take_class_counts() {
+  CaseState& s = state();
+  ClassCounts out = std::move(s.counts);
+  s.counts.clear();
+  s.current.clear();
+  s.open = false;
+  return out;
+}
+
+std::string check_class_bounds(const std::vector<ClassBound>& bounds, const ClassCounts& counts, int cases,
+                               const ClassBoundContext& context) {
+  if (cases <= 0 || !context.unrestricted) return "";
+  std::string out;
+  for (const auto& b : bounds) {
+    if (b.needs == ClassBound::Needs::kThreadKnob && !context.thread_knob) continue;
+    if (b.needs == ClassBound::Needs::kHostMemory && !context.host_memory) continue;
+    const auto it = counts.find(b.name);
+    const int n = it == counts.end() ? 0 : it->second;
+    const double f = static_cast<double>(n) / cases;
+    if (f < b.min_fraction)
+      out += fmt::format("{}: {} of {} cases ({:.1f}%), floor {:.0f}%\n", b.name, n, cases, 100 * f,
+                         100 * b.min_fraction);
+    if (f > b.max_fraction)
+      out += fmt::format("{}: {} of {} cases ({:.1f}%), ceiling {:.0f}%\n", b.name, n, cases, 100 * f,
+                         100 * b.max_fraction);
+  }
+  return out;
+}
+
+std::string encode_class_counts(const ClassCounts& counts) {
+  std::string out;
+  for (const auto& [name, n] : counts) out += (out.empty() ? "" : ";") + name + "=" + std::to_string(n);
+  return out;
+}
+
+ClassCounts decode_class_counts(const std::string& text) {
+  ClassCounts out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(';', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.rfind('=');
+    if (eq != std::string::npos) out[item.substr(0, eq)] += std::atoi(item.c_str() + eq + 1);
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,32 @@
+// The capabilities the generators draw inside (SPEC §6, plugin ABI): run_property
+// sets them from the backend under test for the duration of one property run, so a
+// plugin that stores only BF16 with block sizes that are multiples of 16 gets every
+// case inside that subset instead of discarded or refused cases.
+#pragma once
+
+#include <cstdint>
+
+#include "impl/backend.h"
+
+namespace kvcheck::props {
+
+/// The capabilities of the property run on this thread (default: everything).
+const BackendCapabilities& generator_caps();
+
+/// Sets generator_caps() to `caps` until destroyed (then restores the previous).
+class ScopedGeneratorCaps {
+ public:
+  explicit ScopedGeneratorCaps(const BackendCapabilities& caps);
+  ~ScopedGeneratorCaps();
+  ScopedGeneratorCaps(const ScopedGeneratorCaps&) = delete;
+  ScopedGeneratorCaps& operator=(const ScopedGeneratorCaps&) = delete;
+
+ private:
+  BackendCapabilities previous_;
+};
+
+/// The supported block size nearest below `bs` (>= 1): rounded down to a multiple of
+/// block_size_multiple (at least one multiple), capped at max_block_size.
+int32_t fit_block_size(int32_t bs);
+
+}  // namespace kvcheck::props

@@ -1,0 +1,35 @@
+/* Plugins that must NOT load, one per loader error (tests/plugin/CMakeLists.txt builds
+ * each with one -D): a wrong ABI version, no entry symbol, an ops bit without its
+ * function. */
+#include <string.h>
+
+#include "include/kvcheck/backend_abi.h"
+
+#ifdef NO_ENTRY
+KVCHECK_PLUGIN_EXPORT int not_the_entry_symbol(void) { return 0; }
+#else
+static kvcheck_backend_v1_t table;
+
+KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v1_t** out, char* msg, size_t n) {
+  (void)v;
+  (void)msg;
+  (void)n;
+  memset(&table, 0, sizeof table);
+  table.abi_version = KVCHECK_ABI_VERSION;
+  table.struct_size = sizeof table;
+  table.name = "bad";
+  table.memory_space = KVCHECK_MEMORY_HOST;
+#ifdef WRONG_VERSION
+  table.abi_version = 2;
+#endif
+#ifdef MISSING_FUNCTION
+  table.capabilities.ops = KVCHECK_OP_LOAD_PAGED_KV_CACHE;
+#endif
+#ifdef V1_PREFIX_ONLY
+  /* A library built before the K/V family entries were appended. */
+  table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, store_kv);
+#endif
+  *out = &table;
+  return KVCHECK_STATUS_OK;
+}
+#endif

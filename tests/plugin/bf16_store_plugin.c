@@ -1,0 +1,106 @@
+/* A HOST plugin written in plain C99 against include/kvcheck/backend_abi.h only: a
+ * BF16 slot_mapping store (SPEC §5.1) with block sizes that are multiples of 16.
+ *
+ * Built twice by tests/plugin/CMakeLists.txt:
+ *   libgood_bf16_store.so   correct; the suite asserts every store property holds;
+ *   libfaulty_bf16_store.so -DKVCHECK_FAULTY: clamps a padding slot (-1) to slot 0, the
+ *                           way a kernel that "sanitises" its index writes padding rows
+ *                           over slot 0; the suite asserts the campaign and the store
+ *                           fuzz replay catch it and print the decoded first difference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/kvcheck/backend_abi.h"
+
+#ifdef KVCHECK_FAULTY
+#define PLUGIN_NAME "faulty-bf16-store"
+#else
+#define PLUGIN_NAME "good-bf16-store"
+#endif
+
+static int refuse(int status, char* msg, size_t msg_size, const char* text, long long a, long long b) {
+  snprintf(msg, msg_size, text, a, b);
+  return status;
+}
+
+/* SPEC §5.1 with the validation order of docs/spec.md §5.2. */
+static int store(void* context, const kvcheck_store_args* a, void* stream, char* msg, size_t msg_size) {
+  const kvcheck_paged_cache* c = &a->cache;
+  int64_t i, num_slots, row_bytes, stride;
+  unsigned char* seen;
+  (void)context;
+  (void)stream;
+  if (c->format == KVCHECK_FORMAT_OTHER)
+    return refuse(KVCHECK_STATUS_INVALID_FORMAT, msg, msg_size, "not a SPEC §2 format (%lld, %lld)", c->elements, 0);
+  if (c->format != KVCHECK_FORMAT_BF16)
+    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "BF16 only, got format %lld%lld", c->format, 0);
+  if (c->num_blocks < 1 || c->block_size < 1)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "num_blocks %lld, block_size %lld",
+                  (long long)c->num_blocks, c->block_size);
+  row_bytes = 2 * (int64_t)c->elements;
+  stride = (c->block_size * row_bytes + 31) / 32 * 32; /* SPEC §3, non-interleaved */
+  if (c->block_stride != stride)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "block_stride %lld is not %lld",
+                  (long long)c->block_stride, (long long)stride);
+  if (a->num_tokens == 0) return KVCHECK_STATUS_OK;
+  if (a->kv_rows < a->num_tokens)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "kv has %lld rows, slot_mapping %lld",
+                  (long long)a->kv_rows, (long long)a->num_tokens);
+  if (a->kv_row_stride < c->elements)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "kv_row_stride %lld < %lld elements",
+                  (long long)a->kv_row_stride, c->elements);
+  if (a->kv == NULL || c->base == NULL)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "null kv (%lld) or cache (%lld)", a->kv == NULL,
+                  c->base == NULL);
+  num_slots = c->num_blocks * c->block_size;
+  seen = (unsigned char*)calloc((size_t)(num_slots + 7) / 8, 1);
+  if (seen == NULL) return refuse(KVCHECK_STATUS_INTERNAL, msg, msg_size, "out of memory (%lld%lld)", 0, 0);
+  for (i = 0; i < a->num_tokens; ++i) {
+    const int64_t s = a->slot_mapping[i];
+    if (s == -1) continue;
+    if (s < 0 || s >= num_slots) {
+      free(seen);
+      return refuse(KVCHECK_STATUS_SLOT_OUT_OF_RANGE, msg, msg_size, "slot_mapping[%lld] = %lld", (long long)i,
+                    (long long)s);
+    }
+    if (seen[s / 8] & (1u << (s % 8))) {
+      free(seen);
+      return refuse(KVCHECK_STATUS_DUPLICATE_SLOT, msg, msg_size, "slot_mapping[%lld] = %lld again", (long long)i,
+                    (long long)s);
+    }
+    seen[s / 8] |= (unsigned char)(1u << (s % 8));
+  }
+  free(seen);
+  for (i = 0; i < a->num_tokens; ++i) {
+    int64_t s = a->slot_mapping[i];
+#ifdef KVCHECK_FAULTY
+    if (s < 0) s = 0; /* THE BUG: padding clamped to slot 0 */
+#else
+    if (s < 0) continue;
+#endif
+    memcpy(c->base + (s / c->block_size) * c->block_stride + (s % c->block_size) * c->data_token_stride,
+           a->kv + i * a->kv_row_stride, (size_t)row_bytes);
+  }
+  return KVCHECK_STATUS_OK;
+}
+
+static kvcheck_backend_v1_t table;
+
+KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const kvcheck_backend_v1_t** out,
+                                             char* msg, size_t msg_size) {
+  (void)harness_abi_version;
+  (void)msg;
+  (void)msg_size;
+  memset(&table, 0, sizeof table);
+  table.abi_version = KVCHECK_ABI_VERSION;
+  table.struct_size = sizeof table;
+  table.name = PLUGIN_NAME;
+  table.memory_space = KVCHECK_MEMORY_HOST;
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_BF16);
+  table.capabilities.block_size_multiple = 16;
+  table.store_kv_cache = store;
+  *out = &table;
+  return KVCHECK_STATUS_OK;
+}

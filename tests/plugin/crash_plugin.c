@@ -1,0 +1,44 @@
+/* A plugin whose store crashes (CRASH: SIGSEGV) or hangs (HANG) on every call with a
+ * token: the campaign must report it, with the reproduce command, and go on. */
+#include <string.h>
+#include <unistd.h>
+
+#include "include/kvcheck/backend_abi.h"
+
+static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx;
+  (void)stream;
+  (void)msg;
+  (void)n;
+  if (a->num_tokens > 0) {
+#ifdef HANG
+    for (;;) sleep(1);
+#else
+    volatile int* p = NULL;
+    *p = 1;
+#endif
+  }
+  return KVCHECK_STATUS_OK;
+}
+
+static kvcheck_backend_v1_t table;
+
+KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v1_t** out, char* msg, size_t n) {
+  (void)v;
+  (void)msg;
+  (void)n;
+  memset(&table, 0, sizeof table);
+  table.abi_version = KVCHECK_ABI_VERSION;
+  table.struct_size = sizeof table;
+#ifdef HANG
+  table.name = "hang";
+#else
+  table.name = "crash";
+#endif
+  table.memory_space = KVCHECK_MEMORY_HOST;
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = ~0u;
+  table.store_kv_cache = store;
+  *out = &table;
+  return KVCHECK_STATUS_OK;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# example_plugin.sh SRC BUILD KVCHECK VARIANT: builds examples/plugin from its own
+# directory with the README's commands (into BUILD, never the source tree) and runs it.
+#   host: the host-only variant through the store properties (must hold).
+#   cuda: the CUDA variant; without nvcc exits 77 (skip, saying why); without a GPU it
+#         must load and say why it cannot run; with one, the store properties must hold;
+#         a kvcheck built without CUDA refuses device plugins: exit 77 (skip).
+set -euo pipefail
+src=$1 build=$2 kvcheck=$3 variant=$4
+args=()
+if [[ $variant == host ]]; then
+  args=(-DEXAMPLE_HOST_ONLY=ON)
+elif ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "SKIP: no nvcc here, the CUDA variant of the example cannot be built"
+  exit 77
+fi
+rm -rf "$build"
+cmake -S "$src/examples/plugin" -B "$build" -DKVCHECK_ROOT="$src" "${args[@]}"
+cmake --build "$build"
+lib=$build/libreshape_and_cache_plugin.so
+if [[ $variant == host ]]; then
+  exec "$kvcheck" run --plugin "$lib" --backend reshape-and-cache-host --property store --cases 200 --quiet --seed 7
+fi
+listing=$("$kvcheck" backends --plugin "$lib")
+echo "$listing"
+if grep -Eq '^reshape-and-cache +available' <<<"$listing"; then
+  exec "$kvcheck" run --plugin "$lib" --backend reshape-and-cache --property store --cases 200 --quiet --seed 7
+fi
+if grep -q 'this kvcheck was built without CUDA' <<<"$listing"; then
+  echo "SKIP: built; this kvcheck has no CUDA (e.g. the sanitizer tree), so it cannot load a device plugin"
+  exit 77
+fi
+grep -q '^reshape-and-cache: no usable CUDA device' <<<"$listing"
+echo "built; no GPU here, so the CUDA variant was loaded and declined (runs on the GPU machine)"

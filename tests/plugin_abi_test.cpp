@@ -1,0 +1,120 @@
+// The plugin ABI's C++ side (impl/plugin/abi_convert.h, BackendCapabilities, the
+// generators' capability scope, the loader's errors) by known answers (label: unit).
+#include <gtest/gtest.h>
+
+#include "impl/error.h"
+#include "impl/layout.h"
+#include "impl/plugin/abi_convert.h"
+#include "impl/plugin/loader.h"
+#include "properties/gen/gen_caps.h"
+
+namespace kvcheck {
+namespace {
+
+TEST(PluginAbi, StatusCodesAreErrorCodesPlusOne) {
+  // Every ErrorCode, by name: a renumbering or a new code without a status fails here.
+  const std::pair<ErrorCode, int> table[] = {
+      {ErrorCode::kInvalidFormat, KVCHECK_STATUS_INVALID_FORMAT},
+      {ErrorCode::kUnknownFormat, KVCHECK_STATUS_UNKNOWN_FORMAT},
+      {ErrorCode::kAmbiguousFormat, KVCHECK_STATUS_AMBIGUOUS_FORMAT},
+      {ErrorCode::kInvalidArgument, KVCHECK_STATUS_INVALID_ARGUMENT},
+      {ErrorCode::kShapeMismatch, KVCHECK_STATUS_SHAPE_MISMATCH},
+      {ErrorCode::kSlotOutOfRange, KVCHECK_STATUS_SLOT_OUT_OF_RANGE},
+      {ErrorCode::kDuplicateSlot, KVCHECK_STATUS_DUPLICATE_SLOT},
+      {ErrorCode::kSegmentBlockOutOfRange, KVCHECK_STATUS_SEGMENT_BLOCK_OUT_OF_RANGE},
+      {ErrorCode::kSegmentRangeInvalid, KVCHECK_STATUS_SEGMENT_RANGE_INVALID},
+      {ErrorCode::kSegmentDestinationOutOfRange, KVCHECK_STATUS_SEGMENT_DESTINATION_OUT_OF_RANGE},
+      {ErrorCode::kSegmentOverlap, KVCHECK_STATUS_SEGMENT_OVERLAP},
+      {ErrorCode::kRangeOutOfTable, KVCHECK_STATUS_RANGE_OUT_OF_TABLE},
+      {ErrorCode::kUnsupported, KVCHECK_STATUS_UNSUPPORTED},
+      {ErrorCode::kBlockOutOfRange, KVCHECK_STATUS_BLOCK_OUT_OF_RANGE},
+  };
+  for (const auto& [code, status] : table) {
+    EXPECT_EQ(plugin::to_status(code), status) << to_string(code);
+    ErrorCode back{};
+    ASSERT_TRUE(plugin::to_error_code(status, &back));
+    EXPECT_EQ(back, code);
+  }
+  ErrorCode ignored{};
+  EXPECT_FALSE(plugin::to_error_code(KVCHECK_STATUS_OK, &ignored));
+  EXPECT_FALSE(plugin::to_error_code(KVCHECK_STATUS_INTERNAL, &ignored));
+  EXPECT_FALSE(plugin::to_error_code(15, &ignored));
+}
+
+TEST(PluginAbi, FormatIdsAndLayoutRoundTrip) {
+  EXPECT_EQ(plugin::abi_format(KVCacheFormat::V41()), KVCHECK_FORMAT_V41);
+  EXPECT_EQ(plugin::abi_format(KVCacheFormat::MXFP8_INDEX()), KVCHECK_FORMAT_MXFP8_INDEX);
+  EXPECT_EQ(plugin::abi_format(KVCacheFormat::BF16(8)), KVCHECK_FORMAT_BF16);
+  KVCacheFormat odd = KVCacheFormat::V41();
+  odd.elements_per_sf = 16;
+  EXPECT_EQ(plugin::abi_format(odd), KVCHECK_FORMAT_OTHER);
+  for (const auto& f : supported_formats()) {
+    const CacheLayout l = CacheLayout::make(f, 3, 133);
+    uint8_t base = 0;
+    const kvcheck_paged_cache c = plugin::to_abi(l, &base, l.size_bytes() + 7);
+    EXPECT_EQ(c.size_bytes, l.size_bytes() + 7);  // the buffer's size, not the layout's
+    EXPECT_EQ(c.data_token_stride, l.data_token_stride()) << f.name;
+    if (f.is_quantized()) {
+      EXPECT_EQ(c.block_stride + c.scale_region + 5 * c.scale_token_stride, l.scale_offset(1, 5)) << f.name;
+    }
+    const CacheLayout back = plugin::from_abi(c);  // same fields, name included
+    EXPECT_EQ(back.format, l.format) << f.name;
+    EXPECT_EQ(back.num_blocks, l.num_blocks);
+    EXPECT_EQ(back.block_size, l.block_size);
+    EXPECT_EQ(back.block_stride, l.block_stride);
+  }
+}
+
+TEST(PluginAbi, CapabilitiesGateFormatsAndBlockSizes) {
+  BackendCapabilities c;
+  c.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_BF16);
+  c.block_size_multiple = 16;
+  c.max_block_size = 64;
+  EXPECT_TRUE(c.supports_format(KVCacheFormat::BF16(512)));
+  EXPECT_FALSE(c.supports_format(KVCacheFormat::V41()));
+  KVCacheFormat valid_unnamed = KVCacheFormat::V41();
+  valid_unnamed.elements_per_sf = 16;
+  valid_unnamed.validate();
+  EXPECT_FALSE(c.supports_format(valid_unnamed));  // valid, outside the named formats
+  KVCacheFormat invalid = KVCacheFormat::V41();
+  invalid.elements = 0;
+  EXPECT_TRUE(c.supports_format(invalid));  // invalid input reaches the backend's validation
+  EXPECT_TRUE(c.supports_block_size(48));
+  EXPECT_FALSE(c.supports_block_size(40));
+  EXPECT_FALSE(c.supports_block_size(80));
+  EXPECT_TRUE(c.supports_block_size(0));
+  {
+    const props::ScopedGeneratorCaps scope(c);
+    EXPECT_EQ(props::fit_block_size(1), 16);
+    EXPECT_EQ(props::fit_block_size(47), 32);
+    EXPECT_EQ(props::fit_block_size(133), 64);
+  }
+  EXPECT_EQ(props::fit_block_size(133), 133);  // scope restored
+  c.ops = KVCHECK_OP_STORE_KV_CACHE;
+  std::string why;
+  EXPECT_TRUE(c.supports_property_op("store", &why));
+  EXPECT_FALSE(c.supports_property_op("round_trip", &why));
+  EXPECT_EQ(why, "no load_paged_kv_cache");
+  EXPECT_NE(c.restrictions().find("formats: BF16 only\nblock_size: multiples of 16\nblock_size: at most 64\n"),
+            std::string::npos)
+      << c.restrictions();
+}
+
+TEST(PluginLoader, MissingFileAndNotALibrary) {
+  try {
+    plugin::load_library("/nonexistent/libnothing.so");
+    FAIL() << "loaded a missing file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "invalid-argument: plugin /nonexistent/libnothing.so: no such file");
+  }
+  try {
+    plugin::load_library("/etc/hostname");
+    FAIL() << "loaded a text file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dlopen failed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvcheck

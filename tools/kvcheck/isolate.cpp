@@ -1,0 +1,130 @@
+#include "tools/kvcheck/isolate.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "impl/plugin/watchdog.h"
+
+namespace kvcheck::tool {
+namespace {
+
+void put(std::string& out, const std::string& s) {
+  const uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out += s;
+}
+
+bool get(const std::string& in, size_t& at, std::string& s) {
+  uint64_t n = 0;
+  if (in.size() < at + sizeof n) return false;
+  std::memcpy(&n, in.data() + at, sizeof n);
+  at += sizeof n;
+  if (in.size() < at + n) return false;
+  s = in.substr(at, n);
+  at += n;
+  return true;
+}
+
+std::string serialise(const props::PropertyOutcome& o) {
+  std::string out;
+  for (const std::string* s : {&o.property, &o.op, &o.backend, &o.message, &o.reproduce, &o.not_exercised, &o.scenario})
+    put(out, *s);
+  put(out, fmt::format("{} {} {}", o.cases, o.failed ? 1 : 0, o.seconds));
+  put(out, props::encode_class_counts(o.classes));
+  put(out, fmt::format("{} {} {}", o.class_context.unrestricted ? 1 : 0, o.class_context.thread_knob ? 1 : 0,
+                       o.class_context.host_memory ? 1 : 0));
+  return out;
+}
+
+bool deserialise(const std::string& in, props::PropertyOutcome& o) {
+  size_t at = 0;
+  std::string nums;
+  for (std::string* s : {&o.property, &o.op, &o.backend, &o.message, &o.reproduce, &o.not_exercised, &o.scenario})
+    if (!get(in, at, *s)) return false;
+  if (!get(in, at, nums)) return false;
+  int failed = 0;
+  if (std::sscanf(nums.c_str(), "%d %d %lf", &o.cases, &failed, &o.seconds) != 3) return false;
+  o.failed = failed != 0;
+  std::string classes, context;
+  if (!get(in, at, classes) || !get(in, at, context)) return false;
+  o.classes = props::decode_class_counts(classes);
+  int unrestricted = 1, knob = 1, host = 1;
+  if (std::sscanf(context.c_str(), "%d %d %d", &unrestricted, &knob, &host) != 3) return false;
+  o.class_context = {unrestricted != 0, knob != 0, host != 0};
+  return true;
+}
+
+}  // namespace
+
+props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
+                                             const props::CaseBudget& budget) {
+  // Read RapidCheck's configuration here, once: children then inherit it and do not
+  // each echo "Using configuration".
+  (void)props::configured_seed(0);
+  int fds[2];
+  if (pipe(fds) != 0) return props::run_property(p, b, budget);
+  std::fflush(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return props::run_property(p, b, budget);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string bytes = serialise(props::run_property(p, b, budget));
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = write(fds[1], bytes.data() + done, bytes.size() - done);
+      if (n <= 0) _exit(3);
+      done += static_cast<size_t>(n);
+    }
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string bytes;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      bytes.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  props::PropertyOutcome o;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialise(bytes, o)) return o;
+  o.property = p.name;
+  o.op = p.op;
+  o.backend = props::backend_label(p, b);
+  o.failed = true;
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  o.reproduce = fmt::format("seed={}", budget.seed);
+  const std::string where = fmt::format("backend {} during {} (a chunk of {} cases from seed {})", b.name(), p.name,
+                                        budget.cases, budget.seed);
+  if (WIFSIGNALED(status))
+    o.message = fmt::format("CRASHED: signal {} ({}) in {}; the campaign went on with the next row",
+                            WTERMSIG(status), strsignal(WTERMSIG(status)), where);
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
+    o.message = fmt::format("HUNG: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s in {}",
+                            plugin::call_timeout_seconds(), where);
+  else
+    o.message = fmt::format("CRASHED: the child exited with status {} in {}",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
+  return o;
+}
+
+}  // namespace kvcheck::tool
