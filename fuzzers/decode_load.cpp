@@ -6,6 +6,7 @@ namespace kvcheck::fuzz {
 props::LoadFaultScenario decode_load(ByteSource& src) {
   props::LoadFaultScenario c;
   c.scenario = props::build_load_scenario(src, props::build_cache_shape(src));
+  c.scenario.threads = fuzz_threads(src, c.scenario.threads);
   const int64_t kind = src.range(0, 7);  // 0-4: valid, 5-6: one fault, 7: raw segments
   if (kind == 5 || kind == 6) {
     props::inject_load_fault(src, c);

@@ -12,10 +12,13 @@ void steer_values(ByteSource& src, props::StoreScenario& s) {
 
 }  // namespace
 
+int32_t fuzz_threads(ByteSource& src, int32_t drawn) { return src.one_in(64) ? drawn : 0; }
+
 props::StoreFaultScenario decode_store(ByteSource& src) {
   props::StoreFaultScenario c;
   c.scenario = props::build_store_scenario(src, props::build_cache_shape(src));
   props::StoreScenario& s = c.scenario;
+  s.threads = fuzz_threads(src, s.threads);
   const int64_t kind = src.range(0, 7);  // 0-4: valid, 5-6: one fault, 7: raw slots
   if (kind == 5 || kind == 6) {
     props::inject_store_fault(src, c);
@@ -30,6 +33,7 @@ props::StoreFaultScenario decode_store(ByteSource& src) {
 
 props::StoreScenario decode_round_trip(ByteSource& src) {
   props::StoreScenario s = props::build_store_scenario(src, props::build_cache_shape(src));
+  s.threads = fuzz_threads(src, s.threads);
   steer_values(src, s);
   return s;
 }

@@ -43,6 +43,11 @@ props::StoreFaultScenario decode_store(ByteSource& src);
 props::LoadFaultScenario decode_load(ByteSource& src);
 /// round_trip: a valid store scenario (values steered as for store).
 props::StoreScenario decode_round_trip(ByteSource& src);
+/// The three keep the builder's work split (threads) one input in 64, else 0: the cpu
+/// backend spawns its threads per call, which under ASan costs some 30 plain cases
+/// (the properties split 3 cases in 4; their class floor "multi-thread" is 25%).
+/// They never draw far kv rows (ByteSource::huge_inputs() is false).
+int32_t fuzz_threads(ByteSource& src, int32_t drawn);
 
 /// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
 struct FormatScenario {

@@ -191,9 +191,13 @@ ScopedParallelism::~ScopedParallelism() {
 }
 
 Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) {
-  std::vector<int32_t> slots(s.slot_mapping);
-  slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
-  const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
+  std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
+  if (!s.slot_tail.empty()) {
+    slots = s.slot_mapping;
+    slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
+  }
+  const std::span<const int32_t> slot_mapping(s.slot_tail.empty() ? s.slot_mapping.data() : slots.data(),
+                                              s.slot_mapping.size());
   std::optional<FarKvRows> far;
   if (s.far_row_stride > 0) far.emplace(s);
   const KVInput kv = far ? far->input() : kv_input(s);
@@ -211,7 +215,7 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) 
 Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out) {
   int64_t covered = 0;
   for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
-    covered += std::max(0, s.load_segments[i + 2] - s.load_segments[i + 1]);
+    covered += std::max<int64_t>(0, int64_t{s.load_segments[i + 2]} - s.load_segments[i + 1]);  // raw segments: any int32
   return capture([&] {
     const ScopedParallelism split(backend, s.threads, covered);
     if (backend)

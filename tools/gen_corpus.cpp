@@ -169,7 +169,7 @@ void store_seeds(const fs::path& root) {
   auto fmt = [](const S& c) { return c.scenario.shape.format.name; };
   auto valid = [](const S& c) { return c.fault.empty(); };
   for (const auto& f : kFormats) {
-    seed<S>(root, "store", "fmt-" + f, d, [&](const S& c) { return valid(c) && fmt(c) == f && valid_rows(c.scenario) >= 3; });
+    seed<S>(root, "store", "fmt-" + f, d, [&](const S& c) { return valid(c) && fmt(c) == f && valid_rows(c.scenario) >= (f == "BF16(4096)" ? 1 : 3); });
     seed<S>(root, "store", "fmt-" + f + "-bs133", d, [&](const S& c) { return valid(c) && fmt(c) == f && c.scenario.shape.block_size == 133 && valid_rows(c.scenario) >= 1; });
   }
   for (int bs : kBlockSizes)
@@ -182,8 +182,11 @@ void store_seeds(const fs::path& root) {
     return kind(c.scenario) == m;
   };
   for (const std::string m : {"all-padding", "padding-next-to-slot-0", "consecutive-run", "paged-block-table", "distinct-random", "raw"})
-    for (const std::string f : {"V41", "V41_FP4", "MXFP8_INDEX", "BF16(512)"})
-      seed<S>(root, "store", "slots-" + m + "-" + f, d, [&](const S& c) { return mode(c, m) && fmt(c) == f && c.scenario.slot_mapping.size() >= 2; });
+    for (const std::string f : {"V41", "V41_FP4", "MXFP8_INDEX", "BF16"})  // BF16: any E
+      seed<S>(root, "store", "slots-" + m + "-" + f, d, [&](const S& c) {
+        return mode(c, m) && (fmt(c) == f || (f == "BF16" && c.scenario.shape.format.is_bf16())) &&
+               c.scenario.slot_mapping.size() >= 2;
+      });
   seed<S>(root, "store", "all-padding-bs133", d, [](const S& c) { return c.fault.empty() && kind(c.scenario) == "all-padding" && c.scenario.shape.block_size == 133 && c.scenario.slot_mapping.size() >= 4; });
   seed<S>(root, "store", "empty", d, [](const S& c) { return c.fault.empty() && c.scenario.slot_mapping.empty(); });
   using E = kvcheck::ErrorCode;
@@ -222,11 +225,11 @@ bool any_zero_fill(const LoadScenario& s) {
     if (s.load_segments[4 * i] == -1) return true;
   return false;
 }
-bool wrapped_ring(const LoadScenario& s) {  // [-1 pad], [b, x, bs, pad], [b, 0, x, ...]
+bool wrapped_ring(const LoadScenario& s) {  // [-1 pad], [b, x, bs, pad], [b, 0, y <= x, ...]
   const auto& g = s.load_segments;
   const size_t k = g.size() >= 4 && g[0] == -1 ? 4 : 0;
   return g.size() == k + 8 && g[k + 2] == s.shape.block_size && g[k + 1] > 0 && g[k + 4] == g[k] && g[k + 5] == 0 &&
-         g[k + 6] == g[k + 1];
+         g[k + 6] > 0 && g[k + 6] <= g[k + 1];
 }
 bool shuffled_with_gaps(const LoadScenario& s) {
   bool unsorted = false, gap = false;

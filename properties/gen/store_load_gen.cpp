@@ -43,7 +43,7 @@ CacheShape build_cache_shape(Source& src) {
     s.block_size = fit_block_size(s.block_size / 2);
   const int64_t stride = block_stride_for(s.format, s.block_size);
   const int64_t max_blocks = std::clamp<int64_t>(kMaxCacheBytes / stride, 1, 6);
-  s.num_blocks = static_cast<int32_t>(src.count(1, max_blocks, 8 + stride / 1024));  // big blocks cost more input
+  s.num_blocks = static_cast<int32_t>(src.count(1, max_blocks, 8 + stride / 512));  // big blocks cost more input
   s.fill_seed = src.seed();
   return s;
 }
@@ -57,7 +57,7 @@ StoreScenario build_store_scenario(Source& src, const CacheShape& shape) {
   int64_t max_rows = std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96);
   if (s.far_row_stride > 0) max_rows = std::min<int64_t>(max_rows, 6);  // a few rows, far apart
   // Empty batches are rare (they write nothing); small ones are drawn at every size.
-  const int64_t row_cost = 1 + e / 64;
+  const int64_t row_cost = 2 + e / 32;
   int64_t n = 0;
   switch (src.weighted({1, 29, 10})) {
     case 0: break;
@@ -97,7 +97,7 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
   std::vector<LoadSegment> segs;
   if (src.weighted({5, 1}) == 0) {  // a plan: gaps, zero fill, whole blocks, shuffled
     // Plans without segments load nothing: 1 in 25. Small plans at every size.
-    const int64_t seg_cost = 3 + bs * shape.format.load_row_bytes() / 4096;
+    const int64_t seg_cost = 3 + bs * shape.format.load_row_bytes() / 512;
     int64_t num_segments = 0;
     switch (src.weighted({1, 14, 10})) {
       case 0: break;
@@ -126,14 +126,16 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape) {
     if (static_cast<int>(rng.next() % 100) < gap_pct) dst += 1;
     s.total_k = dst;
     shuffle_with(rng, segs);
-  } else {  // SWA: a zero-fill pad, then a ring block read from x and wrapped to [0, x)
-    const int32_t pad = static_cast<int32_t>(src.range(0, bs));
+  } else {  // SWA: a zero-fill pad, then a ring block read from x to its end and wrapped to [0, y), y <= x
+    const int64_t row_cost = 1 + shape.format.load_row_bytes() / 128;  // rows cost input: see count()
+    const int32_t pad = static_cast<int32_t>(src.count(0, bs, row_cost));
     const int32_t b = static_cast<int32_t>(src.range(0, shape.num_blocks - 1));
-    const int32_t x = static_cast<int32_t>(src.range(0, bs - 1));
+    const int32_t x = bs - 1 - static_cast<int32_t>(src.count(0, bs - 1, row_cost));  // simplest: the last token
+    const int32_t y = static_cast<int32_t>(src.count(0, x, row_cost));                // simplest: no wrap
     if (pad > 0) segs.push_back({-1, 0, pad, 0});
     segs.push_back({b, x, bs, pad});
-    if (x > 0) segs.push_back({b, 0, x, pad + bs - x});
-    s.total_k = pad + bs;
+    if (y > 0) segs.push_back({b, 0, y, pad + bs - x});
+    s.total_k = pad + bs - x + y;
   }
   for (const auto& g : segs)
     s.load_segments.insert(s.load_segments.end(), {g.src_block_id, g.src_begin, g.src_end, g.dst_offset});
