@@ -111,7 +111,7 @@ std::optional<ErrorCode> run_load(const Backend* backend, const LoadScenario& s,
                                   LoadBuffers& out, std::string* what) {
   int64_t covered = 0;
   for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
-    covered += std::max(0, s.load_segments[i + 2] - s.load_segments[i + 1]);
+    covered += std::max<int64_t>(0, int64_t{s.load_segments[i + 2]} - s.load_segments[i + 1]);  // bogus ranges too
   try {
     const ScopedParallelism split(backend, s.threads, covered);
     if (backend)
