@@ -31,7 +31,7 @@ constexpr size_t kUnitEntries = kUnit / sizeof(int32_t);
 // bytes are the same physical memfd pages.
 class AliasedRegion {
  public:
-  AliasedRegion(void* at, size_t bytes, const char* name) : bytes_(bytes) {
+  AliasedRegion(void* at, size_t bytes, const char* name) {
     fd_ = memfd_create(name, 0);
     if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(kUnit)) != 0) {
       error_ = std::string("memfd: ") + std::strerror(errno);
@@ -60,7 +60,6 @@ class AliasedRegion {
   int32_t* unit() const { return unit_; }
 
  private:
-  size_t bytes_;
   int fd_ = -1;
   int32_t* unit_ = nullptr;
   std::string error_;
