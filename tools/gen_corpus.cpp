@@ -289,8 +289,11 @@ void load_seeds(const fs::path& root) {
       {"total-k-negative", [](const L& c) { return c.fault == "total_k = -1" && num_segments(c.scenario) >= 2; }},
       {"out-rows-short", [](const L& c) { return has(c.fault, "total_k - 1 rows"); }},
   };
-  for (const auto& [name, want] : faults)
+  for (const auto& fault : faults) {  // no structured binding: clang-14 cannot capture one
+    const auto& name = fault.first;
+    const auto& want = fault.second;
     seed<L>(root, t, name, d, [&](const L& c) { return want(c) && (num_segments(c.scenario) >= 2 || has(name, "stride") || has(name, "rows")); });
+  }
   for (const auto& k : custom_kinds())  // do_cast: the dequantising kernels
     seed<L>(root, t, "custom-cast-" + name_of(k), d, [&](const L& c) { return plain(c) && is_custom(c.scenario.shape.format, k) && c.scenario.shape.format.do_cast; });
   seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
