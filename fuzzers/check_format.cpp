@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "impl/layout.h"
 #include "reference/layout.h"
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "reference/index_transforms.h"
 
 namespace kvcheck::fuzz {

@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "reference/numerics.h"
 
 #ifdef KVCHECK_HAVE_CUDA_HEADERS

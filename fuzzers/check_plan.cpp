@@ -15,7 +15,7 @@
 #include <climits>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "impl/load_plan.h"
 #include "reference/load_plan.h"
 

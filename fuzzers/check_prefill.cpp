@@ -6,7 +6,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "properties/prefill_step.h"
 
 namespace kvcheck::fuzz {

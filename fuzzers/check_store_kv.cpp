@@ -5,7 +5,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "fuzzers/checks.h"
-#include "fuzzers/fuzz_data_kv.h"
+#include "fuzzers/decoders.h"
 #include "properties/kv_harness.h"
 
 namespace kvcheck::fuzz {

@@ -60,23 +60,4 @@ int fuzz_one(std::string_view name, const uint8_t* data, size_t size) {
   std::abort();
 }
 
-Outcome capture(const std::function<void()>& f) {
-  try {
-    f();
-    return {};
-  } catch (const Error& e) {
-    return {e.code(), e.what()};
-  }
-}
-
-std::string show(const Outcome& o) {
-  return o.code ? "threw " + o.message : std::string("returned normally");
-}
-
-std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend) {
-  if (ref.code == be.code) return "";
-  return "error mismatch: reference " + show(ref) + "; backend " + std::string(backend) + " " +
-         show(be) + "\n";
-}
-
 }  // namespace kvcheck::fuzz

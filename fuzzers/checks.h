@@ -1,6 +1,7 @@
-// The fuzz targets as library functions: decode the input (fuzz_data.h), run the
-// reference and a backend, compare bit for bit and check the invariants. Shared by
-// the libFuzzer binaries, their replay builds and `kvcheck explain`.
+// The fuzz targets as library functions: decode the input (decoders.h), run the
+// reference and a backend, compare bit for bit and check the invariants (store, load and
+// round_trip: the properties' own checks, properties/op_checks.h). Shared by the
+// libFuzzer binaries, their replay builds and `kvcheck explain`.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +13,9 @@
 #include <vector>
 
 #include "impl/backend.h"
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 #include "impl/error.h"
+#include "properties/harness.h"
 
 namespace kvcheck::fuzz {
 
@@ -57,26 +59,10 @@ CheckResult check_prefill(const uint8_t* data, size_t size, const Backend& backe
 CheckResult check_store_kv(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_gather_kv(const uint8_t* data, size_t size, const Backend& backend);
 
-/// Load output buffers of a scenario: s.out_rows rows at load_row_bytes() +
-/// s.data_row_pad (scales: + s.scale_row_pad) bytes, then a 64-byte tail band, all
-/// pre-filled from s.out_seed so untouched bytes are visible.
-struct OutBuffers {
-  static constexpr size_t kTail = 64;
-  std::vector<uint8_t> data, scales;
-  LoadOutput out;
-  explicit OutBuffers(const LoadScenario& s);
-  bool operator==(const OutBuffers& o) const { return data == o.data && scales == o.scales; }
-};
-
-/// What one side (reference or backend) did: returned, or threw an Error.
-struct Outcome {
-  std::optional<ErrorCode> code;
-  std::string message;
-};
-/// Runs f, catching kvcheck::Error into the Outcome (other exceptions propagate).
-Outcome capture(const std::function<void()>& f);
-std::string show(const Outcome& o);
-/// "" when both sides agree on throwing and on the code; else a report line.
-std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend);
+// Outcome capture is the properties' (properties/harness.h): one for both engines.
+using props::capture;
+using props::compare_outcomes;
+using props::Outcome;
+using props::show;
 
 }  // namespace kvcheck::fuzz

@@ -37,17 +37,26 @@ int64_t KVCache::canary_bytes_for(const CacheLayout& layout) {
 
 bool KVCache::guards_intact() const { return canary_hits().empty(); }
 
-std::vector<KVCache::CanaryHit> KVCache::canary_hits() const {
+std::vector<KVCache::CanaryHit> KVCache::canary_hits() const { return canary_hits(base_, layout_.size_bytes(), guard_bytes_); }
+
+std::string KVCache::canary_report() const { return canary_report(base_, layout_.size_bytes(), guard_bytes_); }
+
+std::vector<KVCache::CanaryHit> KVCache::canary_hits(const uint8_t* base, int64_t size_bytes, int64_t guard_bytes) {
   std::vector<CanaryHit> hits;
   const struct {
     CanaryHit::Band band;
-    int64_t offset;  // of the band's first byte from base_
-  } bands[] = {{CanaryHit::Band::kBefore, -guard_bytes_}, {CanaryHit::Band::kAfter, layout_.size_bytes()}};
+    int64_t offset;  // of the band's first byte from base
+  } bands[] = {{CanaryHit::Band::kBefore, -guard_bytes}, {CanaryHit::Band::kAfter, size_bytes}};
   for (const auto& b : bands) {
+    const uint8_t* band = base + b.offset;
+    // Intact (the common case): every byte equals the next, and the first is the canary.
+    if (guard_bytes == 0 ||
+        (band[0] == kCanary && std::memcmp(band, band + 1, static_cast<size_t>(guard_bytes - 1)) == 0))
+      continue;
     CanaryHit hit;
     hit.band = b.band;
-    for (int64_t i = 0; i < guard_bytes_; ++i) {
-      const uint8_t v = base_[b.offset + i];
+    for (int64_t i = 0; i < guard_bytes; ++i) {
+      const uint8_t v = band[i];
       if (v == kCanary) continue;
       if (hit.changed++ == 0) {
         hit.first_offset = b.offset + i;
@@ -59,18 +68,18 @@ std::vector<KVCache::CanaryHit> KVCache::canary_hits() const {
   return hits;
 }
 
-std::string KVCache::canary_report() const {
+std::string KVCache::canary_report(const uint8_t* base, int64_t size_bytes, int64_t guard_bytes) {
   const auto hex = [](uint8_t v) {
     const char* digits = "0123456789ABCDEF";
     return std::string("0x") + digits[v >> 4] + digits[v & 15];
   };
   std::string report;
-  for (const CanaryHit& h : canary_hits()) {
+  for (const CanaryHit& h : canary_hits(base, size_bytes, guard_bytes)) {
     const bool before = h.band == CanaryHit::Band::kBefore;
-    const int64_t band_byte = before ? h.first_offset + guard_bytes_ : h.first_offset - layout_.size_bytes();
+    const int64_t band_byte = before ? h.first_offset + guard_bytes : h.first_offset - size_bytes;
     if (!report.empty()) report += '\n';
     report += std::string("canary band ") + (before ? "before" : "after") + " the cache: " +
-              std::to_string(h.changed) + " of its " + std::to_string(guard_bytes_) +
+              std::to_string(h.changed) + " of its " + std::to_string(guard_bytes) +
               " bytes changed, the first at band byte " + std::to_string(band_byte) + " (cache offset " +
               std::to_string(h.first_offset) + ") = " + hex(h.value) + ", expected " + hex(kCanary);
   }

@@ -62,6 +62,10 @@ class KVCache {
   };
   /// The damaged bands, before first; empty when intact.
   std::vector<CanaryHit> canary_hits() const;
+  /// The same for any buffer laid out as [guard_bytes canary | size_bytes | guard_bytes
+  /// canary] around `base` (the harness's pooled caches use it too).
+  static std::vector<CanaryHit> canary_hits(const uint8_t* base, int64_t size_bytes, int64_t guard_bytes);
+  static std::string canary_report(const uint8_t* base, int64_t size_bytes, int64_t guard_bytes);
   /// "" when intact, else one line per damaged band, e.g. "canary band after the
   /// cache: 528 of its 4096 bytes changed, the first at band byte 0 (cache offset
   /// 2112) = 0x8D, expected 0xA5".

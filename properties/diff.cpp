@@ -108,6 +108,7 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
 
 ByteDiff byte_diff(std::span<const uint8_t> expected, std::span<const uint8_t> actual) {
   ByteDiff d{expected.size(), 0};
+  if (expected.empty() || std::memcmp(expected.data(), actual.data(), expected.size()) == 0) return d;  // fast
   for (size_t i = 0; i < expected.size(); ++i)
     if (expected[i] != actual[i]) {
       if (d.count++ == 0) d.first = i;
@@ -170,7 +171,7 @@ std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOut
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* e = expected.data + r * expected.data_row_stride;
     const uint8_t* a = actual.data + r * actual.data_row_stride;
-    for (int64_t b = 0; b < row_bytes; ++b) {
+    for (int64_t b = std::memcmp(e, a, static_cast<size_t>(row_bytes)) == 0 ? row_bytes : 0; b < row_bytes; ++b) {
       if (e[b] == a[b]) continue;
       if (ndiff++ == 0) {
         const bool bf16_out = !f.is_index();
@@ -185,7 +186,8 @@ std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOut
     if (sf_row_bytes == 0) continue;
     const uint8_t* es = expected.scales + r * expected.scale_row_stride;
     const uint8_t* as = actual.scales + r * actual.scale_row_stride;
-    for (int64_t b = 0; b < sf_row_bytes; ++b) {
+    for (int64_t b = std::memcmp(es, as, static_cast<size_t>(sf_row_bytes)) == 0 ? sf_row_bytes : 0; b < sf_row_bytes;
+         ++b) {
       if (es[b] == as[b]) continue;
       if (ndiff++ == 0) {
         const int64_t unit = scale_unit_bytes(f);

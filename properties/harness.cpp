@@ -1,50 +1,155 @@
 #include "properties/harness.h"
 
 #include <fmt/format.h>
+#include <rapidcheck.h>
+
+#include <sanitizer/asan_interface.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
+#include "properties/blame.h"
 #include "properties/classes.h"
-
 #include "reference/load.h"
 #include "reference/store.h"
 
 namespace kvcheck::props {
 
-KVCache make_cache(const CacheShape& shape) {
-  KVCache cache = KVCache::with_canaries(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size));
+namespace {
+
+// The free storage of this thread's Buffers (each vector's size is its capacity).
+std::vector<std::vector<uint8_t>>& pool() {
+  thread_local std::vector<std::vector<uint8_t>> free;
+  return free;
+}
+
+constexpr size_t kAlign = 256;
+constexpr size_t kRedZone = 4096;
+
+}  // namespace
+
+Buffer::Buffer(size_t size) : size_(size) {
+  auto& free = pool();
+  const size_t need = size + kAlign + kRedZone;
+  // The smallest free storage that fits, else the largest (grown: zero-filled once).
+  size_t best = free.size();
+  for (size_t i = 0; i < free.size(); ++i) {
+    if (best == free.size()) {
+      best = i;
+      continue;
+    }
+    const bool fits = free[i].size() >= need, best_fits = free[best].size() >= need;
+    const bool better = fits != best_fits ? fits
+                        : fits            ? free[i].size() < free[best].size()
+                                          : free[i].size() > free[best].size();
+    if (better) best = i;
+  }
+  if (best < free.size()) {
+    storage_ = std::move(free[best]);
+    free.erase(free.begin() + static_cast<std::ptrdiff_t>(best));
+  }
+  if (storage_.size() < need) storage_.resize(need);
+  const auto addr = reinterpret_cast<uintptr_t>(storage_.data());
+  base_ = storage_.data() + ((kAlign - addr % kAlign) % kAlign);
+  poison(true);
+}
+
+// The alignment gap before the buffer and up to kRedZone bytes after it: ASan reports an
+// access there as it would past a fresh allocation (its own red zones are smaller).
+void Buffer::poison(bool on) {
+  const size_t head = static_cast<size_t>(base_ - storage_.data());
+  const size_t tail = std::min(kRedZone, storage_.size() - head - size_);
+  if (on) {
+    ASAN_POISON_MEMORY_REGION(storage_.data(), head);
+    ASAN_POISON_MEMORY_REGION(base_ + size_, tail);
+  } else {
+    ASAN_UNPOISON_MEMORY_REGION(storage_.data(), head);
+    ASAN_UNPOISON_MEMORY_REGION(base_ + size_, tail);
+  }
+}
+
+Buffer::Buffer(Buffer&& o) noexcept : storage_(std::move(o.storage_)), base_(o.base_), size_(o.size_) {
+  o.base_ = nullptr;
+  o.size_ = 0;
+}
+
+Buffer::~Buffer() {
+  if (storage_.empty()) return;
+  poison(false);
+  auto& free = pool();
+  if (free.size() < 32) free.push_back(std::move(storage_));
+}
+
+Buffer Buffer::clone() const {
+  Buffer b(size_);
+  if (size_ > 0) std::memcpy(b.base_, base_, size_);
+  return b;
+}
+
+bool Buffer::operator==(const Buffer& o) const {
+  return size_ == o.size_ && (size_ == 0 || std::memcmp(base_, o.base_, size_) == 0);
+}
+
+Cache::Cache(const CacheLayout& layout)
+    : layout_(layout),
+      guard_(KVCache::canary_bytes_for(layout)),
+      buf_(static_cast<size_t>(layout.size_bytes() + 2 * guard_)) {
+  std::memset(buf_.data(), KVCache::kCanary, static_cast<size_t>(guard_));
+  std::memset(data() + layout.size_bytes(), KVCache::kCanary, static_cast<size_t>(guard_));
+}
+
+Cache make_cache(const CacheShape& shape) {
+  Cache cache(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size));
   fill_pattern(cache.bytes(), shape.fill_seed);
   return cache;
 }
 
-CacheView view(KVCache& cache) { return cache.view(); }
-ConstCacheView const_view(const KVCache& cache) { return cache.view(); }
+Cache copy_cache(const Cache& c) {
+  Cache copy(c.layout());
+  std::memcpy(copy.data(), c.data(), c.bytes().size());
+  return copy;
+}
 
 KVInput kv_input(const StoreScenario& s) {
   // rows is what the buffer holds; the op must take its row count from slot_mapping.
-  const int64_t rows = s.row_stride > 0 ? static_cast<int64_t>(s.kv.size()) / s.row_stride : 0;
-  return {s.kv.data(), rows, s.row_stride};
+  return {s.kv.empty() ? nullptr : s.kv.data(), s.kv_rows(), s.row_stride};
 }
 
-LoadBuffers::LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed)
-    : LoadBuffers(format, rows, seed, 16, 16, 0) {}
+namespace {
+
+int64_t data_row(const KVCacheFormat& f, int64_t pad) { return f.load_row_bytes() + pad; }
+int64_t scale_row(const KVCacheFormat& f, int64_t pad) {
+  return f.load_scale_row_bytes() > 0 ? f.load_scale_row_bytes() + pad : 0;
+}
+size_t buffer_bytes(int64_t rows, int64_t stride, int64_t row_bytes) {
+  return static_cast<size_t>(std::max<int64_t>(rows, 0) * std::max(stride, row_bytes) + LoadBuffers::kTail);
+}
+
+}  // namespace
+
+LoadBuffers::LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad,
+                         int64_t scale_pad, int32_t offset)
+    : data(offset + buffer_bytes(rows, data_row(format, data_pad), format.load_row_bytes())),
+      scales(format.load_scale_row_bytes() > 0
+                 ? offset + buffer_bytes(rows, scale_row(format, scale_pad), format.load_scale_row_bytes())
+                 : kTail) {
+  // Row strides below the row size are a shape fault of the scenario: the op must refuse them.
+  fill_pattern(data.span(), seed);
+  fill_pattern(scales.span(), seed ^ 0x5CA1E5u);
+  out = {data.data() + offset, data_row(format, data_pad),
+         format.load_scale_row_bytes() > 0 ? scales.data() + offset : nullptr, scale_row(format, scale_pad),
+         std::max<int64_t>(rows, 0)};
+}
 
 LoadBuffers::LoadBuffers(const LoadScenario& s)
     : LoadBuffers(s.shape.format, s.out_rows, s.out_seed, s.out_data_pad, s.out_scale_pad, s.out_offset) {}
 
-LoadBuffers::LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad,
-                         int64_t scale_pad, int32_t offset) {
-  rows = std::max<int64_t>(rows, 0);
-  const int64_t row = format.load_row_bytes() + data_pad;
-  const int64_t sf_row = format.load_scale_row_bytes() > 0 ? format.load_scale_row_bytes() + scale_pad : 0;
-  data.resize(static_cast<size_t>(std::max<int64_t>(1, offset + rows * row)));
-  scales.resize(static_cast<size_t>(std::max<int64_t>(1, offset + rows * sf_row)));
-  fill_pattern(data, seed);
-  fill_pattern(scales, seed ^ 0x5CA1E5u);
-  out = {data.data() + offset, row, sf_row > 0 ? scales.data() + offset : nullptr, sf_row, rows};
+LoadBuffers::LoadBuffers(const LoadBuffers& o) : data(o.data.clone()), scales(o.scales.clone()), out(o.out) {
+  out.data = data.data() + (o.out.data - o.data.data());
+  if (out.scales) out.scales = scales.data() + (o.out.scales - o.scales.data());
 }
 
 namespace {
@@ -54,7 +159,7 @@ constexpr size_t kFarPrefixBytes = size_t{4} << 30;  // every int32-truncated of
 }  // namespace
 
 FarKvRows::FarKvRows(const StoreScenario& s) {
-  const int64_t rows = s.row_stride > 0 ? static_cast<int64_t>(s.kv.size()) / s.row_stride : 0;
+  const int64_t rows = s.kv_rows();
   const int64_t span = rows == 0 ? 0 : (rows - 1) * s.far_row_stride + s.row_stride;  // elements
   size_ = kFarPrefixBytes + static_cast<size_t>(span) * 2 + 4096;
   base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -85,54 +190,88 @@ ScopedParallelism::~ScopedParallelism() {
   if (backend_) backend_->set_test_parallelism(0, 0);
 }
 
-std::optional<ErrorCode> run_store(const Backend* backend, const StoreScenario& s, KVCache& cache, std::string* what) {
-  std::vector<int32_t> slots(s.slot_mapping);
-  slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
-  const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) {
+  std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
+  if (!s.slot_tail.empty()) {
+    slots = s.slot_mapping;
+    slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
+  }
+  const std::span<const int32_t> slot_mapping(s.slot_tail.empty() ? s.slot_mapping.data() : slots.data(),
+                                              s.slot_mapping.size());
   std::optional<FarKvRows> far;
   if (s.far_row_stride > 0) far.emplace(s);
   const KVInput kv = far ? far->input() : kv_input(s);
   int64_t valid = 0;
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
-  try {
+  return capture([&] {
     const ScopedParallelism split(backend, s.threads, valid);
     if (backend)
-      backend->store_kv_cache(kv, slot_mapping, view(cache));
+      backend->store_kv_cache(kv, slot_mapping, cache.view());
     else
       ref::store_kv_cache(kv, slot_mapping, cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size);
-  } catch (const Error& e) {
-    if (what) *what = e.what();
-    return e.code();
-  }
-  return std::nullopt;
+  });
 }
 
-std::optional<ErrorCode> run_load(const Backend* backend, const LoadScenario& s, const KVCache& cache,
-                                  LoadBuffers& out, std::string* what) {
+Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out) {
   int64_t covered = 0;
   for (size_t i = 0; i + 3 < s.load_segments.size(); i += 4)
-    covered += std::max<int64_t>(0, int64_t{s.load_segments[i + 2]} - s.load_segments[i + 1]);  // bogus ranges too
-  try {
+    covered += std::max<int64_t>(0, int64_t{s.load_segments[i + 2]} - s.load_segments[i + 1]);  // raw segments: any int32
+  return capture([&] {
     const ScopedParallelism split(backend, s.threads, covered);
     if (backend)
-      backend->load_paged_kv_cache(const_view(cache), s.load_segments, s.total_k, out.out);
+      backend->load_paged_kv_cache(cache.view(), s.load_segments, s.total_k, out.out);
     else
       ref::load_paged_kv_cache(cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
                                s.load_segments, s.total_k, out.out);
+  });
+}
+
+Outcome capture(const std::function<void()>& f) {
+  try {
+    f();
+    return {};
   } catch (const Error& e) {
-    if (what) *what = e.what();
-    return e.code();
+    return {e.code(), e.what()};
   }
-  return std::nullopt;
+}
+
+std::string show(const Outcome& o) { return o.code ? "threw " + o.message : std::string("returned normally"); }
+
+std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend) {
+  if (ref.code != be.code)
+    return fmt::format("error mismatch: reference {}; backend {} {}\n", show(ref), backend, show(be));
+  if (ref.code && error_blame(ref.message) != error_blame(be.message))
+    return fmt::format("both threw {}, but the backend blames {} where the reference blames {}\n  reference: {}\n"
+                       "  backend:   {}\n",
+                       to_string(*ref.code), error_blame(be.message).empty() ? "no entry" : error_blame(be.message),
+                       error_blame(ref.message).empty() ? "no entry" : error_blame(ref.message), ref.message,
+                       be.message);
+  return "";
+}
+
+std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
+                            const Outcome& be, std::string_view backend) {
+  if (code) {
+    const std::string bad = compare_errors(*code, ref.code, ref.message, be.code, be.message);
+    return bad.empty() ? "" : bad + "\n";
+  }
+  if (fault.empty()) {
+    std::string fail;
+    if (ref.code) fail += fmt::format("reference {} (expected it to return)\n", show(ref));
+    if (be.code) fail += fmt::format("backend {} {} (expected it to return)\n", backend, show(be));
+    return fail;
+  }
+  return compare_outcomes(ref, be, backend);
+}
+
+void require(const Verdict& v) {
+  if (!v.failure.empty()) RC_FAIL(v.failure);
+  if (!v.skipped.empty()) RC_FAIL("the backend cannot run this scenario (kUnsupported): " + v.skipped);
 }
 
 std::string context(const std::string& op, const CacheShape& shape, std::string_view backend) {
-  return fmt::format("op={} format={} backend={} block_size={} num_blocks={}", op, shape.format.name,
-                     backend, shape.block_size, shape.num_blocks);
-}
-
-std::string show_error(const std::optional<ErrorCode>& e) {
-  return e ? fmt::format("threw {}", to_string(*e)) : std::string("returned normally");
+  return fmt::format("op={} format={} backend={} block_size={} num_blocks={}", op, shape.format.name, backend,
+                     shape.block_size, shape.num_blocks);
 }
 
 }  // namespace kvcheck::props

@@ -1,11 +1,16 @@
-// Buffers and runners shared by properties, fuzzers and explain: build a cache with
-// known prior contents, run one operation on a backend or the reference, and catch
-// its kvcheck::Error as a value.
+// Buffers, runners, outcome capture and verdicts shared by the checks of every
+// operation (and so by properties, fuzzers, replay and explain): a cache with known
+// prior contents inside canary bands, load outputs with padded rows and a tail band,
+// one operation run on a backend or the reference, and its kvcheck::Error caught as a
+// value.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/backend.h"
@@ -20,27 +25,82 @@ namespace kvcheck::props {
 /// Paged MLA/indexer caches use KVCache::canary_bytes_for (at least a block stride).
 inline constexpr int64_t kGuardBytes = 4096;
 
-/// A cache of `shape` holding fill_pattern(fill_seed), framed by canary bands of
-/// KVCache::canary_bytes_for (at least one block stride).
-KVCache make_cache(const CacheShape& shape);
-CacheView view(KVCache& cache);
-ConstCacheView const_view(const KVCache& cache);
+/// Bytes from a per-thread pool, 256-aligned: a check acquires its buffers per case and
+/// returns them on destruction, so consecutive cases reuse memory instead of allocating,
+/// zero-filling and faulting in fresh buffers (the fuzzers' main cost per case under
+/// ASan). Contents are unspecified until written. Under ASan the alignment gap and 4 KiB
+/// past the buffer stay poisoned, so an access there is reported as past a fresh one.
+class Buffer {
+ public:
+  explicit Buffer(size_t size);
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&&) = delete;
+  ~Buffer();
+  uint8_t* data() { return base_; }
+  const uint8_t* data() const { return base_; }
+  size_t size() const { return size_; }
+  std::span<uint8_t> span() { return {base_, size_}; }
+  std::span<const uint8_t> span() const { return {base_, size_}; }
+  bool operator==(const Buffer& o) const;
+  /// Another buffer holding the same bytes.
+  Buffer clone() const;
+
+ private:
+  void poison(bool on);
+  std::vector<uint8_t> storage_;
+  uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// A paged cache in a pooled buffer, framed by canary bands of
+/// KVCache::canary_bytes_for(layout) (at least one block stride) on each side.
+class Cache {
+ public:
+  explicit Cache(const CacheLayout& layout);  // contents unspecified, canaries set
+  const CacheLayout& layout() const { return layout_; }
+  uint8_t* data() { return buf_.data() + guard_; }
+  const uint8_t* data() const { return buf_.data() + guard_; }
+  int64_t size_bytes() const { return layout_.size_bytes(); }
+  int64_t guard_bytes() const { return guard_; }
+  std::span<uint8_t> bytes() { return {data(), static_cast<size_t>(size_bytes())}; }
+  std::span<const uint8_t> bytes() const { return {data(), static_cast<size_t>(size_bytes())}; }
+  /// The cache as a backend receives it: base, layout and the buffer's size.
+  CacheView view() { return {data(), layout_, size_bytes()}; }
+  ConstCacheView view() const { return {data(), layout_, size_bytes()}; }
+  bool guards_intact() const { return canary_report().empty(); }
+  /// "" when intact, else KVCache's decoded report of each damaged band.
+  std::string canary_report() const { return KVCache::canary_report(data(), size_bytes(), guard_); }
+
+ private:
+  CacheLayout layout_;
+  int64_t guard_;
+  Buffer buf_;
+};
+
+/// A cache of `shape` holding fill_pattern(fill_seed).
+Cache make_cache(const CacheShape& shape);
+/// A second cache with the same layout and bytes as `c`.
+Cache copy_cache(const Cache& c);
 KVInput kv_input(const StoreScenario& s);
 
-/// Load output buffers of `rows` rows (row strides padded by 16 bytes so a kernel
-/// writing past its row is seen), holding fill_pattern(seed).
+/// Load output buffers: `rows` rows at load_row_bytes() + data_pad (scales:
+/// load_scale_row_bytes() + scale_pad) bytes, starting `offset` bytes in (a misaligned
+/// base; the bytes before stay put), then a kTail-byte band, all holding
+/// fill_pattern(seed), so a write past a row, before row 0 or past the last row shows.
 struct LoadBuffers {
-  std::vector<uint8_t> data, scales;
+  static constexpr int64_t kTail = 64;
+  Buffer data, scales;  // scales: only the tail unless the format loads scales
   LoadOutput out;
-  LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed);
-  /// Rows padded by `data_pad` / `scale_pad` bytes (odd pads: odd strides), starting
-  /// `offset` bytes into the buffers (a misaligned base); the bytes before stay put.
-  LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad, int64_t scale_pad,
-              int32_t offset);
+  LoadBuffers(const KVCacheFormat& format, int64_t rows, uint32_t seed, int64_t data_pad = 16,
+              int64_t scale_pad = 16, int32_t offset = 0);
   /// The output of s: s.out_rows rows laid out by s.out_data_pad, out_scale_pad, out_offset.
   explicit LoadBuffers(const LoadScenario& s);
-  LoadBuffers(const LoadBuffers&) = delete;
+  /// The same bytes in new buffers (a copy: cheaper than filling the pattern again).
+  LoadBuffers(const LoadBuffers& o);
   LoadBuffers& operator=(const LoadBuffers&) = delete;
+  bool operator==(const LoadBuffers& o) const { return data == o.data && scales == o.scales; }
+  /// Bytes before row 0 (out_offset).
+  int64_t offset() const { return out.data - data.data(); }
 };
 
 /// A store's kv rows placed s.far_row_stride elements apart in a sparse reservation
@@ -77,18 +137,43 @@ class ScopedParallelism {
   const Backend* backend_ = nullptr;
 };
 
-/// Runs the op; returns the ErrorCode it threw (its message in *what when given), or
-/// nullopt when it returned. Exceptions other than kvcheck::Error propagate. The
-/// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail.
-std::optional<ErrorCode> run_store(const Backend* backend /*nullptr = reference*/,
-                                   const StoreScenario& s, KVCache& cache, std::string* what = nullptr);
-std::optional<ErrorCode> run_load(const Backend* backend /*nullptr = reference*/,
-                                  const LoadScenario& s, const KVCache& cache, LoadBuffers& out,
-                                  std::string* what = nullptr);
+/// What one side (reference or backend) did: returned (no code), or threw an Error.
+struct Outcome {
+  std::optional<ErrorCode> code;
+  std::string message;
+};
+/// Runs f, catching kvcheck::Error into the Outcome (other exceptions propagate: a
+/// crash, as the fuzzer and RapidCheck report it).
+Outcome capture(const std::function<void()>& f);
+std::string show(const Outcome& o);
+
+/// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
+/// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
+/// kv rows in a sparse buffer, and both split the work as on s.threads threads.
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache);
+Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out);
+
+/// "" when both sides threw the same code blaming the same entry (props::error_blame),
+/// or both returned; else what differs.
+std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend);
+/// "" when the sides did what a case requires (gen/store_load_gen.h): fault "" — both
+/// returned; a fault with `code` — both threw `code`, blaming the same entry
+/// (props::compare_errors); a fault without code — compare_outcomes.
+std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
+                            const Outcome& be, std::string_view backend);
+
+/// The result of one check: the failure report ("" = every invariant held) and, when
+/// the backend threw kUnsupported, what it could not run (the fuzzers skip those).
+struct Verdict {
+  std::string failure;
+  std::string skipped;
+};
+/// Inside a property: fails the case with the report; a skip fails too (a property's
+/// scenario is one the backend must run).
+void require(const Verdict& v);
 
 /// "op=store format=V41 backend=cpu block_size=133 num_blocks=2": the header of
 /// every failure message.
 std::string context(const std::string& op, const CacheShape& shape, std::string_view backend);
-std::string show_error(const std::optional<ErrorCode>& e);
 
 }  // namespace kvcheck::props

@@ -20,19 +20,8 @@ namespace kvcheck::props {
 /// Version of the regression file layout ("kvcheck_regression" key).
 inline constexpr int kRegressionVersion = 1;
 
-/// A scenario with one injected metadata fault and the code it must raise.
-struct StoreFaultScenario {
-  StoreScenario scenario;
-  std::string fault;  // what was broken, e.g. "slot_mapping[3] = -2"
-  ErrorCode code;
-};
-struct LoadFaultScenario {
-  LoadScenario scenario;
-  std::string fault;
-  ErrorCode code;
-};
-
-// JSON forms (nlohmann ADL). bf16 rows are hex strings, one per kv row.
+// JSON forms (nlohmann ADL). bf16 rows are hex strings, one per kv row. Fault scenarios
+// (gen/store_load_gen.h) add "fault" and "expected_error" (absent: raw values).
 void to_json(nlohmann::json& j, const CacheShape& s);
 void from_json(const nlohmann::json& j, CacheShape& s);
 void to_json(nlohmann::json& j, const StoreScenario& s);

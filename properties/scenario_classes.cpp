@@ -70,13 +70,13 @@ void note_scenario_classes(const LoadScenario& s) {
 
 void note_scenario_classes(const StoreFaultScenario& s) {
   note_class("error");
-  note_class(std::string("error ").append(to_string(s.code)));
+  if (s.code) note_class(std::string("error ").append(to_string(*s.code)));
   note_format_classes(s.scenario.shape);
 }
 
 void note_scenario_classes(const LoadFaultScenario& s) {
   note_class("error");
-  note_class(std::string("error ").append(to_string(s.code)));
+  if (s.code) note_class(std::string("error ").append(to_string(*s.code)));
   note_format_classes(s.scenario.shape);
 }
 

@@ -1,9 +1,10 @@
 // gen_corpus: writes the seed corpus of every fuzz target, deterministically.
 // For each wanted feature (a format, block size 133, all-padding slot mappings, a
-// wrapped ring, zero-fill segments, ...) it tries inputs from a fixed pseudo-random
-// sequence until the shared decoder (fuzzers/fuzz_data.h) turns one into a scenario
-// with that feature, and writes it as corpus/<target>/<feature>. Same binary, same
-// files: regenerate with `gen_corpus corpus` after changing the decoder.
+// wrapped ring, zero-fill segments, an injected fault, ...) it tries inputs from a fixed
+// pseudo-random sequence, shortest first, until the target's decoder (fuzzers/decoders.h)
+// turns one into a scenario with that feature, and writes it as corpus/<target>/<feature>.
+// Features are read off the decoded scenario itself. Same binary, same files:
+// regenerate with `gen_corpus corpus` after changing a decoder.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -16,8 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzzers/fuzz_data.h"
-#include "fuzzers/fuzz_data_kv.h"
+#include "fuzzers/decoders.h"
 #include "properties/kv_harness.h"
 
 namespace fs = std::filesystem;
@@ -27,16 +27,37 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// The first input of the fixed sequence whose decoding satisfies `want`.
 template <typename Scenario>
-Bytes find_input(Scenario (*decode)(FuzzedDataProvider&), const std::function<bool(const Scenario&)>& want,
-                 uint64_t salt) {
-  SplitMix64 rng{0xC0FFEEull ^ salt};
-  for (int attempt = 0; attempt < 100000; ++attempt) {
-    Bytes b(16 + rng.next() % 240);
-    for (auto& x : b) x = static_cast<uint8_t>(rng.next());
+using Decoder = std::function<Scenario(const Bytes&)>;
+
+// The decoders of both byte formats as Bytes -> scenario.
+template <typename Scenario>
+Decoder<Scenario> fdp_decoder(Scenario (*decode)(FuzzedDataProvider&)) {
+  return [decode](const Bytes& b) {
     FuzzedDataProvider fdp(b.data(), b.size());
-    if (want(decode(fdp))) return b;
+    return decode(fdp);
+  };
+}
+template <typename Scenario>
+Decoder<Scenario> byte_decoder(Scenario (*decode)(kvcheck::fuzz::ByteSource&)) {
+  return [decode](const Bytes& b) {
+    kvcheck::fuzz::ByteSource src(b.data(), b.size());
+    return decode(src);
+  };
+}
+
+// The first input of the fixed sequence whose decoding satisfies `want`. ByteSource
+// targets (short_first): lengths grow with the attempts from 8 bytes, so a seed is about
+// as short as its feature allows, and small inputs run fast. FuzzedDataProvider targets:
+// 16 to 255 bytes, the sequence their tracked seeds were made with.
+template <typename Scenario>
+Bytes find_input(const Decoder<Scenario>& decode, const std::function<bool(const Scenario&)>& want, uint64_t salt,
+                 bool short_first) {
+  SplitMix64 rng{0xC0FFEEull ^ salt};
+  for (int attempt = 0; attempt < (short_first ? 400000 : 100000); ++attempt) {
+    Bytes b(short_first ? 8 + rng.next() % std::min<uint64_t>(8 + attempt / 64, 248) : 16 + rng.next() % 240);
+    for (auto& x : b) x = static_cast<uint8_t>(rng.next());
+    if (want(decode(b))) return b;
   }
   return {};
 }
@@ -51,9 +72,9 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 template <typename Scenario>
-void seed(const fs::path& root, const std::string& target, const std::string& feature,
-          Scenario (*decode)(FuzzedDataProvider&), std::function<bool(const Scenario&)> want) {
-  const Bytes b = find_input(decode, want, fnv1a(target + "/" + feature));
+void seed(const fs::path& root, const std::string& target, const std::string& feature, const Decoder<Scenario>& decode,
+          std::function<bool(const Scenario&)> want, bool short_first = true) {
+  const Bytes b = find_input(decode, want, fnv1a(target + "/" + feature), short_first);
   if (b.empty()) {
     std::fprintf(stderr, "gen_corpus: no input found for %s/%s\n", target.c_str(), feature.c_str());
     ++g_missing;
@@ -63,6 +84,11 @@ void seed(const fs::path& root, const std::string& target, const std::string& fe
   std::ofstream(root / target / feature, std::ios::binary)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   ++g_written;
+}
+template <typename Scenario>
+void seed(const fs::path& root, const std::string& target, const std::string& feature,
+          Scenario (*decode)(FuzzedDataProvider&), std::function<bool(const Scenario&)> want) {
+  seed<Scenario>(root, target, feature, fdp_decoder(decode), std::move(want), false);
 }
 
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -92,83 +118,204 @@ std::string name_of(const CustomKind& k) {
 }
 bool is_custom(const kvcheck::KVCacheFormat& f, const CustomKind& k) {
   const bool compiled = f.elements_per_sf == 16 || f.elements_per_sf == 32 || f.elements_per_sf == 128;
-  return has(f.name, "_G") && f.quantized_dtype == k.dtype && f.sf_format == k.sf &&
+  return !kvcheck::props::is_named_format(f) && f.quantized_dtype == k.dtype && f.sf_format == k.sf &&
          (k.group_class ? f.elements_per_sf == k.group_class : !compiled);
 }
 
-void store_seeds(const fs::path& root) {
-  using S = kvcheck::fuzz::StoreScenario;
-  auto d = kvcheck::fuzz::decode_store;
-  for (const auto& f : kFormats) {
-    seed<S>(root, "store", "fmt-" + f, d, [&](const S& s) { return s.shape.format.name == f && s.slot_mapping.size() >= 3 && s.slot_mode == "distinct-random"; });
-    if (f == "BF16(4096)") continue;  // a 133-token block exceeds kMaxCacheBytes
-    seed<S>(root, "store", "fmt-" + f + "-bs133", d, [&](const S& s) { return s.shape.format.name == f && s.shape.block_size == 133 && !s.slot_mapping.empty(); });
+// Store features, read off the scenario.
+using kvcheck::props::StoreFaultScenario;
+using kvcheck::props::StoreScenario;
+int64_t num_slots(const StoreScenario& s) { return int64_t{s.shape.num_blocks} * s.shape.block_size; }
+std::string kind(const StoreScenario& s) { return kvcheck::props::slot_mapping_kind(s.slot_mapping, num_slots(s)); }
+int valid_rows(const StoreScenario& s) {
+  return static_cast<int>(std::count_if(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x >= 0; }));
+}
+// A vLLM block-table mapping: runs of consecutive slots that jump between blocks at block ends.
+bool paged(const StoreScenario& s) {
+  const int32_t bs = s.shape.block_size;
+  if (bs < 2 || s.slot_mapping.size() < 3 || kind(s) == "invalid") return false;
+  bool jump = false;
+  for (size_t i = 1; i < s.slot_mapping.size(); ++i) {
+    const int32_t a = s.slot_mapping[i - 1], b = s.slot_mapping[i];
+    if (a < 0 || b < 0) return false;
+    if ((a + 1) % bs != 0 && b != a + 1) return false;
+    if ((a + 1) % bs == 0 && b != a + 1 && b % bs == 0) jump = true;
   }
-  for (int bs : kBlockSizes)
-    seed<S>(root, "store", "bs-" + std::to_string(bs), d, [&](const S& s) { return s.shape.block_size == bs && s.slot_mapping.size() >= 2 && !has(s.slot_mode, "+"); });
-  for (const std::string mode : {"all-padding", "padding-next-to-slot-0", "consecutive-run", "paged-block-table", "distinct-random", "raw"})
-    for (const std::string f : {"V41", "V41_FP4", "MXFP8_INDEX", "BF16(512)"})
-      seed<S>(root, "store", "slots-" + mode + "-" + f, d, [&](const S& s) { return s.slot_mode == mode && s.shape.format.name == f && s.slot_mapping.size() >= 2; });
-  seed<S>(root, "store", "all-padding-bs133", d, [](const S& s) { return s.slot_mode == "all-padding" && s.shape.block_size == 133 && s.slot_mapping.size() >= 4; });
-  seed<S>(root, "store", "empty", d, [](const S& s) { return s.slot_mapping.empty(); });
-  for (const std::string k : {"-2", "INT32_MIN", "INT32_MAX", "num_slots", "last-slot", "duplicate"})
-    seed<S>(root, "store", "injected-" + k, d, [&](const S& s) { return has(s.slot_mode, "+injected-" + k + "[") && s.kv_rows == static_cast<int64_t>(s.slot_mapping.size()) && s.row_stride >= s.shape.format.elements; });
-  seed<S>(root, "store", "row-stride-short", d, [](const S& s) { return s.row_stride < s.shape.format.elements && !s.slot_mapping.empty(); });
-  seed<S>(root, "store", "kv-rows-short", d, [](const S& s) { return s.kv_rows < static_cast<int64_t>(s.slot_mapping.size()); });
-  seed<S>(root, "store", "row-stride-padded", d, [](const S& s) { return s.row_stride > s.shape.format.elements && s.slot_mapping.size() >= 2 && s.slot_mode == "distinct-random"; });
-  for (const auto& k : custom_kinds())
-    seed<S>(root, "store", "custom-" + name_of(k), d, [&](const S& s) { return is_custom(s.shape.format, k) && s.slot_mapping.size() >= 3 && s.slot_mode == "distinct-random" && s.value_mode != "mostly-zero"; });
-  for (const std::string v : {"specials", "random-bits", "mostly-zero"})
-    for (const std::string f : {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
-      seed<S>(root, "store", "values-" + v + "-" + f, d, [&](const S& s) { return s.value_mode == v && s.shape.format.name == f && s.slot_mapping.size() >= 2 && s.slot_mode == "distinct-random"; });
+  return jump;
+}
+// Fractions of the kv values (first E of each row) by kind.
+struct ValueStats {
+  double zero = 0, special = 0, spread = 0;
+};
+ValueStats value_stats(const StoreScenario& s) {
+  ValueStats v;
+  const int64_t e = s.shape.format.elements, rows = s.kv_rows();
+  if (rows == 0) return v;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < e; ++i) {
+      const uint16_t x = s.kv[static_cast<size_t>(r * s.row_stride + i)];
+      const int exp = (x >> 7) & 0xFF;
+      v.zero += (x & 0x7FFF) == 0;
+      v.special += exp == 0xFF || exp == 0;
+      v.spread += exp >= 170 || (exp > 0 && exp <= 60);
+    }
+  const double n = static_cast<double>(rows * e);
+  return {v.zero / n, v.special / n, v.spread / n};
 }
 
-void load_seeds(const fs::path& root, const std::string& target) {
-  using L = kvcheck::fuzz::LoadScenario;
-  auto d = kvcheck::fuzz::decode_load;
+void store_seeds(const fs::path& root) {
+  using S = StoreFaultScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_store);
+  auto fmt = [](const S& c) { return c.scenario.shape.format.name; };
+  auto valid = [](const S& c) { return c.fault.empty(); };
   for (const auto& f : kFormats) {
-    seed<L>(root, target, "fmt-" + f, d, [&](const L& s) { return s.shape.format.name == f && s.segment_mode == "zero-fill" && s.segments.size() >= 8; });
-    if (f == "BF16(4096)") continue;
-    seed<L>(root, target, "fmt-" + f + "-bs133", d, [&](const L& s) { return s.shape.format.name == f && s.shape.block_size == 133 && s.segments.size() >= 4 && !has(s.segment_mode, "+"); });
+    seed<S>(root, "store", "fmt-" + f, d, [&](const S& c) { return valid(c) && fmt(c) == f && valid_rows(c.scenario) >= (f == "BF16(4096)" ? 1 : 3); });
+    seed<S>(root, "store", "fmt-" + f + "-bs133", d, [&](const S& c) { return valid(c) && fmt(c) == f && c.scenario.shape.block_size == 133 && valid_rows(c.scenario) >= 1; });
   }
   for (int bs : kBlockSizes)
-    seed<L>(root, target, "bs-" + std::to_string(bs), d, [&](const L& s) { return s.shape.block_size == bs && s.segments.size() >= 8 && !has(s.segment_mode, "+"); });
-  for (const std::string mode : {"contiguous", "zero-fill", "shuffled-gaps", "wrapped-ring", "raw"})
+    seed<S>(root, "store", "bs-" + std::to_string(bs), d, [&](const S& c) { return valid(c) && c.scenario.shape.block_size == bs && valid_rows(c.scenario) >= 2; });
+  const auto mode = [&](const S& c, const std::string& m) {
+    if (m == "raw") return c.fault == "raw slot_mapping";
+    if (!valid(c)) return false;
+    if (m == "paged-block-table") return paged(c.scenario);
+    if (m == "distinct-random") return has(kind(c.scenario), "distinct") && !paged(c.scenario);
+    return kind(c.scenario) == m;
+  };
+  for (const std::string m : {"all-padding", "padding-next-to-slot-0", "consecutive-run", "paged-block-table", "distinct-random", "raw"})
+    for (const std::string f : {"V41", "V41_FP4", "MXFP8_INDEX", "BF16"})  // BF16: any E
+      seed<S>(root, "store", "slots-" + m + "-" + f, d, [&](const S& c) {
+        return mode(c, m) && (fmt(c) == f || (f == "BF16" && c.scenario.shape.format.is_bf16())) &&
+               c.scenario.slot_mapping.size() >= 2;
+      });
+  seed<S>(root, "store", "all-padding-bs133", d, [](const S& c) { return c.fault.empty() && kind(c.scenario) == "all-padding" && c.scenario.shape.block_size == 133 && c.scenario.slot_mapping.size() >= 4; });
+  seed<S>(root, "store", "empty", d, [](const S& c) { return c.fault.empty() && c.scenario.slot_mapping.empty(); });
+  using E = kvcheck::ErrorCode;
+  auto slot_fault = [](const S& c, const std::string& value) {
+    return c.code == E::kSlotOutOfRange && has(c.fault, "] = " + value) && c.fault.size() == c.fault.find("] = ") + 4 + value.size();
+  };
+  seed<S>(root, "store", "injected--2", d, [&](const S& c) { return slot_fault(c, "-2"); });
+  seed<S>(root, "store", "injected-INT32_MIN", d, [&](const S& c) { return slot_fault(c, std::to_string(INT32_MIN)); });
+  seed<S>(root, "store", "injected-INT32_MAX", d, [&](const S& c) { return slot_fault(c, std::to_string(INT32_MAX)); });
+  seed<S>(root, "store", "injected-num_slots", d, [&](const S& c) { return slot_fault(c, std::to_string(num_slots(c.scenario))); });
+  seed<S>(root, "store", "injected-duplicate", d, [](const S& c) { return c.code == E::kDuplicateSlot && c.scenario.slot_mapping.size() >= 3; });
+  seed<S>(root, "store", "injected-last-slot", d, [](const S& c) {  // raw slots holding the last valid slot
+    const auto& m = c.scenario.slot_mapping;
+    return c.fault == "raw slot_mapping" && std::count(m.begin(), m.end(), num_slots(c.scenario) - 1) == 1 && m.size() >= 2;
+  });
+  seed<S>(root, "store", "row-stride-short", d, [](const S& c) { return c.code == E::kInvalidArgument; });
+  seed<S>(root, "store", "kv-rows-short", d, [](const S& c) { return c.code == E::kShapeMismatch; });
+  seed<S>(root, "store", "row-stride-padded", d, [](const S& c) { return c.fault.empty() && c.scenario.row_stride > c.scenario.shape.format.elements && valid_rows(c.scenario) >= 2; });
+  for (const auto& k : custom_kinds())
+    seed<S>(root, "store", "custom-" + name_of(k), d, [&](const S& c) { return c.fault.empty() && is_custom(c.scenario.shape.format, k) && valid_rows(c.scenario) >= 3 && value_stats(c.scenario).zero < 0.5; });
+  const auto values = [](const S& c, const std::string& v) {
+    const ValueStats st = value_stats(c.scenario);
+    return v == "specials" ? st.special >= 0.4 : v == "mostly-zero" ? st.zero >= 0.8 : st.spread >= 0.4;
+  };
+  for (const std::string v : {"specials", "random-bits", "mostly-zero"})
+    for (const std::string f : {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
+      seed<S>(root, "store", "values-" + v + "-" + f, d, [&](const S& c) { return c.fault.empty() && fmt(c) == f && valid_rows(c.scenario) >= 2 && values(c, v); });
+}
+
+// Load features, read off the scenario.
+using kvcheck::props::LoadFaultScenario;
+using kvcheck::props::LoadScenario;
+size_t num_segments(const LoadScenario& s) { return s.load_segments.size() / 4; }
+bool any_zero_fill(const LoadScenario& s) {
+  for (size_t i = 0; i < num_segments(s); ++i)
+    if (s.load_segments[4 * i] == -1) return true;
+  return false;
+}
+bool wrapped_ring(const LoadScenario& s) {  // [-1 pad], [b, x, bs, pad], [b, 0, y <= x, ...]
+  const auto& g = s.load_segments;
+  const size_t k = g.size() >= 4 && g[0] == -1 ? 4 : 0;
+  return g.size() == k + 8 && g[k + 2] == s.shape.block_size && g[k + 1] > 0 && g[k + 4] == g[k] && g[k + 5] == 0 &&
+         g[k + 6] > 0 && g[k + 6] <= g[k + 1];
+}
+bool shuffled_with_gaps(const LoadScenario& s) {
+  bool unsorted = false, gap = false;
+  std::vector<std::pair<int32_t, int32_t>> rows;  // dst, len
+  for (size_t i = 0; i < num_segments(s); ++i) {
+    rows.push_back({s.load_segments[4 * i + 3], s.load_segments[4 * i + 2] - s.load_segments[4 * i + 1]});
+    if (i > 0 && rows[i].first < rows[i - 1].first) unsorted = true;
+  }
+  std::sort(rows.begin(), rows.end());
+  int32_t end = 0;
+  for (const auto& [dst, len] : rows) gap |= dst > end, end = std::max(end, dst + len);
+  return unsorted && gap;
+}
+
+void load_seeds(const fs::path& root) {
+  using L = LoadFaultScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_load);
+  const std::string t = "load";
+  auto fmt = [](const L& c) { return c.scenario.shape.format.name; };
+  auto plain = [](const L& c) { return c.fault.empty() && num_segments(c.scenario) >= 2; };
+  for (const auto& f : kFormats) {
+    seed<L>(root, t, "fmt-" + f, d, [&](const L& c) { return plain(c) && fmt(c) == f && any_zero_fill(c.scenario); });
+    seed<L>(root, t, "fmt-" + f + "-bs133", d, [&](const L& c) { return plain(c) && fmt(c) == f && c.scenario.shape.block_size == 133; });
+  }
+  for (int bs : kBlockSizes)
+    seed<L>(root, t, "bs-" + std::to_string(bs), d, [&](const L& c) { return plain(c) && c.scenario.shape.block_size == bs && num_segments(c.scenario) >= 3; });
+  const auto mode = [&](const L& c, const std::string& m) {
+    const LoadScenario& s = c.scenario;
+    if (m == "raw") return c.fault == "raw load_segments" && s.load_segments.size() >= 8;
+    if (!plain(c)) return false;
+    if (m == "wrapped-ring") return wrapped_ring(s);
+    if (m == "zero-fill") return any_zero_fill(s) && !wrapped_ring(s);
+    if (m == "shuffled-gaps") return shuffled_with_gaps(s);
+    return !any_zero_fill(s) && !shuffled_with_gaps(s) && !wrapped_ring(s);  // contiguous
+  };
+  for (const std::string m : {"contiguous", "zero-fill", "shuffled-gaps", "wrapped-ring", "raw"})
     for (const std::string f : {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "BF16(512)"})
-      seed<L>(root, target, "segments-" + mode + "-" + f, d, [&](const L& s) { return s.segment_mode == mode && s.shape.format.name == f && s.segments.size() >= 8; });
-  seed<L>(root, target, "wrapped-ring-bs133", d, [](const L& s) { return s.segment_mode == "wrapped-ring" && s.shape.block_size == 133 && s.segments.size() == 12; });
-  seed<L>(root, target, "empty", d, [](const L& s) { return s.total_k == 0; });
-  for (int field = 0; field < 4; ++field)
-    seed<L>(root, target, "injected-field-" + std::to_string(field), d, [&](const L& s) { return has(s.segment_mode, "][" + std::to_string(field) + "]") && s.segments.size() >= 8; });
-  for (const std::string k : {"-2", "INT32_MIN", "INT32_MAX", "num_blocks", "block_size+1", "total_k", "other-dst"})
-    seed<L>(root, target, "injected-" + k, d, [&](const L& s) { return has(s.segment_mode, "+injected-" + k + "[") && s.segments.size() >= 8 && s.data_row_pad >= 0 && s.scale_row_pad >= 0 && s.out_rows >= s.total_k; });
-  seed<L>(root, target, "segments-not-multiple-of-4", d, [](const L& s) { return s.segments.size() % 4 != 0; });
-  seed<L>(root, target, "data-stride-short", d, [](const L& s) { return s.data_row_pad < 0 && s.total_k > 0; });
-  seed<L>(root, target, "scale-stride-short", d, [](const L& s) { return s.scale_row_pad < 0 && s.shape.format.is_index() && s.total_k > 0 && s.data_row_pad >= 0; });
-  seed<L>(root, target, "total-k-negative", d, [](const L& s) { return s.total_k < 0 && s.segments.size() >= 8 && s.segments.size() % 4 == 0; });
-  seed<L>(root, target, "out-rows-short", d, [](const L& s) { return s.out_rows < s.total_k; });
+      seed<L>(root, t, "segments-" + m + "-" + f, d, [&](const L& c) { return mode(c, m) && fmt(c) == f; });
+  seed<L>(root, t, "wrapped-ring-bs133", d, [&](const L& c) { return mode(c, "wrapped-ring") && c.scenario.shape.block_size == 133 && num_segments(c.scenario) == 3; });
+  seed<L>(root, t, "empty", d, [](const L& c) { return c.fault.empty() && c.scenario.total_k == 0; });
+  using E = kvcheck::ErrorCode;
+  const std::vector<std::pair<std::string, std::function<bool(const L&)>>> faults = {
+      {"injected-field-0", [](const L& c) { return c.code == E::kSegmentBlockOutOfRange; }},
+      {"injected-field-1", [](const L& c) { return c.code == E::kSegmentRangeInvalid && has(c.fault, "src_begin ="); }},
+      {"injected-field-2", [](const L& c) { return c.code == E::kSegmentRangeInvalid && has(c.fault, "src_end"); }},
+      {"injected-field-3", [](const L& c) { return c.code == E::kSegmentDestinationOutOfRange; }},
+      {"injected--2", [](const L& c) { return has(c.fault, "src_block_id = -2"); }},
+      {"injected-INT32_MIN", [](const L& c) { return has(c.fault, "= " + std::to_string(INT32_MIN)); }},
+      {"injected-INT32_MAX", [](const L& c) { return has(c.fault, "= " + std::to_string(INT32_MAX)); }},
+      {"injected-num_blocks", [](const L& c) { return has(c.fault, "src_block_id = " + std::to_string(c.scenario.shape.num_blocks)); }},
+      {"injected-block_size+1", [](const L& c) { return has(c.fault, "src_end = block_size + 1"); }},
+      {"injected-total_k", [](const L& c) { return c.code == E::kSegmentDestinationOutOfRange && !has(c.fault, "= -1 ") && !has(c.fault, "= " + std::to_string(INT32_MIN)) && !has(c.fault, "= " + std::to_string(INT32_MAX)); }},
+      {"injected-other-dst", [](const L& c) { return c.code == E::kSegmentOverlap; }},
+      {"segments-not-multiple-of-4", [](const L& c) { return has(c.fault, "not a multiple of 4"); }},
+      {"data-stride-short", [](const L& c) { return has(c.fault, "data row stride"); }},
+      {"scale-stride-short", [](const L& c) { return has(c.fault, "scale row stride"); }},
+      {"total-k-negative", [](const L& c) { return c.fault == "total_k = -1" && num_segments(c.scenario) >= 2; }},
+      {"out-rows-short", [](const L& c) { return has(c.fault, "total_k - 1 rows"); }},
+  };
+  for (const auto& fault : faults) {  // (clang-14 lambdas cannot capture structured bindings)
+    const std::string& name = fault.first;
+    const auto& want = fault.second;
+    seed<L>(root, t, name, d, [&](const L& c) { return want(c) && (num_segments(c.scenario) >= 2 || has(name, "stride") || has(name, "rows")); });
+  }
   for (const auto& k : custom_kinds())  // do_cast: the dequantising kernels
-    seed<L>(root, target, "custom-cast-" + name_of(k), d, [&](const L& s) { return is_custom(s.shape.format, k) && s.shape.format.do_cast && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
-  seed<L>(root, target, "custom-index-ue8m0", d, [](const L& s) { return has(s.shape.format.name, "_G") && s.shape.format.sf_format == kvcheck::SfFormat::kUE8M0 && s.shape.format.is_index() && !s.shape.format.token_interleaved && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
-  seed<L>(root, target, "custom-index-interleaved-fp32", d, [](const L& s) { return has(s.shape.format.name, "INDEX_INTERLEAVED") && s.shape.format.sf_format == kvcheck::SfFormat::kFP32 && s.segments.size() >= 8 && s.segment_mode != "raw" && !has(s.segment_mode, "+"); });
-  seed<L>(root, target, "padded-out-rows", d, [](const L& s) { return s.data_row_pad > 0 && s.scale_row_pad > 0 && s.shape.format.is_index() && s.segments.size() >= 8; });
+    seed<L>(root, t, "custom-cast-" + name_of(k), d, [&](const L& c) { return plain(c) && is_custom(c.scenario.shape.format, k) && c.scenario.shape.format.do_cast; });
+  seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
+  seed<L>(root, t, "custom-index-interleaved-fp32", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.is_index() && f.token_interleaved && f.sf_format == kvcheck::SfFormat::kFP32; });
+  seed<L>(root, t, "padded-out-rows", d, [&](const L& c) { return plain(c) && c.scenario.out_data_pad == 33 && c.scenario.out_scale_pad == 5 && c.scenario.shape.format.is_index(); });
 }
 
 void round_trip_seeds(const fs::path& root) {
-  using R = kvcheck::fuzz::RoundTripScenario;
-  auto d = kvcheck::fuzz::decode_round_trip;
+  using R = StoreScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_round_trip);
   for (const auto& f : kFormats) {
-    seed<R>(root, "round_trip", "fmt-" + f, d, [&](const R& r) { return r.store.shape.format.name == f && r.store.slot_mapping.size() >= 4 && r.load.total_k > 0; });
-    if (f == "BF16(4096)") continue;
-    seed<R>(root, "round_trip", "fmt-" + f + "-bs133-zero-fill", d, [&](const R& r) { return r.store.shape.format.name == f && r.store.shape.block_size == 133 && has(r.load.segment_mode, "zero") && r.load.total_k > 0; });
+    seed<R>(root, "round_trip", "fmt-" + f, d, [&](const R& s) { return s.shape.format.name == f && valid_rows(s) >= (f == "BF16(4096)" ? 1 : 4); });
+    seed<R>(root, "round_trip", "fmt-" + f + "-bs133", d, [&](const R& s) { return s.shape.format.name == f && s.shape.block_size == 133 && valid_rows(s) >= 2; });
   }
   for (int bs : kBlockSizes)
-    seed<R>(root, "round_trip", "bs-" + std::to_string(bs), d, [&](const R& r) { return r.store.shape.block_size == bs && r.store.slot_mapping.size() >= 2 && r.load.total_k > 0; });
+    seed<R>(root, "round_trip", "bs-" + std::to_string(bs), d, [&](const R& s) { return s.shape.block_size == bs && valid_rows(s) >= 2; });
   for (const auto& k : custom_kinds())
     if (k.group_class == 0 || k.group_class == 16)
-      seed<R>(root, "round_trip", "custom-" + name_of(k), d, [&](const R& r) { return is_custom(r.store.shape.format, k) && r.store.slot_mapping.size() >= 3 && r.load.total_k > 0; });
-  seed<R>(root, "round_trip", "all-padding", d, [](const R& r) { return r.store.slot_mode == "all-padding" && r.load.total_k > 0; });
-  seed<R>(root, "round_trip", "specials-V41", d, [](const R& r) { return r.store.value_mode == "specials" && r.store.shape.format.name == "V41" && r.store.slot_mapping.size() >= 4; });
+      seed<R>(root, "round_trip", "custom-" + name_of(k), d, [&](const R& s) { return is_custom(s.shape.format, k) && valid_rows(s) >= 3; });
+  seed<R>(root, "round_trip", "all-padding", d, [](const R& s) { return kind(s) == "all-padding" && s.slot_mapping.size() >= 2; });
+  seed<R>(root, "round_trip", "padding-next-to-slot-0", d, [](const R& s) { return kind(s) == "padding-next-to-slot-0" && valid_rows(s) >= 2; });
+  seed<R>(root, "round_trip", "specials-V41", d, [](const R& s) { return value_stats(s).special >= 0.4 && s.shape.format.name == "V41" && valid_rows(s) >= 2; });
 }
 
 void format_seeds(const fs::path& root) {
@@ -408,7 +555,7 @@ int main(int argc, char** argv) {
   }
   const fs::path root(argv[1]);
   store_seeds(root);
-  load_seeds(root, "load");
+  load_seeds(root);
   round_trip_seeds(root);
   format_seeds(root);
   numerics_seeds(root);

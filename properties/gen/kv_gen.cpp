@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "properties/gen/choices.h"
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/splitmix.h"
 #include "properties/gen/store_load_gen.h"
@@ -46,14 +47,12 @@ std::string floats(const std::vector<float>& v) {
   return s + "]";
 }
 
-// Block sizes of SPEC §6/§7.7, odd ones and small random ones.
+// Block sizes of SPEC §6/§7.7 (the shared chooser), random ones small.
 rc::Gen<int32_t> gen_kv_block_size() {
-  return rc::gen::map(rc::gen::weightedOneOf<int32_t>({
-                          {4, rc::gen::elementOf(std::vector<int32_t>{1, 16, 133, 256})},
-                          {1, rc::gen::elementOf(std::vector<int32_t>{2, 53, 61})},
-                          {3, rc::gen::inRange<int32_t>(1, 33)},
-                      }),
-                      fit_block_size);  // inside the backend's capabilities
+  return rc::gen::exec([] {
+    RcSource src;
+    return choose_block_size(src, 32);  // the shared chooser, fitted to the backend
+  });
 }
 
 // K/V cache dtypes the backend under test supports (all when it names none).
@@ -250,38 +249,26 @@ rc::Gen<StoreKvScenario> gen_store_kv_scenario() {
     const int n = std::min(top, *rc::gen::weightedOneOf<int>({{1, rc::gen::just(0)},
                                                               {19, gen_row_count(top)},
                                                               {10, rc::gen::resize(100, rc::gen::inRange(1, std::min(top, 8) + 1))}}));
-    const int padding_mode = *rc::gen::weightedElement<int>({{7, 0}, {12, 1}, {1, 2}});  // none, some, all
+    RcSource src;
+    s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n, 2);  // -1, 0 at rows 0, 1
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
-    std::vector<int32_t> pool(static_cast<size_t>(num_slots));
-    std::iota(pool.begin(), pool.end(), 0);
-    size_t next = 0;
-    for (int i = 0; i < n; ++i) {
-      const bool pad = padding_mode == 2 || (padding_mode == 1 && rng.next() % 3 == 0) || next >= pool.size();
-      if (pad) {
-        s.slot_mapping.push_back(-1);
-        continue;
-      }
-      std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
-      s.slot_mapping.push_back(pool[next++]);
-    }
-    if (padding_mode == 1 && n > 0 && next == 0 && !pool.empty()) {  // "some" padding keeps one valid row
-      std::swap(pool[0], pool[rng.next() % pool.size()]);
-      s.slot_mapping.back() = pool[next++];
-    }
-    if (n >= 2 && padding_mode != 2 && *rc::gen::arbitrary<bool>()) {  // -1 right before slot 0
-      for (auto& slot : s.slot_mapping)
-        if (slot == 0) slot = -1;
-      s.slot_mapping[0] = -1;
-      s.slot_mapping[1] = 0;
-    }
     const int64_t extra = *rc::gen::elementOf(std::vector<int64_t>{0, 0, 1, 5});  // CUDA-graph padding rows
     s.key = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
     s.value = gen_rows(s.cache, gen_model_dtype(s.cache.dtype), n + extra);
     // slot_mapping's buffer goes on for the padding rows with real, unused slots: a
     // kernel that takes its row count from key/value stores them.
-    for (int64_t i = 0; i < extra && next < pool.size(); ++i) {
-      std::swap(pool[next], pool[next + rng.next() % (pool.size() - next)]);
-      s.slot_tail.push_back(pool[next++]);
+    std::vector<int32_t> unused;
+    {
+      std::vector<bool> used(static_cast<size_t>(num_slots), false);
+      for (int32_t slot : s.slot_mapping)
+        if (slot >= 0) used[static_cast<size_t>(slot)] = true;
+      for (int64_t i = 0; i < num_slots; ++i)
+        if (!used[static_cast<size_t>(i)]) unused.push_back(static_cast<int32_t>(i));
+    }
+    for (int64_t i = 0; i < extra && !unused.empty(); ++i) {
+      std::swap(unused[rng.next() % unused.size()], unused.back());
+      s.slot_tail.push_back(unused.back());
+      unused.pop_back();
     }
     s.threads = *gen_threads();
     return s;
@@ -354,10 +341,8 @@ rc::Gen<KvStepScenario> gen_kv_step_scenario() {
     const int64_t per_block = int64_t{bs} * s.cache.num_kv_heads * (s.cache.head_dim + s.cache.pad_head + s.cache.pad_token) + s.cache.pad_page;
     const int64_t room = std::max<int64_t>(1, kMaxKvCacheElements / per_block);
     s.cache.num_blocks = static_cast<int32_t>(std::max<int64_t>(1, std::max(blocks, std::min<int64_t>(room, blocks + 2))));
-    std::vector<int32_t> pool(static_cast<size_t>(s.cache.num_blocks));
-    std::iota(pool.begin(), pool.end(), 0);
     SplitMix64 rng{*rc::gen::arbitrary<uint64_t>()};
-    for (size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.next() % i]);
+    const std::vector<int32_t> pool = shuffled(rng, s.cache.num_blocks, s.cache.num_blocks);
     size_t next = 0;
     for (int i = 0; i < num_seqs; ++i) {
       std::vector<int32_t> t;

@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
-#include "properties/gen/gen_caps.h"
+#include "properties/gen/store_load_gen.h"
 
 namespace kvcheck::props::gen {
 
-rc::Gen<int32_t> block_size() {
-  return rc::gen::map(rc::gen::oneOf(rc::gen::element<int32_t>(1, 2, 16, 64, 133, 256),
-                                     rc::gen::inRange<int32_t>(1, 301)),
-                      fit_block_size);  // inside the backend's capabilities
-}
+rc::Gen<int32_t> block_size() { return gen_block_size(); }  // the one block-size chooser (fitted to the backend)
 
 rc::Gen<std::vector<int32_t>> permutation(int32_t n) {
   return rc::gen::exec([n] {

@@ -13,7 +13,7 @@
 
 namespace kvcheck::props::gen {
 
-/// 1, 2, 16, 64, 133, 256, or any value in [1, 300].
+/// gen_block_size(): the one block-size chooser (gen/choices.h).
 rc::Gen<int32_t> block_size();
 /// A shuffled permutation of 0..n-1 (shrinks to the identity).
 rc::Gen<std::vector<int32_t>> permutation(int32_t n);

@@ -1,16 +1,23 @@
-// RapidCheck generators for store/load scenarios (SPEC §6 "Generators must reach").
-// They build on earlier draws rather than filtering, and shrink towards small
-// caches, few rows and plain values.
+// The scenario types of store/load/round_trip and their one builder each (SPEC §6
+// "Generators must reach"). A builder draws through a Source (source.h), so it is both
+// the RapidCheck generator (gen_*: the builder on an RcSource, shrinking toward small
+// caches, few rows and plain values) and the fuzz decoder (fuzzers/decode_*.cpp: the
+// builder on the input bytes). Builders use earlier draws rather than filtering.
 #pragma once
 
 #include <rapidcheck.h>
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "impl/backend.h"
+#include "impl/error.h"
 #include "impl/format.h"
+#include "properties/gen/choices.h"
+#include "properties/gen/source.h"
 #include "properties/gen/splitmix.h"
 
 namespace kvcheck {
@@ -18,6 +25,10 @@ void showValue(const KVCacheFormat& f, std::ostream& os);
 }  // namespace kvcheck
 
 namespace kvcheck::props {
+
+/// Largest cache one case allocates (whole buffer), and the most output bytes of a load.
+inline constexpr int64_t kMaxCacheBytes = int64_t{2} << 20;
+inline constexpr int64_t kMaxLoadOutBytes = int64_t{512} << 10;
 
 /// A cache shape: format, block_size (1, 2, 16, 64, 133, 256, odd, random ≤ 300),
 /// num_blocks, and a seed for the cache's prior contents.
@@ -32,11 +43,12 @@ struct StoreScenario {
   CacheShape shape;
   std::vector<int32_t> slot_mapping;  // n rows, -1 = padding
   int64_t row_stride = 0;             // elements, >= E (rows may be padded)
-  std::vector<bf16_bits> kv;          // rows * row_stride; rows >= n (more: CUDA-graph padding rows)
+  std::vector<bf16_bits> kv;          // rows * row_stride; rows >= n (more: CUDA-graph padding rows; fewer: a fault)
   // Fields below default to the plain case (and are left out of JSON at their defaults).
   int32_t threads = 0;                // > 0: the backend splits the call as on `threads` threads
   std::vector<int32_t> slot_tail;     // entries after slot_mapping in its buffer: a kernel must not read them
   int64_t far_row_stride = 0;         // > 0: kv row r sits at element r*far_row_stride of a sparse buffer
+  int64_t kv_rows() const { return row_stride > 0 ? static_cast<int64_t>(kv.size()) / row_stride : 0; }
 };
 
 struct LoadScenario {
@@ -47,36 +59,73 @@ struct LoadScenario {
   uint32_t out_seed = 0;               // prior output contents
   // Fields below default to the plain case (and are left out of JSON at their defaults).
   int32_t threads = 0;                 // > 0: the backend splits the call as on `threads` threads
-  int64_t out_data_pad = 16;           // bytes of each output data row stride past load_row_bytes
-  int64_t out_scale_pad = 16;          // the same for the scale rows (index formats)
+  int64_t out_data_pad = 16;           // bytes of each output data row stride past load_row_bytes (< 0: a fault)
+  int64_t out_scale_pad = 16;          // the same for the scale rows (index formats; < 0: a fault)
   int32_t out_offset = 0;              // bytes the output rows start past an aligned allocation
 };
 
+/// A scenario and what it must do (SPEC §5), for both engines. `fault` "": valid, both
+/// sides return. A fault with `code`: both sides throw exactly `code`, blaming the same
+/// entry, and change no byte. A fault without code (the fuzz decoder's raw values, maybe
+/// several errors): the backend throws what the reference throws, or both return.
+struct StoreFaultScenario {
+  StoreScenario scenario;
+  std::string fault;  // what was broken, e.g. "slot_mapping[3] = -2"
+  std::optional<ErrorCode> code;
+};
+struct LoadFaultScenario {
+  LoadScenario scenario;
+  std::string fault;
+  std::optional<ErrorCode> code;
+};
+
+/// The one printer of each type (RapidCheck counterexamples, fuzz reports, explain).
 void showValue(const CacheShape& s, std::ostream& os);
 void showValue(const StoreScenario& s, std::ostream& os);
 void showValue(const LoadScenario& s, std::ostream& os);
+void showValue(const StoreFaultScenario& s, std::ostream& os);
+void showValue(const LoadFaultScenario& s, std::ostream& os);
+std::string describe(const StoreFaultScenario& s);
+std::string describe(const LoadFaultScenario& s);
 
+// The builders (one per type) and the fault injectors (SPEC §5.1/§5.2 rules, one fault
+// each, with the code it must raise).
+CacheShape build_cache_shape(Source& src);
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape);
+LoadScenario build_load_scenario(Source& src, const CacheShape& shape);
+/// Out-of-range slot (SPEC §6 awkward values), kv one row short, row stride < E, or a
+/// duplicate slot.
+void inject_store_fault(Source& src, StoreFaultScenario& c);
+/// total_k < 0, segments not S*4, output short, bad block, range or destination,
+/// overlap, output row strides too small.
+void inject_load_fault(Source& src, LoadFaultScenario& c);
+/// Raw segments, mostly invalid: awkward values in every field, stray int32s.
+std::vector<int32_t> raw_load_segments(Source& src, const CacheShape& shape, int32_t total_k);
+
+// RapidCheck generators: the builders on an RcSource. Formats and block sizes stay
+// inside generator_caps() (gen/gen_caps.h: the capabilities of the backend under test).
 rc::Gen<KVCacheFormat> gen_format();
 /// A valid format no named one matches (SPEC §2 fields, any dtype / scale / group
 /// combination, group sizes the fixed kernels lack): the run-time group kernels.
 rc::Gen<KVCacheFormat> gen_custom_format();
-/// Whether f is one of the named formats (SPEC §2 table, BF16(E) included).
-bool is_named_format(const KVCacheFormat& f);
 rc::Gen<int32_t> gen_block_size();
 rc::Gen<CacheShape> gen_cache_shape();
 /// Valid store: distinct valid slots mixed with -1 (none, some, all; -1 next to slot 0).
 rc::Gen<StoreScenario> gen_store_scenario();
 rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape);
-/// Valid load plan: zero-fill segments, gaps, shuffled order, odd output strides and
-/// misaligned output bases.
+/// Valid load plan: zero-fill segments, gaps, shuffled order, wrapped rings, odd output
+/// strides and misaligned output bases.
 rc::Gen<LoadScenario> gen_load_scenario();
+/// A valid scenario with one injected fault.
+rc::Gen<StoreFaultScenario> gen_store_fault_scenario();
+rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
 /// A row count in [1, max_rows] scaled by the case size from size 30 up (shrinks to 1).
 rc::Gen<int> gen_row_count(int max_rows);
 /// The work split of one case: 0 (the backend's own) or 1-4 threads.
 rc::Gen<int32_t> gen_threads();
 /// A row stride past 2^30 elements for rows placed in a sparse buffer (so row offsets
-/// pass 2^31 elements), or 0 for plain rows; only for host-memory backends.
+/// pass 2^31 elements), or 0 for plain rows; only for host-memory backends
+/// (generator_caps().host_memory) and never from the fuzz decoders.
 rc::Gen<int64_t> gen_far_row_stride();
-
 
 }  // namespace kvcheck::props

@@ -3,8 +3,6 @@
 // (the test plugins' capabilities) and a slot_mapping mixing padding (-1) with real
 // distinct in-range slots (valid input), the inputs a "padding clamped to slot 0" bug shows on. Deterministic: the
 // first inputs of a fixed pseudo-random sequence whose decoding has each feature.
-#include <fuzzer/FuzzedDataProvider.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "fuzzers/fuzz_data.h"
+#include "fuzzers/decoders.h"
 
 namespace {
 
-using kvcheck::fuzz::StoreScenario;
+using kvcheck::props::StoreScenario;
 
 bool padded_bf16(const StoreScenario& s, int32_t min_bs) {
   const auto& sm = s.slot_mapping;
@@ -30,7 +28,7 @@ bool padded_bf16(const StoreScenario& s, int32_t min_bs) {
                      std::all_of(real.begin(), real.end(), [&](int32_t x) { return x >= 0 && x < num_slots; });
   return valid && s.shape.format.is_bf16() && s.shape.block_size % 16 == 0 && s.shape.block_size >= min_bs &&
          std::count(sm.begin(), sm.end(), -1) > 0 && std::count(sm.begin(), sm.end(), -1) < std::ssize(sm) &&
-         s.kv_rows >= std::ssize(sm) && s.row_stride >= s.shape.format.elements;
+         s.kv_rows() >= std::ssize(sm) && s.row_stride >= s.shape.format.elements;
 }
 
 }  // namespace
@@ -54,8 +52,9 @@ int main(int argc, char** argv) {
     for (int attempt = 0; attempt < 2000000 && !found; ++attempt) {
       std::vector<uint8_t> b(16 + rng.next() % 240);
       for (auto& x : b) x = static_cast<uint8_t>(rng.next());
-      FuzzedDataProvider fdp(b.data(), b.size());
-      if (!want(kvcheck::fuzz::decode_store(fdp))) continue;
+      kvcheck::fuzz::ByteSource src(b.data(), b.size());
+      const kvcheck::props::StoreFaultScenario c = kvcheck::fuzz::decode_store(src);
+      if (!c.fault.empty() || !want(c.scenario)) continue;
       std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::ssize(b));
       found = true;
     }

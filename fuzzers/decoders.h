@@ -1,79 +1,53 @@
-// The one input decoder of kvcheck's fuzzers: turns libFuzzer bytes into scenario
-// structs (FuzzedDataProvider underneath). Never throws and accepts any byte string,
-// so every file is a valid input; `kvcheck explain` and the corpus generator use the
-// same functions, so a crash file always decodes to the scenario that crashed.
+// The fuzz decoders, one per target (fuzzers/decode_<target>.cpp): input bytes -> the
+// scenario the target checks. None throws, every byte string is a valid input, and
+// `kvcheck explain` and the corpus generator call the same functions, so a crash file
+// always decodes to the scenario that crashed.
+//
+// store, load, round_trip: the builders of properties/gen/store_load_gen.h on a
+// ByteSource (byte_reader.h) — the same code and types as the RapidCheck generators —
+// plus what only a fuzzer needs: injected faults and raw values (invalid inputs), and the
+// input's last bytes steering kv values. store_kv, gather_kv: the K/V family's property
+// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. format, numerics,
+// index, plan: fuzz-only types below (their properties draw inline). These five and the
+// K/V pair read their bytes with FuzzedDataProvider, as their tracked corpora expect.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "fuzzers/byte_reader.h"
 #include "impl/backend.h"
 #include "impl/format.h"
 #include "impl/load_plan.h"
-#include "properties/gen/splitmix.h"
+#include "properties/gen/choices.h"
+#include "properties/gen/kv_gen.h"
+#include "properties/gen/store_load_gen.h"
 #include "properties/prefill_step.h"
 
 class FuzzedDataProvider;
 
 namespace kvcheck::fuzz {
 
-/// Caps that keep one input small and fast (SPEC §6 scenarios, not sizes).
-inline constexpr int64_t kMaxCacheBytes = 1 << 18;  // per cache buffer
-inline constexpr int32_t kMaxBlocks = 64;
-inline constexpr int32_t kMaxRows = 256;             // kv rows / load rows
-inline constexpr int64_t kMaxKvElements = 1 << 15;   // rows * row_stride
-inline constexpr int32_t kMaxSegments = 64;
-
-/// Bulk bytes a scenario needs (cache contents, most kv values) come from a seed.
 using props::SplitMix64;
 
-/// A cache shape: format (the SPEC §2 table, BF16(E), or a custom quantised format),
-/// block_size (1, 2, 16, 64, 133, 256, odd, random) and
-/// num_blocks, capped so num_blocks*block_stride <= kMaxCacheBytes.
-struct CacheShape {
-  KVCacheFormat format;
-  int32_t block_size = 1;
-  int32_t num_blocks = 1;
-  int64_t num_slots() const { return int64_t{num_blocks} * block_size; }
-};
-
-/// store_kv_cache scenario (SPEC §5.1). kv holds kv_rows rows of row_stride
-/// elements (row_stride >= E); kv_rows < slot_mapping.size() is a shape error on
-/// purpose. cache_seed fills the cache with a sentinel pattern before the store.
-struct StoreScenario {
-  CacheShape shape;
-  std::vector<int32_t> slot_mapping;
-  int64_t kv_rows = 0;
-  int64_t row_stride = 0;  // elements
-  std::vector<bf16_bits> kv;
-  uint64_t cache_seed = 0;
-  std::string slot_mode;   // how slot_mapping was made, for reports
-  std::string value_mode;  // how kv values were made
-};
-
-/// load_paged_kv_cache scenario (SPEC §5.2). The cache holds bytes from cache_seed
-/// (ue8m0 scale bytes of do_cast formats kept in [1, 253], the values a store can
-/// write); the output buffers are pre-filled from out_seed.
-struct LoadScenario {
-  CacheShape shape;
-  uint64_t cache_seed = 0;
-  std::vector<int32_t> segments;  // S*4: src_block_id, src_begin, src_end, dst_offset
-  int32_t total_k = 0;
-  int64_t out_rows = 0;           // >= total_k unless a shape error is wanted
-  int64_t data_row_pad = 0;       // bytes past load_row_bytes() per output row
-  int64_t scale_row_pad = 0;
-  uint64_t out_seed = 0;
-  std::string segment_mode;
-};
-
-/// store -> load round trip: a valid store, then a load of the stored blocks
-/// (whole blocks, in shuffled order, with zero-fill pieces between).
-struct RoundTripScenario {
-  StoreScenario store;
-  LoadScenario load;  // shape and cache_seed unused: the cache is the stored one
-};
+/// store: a scenario from the store builder; then, one input in four, an injected fault
+/// (the property's injector: the expected code is known) and one in eight raw slots
+/// (several errors: the backend must match the reference); the input's last bytes
+/// overwrite the first kv values, so libFuzzer can steer values.
+props::StoreFaultScenario decode_store(ByteSource& src);
+/// load: a scenario from the load builder; one input in four a fault, one in eight raw
+/// segments.
+props::LoadFaultScenario decode_load(ByteSource& src);
+/// round_trip: a valid store scenario (values steered as for store).
+props::StoreScenario decode_round_trip(ByteSource& src);
+/// The three drop the builder's work split (threads = 0): the cpu backend spawns its
+/// threads per call, some 30 plain cases under ASan each, and inputs that split reach
+/// new coverage, so libFuzzer keeps and mutates them until most of a run splits. The
+/// multi-thread paths are the properties' (3 cases in 4 split; class floor 25%). They
+/// never draw far kv rows either (ByteSource::huge_inputs() is false).
 
 /// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
 struct FormatScenario {
@@ -141,35 +115,34 @@ struct PrefillFuzzScenario {
   props::PrefillScenario step;
 };
 
-CacheShape decode_cache_shape(FuzzedDataProvider& fdp);
-StoreScenario decode_store(FuzzedDataProvider& fdp);
-LoadScenario decode_load(FuzzedDataProvider& fdp);
-RoundTripScenario decode_round_trip(FuzzedDataProvider& fdp);
 FormatScenario decode_format(FuzzedDataProvider& fdp);
 NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
 IndexScenario decode_index(FuzzedDataProvider& fdp);
 PlanScenario decode_plan(FuzzedDataProvider& fdp);
 PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
-/// A valid quantised format outside the SPEC §2 table (odd group sizes, every
-/// dtype/scale pairing, do_cast or index), so the run-time group-size kernels run.
-KVCacheFormat decode_custom_format(FuzzedDataProvider& fdp);
 
-/// Fills `bytes` from seed; for do_cast ue8m0 formats the scale bytes of every
-/// record are mapped into [1, 253] (k + 127, k in [-126, 126], SPEC §4.1).
-void fill_cache_bytes(const CacheShape& shape, uint64_t seed, uint8_t* bytes);
+/// The K/V family (SPEC §7): also invalid inputs (raw slots, table entries, scales,
+/// strides, dtypes) so the error paths are fuzzed too. Caps keep one input small.
+inline constexpr int64_t kMaxKvCacheElements = 1 << 17;  // per cache view
+inline constexpr int32_t kMaxKvRows = 64;
+inline constexpr int64_t kMaxKvRowElements = 1 << 16;  // rows * H * D
+props::KvCacheShape decode_kv_cache_shape(FuzzedDataProvider& fdp);
+props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp);
+props::GatherKvScenario decode_gather_kv(FuzzedDataProvider& fdp);
 
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
-std::string describe(const CacheShape& s);
-std::string describe(const StoreScenario& s);
-std::string describe(const LoadScenario& s);
-std::string describe(const RoundTripScenario& s);
 std::string describe(const FormatScenario& s);
 std::string describe(const NumericsScenario& s);
 std::string describe(const IndexScenario& s);
 std::string describe(const PlanScenario& s);
 std::string describe(const PrefillFuzzScenario& s);
 
-/// "[1, -1, 7, ...]" with at most `max_items` entries shown.
-std::string format_ints(const std::vector<int32_t>& v, size_t max_items = 64);
+/// Helpers of the FuzzedDataProvider decoders. fdp_block_size: the shared block sizes
+/// (props::kBlockSizes, then kOddBlockSizes) by index, one in ten random in [1, 300] —
+/// the byte format their corpora were made with.
+int32_t fdp_block_size(FuzzedDataProvider& fdp);
+/// SPEC §6's awkward index values (num_slots / num_blocks added by the callers).
+inline constexpr int32_t kAwkward[] = {-2, INT32_MIN, INT32_MAX, -1, 0};
+std::string hex(uint32_t v, int width);
 
 }  // namespace kvcheck::fuzz

@@ -1,4 +1,4 @@
-#include "fuzzers/fuzz_data_kv.h"
+#include "fuzzers/decoders.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -15,6 +15,17 @@ namespace {
 using props::KvAlloc;
 using props::KvCacheShape;
 using props::SplitMix64;
+
+// A props::Source over the FuzzedDataProvider, for the shared choosers.
+class FdpSource final : public props::Source {
+ public:
+  explicit FdpSource(FuzzedDataProvider& fdp) : fdp_(fdp) {}
+  int64_t range(int64_t lo, int64_t hi) override { return fdp_.ConsumeIntegralInRange<int64_t>(lo, hi); }
+  uint32_t seed() override { return fdp_.ConsumeIntegral<uint32_t>(); }
+
+ private:
+  FuzzedDataProvider& fdp_;
+};
 
 template <typename T>
 T pick(FuzzedDataProvider& fdp, std::initializer_list<T> values) {
@@ -86,39 +97,11 @@ props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp) {
   const int64_t row = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
   const int64_t max_rows = std::clamp<int64_t>(kMaxKvRowElements / row, 1, kMaxKvRows);
   const size_t n = fdp.ConsumeIntegralInRange<size_t>(0, static_cast<size_t>(max_rows));
-  SplitMix64 rng{fdp.ConsumeIntegral<uint64_t>()};
-  const int64_t num_slots = s.cache.num_slots();
-  switch (fdp.ConsumeIntegralInRange<int>(0, 4)) {
-    case 0:
-    case 1: {  // distinct valid slots with -1 sprinkled
-      std::vector<int32_t> pool(static_cast<size_t>(num_slots));
-      std::iota(pool.begin(), pool.end(), 0);
-      for (size_t i = 0; i < n; ++i) {
-        if (i >= pool.size() || rng.next() % 4 == 0) {
-          s.slot_mapping.push_back(-1);
-          continue;
-        }
-        std::swap(pool[i], pool[i + rng.next() % (pool.size() - i)]);
-        s.slot_mapping.push_back(pool[i]);
-      }
-      break;
-    }
-    case 2:
-      s.slot_mapping.assign(n, -1);
-      break;
-    case 3:  // raw: duplicates, out of range, awkward values
-      for (size_t i = 0; i < n; ++i)
-        s.slot_mapping.push_back(fdp.ConsumeBool()
-                                     ? pick(fdp, {-1, -2, 0, INT32_MIN, INT32_MAX, static_cast<int32_t>(num_slots),
-                                                  static_cast<int32_t>(num_slots - 1)})
-                                     : fdp.ConsumeIntegralInRange<int32_t>(-1, static_cast<int32_t>(num_slots)));
-      break;
-    default:  // -1 then slot 0 (the clamp bug), then consecutive slots
-      for (size_t i = 0; i < n; ++i)
-        s.slot_mapping.push_back(i == 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(i - 1, num_slots - 1)));
-      for (size_t i = static_cast<size_t>(num_slots) + 1; i < n; ++i) s.slot_mapping[i] = -1;
-      break;
-  }
+  // The shared slot-mapping choosers (props::choose_slot_mapping; one input in five raw).
+  FdpSource src(fdp);
+  s.slot_mapping = fdp.ConsumeIntegralInRange<int>(0, 4) == 3
+                       ? props::raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(n))
+                       : props::choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, static_cast<int64_t>(n), 2);
   for (int side = 0; side < 2; ++side) {
     const KvDtype dtype = model_dtype(fdp, s.cache.dtype);
     const int64_t pad_h = pick<int64_t>(fdp, {0, 0, 2, 5}), pad_t = pick<int64_t>(fdp, {0, 0, 3, 8});

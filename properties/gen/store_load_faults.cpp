@@ -1,0 +1,165 @@
+// The fault injectors and raw values of store/load (SPEC §5.1, §5.2): one broken rule
+// per case with the code it must raise, shared by the fault properties and the fuzz
+// decoders; raw segments for the fuzz decoders (several errors, the reference decides).
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "properties/gen/store_load_gen.h"
+
+namespace kvcheck::props {
+
+void inject_store_fault(Source& src, StoreFaultScenario& c) {
+  StoreScenario& s = c.scenario;
+  const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  std::vector<int> kinds{0, 1};
+  if (n > 0 && s.shape.format.elements >= 2) kinds.push_back(2);  // row_stride E - 1 >= 1 (0 rows otherwise)
+  if (n >= 2 && std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x >= 0; }))
+    kinds.push_back(3);
+  switch (src.pick(std::span<const int>(kinds))) {
+    case 0: {  // an out-of-range slot: awkward values of SPEC §6
+      if (n == 0) {
+        s.slot_mapping.push_back(-1);
+        s.kv.resize(s.kv.size() + static_cast<size_t>(s.row_stride), 0);
+      }
+      const int64_t row = src.range(0, static_cast<int64_t>(s.slot_mapping.size()) - 1);
+      const int32_t bad = src.pick<int32_t>({-2, INT32_MIN, INT32_MAX, static_cast<int32_t>(num_slots),
+                                             static_cast<int32_t>(num_slots + 7), -1000});
+      s.slot_mapping[static_cast<size_t>(row)] = bad;
+      c.fault = "slot_mapping[" + std::to_string(row) + "] = " + std::to_string(bad);
+      c.code = ErrorCode::kSlotOutOfRange;
+      return;
+    }
+    case 1:  // kv holds fewer rows than slot_mapping: the count comes from slot_mapping
+      s.kv.resize(static_cast<size_t>(n * s.row_stride));  // CUDA-graph rows gone
+      s.slot_tail.clear();
+      s.slot_mapping.push_back(-1);
+      c.fault = "kv has one row fewer than slot_mapping";
+      c.code = ErrorCode::kShapeMismatch;
+      return;
+    case 2:
+      s.row_stride = s.shape.format.elements - 1;
+      s.kv.resize(static_cast<size_t>(n * s.row_stride));
+      s.far_row_stride = 0;  // the op sees row_stride itself
+      c.fault = "kv row stride smaller than E";
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    default: {
+      size_t from = 0;
+      while (s.slot_mapping[from] < 0) ++from;
+      size_t to = static_cast<size_t>(src.range(0, n - 2));
+      if (to >= from) ++to;
+      s.slot_mapping[to] = s.slot_mapping[from];
+      c.fault = "rows " + std::to_string(from) + " and " + std::to_string(to) + " both store slot " +
+                std::to_string(s.slot_mapping[from]);
+      c.code = ErrorCode::kDuplicateSlot;
+      return;
+    }
+  }
+}
+
+void inject_load_fault(Source& src, LoadFaultScenario& c) {
+  LoadScenario& s = c.scenario;
+  auto& segs = s.load_segments;
+  const int32_t bs = s.shape.block_size;
+  const size_t num_segments = segs.size() / 4;
+  std::vector<int> kinds{0, 1, 2};
+  if (num_segments > 0) kinds.insert(kinds.end(), {3, 4, 5, 6});
+  bool has_nonempty = false;
+  for (size_t i = 0; i < num_segments; ++i) has_nonempty |= segs[4 * i + 2] > segs[4 * i + 1];
+  if (has_nonempty) kinds.insert(kinds.end(), {7, 8});
+  if (s.total_k > 0) kinds.push_back(9);
+  if (s.total_k > 0 && s.shape.format.is_index() && s.shape.format.load_scale_row_bytes() > 0) kinds.push_back(10);
+  const int kind = src.pick(std::span<const int>(kinds));
+  const size_t seg = num_segments ? static_cast<size_t>(src.range(0, static_cast<int64_t>(num_segments) - 1)) : 0;
+  int32_t* g = num_segments ? &segs[4 * seg] : nullptr;
+  // Range faults may lengthen a segment: grow total_k so only the intended check fires.
+  auto grow = [&] {
+    s.total_k += 2 * bs + 2;
+    s.out_rows += 2 * bs + 2;
+  };
+  auto nonempty = [&] {
+    size_t k = seg;
+    while (segs[4 * k + 2] == segs[4 * k + 1]) k = (k + 1) % num_segments;
+    return k;
+  };
+  const std::string at = "load_segments[" + std::to_string(seg) + "]";
+  switch (kind) {
+    case 0:
+      s.total_k = -1;
+      c.fault = "total_k = -1", c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 1:
+      segs.push_back(0);
+      c.fault = "load_segments size is not a multiple of 4", c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 2:
+      s.total_k += 1;
+      s.out_rows = s.total_k - 1;
+      c.fault = "output holds total_k - 1 rows", c.code = ErrorCode::kShapeMismatch;
+      return;
+    case 3:
+      g[0] = src.pick<int32_t>({-2, INT32_MIN, INT32_MAX, s.shape.num_blocks});
+      c.fault = at + " src_block_id = " + std::to_string(g[0]), c.code = ErrorCode::kSegmentBlockOutOfRange;
+      return;
+    case 4:
+      grow();
+      g[2] = bs + 1;
+      c.fault = at + " src_end = block_size + 1", c.code = ErrorCode::kSegmentRangeInvalid;
+      return;
+    case 5:
+      g[1] = g[2] + 1;
+      c.fault = at + " src_begin > src_end", c.code = ErrorCode::kSegmentRangeInvalid;
+      return;
+    case 6:
+      grow();
+      g[1] = src.pick<int32_t>({-1, INT32_MIN});
+      c.fault = at + " src_begin = " + std::to_string(g[1]), c.code = ErrorCode::kSegmentRangeInvalid;
+      return;
+    case 7: {
+      int32_t* h = &segs[4 * nonempty()];
+      h[3] = src.pick<int32_t>({-1, INT32_MIN, INT32_MAX, s.total_k - (h[2] - h[1]) + 1});
+      c.fault = "load_segments[" + std::to_string((h - segs.data()) / 4) + "] dst_offset = " + std::to_string(h[3]) +
+                " (total_k " + std::to_string(s.total_k) + ")";
+      c.code = ErrorCode::kSegmentDestinationOutOfRange;
+      return;
+    }
+    case 8: {
+      const size_t k = nonempty();
+      const std::vector<int32_t> copy(segs.begin() + static_cast<std::ptrdiff_t>(4 * k),
+                                      segs.begin() + static_cast<std::ptrdiff_t>(4 * k + 4));
+      segs.insert(segs.end(), copy.begin(), copy.end());
+      c.fault = "load_segments[" + std::to_string(k) + "] repeated at the end (same destination rows)";
+      c.code = ErrorCode::kSegmentOverlap;
+      return;
+    }
+    case 9:
+      s.out_data_pad = -1;
+      c.fault = "output data row stride = load_row_bytes - 1", c.code = ErrorCode::kShapeMismatch;
+      return;
+    default:
+      s.out_scale_pad = -1;
+      c.fault = "output scale row stride = load_scale_row_bytes - 1", c.code = ErrorCode::kShapeMismatch;
+      return;
+  }
+}
+
+std::vector<int32_t> raw_load_segments(Source& src, const CacheShape& shape, int32_t total_k) {
+  std::vector<int32_t> v;
+  const int64_t count = src.count(0, 8, 8);
+  auto field = [&](int64_t lo, int64_t hi) {
+    return src.one_in(8) ? src.pick<int32_t>({-2, INT32_MIN, INT32_MAX}) : static_cast<int32_t>(src.range(lo, hi));
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    v.push_back(field(-1, shape.num_blocks));
+    v.push_back(field(-1, shape.block_size + 1));
+    v.push_back(field(-1, shape.block_size + 1));
+    v.push_back(field(-1, std::max(total_k, 0)));
+  }
+  if (src.one_in(4))  // stray int32: not S*4
+    for (int64_t i = src.range(1, 3); i > 0; --i) v.push_back(field(-1, shape.block_size));
+  return v;
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,148 @@
+// store_kv_cache's one check (SPEC §5.1): reference and backend store into identical
+// caches holding a pattern inside canary bands. See op_checks.h for the invariants.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "properties/diff.h"
+#include "properties/op_checks.h"
+#include "reference/layout.h"
+
+namespace kvcheck::props {
+namespace {
+
+struct Range {
+  int64_t begin, end;
+};
+
+// The bytes a valid store may write, by the reference formula (reference/layout.h):
+// data and scales of each valid row's record, sorted and merged.
+std::vector<Range> record_ranges(const StoreScenario& s) {
+  const KVCacheFormat& f = s.shape.format;
+  const int32_t bs = s.shape.block_size;
+  const int64_t num_slots = int64_t{s.shape.num_blocks} * bs;
+  std::vector<Range> r;
+  for (int32_t slot : s.slot_mapping) {
+    if (slot < 0 || slot >= num_slots) continue;  // (a backend that accepted a bad slot fails the outcome)
+    const int64_t d = ref::data_offset(f, bs, slot / bs, slot % bs);
+    r.push_back({d, d + f.quantized_bytes()});
+    if (f.is_quantized()) {
+      const int64_t sc = ref::scale_offset(f, bs, slot / bs, slot % bs);
+      r.push_back({sc, sc + f.sf_bytes()});
+    }
+  }
+  std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::vector<Range> merged;
+  for (const Range& x : r)
+    if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
+    else merged.push_back(x);
+  return merged;
+}
+
+// "" or the first byte outside the records of valid rows that changed.
+std::string untouched_violation(const char* who, const StoreScenario& s, std::span<const uint8_t> before,
+                                std::span<const uint8_t> after) {
+  auto first_change = [&](int64_t a, int64_t b) -> int64_t {
+    if (a >= b || std::memcmp(&before[static_cast<size_t>(a)], &after[static_cast<size_t>(a)], static_cast<size_t>(b - a)) == 0)
+      return -1;
+    while (before[static_cast<size_t>(a)] == after[static_cast<size_t>(a)]) ++a;
+    return a;
+  };
+  int64_t pos = 0, bad = -1;
+  for (const Range& r : record_ranges(s)) {
+    if ((bad = first_change(pos, r.begin)) >= 0) break;
+    pos = std::max(pos, r.end);
+  }
+  if (bad < 0) bad = first_change(pos, static_cast<int64_t>(after.size()));
+  if (bad < 0) return "";
+  const auto loc = locate_cache_byte(s.shape.format, s.shape.block_size, bad);
+  return fmt::format("{}: byte {} changed but no valid row stores there (block {}, token {}, {}): 0x{:02X} -> 0x{:02X}\n",
+                     who, bad, loc.block, loc.token,
+                     loc.kind == CacheByteLocation::Kind::kPadding ? "block padding" : "record of a -1 or absent row",
+                     before[static_cast<size_t>(bad)], after[static_cast<size_t>(bad)]);
+}
+
+// BF16: the record of each valid row equals its input row.
+std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_t* after) {
+  const KVCacheFormat& f = s.shape.format;
+  if (!f.is_bf16()) return "";
+  const int32_t bs = s.shape.block_size;
+  for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
+    const int32_t slot = s.slot_mapping[r];
+    if (slot < 0) continue;
+    const uint8_t* rec = after + ref::data_offset(f, bs, slot / bs, slot % bs);
+    const bf16_bits* row = s.kv.data() + static_cast<int64_t>(r) * s.row_stride;
+    for (int64_t e = 0; e < f.elements; ++e) {
+      const uint16_t got = static_cast<uint16_t>(rec[2 * e] | (rec[2 * e + 1] << 8));
+      if (got != row[e])
+        return fmt::format("{}: BF16 record of row {} (slot {}) element {} is 0x{:04X}, the input is 0x{:04X}\n", who, r,
+                           slot, e, got, row[e]);
+    }
+  }
+  return "";
+}
+
+std::string ue8m0_violation(const StoreScenario& s, const uint8_t* after) {
+  const KVCacheFormat& f = s.shape.format;
+  if (f.sf_format != SfFormat::kUE8M0) return "";
+  const int32_t bs = s.shape.block_size;
+  for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
+    const int32_t slot = s.slot_mapping[r];
+    if (slot < 0 || slot >= int64_t{s.shape.num_blocks} * bs) continue;
+    const int64_t off = ref::scale_offset(f, bs, slot / bs, slot % bs);
+    for (int64_t g = 0; g < f.num_scales(); ++g)
+      if (after[off + g] == 0xFF)
+        return fmt::format("row {} (slot {}) scale group {} is 0xFF (E8M0 NaN; SPEC §4 clamps k to [-126, 126])\n", r,
+                           slot, g);
+  }
+  return "";
+}
+
+}  // namespace
+
+Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned which) {
+  const StoreScenario& s = c.scenario;
+  const CacheShape& sh = s.shape;
+  Cache ref_cache = make_cache(sh);
+  Cache be_cache = copy_cache(ref_cache);
+  Buffer before_buf(ref_cache.bytes().size());
+  std::memcpy(before_buf.data(), ref_cache.data(), before_buf.size());
+  const std::span<const uint8_t> before = before_buf.span();
+  const Outcome ref = run_store(nullptr, s, ref_cache);
+  const Outcome be = run_store(&b, s, be_cache);
+  Verdict v;
+  if (be.code == ErrorCode::kUnsupported) {
+    v.skipped = "store: " + be.message;
+    return v;
+  }
+  std::string& fail = v.failure;
+  fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
+  if (const std::string r = ref_cache.canary_report(); !r.empty()) fail += "the reference wrote into the " + r + "\n";
+  if (const std::string r = be_cache.canary_report(); !r.empty()) fail += "wrote into the " + r + "\n";
+  if (which & kStoreErrorChangesNothing) {
+    if (ref.code) {
+      const std::string d = diff_cache(ref_cache.layout(), before, ref_cache.bytes());
+      if (!d.empty()) fail += "reference changed the cache although it threw:\n" + d + "\n";
+    }
+    if (be.code) {
+      const std::string d = diff_cache(be_cache.layout(), before, be_cache.bytes());
+      if (!d.empty()) fail += "the cache changed although the store threw:\n" + d + "\n";
+    }
+  }
+  if (which & kStoreTouchesOnlyRecords) {
+    if (!ref.code) fail += untouched_violation("reference", s, before, ref_cache.bytes());
+    if (!ref.code) fail += bf16_violation("reference", s, ref_cache.data());
+    if (!be.code) fail += untouched_violation("backend", s, before, be_cache.bytes());
+  }
+  if ((which & kStoreUe8m0NeverFF) && !be.code) fail += ue8m0_violation(s, be_cache.data());
+  if ((which & kStoreMatchesReference) && !ref.code && !be.code) {
+    const std::string d = diff_cache(be_cache.layout(), ref_cache.bytes(), be_cache.bytes());
+    if (!d.empty()) fail += d + "\n";
+  }
+  if (!fail.empty())
+    fail = context("store", sh, b.name()) + (c.fault.empty() ? "" : "\nfault: " + c.fault) + "\n" + fail;
+  return v;
+}
+
+}  // namespace kvcheck::props

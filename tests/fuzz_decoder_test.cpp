@@ -1,0 +1,114 @@
+// One scenario model, two engines (properties/gen/source.h): the fuzz decoders of
+// store/load/round_trip are the generators' builders on input bytes, so a short input
+// is a tiny scenario, scenarios grow with the input, and a useful share of inputs is
+// invalid on purpose, with the code the check then demands.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "fuzzers/decoders.h"
+#include "impl/backend.h"
+#include "properties/gen/splitmix.h"
+#include "properties/op_checks.h"
+
+namespace kvcheck::fuzz {
+namespace {
+
+std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {
+  props::SplitMix64 rng{seed};
+  std::vector<uint8_t> b(n);
+  for (auto& x : b) x = static_cast<uint8_t>(rng.next());
+  return b;
+}
+
+TEST(ByteSource, ReadsTheFewestBytesAndAnswersLowWhenExhausted) {
+  const uint8_t bytes[] = {7, 0x34, 0x12, 200};
+  ByteSource src(bytes, sizeof bytes);
+  EXPECT_EQ(src.range(0, 9), 7);             // one byte for 10 values
+  EXPECT_EQ(src.range(0, 0xFFFF), 0x1234);   // two bytes, little-endian
+  EXPECT_EQ(src.range(10, 10), 10);          // no choice: no byte
+  EXPECT_EQ(src.range(-5, 94), -5 + 200 % 100);
+  EXPECT_EQ(src.remaining(), 0u);
+  EXPECT_EQ(src.range(3, 1000), 3);          // exhausted: the low end
+  EXPECT_EQ(src.seed(), 0u);
+}
+
+TEST(ByteSource, CountsAreBoundedByTheRemainingInput) {
+  const std::vector<uint8_t> bytes(9, 0x02);
+  ByteSource src(bytes.data(), bytes.size());
+  EXPECT_EQ(src.count(0, 1000, 4), 2);  // 9 bytes left at cost 4: [0, 2], one byte: 2 % 3
+  EXPECT_EQ(src.count(5, 1000, 100), 5);  // 8 left, less than one unit: no choice
+  ByteSource empty(nullptr, 0);
+  EXPECT_EQ(empty.count(0, 1000, 1), 0);
+}
+
+TEST(Decoders, EmptyInputIsTheSimplestValidScenario) {
+  ByteSource src(nullptr, 0);
+  const props::StoreFaultScenario c = decode_store(src);
+  EXPECT_TRUE(c.fault.empty());
+  EXPECT_EQ(c.scenario.shape.num_blocks, 1);
+  EXPECT_EQ(c.scenario.shape.block_size, 1);
+  EXPECT_TRUE(c.scenario.slot_mapping.empty());
+  ByteSource src2(nullptr, 0);
+  const props::LoadFaultScenario l = decode_load(src2);
+  EXPECT_TRUE(l.fault.empty());
+  EXPECT_EQ(l.scenario.total_k, 0);
+}
+
+TEST(Decoders, ScenariosGrowWithTheInput) {
+  size_t max_rows_short = 0, max_rows_long = 0;
+  int32_t max_blocks_short = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    for (size_t len : {size_t{12}, size_t{400}}) {
+      const auto b = random_bytes(seed, len);
+      ByteSource src(b.data(), b.size());
+      const props::StoreFaultScenario c = decode_store(src);
+      const size_t n = c.scenario.slot_mapping.size();
+      if (len == 12) {
+        max_rows_short = std::max(max_rows_short, n);
+        max_blocks_short = std::max(max_blocks_short, c.scenario.shape.num_blocks);
+      } else {
+        max_rows_long = std::max(max_rows_long, n);
+      }
+    }
+  }
+  EXPECT_LE(max_rows_short, 6u);   // n <= remaining / 2 after the shape's few bytes
+  EXPECT_LE(max_blocks_short, 2);  // num_blocks <= 1 + remaining / 8
+  EXPECT_GE(max_rows_long, 40u);
+}
+
+TEST(Decoders, InvalidInputsAtAUsefulRateWithTheCodeTheCheckDemands) {
+  const auto cpu = backend_by_name("cpu");
+  int store_faults = 0, store_raw = 0, load_faults = 0, load_raw = 0;
+  constexpr int kInputs = 600;
+  for (uint64_t seed = 0; seed < kInputs; ++seed) {
+    const auto b = random_bytes(seed ^ 0xF00D, 24 + seed % 64);
+    ByteSource s1(b.data(), b.size()), s2(b.data(), b.size());
+    const props::StoreFaultScenario c = decode_store(s1);
+    const props::LoadFaultScenario l = decode_load(s2);
+    store_faults += c.code.has_value(), store_raw += !c.fault.empty() && !c.code;
+    load_faults += l.code.has_value(), load_raw += !l.fault.empty() && !l.code;
+    // The one check holds on cpu; for faults it demands exactly c.code on both sides.
+    EXPECT_EQ(props::check_store(*cpu, c).failure, "") << props::describe(c);
+    EXPECT_EQ(props::check_load(*cpu, l).failure, "") << props::describe(l);
+  }
+  EXPECT_GE(store_faults, kInputs / 8);
+  EXPECT_GE(store_raw, kInputs / 16);
+  EXPECT_GE(load_faults, kInputs / 8);
+  EXPECT_GE(load_raw, kInputs / 16);
+}
+
+TEST(Decoders, TheCheckFailsWhenTheDemandedCodeIsNotThrown) {
+  // A valid scenario labelled with a fault it does not have: both sides return, so the
+  // check must report that they did not throw.
+  ByteSource src(nullptr, 0);
+  props::StoreFaultScenario c = decode_store(src);
+  c.fault = "pretend";
+  c.code = ErrorCode::kDuplicateSlot;
+  const auto cpu = backend_by_name("cpu");
+  const std::string f = props::check_store(*cpu, c).failure;
+  EXPECT_NE(f.find("expected duplicate-slot"), std::string::npos) << f;
+}
+
+}  // namespace
+}  // namespace kvcheck::fuzz
