@@ -17,6 +17,7 @@ const Registry& registry() {
     register_store_kv_properties(r);
     register_gather_kv_properties(r);
     register_kv_step_properties(r);
+    register_far_offset_properties(r);
     return r;
   }();
   return r;

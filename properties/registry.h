@@ -34,6 +34,10 @@ struct Property {
   /// Bounds on the fraction of cases in each class the body notes (classes.h): the
   /// property suite fails when a run of the CI budget leaves one.
   std::vector<ClassBound> class_bounds = {};
+  /// When > 0, at most this many cases per run (CTest, `kvcheck run --cases`, a whole
+  /// campaign), and a failure is not shrunk: for properties whose one case costs
+  /// seconds (far offsets), where every case is as small as the fault allows.
+  int max_cases_per_run = 0;
 };
 
 class Registry {
@@ -61,5 +65,6 @@ void register_kv_layout_properties(Registry& r);
 void register_store_kv_properties(Registry& r);
 void register_gather_kv_properties(Registry& r);
 void register_kv_step_properties(Registry& r);
+void register_far_offset_properties(Registry& r);
 
 }  // namespace kvcheck::props

@@ -6,6 +6,7 @@
 
 #include "properties/regression.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -50,8 +51,9 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   metadata.description = p.name;
   rc::detail::TestParams params;
   params.seed = budget.seed;
-  params.maxSuccess = budget.cases;
+  params.maxSuccess = p.max_cases_per_run > 0 ? std::min(budget.cases, p.max_cases_per_run) : budget.cases;
   params.maxSize = budget.max_size;
+  params.disableShrinking = p.max_cases_per_run > 0;
   params.maxDiscardRatio = 10;
   QuietListener listener;
   std::string missing_op;

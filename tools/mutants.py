@@ -2,7 +2,7 @@
 """kvcheck mutants — mutation testing: how many planted faults does the harness kill?
 
 Usage: ./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] [--json FILE]
-                         [--fuzz] [--seeds N --property-only [--cases C]] [--list]
+                         [--fuzz | --fuzz-only] [--seeds N --property-only [--cases C]] [--list]
                          [--check-apply] [--help]
 
 Each mutants/NNN-name.patch is a realistic fault. Per job the tree is copied once to a
@@ -19,6 +19,11 @@ available; elsewhere they are reported "not run here (no GPU)", never as killed.
   --budget S    seconds for each fuzz target and for the campaign (default 30)
   --json FILE   write the results as JSON (default: none)
   --fuzz        also fuzz survivors (builds fuzz targets with clang-14 per job)
+  --fuzz-only   the fuzz layer alone: per mutant, each fuzz target that reaches the
+                patched file (FUZZ_TARGETS), from its corpus with -seed=1, for the budget
+                (default 60 s); table: target, seconds, executions, corpus file or
+                fuzzing. Exit 1 when a survivor's patch has no '# fuzz-survivor:' line
+                saying what kills it instead, or a kill took longer than the budget.
   --seeds N --property-only
                 the property layer alone, N fixed seeds (1..N): per mutant and seed,
                 `kvcheck run --cases C --seed S --fail-fast` over the properties of the
@@ -31,12 +36,14 @@ available; elsewhere they are reported "not run here (no GPU)", never as killed.
   --list        list the mutants and exit
   --check-apply check that every patch has its header and applies to the source tree
                 (git apply --check; exit 77 = skipped when not in a git checkout)
+All modes share one scratch copy per job and its builds (a lock keeps two runs apart).
 Env: KVCHECK_JOBS (build parallelism per job), KVCHECK_MUTANTS_DIR, KVCHECK_CMAKE_ARGS.
 Exit status: 0 when every mutant run here was killed, 1 when one survived or failed to
 build, 2 on a bad option or unknown mutant.
 """
 import argparse
 import concurrent.futures
+import fcntl
 import hashlib
 import json
 import os
@@ -113,7 +120,7 @@ def parse_patch(path):
     files = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"# (category|description|equivalent): (.*)", line)
+            m = re.match(r"# (category|description|equivalent|fuzz-survivor): (.*)", line)
             if m:
                 meta[m.group(1)] = m.group(2).strip()
             m = re.match(r"diff --git a/(\S+) b/", line)
@@ -196,37 +203,52 @@ class Job:
         t = ["--target", *targets] if targets else []
         return run(["cmake", "--build", build_dir, "-j", str(self.build_jobs), *t], self.src, self.log)
 
-    def prepare(self):
+    def lock(self):
+        """One run per scratch copy: a second one would apply its patches over ours."""
+        os.makedirs(self.dir, exist_ok=True)
+        self._lock = open(os.path.join(self.dir, "lock"), "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RuntimeError(f"another `kvcheck mutants` run is using {self.dir}; wait for it, or set "
+                               "KVCHECK_MUTANTS_DIR to another directory")
+
+    def prepare(self, targets=(), fuzz=False):
+        """Syncs the scratch copy (restoring a patch an interrupted run left applied) and
+        builds what the mode needs: `targets` of the g++ tree (all when empty), and with
+        `fuzz` the clang-14 libFuzzer targets. Every mode shares the copy and its builds, so
+        one mode's run makes the next one's rebuild incremental."""
+        self.lock()
         os.makedirs(self.src, exist_ok=True)
         open(self.log, "w").close()
-        # A patch left applied by an interrupted run: restore the whole copy.
         sync_tree(self.src)
         extra = shlex.split(os.environ.get("KVCHECK_CMAKE_ARGS", ""))
-        if not os.path.isfile(os.path.join(self.build, "build.ninja")):
+        if targets is not None and not os.path.isfile(os.path.join(self.build, "build.ninja")):
             cuda = [] if self.want_cuda else ["-DKVCHECK_CUDA=OFF"]
             rc, _, out = run(["cmake", "-S", self.src, "-B", self.build, "-G", "Ninja",
                               "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVCHECK_BENCH=OFF", *cuda,
                               *extra], self.src, self.log)
             if rc != 0:
                 raise RuntimeError(f"configure failed (see {self.log}):\n{out[-2000:]}")
-        rc, secs, out = self.cmake_build(self.build)
-        if rc != 0:
-            raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
-        rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
-                         self.src, self.log)
-        self.gpu = bool(re.search(r"^cuda\s+available", out, re.M))
-        if self.want_fuzz:
+        if targets is not None:
+            rc, _, out = self.cmake_build(self.build, targets)
+            if rc != 0:
+                raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
+            rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
+                             self.src, self.log)
+            self.gpu = bool(re.search(r"^cuda\s+available", out, re.M))
+        if fuzz:
             if shutil.which("clang++-14") is None:
-                log("--fuzz: no clang++-14 here; fuzz targets are not run")
-            else:
-                if not os.path.isfile(os.path.join(self.fuzz_build, "build.ninja")):
-                    run(["cmake", "-S", self.src, "-B", self.fuzz_build, "-G", "Ninja",
-                         "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-14",
-                         "-DCMAKE_CXX_COMPILER=clang++-14", "-DKVCHECK_FUZZ=ON",
-                         "-DKVCHECK_CUDA=OFF", "-DKVCHECK_BENCH=OFF"], self.src, self.log)
-                self.fuzz_ok = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] == 0
-                if not self.fuzz_ok:
-                    log(f"--fuzz: the clang fuzz build failed (see {self.log}); fuzz targets are not run")
+                log("fuzz: no clang++-14 here; fuzz targets are not run")
+                return
+            if not os.path.isfile(os.path.join(self.fuzz_build, "build.ninja")):
+                run(["cmake", "-S", self.src, "-B", self.fuzz_build, "-G", "Ninja",
+                     "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-14",
+                     "-DCMAKE_CXX_COMPILER=clang++-14", "-DKVCHECK_FUZZ=ON",
+                     "-DKVCHECK_CUDA=OFF", "-DKVCHECK_BENCH=OFF"], self.src, self.log)
+            self.fuzz_ok = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] == 0
+            if not self.fuzz_ok:
+                log(f"fuzz: the clang fuzz build failed (see {self.log}); fuzz targets are not run")
 
     def patch(self, m, reverse=False):
         cmd = ["git", "apply", *(["-R"] if reverse else []), m["path"]]
@@ -240,17 +262,22 @@ class Job:
             targets += [t for t in hit if t not in targets]
         return targets
 
+    def apply_or_why(self, m, cuda_here):
+        """Applies m's patch and returns None, or says why m is not run: a CUDA mutant
+        where `cuda_here` is false, one argued equivalent, a patch that does not apply."""
+        if m["cuda"] and not cuda_here:
+            return "not run here (no GPU)"
+        if m.get("equivalent"):
+            return "equivalent (argued in the patch)"
+        if not self.patch(m):
+            return "patch does not apply"
+        return None
+
     def run_mutant(self, m, budget):
         r = {k: m[k] for k in ("id", "name", "category", "description", "files")}
         r.update(killed_by=None, kind=None, seconds=None, status=None, notes=[])
-        if m["cuda"] and not self.gpu:
-            r["status"] = "not run here (no GPU)"
-            return r
-        if m.get("equivalent"):
-            r["status"] = "equivalent (argued in the patch)"
-            return r
-        if not self.patch(m):
-            r["status"] = "patch does not apply"
+        r["status"] = self.apply_or_why(m, self.gpu)
+        if r["status"]:
             return r
         try:
             rc, build_s, out = self.cmake_build(self.build)
@@ -260,44 +287,31 @@ class Job:
                 r["notes"].append(out[-1500:])
                 return r
             t0 = time.monotonic()
-            # CUDA mutants: the GPU suites (labels cuda and property, every core); the
-            # cpu tests cannot see a kernel fault and would only delay the kill.
-            sel = (["-L", "cuda|property", "-j", str(os.cpu_count() or 1)] if m["cuda"] else ["-j", "1"])
             # CTest starts the tests that took longest last time first (its cost data),
             # i.e. the sanitizer runs; without it, it keeps the declared order, in which
-            # the fast property tests come first.
+            # the fast tests come first.
             cost = os.path.join(self.build, "Testing", "Temporary", "CTestCostData.txt")
-            if os.path.exists(cost):
-                os.remove(cost)
-            rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel,
-                              "--timeout", "600"], self.build, self.log)
-            if rc != 0:
-                failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
-                r.update(killed_by=failed[0] if failed else "ctest (rc %d)" % rc, kind="test",
-                         seconds=round(time.monotonic() - t0, 1), status="killed")
-                return r
+            # CUDA mutants: the GPU suites on every core (the cpu tests cannot see a kernel
+            # fault and would only delay the kill): first the CUDA suite without the
+            # compute-sanitizer runs (seconds), then all of labels cuda and property.
+            stages = ([["-L", "cuda", "-E", "sanitize"], ["-L", "cuda|property"]] if m["cuda"] else [[]])
+            par = ["-j", str(os.cpu_count() or 1)] if m["cuda"] else ["-j", "1"]
+            for sel in stages:
+                if os.path.exists(cost):
+                    os.remove(cost)
+                rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel, *par,
+                                  "--timeout", "600"], self.build, self.log)
+                if rc != 0:
+                    failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
+                    r.update(killed_by=failed[0] if failed else "ctest (rc %d)" % rc, kind="test",
+                             seconds=round(time.monotonic() - t0, 1), status="killed")
+                    return r
             if self.fuzz_ok:
-                rc, _, _ = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)
-                for t in self.fuzz_targets(m):
-                    exe = os.path.join(self.fuzz_build, "fuzzers", f"fuzz_{t}")
-                    if rc != 0 or not os.access(exe, os.X_OK):
-                        r["notes"].append(f"fuzz_{t}: not built")
-                        continue
-                    art = os.path.join(self.dir, "fuzz-artifacts", t) + "/"
-                    shutil.rmtree(art, ignore_errors=True)
-                    os.makedirs(art)
-                    work = os.path.join(self.dir, "fuzz-corpus", t)
-                    shutil.rmtree(work, ignore_errors=True)
-                    os.makedirs(work)
-                    seeds = os.path.join(self.src, "corpus", t)
-                    frc, _, _ = run([exe, f"-max_total_time={budget}", f"-artifact_prefix={art}",
-                                     "-print_final_stats=1", work,
-                                     *([seeds] if os.path.isdir(seeds) else [])],
-                                    self.dir, self.log, timeout=budget + 120)
-                    if os.listdir(art) or frc not in (0,):
-                        r.update(killed_by=f"fuzz_{t}", kind="fuzz", status="killed",
-                                 seconds=round(time.monotonic() - t0, 1))
-                        return r
+                kill = self.fuzz_mutant(m, budget)
+                if kill:
+                    r.update(killed_by=f"fuzz_{kill['target']}", kind="fuzz", status="killed",
+                             seconds=round(time.monotonic() - t0, 1), fuzz=kill)
+                    return r
             else:
                 r["notes"].append("fuzz: not run (no clang fuzz build; pass --fuzz)")
             rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "run",
@@ -315,6 +329,58 @@ class Job:
                 sync_tree(self.src)  # restore the copy from the source tree
                 self.cmake_build(self.build)
 
+
+    def fuzz_mutant(self, m, budget):
+        """Fuzzes the targets that reach m's files (FUZZ_TARGETS), each from its seed
+        corpus (seeds and regressions: what the nightly starts from) with -seed=1 for
+        -max_total_time=budget, until one writes an artifact. Returns the kill (target,
+        seconds from that target's start, executions, whether a corpus file did it) or
+        None. `tried` lists each target run and its outcome."""
+        if self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] != 0:
+            return {"target": "(fuzz build failed)", "seconds": None, "tried": []}
+        first, tried = None, []
+        for t in self.fuzz_targets(m):
+            exe = os.path.join(self.fuzz_build, "fuzzers", f"fuzz_{t}")
+            art = os.path.join(self.dir, "fuzz-artifacts", t) + "/"
+            work = os.path.join(self.dir, "fuzz-corpus", t)
+            for d in (art, work):
+                shutil.rmtree(d, ignore_errors=True)
+                os.makedirs(d)
+            seeds = [os.path.join(self.src, "corpus", t)]
+            seeds += [s for s in [os.path.join(seeds[0], "regressions")] if os.path.isdir(s)]
+            frc, secs, out = run([exe, f"-max_total_time={budget}", "-seed=1", f"-artifact_prefix={art}",
+                                  "-print_final_stats=1", work, *[d for d in seeds if os.path.isdir(d)]],
+                                 self.dir, self.log, timeout=budget + 120)
+            execs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", out)
+            outcome = {"target": t, "seconds": round(secs, 1), "execs": int(execs[-1]) if execs else None,
+                       "killed": bool(os.listdir(art)) or frc != 0,
+                       # a kill before "INITED": a seed or regression file of the corpus did it
+                       "by_corpus": "INITED" not in out}
+            tried.append(outcome)
+            if outcome["killed"]:
+                first = outcome
+                break
+        return dict(first, tried=tried) if first else None
+
+    def run_fuzz_only(self, m, budget):
+        """The fuzz layer alone on mutant m: every target that reaches its files."""
+        r = {k: m[k] for k in ("id", "name", "category", "description", "files")}
+        r.update(status=None, kill=None, tried=[], notes=[])
+        # The fuzz build has no CUDA backend: CUDA mutants are the GPU suites'.
+        r["status"] = "not run (the fuzz build has no CUDA backend)" if m["cuda"] else self.apply_or_why(m, False)
+        if r["status"]:
+            return r
+        try:
+            res = self.fuzz_mutant(m, budget)
+            if res and res["target"] == "(fuzz build failed)":
+                r["status"] = "does not build"
+                return r
+            r["status"] = "killed" if res else "survived"
+            r["kill"] = res
+            return r
+        finally:
+            if not self.patch(m, reverse=True):
+                sync_tree(self.src)
 
     def property_ops(self, m):
         ops = []
@@ -336,40 +402,14 @@ class Job:
         env.pop("RC_PARAMS", None)
         return run(cmd, self.build, self.log, timeout=1800, env=env)
 
-    def prepare_property_only(self):
-        """The scratch copy and the `kvcheck` build (plugins included) the seeds need."""
-        os.makedirs(self.src, exist_ok=True)
-        open(self.log, "w").close()
-        sync_tree(self.src)
-        extra = shlex.split(os.environ.get("KVCHECK_CMAKE_ARGS", ""))
-        if not os.path.isfile(os.path.join(self.build, "build.ninja")):
-            cuda = [] if self.want_cuda else ["-DKVCHECK_CUDA=OFF"]
-            rc, _, out = run(["cmake", "-S", self.src, "-B", self.build, "-G", "Ninja",
-                              "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVCHECK_BENCH=OFF", *cuda,
-                              *extra], self.src, self.log)
-            if rc != 0:
-                raise RuntimeError(f"configure failed (see {self.log}):\n{out[-2000:]}")
-        rc, _, out = self.cmake_build(self.build, ["kvcheck"])
-        if rc != 0:
-            raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
-        rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
-                         self.src, self.log)
-        self.gpu = bool(re.search(r"^cuda\s+available", out, re.M))
-
     def run_seeds(self, m, seeds, cases):
         """kills/len(seeds) of the property layer alone on mutant m (None: the unmutated tree)."""
         name = m["name"] if m else "(unmutated)"
         r = {"name": name, "id": m["id"] if m else "-", "category": m["category"] if m else "-",
              "seeds": len(seeds), "kills": 0, "survived": [], "full_layer_kills": [], "status": None,
              "killed_by": {}, "notes": []}
-        if m and m["cuda"] and not self.gpu:
-            r["status"] = "not run here (no GPU)"
-            return r
-        if m and m.get("equivalent"):
-            r["status"] = "equivalent (argued in the patch)"
-            return r
-        if m and not self.patch(m):
-            r["status"] = "patch does not apply"
+        r["status"] = self.apply_or_why(m, self.gpu) if m else None
+        if r["status"]:
             return r
         t0 = time.monotonic()
         try:
@@ -436,7 +476,7 @@ def main_seeds(a, mutants, base):
         f"scratch {base}")
     t_start = time.monotonic()
     try:
-        job.prepare_property_only()
+        job.prepare(["kvcheck"])
     except RuntimeError as e:
         log(str(e))
         return 1
@@ -470,6 +510,81 @@ def main_seeds(a, mutants, base):
     broken = [r for r in results if r["status"] not in ("measured", "not run here (no GPU)",
                                                         "equivalent (argued in the patch)")]
     return 1 if weak or broken else 0
+
+
+def fuzz_table(results):
+    rows = [("mutant", "category", "killed by", "time", "executions", "how")]
+    for r in results:
+        k = r["kill"]
+        if r["status"] == "killed":
+            rows.append((r["name"], r["category"], f"fuzz_{k['target']}", f"{k['seconds']:.1f} s",
+                         str(k["execs"]) if k["execs"] is not None else "?",
+                         "corpus file" if k["by_corpus"] else "fuzzing"))
+        else:
+            why = r["status"]
+            if r["status"] == "survived":
+                why = "SURVIVED " + ", ".join(f"fuzz_{t['target']} {t['seconds']:.0f} s" for t in r["tried"])
+                if r.get("fuzz_survivor"):
+                    why += " (argued in the patch)"
+            rows.append((r["name"], r["category"], why, "-", "-", ""))
+    w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(row)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
+    return "\n".join(lines)
+
+
+def main_fuzz(a, mutants, budget, base):
+    """--fuzz-only: the fuzz layer alone (each relevant target from its corpus, -seed=1)."""
+    build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)))
+    job = Job(base, 0, build_jobs, True, False)
+    log(f"--fuzz-only: {len(mutants)} mutant(s), {budget} s per target, scratch {base}")
+    t_start = time.monotonic()
+    try:
+        job.prepare(targets=None, fuzz=True)
+    except RuntimeError as e:
+        log(str(e))
+        return 1
+    if not job.fuzz_ok:
+        return 1
+    log(f"fuzz build ready in {time.monotonic() - t_start:.0f} s; replaying every corpus on the unmutated tree")
+    for t in sorted({t for m in mutants for t in job.fuzz_targets(m)}):
+        corpus = os.path.join(job.src, "corpus", t)
+        dirs = [d for d in (corpus, os.path.join(corpus, "regressions")) if os.path.isdir(d)]
+        rc, _, out = run([os.path.join(job.fuzz_build, "fuzzers", f"fuzz_{t}"), "-runs=0", *dirs],
+                         job.dir, job.log, timeout=600)
+        if rc != 0:
+            log(f"the unmutated tree fails fuzz_{t}'s corpus (rc {rc}, see {job.log}); fix that first")
+            return 1
+    results = []
+    for i, m in enumerate(mutants):
+        r = job.run_fuzz_only(m, budget)
+        r["fuzz_survivor"] = m.get("fuzz-survivor")
+        results.append(r)
+        k = r["kill"]
+        print(f"[{i + 1}/{len(mutants)}] {r['name']}: "
+              + (f"fuzz_{k['target']} {k['seconds']} s, {k['execs']} executions"
+                 + (" (a corpus file)" if k["by_corpus"] else "") if k else r["status"]),
+              file=sys.stderr, flush=True)
+    print(fuzz_table(results))
+    killed = [r for r in results if r["status"] == "killed"]
+    survived = [r for r in results if r["status"] == "survived"]
+    times = sorted(r["kill"]["seconds"] for r in killed)
+    over = [r["name"] for r in killed if r["kill"]["seconds"] > budget]
+    unargued = [r["name"] for r in survived if not r["fuzz_survivor"]]
+    print(f"\nkilled {len(killed)} of {len(killed) + len(survived)} by a fuzz target"
+          + (f"; median {times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s" if times else "")
+          + (f"; {sum(r['kill']['by_corpus'] for r in killed)} of the kills by a corpus file" if killed else "")
+          + (f"; survived, argued in the patch: {', '.join(r['name'] for r in survived if r['fuzz_survivor'])}"
+             if len(unargued) < len(survived) else "")
+          + (f"; SURVIVED without an argument: {', '.join(unargued)}" if unargued else ""))
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": "fuzz-only",
+                       "budget_s": budget, "mutants": results}, f, indent=2)
+        print(f"json: {a.json}")
+    broken = [r for r in results if r["status"] not in ("killed", "survived", "equivalent (argued in the patch)")
+              and not r["status"].startswith("not run")]
+    return 1 if unargued or broken or over else 0
 
 
 def check_apply(mutants):
@@ -511,13 +626,14 @@ def table(results):
 def main(argv):
     ap = argparse.ArgumentParser(prog="./kvcheck mutants", add_help=False,
                                  usage="./kvcheck mutants [--only ID]... [--jobs N] [--budget SECONDS] "
-                                       "[--json FILE] [--fuzz] [--seeds N --property-only [--cases C]] "
+                                       "[--json FILE] [--fuzz | --fuzz-only] [--seeds N --property-only [--cases C]] "
                                        "[--list] [--check-apply] [--help]")
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--budget", type=float, default=30)
+    ap.add_argument("--budget", type=float)
     ap.add_argument("--json")
     ap.add_argument("--fuzz", action="store_true")
+    ap.add_argument("--fuzz-only", action="store_true")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--check-apply", action="store_true")
     ap.add_argument("--seeds", type=int, default=0)
@@ -532,8 +648,12 @@ def main(argv):
     try:
         if a.jobs < 1:
             raise UsageError("--jobs must be >= 1")
+        if a.budget is None:
+            a.budget = 60 if a.fuzz_only else 30
         if a.budget <= 0:
             raise UsageError("--budget must be > 0")
+        if a.fuzz_only and (a.property_only or a.fuzz):
+            raise UsageError("--fuzz-only goes alone (not with --property-only or --fuzz)")
         if a.property_only != (a.seeds > 0):
             raise UsageError("--seeds N and --property-only go together (N >= 1)")
         if a.cases < 1:
@@ -562,7 +682,9 @@ def main(argv):
         log(f"KVCHECK_MUTANTS_DIR {base} is inside the source tree; pick a directory outside it")
         return 2
     if a.property_only:
-        return main_seeds(a, mutants, os.path.join(base, "seeds"))
+        return main_seeds(a, mutants, base)
+    if a.fuzz_only:
+        return main_fuzz(a, mutants, budget, base)
     njobs = min(a.jobs, len(mutants)) or 1
     build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)) // njobs)
     want_cuda = shutil.which("nvidia-smi") is not None and \
@@ -572,7 +694,7 @@ def main(argv):
     t_start = time.monotonic()
     try:
         with concurrent.futures.ThreadPoolExecutor(njobs) as ex:
-            list(ex.map(lambda j: j.prepare(), jobs))
+            list(ex.map(lambda j: j.prepare(fuzz=a.fuzz), jobs))
     except RuntimeError as e:
         log(str(e))
         return 1

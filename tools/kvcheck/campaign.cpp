@@ -359,6 +359,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
       if (!r.not_exercised.empty()) continue;
+      // A property of a few costly cases runs them in round 0 only.
+      if (r.property->max_cases_per_run > 0 && r.cases >= r.property->max_cases_per_run) continue;
       const props::CaseBudget budget{case_seed, chunk, 100};
       const auto o = options.isolate && r.property->per_backend
                          ? run_property_isolated(*r.property, *r.backend, budget)
