@@ -1,7 +1,7 @@
 // One scenario model, two engines (properties/gen/source.h): the fuzz decoders of
-// store/load/round_trip are the generators' builders on input bytes, so a short input
-// is a tiny scenario, scenarios grow with the input, and a useful share of inputs is
-// invalid on purpose, with the code the check then demands.
+// store/load/round_trip/index/plan are the generators' builders on input bytes, so a
+// short input is a tiny scenario, scenarios grow with the input, and a useful share of
+// inputs is invalid on purpose, with the code the check then demands.
 #include <gtest/gtest.h>
 
 #include <vector>
