@@ -35,12 +35,12 @@ std::optional<RuleError> convert_rule_error(const IndexScenario& s) {
     if (ctx < 0) return RuleError{ErrorCode::kInvalidArgument, "context_lens[" + str(q) + "] = " + str(ctx)};
     for (int32_t c = 0; c < s.k; ++c) {
       const int32_t x = s.topk[static_cast<size_t>(int64_t{q} * s.k + c)];
-      const std::string entry = "topk[" + str(q) + "][" + str(c) + "] = " + str(x);
-      if (x < -1) return RuleError{ErrorCode::kInvalidArgument, entry};
+      auto entry = [&] { return "topk[" + str(q) + "][" + str(c) + "] = " + str(x); };  // only when blamed
+      if (x < -1) return RuleError{ErrorCode::kInvalidArgument, entry()};
       if (x < 0 || x >= ctx) continue;
       const int64_t index = x / s.block_size;
       const int64_t block = index < s.max_blocks ? s.block_table[static_cast<size_t>(seq * s.max_blocks + index)] : -1;
-      if (block < 0) return RuleError{ErrorCode::kRangeOutOfTable, entry};
+      if (block < 0) return RuleError{ErrorCode::kRangeOutOfTable, entry()};
       if (block * s.block_size + x % s.block_size > INT32_MAX) return RuleError{ErrorCode::kInvalidArgument, ""};
     }
   }
