@@ -7,9 +7,11 @@
 // ByteSource (byte_reader.h) — the same code and types as the RapidCheck generators —
 // plus what only a fuzzer needs: injected faults and raw values (invalid inputs), and the
 // input's last bytes steering kv values. store_kv, gather_kv: the K/V family's property
-// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. format, numerics,
-// index, plan: fuzz-only types below (their properties draw inline). These five and the
-// K/V pair read their bytes with FuzzedDataProvider, as their tracked corpora expect.
+// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. index, plan: the
+// builders of properties/gen/index_gen.h and plan_gen.h on a ByteSource, like store and
+// load (their properties run the same builders and checks). format, numerics: fuzz-only
+// types below. These, prefill and the K/V pair read their bytes with
+// FuzzedDataProvider, as their tracked corpora expect.
 #pragma once
 
 #include <climits>
@@ -23,6 +25,8 @@
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/index_gen.h"
+#include "properties/gen/plan_gen.h"
 #include "properties/gen/kv_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/prefill_step.h"
@@ -49,6 +53,15 @@ props::StoreScenario decode_round_trip(ByteSource& src);
 /// multi-thread paths are the properties' (3 cases in 4 split; class floor 25%). They
 /// never draw far kv rows either (ByteSource::huge_inputs() is false).
 
+/// index: the index builder (properties/gen/index_gen.h) of a drawn op; one
+/// convert_kv_index input in five gets an injected fault (its code known), one in five
+/// raw values (the SPEC §5.5 rules decide).
+props::IndexScenario decode_index(ByteSource& src);
+/// plan: the plan builder (properties/gen/plan_gen.h) of a drawn mode, builder block
+/// sizes huge or < 1 too (choose_builder_block_size); one append in five, and one
+/// compressed / SWA input in five, made invalid by the properties' injectors.
+props::PlanScenario decode_plan(ByteSource& src);
+
 /// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
 struct FormatScenario {
   KVCacheFormat format;  // arbitrary fields, often invalid
@@ -66,49 +79,6 @@ struct NumericsScenario {
   std::vector<bf16_bits> group;    // elements_per_sf values
 };
 
-/// Index transform scenario (SPEC §5.5), one operation per input. Inputs are valid
-/// (the reference assumes so) except when `invalid` names what was broken for
-/// convert_kv_index (a -1 or missing table entry a valid index needs).
-struct IndexScenario {
-  enum class Op { kConvert, kCat, kExpand, kSwaDecode } op = Op::kConvert;
-  int32_t num_q = 0;
-  // convert_kv_index
-  std::vector<int32_t> topk, block_table, seq_ids, context_lens;
-  int32_t k = 0, max_blocks = 0, block_size = 1;
-  // kv_index_cat
-  std::vector<int32_t> left, right;
-  int32_t wl = 0, wr = 0, total_k_swa_cached = 0, total_k_swa_cur = 0;
-  // expand_swa_index (pivots) / swa_decode_index (start_len)
-  std::vector<int32_t> pivots, start_len;
-  int32_t width = 0, ring_size = 1;
-  std::string invalid;  // "" = valid input
-};
-
-/// One BlockLoadPlanBuilder call (SPEC §5.3). Fields by kind: segment (a = block,
-/// b = src_begin, c = src_end), zero fill (a = num_tokens), paged range (b = token_begin,
-/// c = token_end over `table`), ring range (a = state_id, b = begin, c = end).
-struct PlanOp {
-  enum class Kind { kSegment, kZeroFill, kPaged, kRing } kind = Kind::kSegment;
-  int32_t a = 0, b = 0, c = 0;
-  std::vector<int32_t> table;
-  std::string note;  // how it was made ("shuffled table", "wraps", "invalid: ...")
-};
-
-/// Load-plan scenario (SPEC §5.3), one of: a sequence of builder appends over
-/// source blocks of block_size tokens (block_size may be invalid, or huge so that
-/// total_k overflows); build_compressed_plan(seqs, block_size, ratio);
-/// build_swa_plan(seqs, window, ring_size). Arguments may be invalid on purpose
-/// (`note` of the op or `broken` names what).
-struct PlanScenario {
-  enum class Mode { kBuilder, kCompressed, kSwa } mode = Mode::kBuilder;
-  int32_t block_size = 1;
-  std::vector<PlanOp> ops;
-  int32_t ratio = 1, window = 1, ring_size = 1;
-  std::vector<SeqMeta> seqs;
-  std::string broken;  // compressed/SWA: what was made invalid ("" = valid arguments)
-  std::string table_mode;
-};
-
 /// Prefill-step scenario (SPEC §5.3-§5.6) for props::run_prefill_step: always valid
 /// (distinct state ids, disjoint compressed block tables, distinct top-k per row).
 struct PrefillFuzzScenario {
@@ -117,8 +87,6 @@ struct PrefillFuzzScenario {
 
 FormatScenario decode_format(FuzzedDataProvider& fdp);
 NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
-IndexScenario decode_index(FuzzedDataProvider& fdp);
-PlanScenario decode_plan(FuzzedDataProvider& fdp);
 PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
 
 /// The K/V family (SPEC §7): also invalid inputs (raw slots, table entries, scales,
@@ -133,8 +101,6 @@ props::GatherKvScenario decode_gather_kv(FuzzedDataProvider& fdp);
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
 std::string describe(const FormatScenario& s);
 std::string describe(const NumericsScenario& s);
-std::string describe(const IndexScenario& s);
-std::string describe(const PlanScenario& s);
 std::string describe(const PrefillFuzzScenario& s);
 
 /// Helpers of the FuzzedDataProvider decoders. fdp_block_size: the shared block sizes

@@ -1,7 +1,7 @@
 // One scenario model, two engines (properties/gen/source.h): the fuzz decoders of
-// store/load/round_trip are the generators' builders on input bytes, so a short input
-// is a tiny scenario, scenarios grow with the input, and a useful share of inputs is
-// invalid on purpose, with the code the check then demands.
+// store/load/round_trip/index/plan are the generators' builders on input bytes, so a
+// short input is a tiny scenario, scenarios grow with the input, and a useful share of
+// inputs is invalid on purpose, with the code the check then demands.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -9,6 +9,7 @@
 #include "fuzzers/decoders.h"
 #include "impl/backend.h"
 #include "properties/gen/splitmix.h"
+#include "properties/metadata_checks.h"
 #include "properties/op_checks.h"
 
 namespace kvcheck::fuzz {
@@ -108,6 +109,72 @@ TEST(Decoders, TheCheckFailsWhenTheDemandedCodeIsNotThrown) {
   const auto cpu = backend_by_name("cpu");
   const std::string f = props::check_store(*cpu, c).failure;
   EXPECT_NE(f.find("expected duplicate-slot"), std::string::npos) << f;
+}
+
+TEST(Decoders, IndexAndPlanEmptyInputsAreTheSimplestScenarios) {
+  ByteSource a(nullptr, 0);
+  const props::IndexScenario i = decode_index(a);
+  EXPECT_EQ(i.op, props::IndexScenario::Op::kConvert);
+  EXPECT_EQ(i.num_q, 0);
+  EXPECT_EQ(i.block_size, 1);
+  EXPECT_TRUE(i.fault.empty());
+  ByteSource b(nullptr, 0);
+  const props::PlanScenario p = decode_plan(b);
+  EXPECT_EQ(p.mode, props::PlanScenario::Mode::kBuilder);
+  EXPECT_EQ(p.block_size, 1);
+  EXPECT_TRUE(p.ops.empty());
+}
+
+TEST(Decoders, IndexAndPlanScenariosGrowWithTheInput) {
+  int64_t entries_short = 0, entries_long = 0;
+  size_t ops_short = 0, ops_long = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed)
+    for (size_t len : {size_t{12}, size_t{400}}) {
+      const auto bytes = random_bytes(seed, len);
+      ByteSource s1(bytes.data(), bytes.size()), s2(bytes.data(), bytes.size());
+      const props::IndexScenario i = decode_index(s1);
+      const int64_t entries = int64_t{i.num_q} * props::index_out_width(i);
+      const size_t ops = decode_plan(s2).ops.size();
+      (len == 12 ? entries_short : entries_long) = std::max(len == 12 ? entries_short : entries_long, entries);
+      (len == 12 ? ops_short : ops_long) = std::max(len == 12 ? ops_short : ops_long, ops);
+    }
+  EXPECT_LE(entries_short, 40);  // num_q <= remaining / 4, widths <= remaining
+  EXPECT_LE(ops_short, 2u);      // an append costs 6 bytes
+  EXPECT_GE(entries_long, 100);
+  EXPECT_GE(ops_long, 10u);
+}
+
+TEST(Decoders, IndexAndPlanFaultsAtAUsefulRateAndTheCheckHolds) {
+  const auto cpu = backend_by_name("cpu");
+  int index_faults = 0, index_raw = 0, plan_faults = 0;
+  constexpr int kInputs = 800;
+  for (uint64_t seed = 0; seed < kInputs; ++seed) {
+    const auto b = random_bytes(seed ^ 0xBEEF, 16 + seed % 96);
+    ByteSource s1(b.data(), b.size()), s2(b.data(), b.size());
+    const props::IndexScenario i = decode_index(s1);
+    const props::PlanScenario p = decode_plan(s2);
+    index_faults += i.code.has_value(), index_raw += !i.fault.empty() && !i.code;
+    bool faulty = !p.broken.empty() || p.table_mode != "disjoint shuffled";
+    for (const auto& op : p.ops) faulty = faulty || op.code.has_value();
+    plan_faults += faulty;
+    EXPECT_EQ(props::check_index(*cpu, i).failure, "") << props::describe(i);
+    EXPECT_EQ(props::check_plan(p).failure, "") << props::describe(p);
+  }
+  EXPECT_GE(index_faults, kInputs / 40);  // convert (1 in 4), then a fault (1 in 5)
+  EXPECT_GE(index_raw, kInputs / 40);
+  EXPECT_GE(plan_faults, kInputs / 8);
+}
+
+TEST(Decoders, IndexAndPlanChecksFailWhenTheDemandedCodeIsNotThrown) {
+  const auto cpu = backend_by_name("cpu");
+  ByteSource a(nullptr, 0);
+  props::IndexScenario i = decode_index(a);  // valid, labelled with a fault it lacks
+  i.fault = "pretend";
+  i.code = ErrorCode::kRangeOutOfTable;
+  EXPECT_NE(props::check_index(*cpu, i).failure.find("must throw range-out-of-table"), std::string::npos);
+  props::PlanScenario p;
+  p.ops.push_back({props::PlanOp::Kind::kZeroFill, 3, 0, 0, {}, "pretend", ErrorCode::kInvalidArgument});
+  EXPECT_NE(props::check_plan(p).failure.find("must throw invalid-argument"), std::string::npos);
 }
 
 }  // namespace

@@ -344,26 +344,42 @@ void numerics_seeds(const fs::path& root) {
 }
 
 void index_seeds(const fs::path& root) {
-  using I = kvcheck::fuzz::IndexScenario;
-  auto d = kvcheck::fuzz::decode_index;
+  using I = kvcheck::props::IndexScenario;
+  using E = kvcheck::ErrorCode;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_index);
   const char* names[] = {"convert", "cat", "expand", "swa-decode"};
   for (int op = 0; op < 4; ++op)
     for (int i = 0; i < 3; ++i)
       seed<I>(root, "index", std::string(names[op]) + "-" + std::to_string(i), d, [&](const I& s) {
-        return static_cast<int>(s.op) == op && s.num_q >= 2 && s.invalid.empty() && (i != 2 || s.num_q >= 12);
+        return static_cast<int>(s.op) == op && s.num_q >= 2 && s.fault.empty() && (i != 2 || s.num_q >= 12);
       });
-  // Valid conversions: no topk entry below -1 (an awkward value makes the whole call throw).
-  auto convert_valid = [](const I& s) {
-    if (s.op != I::Op::kConvert || !s.invalid.empty() || s.num_q < 2 || s.k < 2) return false;
-    for (int32_t x : s.topk) if (x < -1) return false;
-    return true;
-  };
-  seed<I>(root, "index", "convert-valid", d, [&](const I& s) { return convert_valid(s) && s.seq_ids.empty(); });
-  seed<I>(root, "index", "convert-valid-seq-ids", d, [&](const I& s) { return convert_valid(s) && !s.seq_ids.empty(); });
-  seed<I>(root, "index", "convert-bs133", d, [](const I& s) { return s.op == I::Op::kConvert && s.block_size == 133 && s.num_q >= 2 && s.k >= 4 && s.invalid.empty(); });
-  seed<I>(root, "index", "convert-missing-block", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'b'; });
-  seed<I>(root, "index", "convert-no-table-row", d, [](const I& s) { return s.op == I::Op::kConvert && !s.invalid.empty() && s.invalid[0] == 'n'; });
+  auto convert = [](const I& s) { return s.op == I::Op::kConvert && s.num_q >= 2 && s.k >= 2; };
+  seed<I>(root, "index", "convert-valid", d, [&](const I& s) { return convert(s) && s.fault.empty() && s.seq_ids.empty(); });
+  seed<I>(root, "index", "convert-valid-seq-ids", d, [&](const I& s) { return convert(s) && s.fault.empty() && !s.seq_ids.empty(); });
+  seed<I>(root, "index", "convert-in-place", d, [&](const I& s) { return convert(s) && s.fault.empty() && s.in_place; });
+  seed<I>(root, "index", "convert-bs133", d, [&](const I& s) { return convert(s) && s.block_size == 133 && s.k >= 4 && s.fault.empty(); });
+  seed<I>(root, "index", "convert-past-max-blocks", d, [](const I& s) { return s.code == E::kRangeOutOfTable && has(s.fault, "past max_blocks"); });
+  seed<I>(root, "index", "convert-missing-block", d, [](const I& s) { return s.code == E::kRangeOutOfTable && has(s.fault, "-1 table entry"); });
+  seed<I>(root, "index", "convert-negative-entry", d, [](const I& s) { return s.code == E::kInvalidArgument; });
+  seed<I>(root, "index", "convert-raw-awkward", d, [](const I& s) { return s.fault == "raw top-k entries" && s.num_q >= 2 && s.k >= 2; });
+  seed<I>(root, "index", "convert-raw-table-hole", d, [](const I& s) { return s.fault == "a -1 table entry" && s.num_q >= 2 && s.k >= 2; });
+  seed<I>(root, "index", "convert-no-table-row", d, [](const I& s) {
+    return s.fault == "no seq_ids" && s.max_blocks > 0 && s.num_q > static_cast<int32_t>(s.block_table.size()) / s.max_blocks; });
+  seed<I>(root, "index", "cat-minus-one", d, [](const I& s) {
+    return s.op == I::Op::kCat && s.num_q >= 2 && std::count(s.right.begin(), s.right.end(), -1) >= 2; });
+  seed<I>(root, "index", "expand-short-pieces", d, [](const I& s) {
+    return s.op == I::Op::kExpand && s.num_q >= 2 && s.pivots[1] + s.pivots[3] < s.width && s.pivots[3] > 0; });
+  seed<I>(root, "index", "swa-decode-wraps", d, [](const I& s) {
+    if (s.op != I::Op::kSwaDecode || s.num_q < 2) return false;
+    for (int32_t q = 0; q < s.num_q; ++q)
+      if (s.start_len[2 * q] % s.ring_size + s.start_len[2 * q + 1] > s.ring_size) return true;
+    return false; });
   seed<I>(root, "index", "empty", d, [](const I& s) { return s.num_q == 0; });
+  // The scenario of regressions/index-7be779793fc1 (FuzzedDataProvider bytes): k = 0,
+  // queries past the table's single row, no seq_ids (kInvalidArgument, nothing written).
+  seed<I>(root, "index", "regression-no-table-row-k0", d, [](const I& s) {
+    return s.fault == "no seq_ids" && s.k == 0 && s.max_blocks > 0 && s.num_q >= 3 &&
+           s.num_q > static_cast<int32_t>(s.block_table.size()) / s.max_blocks; });
 }
 
 // "invalid: begin > end" -> "invalid-begin-gt-end": file names without spaces or signs.
@@ -380,10 +396,10 @@ std::string slug(std::string s) {
 }
 
 void plan_seeds(const fs::path& root) {
-  using P = kvcheck::fuzz::PlanScenario;
-  using K = kvcheck::fuzz::PlanOp::Kind;
+  using P = kvcheck::props::PlanScenario;
+  using K = kvcheck::props::PlanOp::Kind;
   using M = P::Mode;
-  auto d = kvcheck::fuzz::decode_plan;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_plan);
   auto count = [](const P& s, K k, const std::string& note) {
     int n = 0;
     for (const auto& op : s.ops) n += op.kind == k && (note.empty() ? !has(op.note, "invalid") : has(op.note, note));
@@ -400,15 +416,22 @@ void plan_seeds(const fs::path& root) {
     for (const auto& op : s.ops) if (op.kind == K::kZeroFill && op.a > 2 * s.block_size) return small(s) && valid(s);
     return false; });
   for (const std::string note : {"shuffled table", "random table", "holey table", "short table"})
-    seed<P>(root, "plan", "builder-paged-" + note.substr(0, note.find(' ')), d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && count(s, K::kPaged, note) >= 2; });
+    seed<P>(root, "plan", "builder-paged-" + note.substr(0, note.find(' ')), d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && count(s, K::kPaged, note) >= 1 + (note[0] == 's' || note[0] == 'r'); });
   seed<P>(root, "plan", "builder-ring-wraps", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 1 && count(s, K::kRing, "wraps") >= 2; });
+  auto ring_edge = [](const P& s, int64_t past) {  // a ring range ending `past` tokens after the wrap point
+    for (const auto& op : s.ops)
+      if (op.kind == K::kRing && !op.code && op.c > op.b && op.b % s.block_size + (int64_t{op.c} - op.b) == s.block_size + past) return true;
+    return false; };
+  seed<P>(root, "plan", "builder-ring-wrap-point", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 2 && ring_edge(s, 0); });
+  seed<P>(root, "plan", "builder-ring-wraps-by-one", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 2 && ring_edge(s, 1); });
   seed<P>(root, "plan", "builder-ring-exact", d, [&](const P& s) { return s.mode == M::kBuilder && small(s) && s.block_size > 1 && count(s, K::kRing, "exactly the ring") >= 1; });
   // Every error of every append kind, once in an otherwise ordinary sequence.
   const std::vector<std::pair<K, std::string>> errors = {
       {K::kSegment, "invalid block"}, {K::kSegment, "invalid: begin > end"},
       {K::kSegment, "invalid: end > block_size"}, {K::kSegment, "invalid: begin < 0"},
       {K::kZeroFill, "invalid: negative"}, {K::kPaged, "invalid: begin > end"},
-      {K::kPaged, "invalid: begin < 0"}, {K::kRing, "invalid: state_id < 0"},
+      {K::kPaged, "invalid: begin < 0"}, {K::kPaged, "invalid: past the table"},
+      {K::kPaged, "invalid: hole in the range"}, {K::kRing, "invalid: state_id < 0"},
       {K::kRing, "invalid: begin < 0"}, {K::kRing, "invalid: longer than the ring"},
       {K::kRing, "invalid: begin > end"}};
   const char* kind_names[] = {"segment", "zero-fill", "paged", "ring"};
@@ -425,6 +448,11 @@ void plan_seeds(const fs::path& root) {
     for (const auto& op : s.ops) if (op.kind == K::kZeroFill && op.a > 0) total += op.a;
     return s.mode == M::kBuilder && s.block_size >= (1 << 20) && total > INT32_MAX; });
   seed<P>(root, "plan", "builder-huge-paged", d, [&](const P& s) { return s.mode == M::kBuilder && s.block_size >= (1 << 20) && count(s, K::kPaged, "") >= 2; });
+  // The scenario of regressions/plan-407088fc1898 (FuzzedDataProvider bytes): a paged
+  // range ending at INT32_MAX - 1 made reversed (begin = end + 1 must not overflow).
+  seed<P>(root, "plan", "regression-paged-begin-past-int32-max", d, [](const P& s) {
+    for (const auto& op : s.ops) if (op.kind == K::kPaged && op.b == INT32_MAX && has(op.note, "begin > end")) return s.mode == M::kBuilder;
+    return false; });
   seed<P>(root, "plan", "builder-bad-block-size", d, [](const P& s) { return s.mode == M::kBuilder && s.block_size < 1; });
   seed<P>(root, "plan", "builder-empty", d, [](const P& s) { return s.mode == M::kBuilder && s.ops.empty() && s.block_size >= 1; });
   seed<P>(root, "plan", "compressed", d, [](const P& s) { return s.mode == M::kCompressed && s.broken.empty() && s.table_mode[0] == 'd' && s.seqs.size() >= 3 && s.ratio > 1; });

@@ -3,78 +3,85 @@
 #include <algorithm>
 #include <numeric>
 
+#include "properties/gen/choices.h"
 #include "properties/gen/store_load_gen.h"
 
 namespace kvcheck::props::gen {
 
 rc::Gen<int32_t> block_size() { return gen_block_size(); }  // the one block-size chooser (fitted to the backend)
 
+std::vector<int32_t> build_permutation(Source& src, int32_t n) {
+  const uint32_t seed = src.seed();
+  if (seed == 0) {  // the simplest: the identity
+    std::vector<int32_t> perm(static_cast<size_t>(std::max(n, 0)));
+    std::iota(perm.begin(), perm.end(), 0);
+    return perm;
+  }
+  SplitMix64 rng{seed};
+  return shuffled(rng, n, n);
+}
+
 rc::Gen<std::vector<int32_t>> permutation(int32_t n) {
   return rc::gen::exec([n] {
-    // Sort indices by random keys: all-zero keys (the shrink target) give identity.
-    const auto keys = *rc::gen::container<std::vector<int32_t>>(
-        static_cast<size_t>(n), rc::gen::inRange<int32_t>(0, 1 << 20));
-    std::vector<int32_t> perm(static_cast<size_t>(n));
-    std::iota(perm.begin(), perm.end(), 0);
-    std::stable_sort(perm.begin(), perm.end(), [&](int32_t a, int32_t b) {
-      return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
-    });
-    return perm;
+    RcSource src;
+    return build_permutation(src, n);
   });
+}
+
+BlockTables build_block_tables(Source& src, const std::vector<int32_t>& blocks_needed, int32_t max_tail) {
+  const int32_t needed = std::accumulate(blocks_needed.begin(), blocks_needed.end(), 0);
+  const int32_t spare = static_cast<int32_t>(src.range(0, 5));
+  const auto pool = build_permutation(src, needed + spare);
+  BlockTables out;
+  out.num_blocks = std::max(needed + spare, 1);
+  size_t next = 0;
+  for (int32_t need : blocks_needed) {
+    std::vector<int32_t> table;
+    for (int32_t i = 0; i < need; ++i) table.push_back(pool[next++]);
+    const int64_t tail = src.range(0, max_tail);
+    for (int64_t i = 0; i < tail; ++i)  // -1 entries, or a spare block (never one in use)
+      table.push_back(spare > 0 && src.coin() ? pool[static_cast<size_t>(needed + src.range(0, spare - 1))] : -1);
+    out.tables.push_back(std::move(table));
+  }
+  return out;
 }
 
 rc::Gen<BlockTables> block_tables(std::vector<int32_t> blocks_needed, int32_t max_tail) {
   return rc::gen::exec([blocks_needed, max_tail] {
-    const int32_t needed = std::accumulate(blocks_needed.begin(), blocks_needed.end(), 0);
-    const int32_t spare = *rc::gen::inRange<int32_t>(0, 6);
-    const auto pool = *permutation(needed + spare);
-    BlockTables out;
-    out.num_blocks = std::max(needed + spare, 1);
-    size_t next = 0;
-    for (int32_t need : blocks_needed) {
-      std::vector<int32_t> table;
-      for (int32_t i = 0; i < need; ++i) table.push_back(pool[next++]);
-      const int32_t tail = *rc::gen::inRange<int32_t>(0, max_tail + 1);
-      for (int32_t i = 0; i < tail; ++i)  // -1 entries, or a spare block (never one in use)
-        table.push_back(spare > 0 && *rc::gen::arbitrary<bool>()
-                            ? pool[static_cast<size_t>(needed) +
-                                   static_cast<size_t>(*rc::gen::inRange<int32_t>(0, spare))]
-                            : -1);
-      out.tables.push_back(std::move(table));
-    }
-    return out;
+    RcSource src;
+    return build_block_tables(src, blocks_needed, max_tail);
   });
+}
+
+SwaBatch build_swa_batch(Source& src) {
+  SwaBatch b;
+  b.window = static_cast<int32_t>(src.range(1, 16));
+  b.ring_size = b.window + static_cast<int32_t>(src.coin() ? src.range(0, 8) : 0);
+  // Empty batches are rare (a plain count would give 0 at every small size).
+  const int32_t num_seqs = static_cast<int32_t>(src.weighted({1, 24}) == 0 ? 0 : src.count(1, 4, 6));
+  b.num_states = num_seqs + static_cast<int32_t>(src.range(0, 2));
+  const auto states = build_permutation(src, std::max(b.num_states, 1));
+  for (int32_t i = 0; i < num_seqs; ++i) {
+    SeqMeta s;
+    // Histories that end exactly at the ring's wrap point, or one token past it, are
+    // the edges of the two-piece ring range.
+    const int32_t lap = static_cast<int32_t>(src.range(1, 2));
+    const int32_t history_end = src.pick_weighted<int32_t>({{3, -1}, {1, lap * b.ring_size}, {1, lap * b.ring_size + 1}});
+    s.seqlen_q = static_cast<int32_t>(src.range(0, 2 * b.ring_size + 3));
+    s.seqlen_k = (history_end < 0 ? static_cast<int32_t>(src.range(0, 3 * b.ring_size)) : history_end) + s.seqlen_q;
+    const int32_t he = s.seqlen_k - s.seqlen_q;
+    s.swa_valid_start = src.coin() ? static_cast<int32_t>(src.range(0, he)) : 0;
+    s.state_id = states[static_cast<size_t>(i)];
+    b.seqs.push_back(std::move(s));
+  }
+  if (b.num_states < 1) b.num_states = 1;
+  return b;
 }
 
 rc::Gen<SwaBatch> swa_batch() {
   return rc::gen::exec([] {
-    SwaBatch b;
-    b.window = *rc::gen::inRange<int32_t>(1, 17);
-    b.ring_size = b.window + *rc::gen::oneOf(rc::gen::just<int32_t>(0), rc::gen::inRange<int32_t>(0, 9));
-    // Empty batches are rare (at small sizes inRange would give 0 every time).
-    const int32_t num_seqs =
-        *rc::gen::weightedOneOf<int32_t>({{1, rc::gen::just<int32_t>(0)}, {24, rc::gen::inRange<int32_t>(1, 5)}});
-    b.num_states = num_seqs + *rc::gen::inRange<int32_t>(0, 3);
-    const auto states = *permutation(std::max(b.num_states, 1));
-    for (int32_t i = 0; i < num_seqs; ++i) {
-      SeqMeta s;
-      // Histories that end exactly at the ring's wrap point, or one token past it, are
-      // the edges of the two-piece ring range.
-      const int32_t lap = *rc::gen::inRange<int32_t>(1, 3);
-      const int32_t history_end = *rc::gen::weightedOneOf<int32_t>({
-          {3, rc::gen::inRange<int32_t>(0, 3 * b.ring_size + 1)},
-          {1, rc::gen::just<int32_t>(lap * b.ring_size)},
-          {1, rc::gen::just<int32_t>(lap * b.ring_size + 1)},
-      });
-      s.seqlen_q = *rc::gen::inRange<int32_t>(0, 2 * b.ring_size + 4);
-      s.seqlen_k = history_end + s.seqlen_q;
-      s.swa_valid_start =
-          *rc::gen::oneOf(rc::gen::just<int32_t>(0), rc::gen::inRange<int32_t>(0, history_end + 1));
-      s.state_id = states[static_cast<size_t>(i)];
-      b.seqs.push_back(std::move(s));
-    }
-    if (b.num_states < 1) b.num_states = 1;
-    return b;
+    RcSource src;
+    return build_swa_batch(src);
   });
 }
 
