@@ -65,7 +65,7 @@ FUZZ_TARGETS = [
     ("impl/cpu/store", ["store", "round_trip", "prefill"]),
     ("impl/cpu/load", ["load", "round_trip", "prefill"]),
     ("impl/cpu/index_transforms", ["index"]),
-    ("impl/cpu/fast_numerics", ["numerics", "store", "round_trip"]),
+    ("impl/cpu/fast_numerics", ["store", "round_trip", "numerics"]),
     ("impl/cpu/parallel", ["store", "load"]),
     ("impl/cpu/validate", ["store", "load"]),
     ("impl/validate_slots", ["store", "store_kv"]),
@@ -517,7 +517,9 @@ def fuzz_table(results):
     for r in results:
         k = r["kill"]
         if r["status"] == "killed":
-            rows.append((r["name"], r["category"], f"fuzz_{k['target']}", f"{k['seconds']:.1f} s",
+            before = sum(t["seconds"] for t in k["tried"][:-1])
+            rows.append((r["name"], r["category"], f"fuzz_{k['target']}",
+                         f"{k['seconds']:.1f} s" + (f" (after {before:.0f} s in other targets)" if before else ""),
                          str(k["execs"]) if k["execs"] is not None else "?",
                          "corpus file" if k["by_corpus"] else "fuzzing"))
         else:
