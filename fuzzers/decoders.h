@@ -6,10 +6,12 @@
 // store, load, round_trip: the builders of properties/gen/store_load_gen.h on a
 // ByteSource (byte_reader.h) — the same code and types as the RapidCheck generators —
 // plus what only a fuzzer needs: injected faults and raw values (invalid inputs), and the
-// input's last bytes steering kv values. store_kv, gather_kv: the K/V family's property
-// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. format, numerics,
-// index, plan: fuzz-only types below (their properties draw inline). These five and the
-// K/V pair read their bytes with FuzzedDataProvider, as their tracked corpora expect.
+// input's last bytes steering kv values. format, numerics: the same, with the builders
+// of properties/gen/format_gen.h and numerics_gen.h (the numerics input's last bytes
+// steer the group's values). store_kv, gather_kv: the K/V family's property types
+// (properties/gen/kv_gen.h). prefill: props::PrefillScenario. index, plan: fuzz-only
+// types below (their properties draw inline). These three and the K/V pair read their
+// bytes with FuzzedDataProvider, as their tracked corpora expect.
 #pragma once
 
 #include <climits>
@@ -23,7 +25,9 @@
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/format_gen.h"
 #include "properties/gen/kv_gen.h"
+#include "properties/gen/numerics_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/prefill_step.h"
 
@@ -49,22 +53,12 @@ props::StoreScenario decode_round_trip(ByteSource& src);
 /// multi-thread paths are the properties' (3 cases in 4 split; class floor 25%). They
 /// never draw far kv rows either (ByteSource::huge_inputs() is false).
 
-/// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
-struct FormatScenario {
-  KVCacheFormat format;  // arbitrary fields, often invalid
-  int32_t block_size = 1;
-  int64_t block = 0, token = 0;    // a location to check offsets at
-  CacheDtype dtype = CacheDtype::kUInt8;
-  std::vector<int64_t> shape;      // for resolve_format
-  int sf_choice = 0;               // 0: none, else SfFormat value
-};
-
-/// Numerics scenario (SPEC §4): raw float bit patterns and one BF16 scale group.
-struct NumericsScenario {
-  std::vector<uint32_t> floats;
-  KVCacheFormat format;            // a quantised format
-  std::vector<bf16_bits> group;    // elements_per_sf values
-};
+/// format: props::build_format_scenario with any fields (valid, one field changed,
+/// arbitrary; gen/format_gen.h).
+props::FormatScenario decode_format(ByteSource& src);
+/// numerics: props::build_numerics_scenario; the bytes the builder left overwrite the
+/// group's values, so libFuzzer can aim at rounding boundaries.
+props::NumericsScenario decode_numerics(ByteSource& src);
 
 /// Index transform scenario (SPEC §5.5), one operation per input. Inputs are valid
 /// (the reference assumes so) except when `invalid` names what was broken for
@@ -115,8 +109,6 @@ struct PrefillFuzzScenario {
   props::PrefillScenario step;
 };
 
-FormatScenario decode_format(FuzzedDataProvider& fdp);
-NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
 IndexScenario decode_index(FuzzedDataProvider& fdp);
 PlanScenario decode_plan(FuzzedDataProvider& fdp);
 PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
@@ -131,8 +123,6 @@ props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp);
 props::GatherKvScenario decode_gather_kv(FuzzedDataProvider& fdp);
 
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
-std::string describe(const FormatScenario& s);
-std::string describe(const NumericsScenario& s);
 std::string describe(const IndexScenario& s);
 std::string describe(const PlanScenario& s);
 std::string describe(const PrefillFuzzScenario& s);
