@@ -23,9 +23,10 @@ struct NumericsScenario {
 };
 
 /// The builder: the format (table 3 : custom 1), the group's values (choose_value_mix;
-/// zeros per group or per element), then up to 64 floats at 5 input bytes each (random
-/// bits, a BF16 value, or a conversion boundary of SPEC §4.5 within 2 ulp). Simplest
-/// case (an exhausted fuzz input): V41, plain normal values, no floats.
+/// zeros per group or per element; one group in four with its amax pinned where the
+/// scale is an exact power of two), then up to 64 floats at 5 input bytes each (random
+/// bits, a BF16 value, 2^k, or a conversion boundary of SPEC §4.5, within 2 ulp).
+/// Simplest case (an exhausted fuzz input): V41, plain normal values, no floats.
 NumericsScenario build_numerics_scenario(Source& src);
 
 /// RapidCheck generator: the builder on an RcSource.
