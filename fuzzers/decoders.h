@@ -6,12 +6,12 @@
 // store, load, round_trip: the builders of properties/gen/store_load_gen.h on a
 // ByteSource (byte_reader.h) — the same code and types as the RapidCheck generators —
 // plus what only a fuzzer needs: injected faults and raw values (invalid inputs), and the
-// input's last bytes steering kv values. store_kv, gather_kv: the K/V family's property
-// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. index, plan: the
-// builders of properties/gen/index_gen.h and plan_gen.h on a ByteSource, like store and
-// load (their properties run the same builders and checks). format, numerics: fuzz-only
-// types below. These, prefill and the K/V pair read their bytes with
-// FuzzedDataProvider, as their tracked corpora expect.
+// input's last bytes steering kv values. index, plan, format, numerics: the same, with
+// the builders of properties/gen/index_gen.h, plan_gen.h, format_gen.h and
+// numerics_gen.h (the numerics input's last bytes steer the group's values); their
+// properties run the same builders and checks. store_kv, gather_kv: the K/V family's
+// property types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. These
+// three read their bytes with FuzzedDataProvider, as their tracked corpora expect.
 #pragma once
 
 #include <climits>
@@ -25,9 +25,11 @@
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/format_gen.h"
 #include "properties/gen/index_gen.h"
-#include "properties/gen/plan_gen.h"
 #include "properties/gen/kv_gen.h"
+#include "properties/gen/numerics_gen.h"
+#include "properties/gen/plan_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/prefill_step.h"
 
@@ -62,22 +64,12 @@ props::IndexScenario decode_index(ByteSource& src);
 /// compressed / SWA input in five, made invalid by the properties' injectors.
 props::PlanScenario decode_plan(ByteSource& src);
 
-/// Format validation / derived sizes / resolve_format scenario (SPEC §2, §3).
-struct FormatScenario {
-  KVCacheFormat format;  // arbitrary fields, often invalid
-  int32_t block_size = 1;
-  int64_t block = 0, token = 0;    // a location to check offsets at
-  CacheDtype dtype = CacheDtype::kUInt8;
-  std::vector<int64_t> shape;      // for resolve_format
-  int sf_choice = 0;               // 0: none, else SfFormat value
-};
-
-/// Numerics scenario (SPEC §4): raw float bit patterns and one BF16 scale group.
-struct NumericsScenario {
-  std::vector<uint32_t> floats;
-  KVCacheFormat format;            // a quantised format
-  std::vector<bf16_bits> group;    // elements_per_sf values
-};
+/// format: props::build_format_scenario with any fields (valid, one field changed,
+/// arbitrary; gen/format_gen.h).
+props::FormatScenario decode_format(ByteSource& src);
+/// numerics: props::build_numerics_scenario; the bytes the builder left overwrite the
+/// group's values, so libFuzzer can aim at rounding boundaries.
+props::NumericsScenario decode_numerics(ByteSource& src);
 
 /// Prefill-step scenario (SPEC §5.3-§5.6) for props::run_prefill_step: always valid
 /// (distinct state ids, disjoint compressed block tables, distinct top-k per row).
@@ -85,8 +77,6 @@ struct PrefillFuzzScenario {
   props::PrefillScenario step;
 };
 
-FormatScenario decode_format(FuzzedDataProvider& fdp);
-NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
 PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
 
 /// The K/V family (SPEC §7): also invalid inputs (raw slots, table entries, scales,
@@ -99,8 +89,6 @@ props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp);
 props::GatherKvScenario decode_gather_kv(FuzzedDataProvider& fdp);
 
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
-std::string describe(const FormatScenario& s);
-std::string describe(const NumericsScenario& s);
 std::string describe(const PrefillFuzzScenario& s);
 
 /// Helpers of the FuzzedDataProvider decoders. fdp_block_size: the shared block sizes

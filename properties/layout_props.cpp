@@ -1,56 +1,42 @@
-// Layout properties (SPEC §3): production CacheLayout agrees with the reference's
-// own formulas.
-#include <fmt/format.h>
+// Format and layout properties (SPEC §2, §3), each stating one invariant of the one
+// format check (format_check.h) on scenarios of the one format builder
+// (gen/format_gen.h): valid formats for the layout, any fields for validation, sizes
+// and resolve_format.
 #include <rapidcheck.h>
 
-#include "impl/layout.h"
-#include "properties/gen/store_load_gen.h"
+#include "properties/format_check.h"
 #include "properties/registry.h"
-#include "reference/layout.h"
 
 namespace kvcheck::props {
 namespace {
 
-void prop_layout_offsets_match_reference(const Backend&) {
-  const auto f = *gen_format();
-  const int32_t bs = *gen_block_size();
-  const int64_t num_blocks = *rc::gen::elementOf(std::vector<int64_t>{1, 2, 1000, 70000, 1 << 20});
-  const CacheLayout l = CacheLayout::make(f, num_blocks, bs);
-  RC_ASSERT(l.block_stride == ref::block_stride(f, bs));
-  const int64_t block = *rc::gen::inRange<int64_t>(0, num_blocks);
-  const int32_t token = *rc::gen::inRange<int32_t>(0, bs);
-  const std::string where = fmt::format("format {} block_size {} block {} token {}", f.name, bs, block, token);
-  if (l.data_offset(block, token) != ref::data_offset(f, bs, block, token))
-    RC_FAIL(fmt::format("{}: data offset {} != reference {}", where, l.data_offset(block, token),
-                        ref::data_offset(f, bs, block, token)));
-  if (f.is_quantized() && l.scale_offset(block, token) != ref::scale_offset(f, bs, block, token))
-    RC_FAIL(fmt::format("{}: scale offset {} != reference {}", where, l.scale_offset(block, token),
-                        ref::scale_offset(f, bs, block, token)));
+template <unsigned Invariant, FormatFields Fields>
+void format_property(const Backend&) {
+  require(check_format(*gen_format_scenario(Fields), Invariant));
 }
 
-void prop_layout_records_inside_block(const Backend&) {
-  const auto f = *gen_format();
-  const int32_t bs = *gen_block_size();
-  const CacheLayout l = CacheLayout::make(f, 1, bs);
-  RC_ASSERT(l.block_stride % 32 == 0);
-  RC_ASSERT(l.record_bytes() <= l.block_stride);
-  if (f.token_interleaved) RC_ASSERT(l.block_stride % f.bytes_per_token() == 0);
-  const int64_t last = bs - 1;
-  RC_ASSERT(l.data_offset(0, last) + l.data_token_stride() <= l.block_stride);
-  if (f.is_quantized()) RC_ASSERT(l.scale_offset(0, last) + f.sf_bytes() <= l.record_bytes());
-  RC_ASSERT(l.data_offset(0, 0) % f.token_alignment() == 0);
-  RC_ASSERT(l.data_token_stride() % (f.token_interleaved ? f.token_alignment() : 1) == 0);
+Property host(std::string name, std::string op, std::string invariant, void (*body)(const Backend&)) {
+  return {std::move(name), std::move(op), std::move(invariant), false, body};
 }
 
 }  // namespace
 
 void register_layout_properties(Registry& r) {
-  r.add({"prop_layout_offsets_match_reference", "layout",
-         "block_stride and every token's data/scale offset equal the reference formulas (64-bit)", false,
-         prop_layout_offsets_match_reference});
-  r.add({"prop_layout_records_inside_block", "layout",
-         "records fit in block_stride, which is a multiple of 32 (and of bytes_per_token when interleaved)", false,
-         prop_layout_records_inside_block});
+  r.add(host("prop_layout_offsets_match_reference", "layout",
+             "block_stride and every token's data/scale offset equal the reference formulas (64-bit)",
+             format_property<kLayoutMatchesReference, FormatFields::kValid>));
+  r.add(host("prop_layout_records_inside_block", "layout",
+             "records fit in block_stride, which is a multiple of 32 (and of bytes_per_token when interleaved)",
+             format_property<kLayoutRecordsInsideBlock, FormatFields::kValid>));
+  r.add(host("prop_format_validate_throws_only_invalid_format", "format",
+             "validate() of any format fields returns or throws invalid-format; a table name means the table entry",
+             format_property<kFormatValidation, FormatFields::kAny>));
+  r.add(host("prop_format_sizes_match_spec", "format",
+             "quantized_bytes, num_scales, sf_bytes, bytes_per_token, token_alignment of valid formats = SPEC §2",
+             format_property<kFormatSizesMatchSpec, FormatFields::kAny>));
+  r.add(host("prop_resolve_format_matches_table", "format",
+             "resolve_format(dtype, shape, sf) = the SPEC §2 table; 132 bytes without sf is ambiguous, naming both",
+             format_property<kResolveMatchesTable, FormatFields::kAny>));
 }
 
 }  // namespace kvcheck::props

@@ -6,6 +6,7 @@ const Registry& registry() {
   static const Registry r = [] {
     Registry r;
     register_layout_properties(r);
+    register_numerics_properties(r);
     register_store_properties(r);
     register_load_properties(r);
     register_round_trip_properties(r);

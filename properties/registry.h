@@ -20,7 +20,7 @@ namespace kvcheck::props {
 /// code in impl/ (plans, slot mappings) and run once, under the backend name "host".
 struct Property {
   std::string name;       // prop_store_matches_reference
-  std::string op;         // store | load | round_trip | layout | plan | slot_mapping | index | prefill |
+  std::string op;         // store | load | round_trip | layout | format | numerics | plan | slot_mapping | index | prefill |
                           // kv_layout | kv_slot_mapping | store_kv | gather_kv | kv_step
   std::string invariant;  // one sentence, shown in reports
   bool per_backend = true;
@@ -53,7 +53,8 @@ class Registry {
 const Registry& registry();
 
 // One registration function per properties/*_props.cpp file.
-void register_layout_properties(Registry& r);
+void register_layout_properties(Registry& r);  // layout and format
+void register_numerics_properties(Registry& r);
 void register_store_properties(Registry& r);
 void register_load_properties(Registry& r);
 void register_round_trip_properties(Registry& r);

@@ -319,11 +319,14 @@ void round_trip_seeds(const fs::path& root) {
 }
 
 void format_seeds(const fs::path& root) {
-  using F = kvcheck::fuzz::FormatScenario;
-  auto d = kvcheck::fuzz::decode_format;
+  using F = kvcheck::props::FormatScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_format);
   for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
     seed<F>(root, "format", "fmt-" + f, d, [&](const F& s) { return s.format.name == f; });
   seed<F>(root, "format", "bf16-random-E", d, [](const F& s) { return starts(s.format.name, "BF16(") && s.format.elements != 512; });
+  seed<F>(root, "format", "bf16-4096", d, [](const F& s) { return s.format.name == "BF16(4096)"; });
+  seed<F>(root, "format", "custom-e2m1-odd-group", d, [](const F& s) { return starts(s.format.name, "custom(") && s.format.quantized_dtype == kvcheck::QuantizedDtype::kE2M1 && s.format.elements_per_sf % 2 == 1; });
+  seed<F>(root, "format", "custom-index-fp32", d, [](const F& s) { return starts(s.format.name, "custom(") && s.format.is_index() && s.format.sf_format == kvcheck::SfFormat::kFP32; });
   seed<F>(root, "format", "mutated", d, [](const F& s) { return has(s.format.name, "~mutated"); });
   seed<F>(root, "format", "arbitrary", d, [](const F& s) { return s.format.name == "fuzzed"; });
   seed<F>(root, "format", "resolve-132-ambiguous", d, [](const F& s) { return s.dtype == kvcheck::CacheDtype::kUInt8 && !s.shape.empty() && s.shape.back() == 132 && s.sf_choice == 0; });
@@ -333,13 +336,19 @@ void format_seeds(const fs::path& root) {
   seed<F>(root, "format", "resolve-bf16", d, [](const F& s) { return s.dtype == kvcheck::CacheDtype::kBF16 && !s.shape.empty() && s.shape.back() == 512; });
   seed<F>(root, "format", "resolve-empty-shape", d, [](const F& s) { return s.shape.empty(); });
   seed<F>(root, "format", "V41-bs133", d, [](const F& s) { return s.format.name == "V41" && s.block_size == 133; });
+  seed<F>(root, "format", "far-block", d, [](const F& s) { return s.format.is_index() && s.num_blocks == (1 << 20) && s.block >= (1 << 19); });
 }
 
 void numerics_seeds(const fs::path& root) {
-  using N = kvcheck::fuzz::NumericsScenario;
-  auto d = kvcheck::fuzz::decode_numerics;
+  using N = kvcheck::props::NumericsScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_numerics);
   for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
     seed<N>(root, "numerics", "group-" + f, d, [&](const N& s) { return s.format.name == f && s.floats.size() >= 8; });
+  for (auto dt : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
+    for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
+      seed<N>(root, "numerics", "custom-" + kvcheck::to_string(dt) + "-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.quantized_dtype == dt && s.format.sf_format == sf && s.floats.size() >= 2; });
+  seed<N>(root, "numerics", "zero-group", d, [](const N& s) { return std::all_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0; }); });
+  seed<N>(root, "numerics", "nan-inf-in-group", d, [](const N& s) { return std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) > 0x7F80; }) && std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0x7F80; }); });
   seed<N>(root, "numerics", "many-floats", d, [](const N& s) { return s.floats.size() >= 40; });
 }
 
