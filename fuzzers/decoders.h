@@ -3,13 +3,13 @@
 // `kvcheck explain` and the corpus generator call the same functions, so a crash file
 // always decodes to the scenario that crashed.
 //
-// store, load, round_trip: the builders of properties/gen/store_load_gen.h on a
-// ByteSource (byte_reader.h) — the same code and types as the RapidCheck generators —
-// plus what only a fuzzer needs: injected faults and raw values (invalid inputs), and the
-// input's last bytes steering kv values. store_kv, gather_kv: the K/V family's property
-// types (properties/gen/kv_gen.h). prefill: props::PrefillScenario. format, numerics,
-// index, plan: fuzz-only types below (their properties draw inline). These five and the
-// K/V pair read their bytes with FuzzedDataProvider, as their tracked corpora expect.
+// store, load, round_trip, store_kv, gather_kv, prefill: the builders of
+// properties/gen/ (store_load_gen.h, kv_gen.h, prefill_gen.h) on a ByteSource
+// (byte_reader.h) — the same code and types as the RapidCheck generators — plus what
+// only a fuzzer needs: injected faults and raw values (invalid inputs), the input's last
+// bytes steering kv values (store, round_trip), the wrong order (prefill). format,
+// numerics, index, plan: fuzz-only types below (their properties draw inline), read
+// with FuzzedDataProvider as their tracked corpora expect.
 #pragma once
 
 #include <climits>
@@ -25,6 +25,7 @@
 #include "properties/gen/choices.h"
 #include "properties/gen/kv_gen.h"
 #include "properties/gen/store_load_gen.h"
+#include "properties/gen/prefill_gen.h"
 #include "properties/prefill_step.h"
 
 class FuzzedDataProvider;
@@ -43,7 +44,16 @@ props::StoreFaultScenario decode_store(ByteSource& src);
 props::LoadFaultScenario decode_load(ByteSource& src);
 /// round_trip: a valid store scenario (values steered as for store).
 props::StoreScenario decode_round_trip(ByteSource& src);
-/// The three drop the builder's work split (threads = 0): the cpu backend spawns its
+/// store_kv, gather_kv: a scenario from the K/V builder with kFuzzKvLimits (small
+/// buffers: at most 2^17 elements per cache view, 2^16 row elements); then one input in
+/// four a fault from the properties' injector (the code to expect is known), one in
+/// eight raw values (raw slots and scale bits; raw table entries).
+props::StoreKvScenario decode_store_kv(ByteSource& src);
+props::GatherKvScenario decode_gather_kv(ByteSource& src);
+/// prefill: a valid batch from the prefill builder; one input in eight stores before
+/// it loads (the check then demands a failure exactly on overlap).
+props::PrefillScenario decode_prefill(ByteSource& src);
+/// The store, load, round_trip and K/V decoders drop the builder's work split (threads = 0): the cpu backend spawns its
 /// threads per call, some 30 plain cases under ASan each, and inputs that split reach
 /// new coverage, so libFuzzer keeps and mutates them until most of a run splits. The
 /// multi-thread paths are the properties' (3 cases in 4 split; class floor 25%). They
@@ -109,33 +119,16 @@ struct PlanScenario {
   std::string table_mode;
 };
 
-/// Prefill-step scenario (SPEC §5.3-§5.6) for props::run_prefill_step: always valid
-/// (distinct state ids, disjoint compressed block tables, distinct top-k per row).
-struct PrefillFuzzScenario {
-  props::PrefillScenario step;
-};
-
 FormatScenario decode_format(FuzzedDataProvider& fdp);
 NumericsScenario decode_numerics(FuzzedDataProvider& fdp);
 IndexScenario decode_index(FuzzedDataProvider& fdp);
 PlanScenario decode_plan(FuzzedDataProvider& fdp);
-PrefillFuzzScenario decode_prefill(FuzzedDataProvider& fdp);
-
-/// The K/V family (SPEC §7): also invalid inputs (raw slots, table entries, scales,
-/// strides, dtypes) so the error paths are fuzzed too. Caps keep one input small.
-inline constexpr int64_t kMaxKvCacheElements = 1 << 17;  // per cache view
-inline constexpr int32_t kMaxKvRows = 64;
-inline constexpr int64_t kMaxKvRowElements = 1 << 16;  // rows * H * D
-props::KvCacheShape decode_kv_cache_shape(FuzzedDataProvider& fdp);
-props::StoreKvScenario decode_store_kv(FuzzedDataProvider& fdp);
-props::GatherKvScenario decode_gather_kv(FuzzedDataProvider& fdp);
 
 /// Readable multi-line descriptions, used in crash reports and `kvcheck explain`.
 std::string describe(const FormatScenario& s);
 std::string describe(const NumericsScenario& s);
 std::string describe(const IndexScenario& s);
 std::string describe(const PlanScenario& s);
-std::string describe(const PrefillFuzzScenario& s);
 
 /// Helpers of the FuzzedDataProvider decoders. fdp_block_size: the shared block sizes
 /// (props::kBlockSizes, then kOddBlockSizes) by index, one in ten random in [1, 300] —

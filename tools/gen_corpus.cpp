@@ -458,10 +458,9 @@ void plan_seeds(const fs::path& root) {
 }
 
 void prefill_seeds(const fs::path& root) {
-  using F = kvcheck::fuzz::PrefillFuzzScenario;
-  auto d = kvcheck::fuzz::decode_prefill;
-  auto any = [](const F& f, int what) {
-    const auto& s = f.step;
+  using F = kvcheck::props::PrefillScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_prefill);
+  auto any = [](const F& s, int what) {
     for (const auto& q : s.seqs) {
       const int64_t he = q.seqlen_k - q.seqlen_q, hb = he - s.window;
       const int64_t pad = std::clamp<int64_t>(q.swa_valid_start - hb, 0, s.window);
@@ -480,12 +479,12 @@ void prefill_seeds(const fs::path& root) {
   for (int w = 0; w < 7; ++w)
     for (const bool v41 : {false, true})
       seed<F>(root, "prefill", std::string(names[w]) + (v41 ? "-V41" : "-BF16"), d, [&](const F& f) {
-        return any(f, w) && (f.step.format.name == "V41") == v41 && !f.step.store_before_load &&
-               f.step.seqs.size() >= 2 && f.step.topk_width >= 1; });
-  seed<F>(root, "prefill", "four-sequences", d, [](const F& f) { return f.step.seqs.size() == 4 && !f.step.store_before_load && f.step.topk_width >= 3; });
-  seed<F>(root, "prefill", "store-before-load-overlap", d, [](const F& f) { return f.step.store_before_load && kvcheck::props::store_overlaps_visible_history(f.step); });
-  seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.step.store_before_load && !f.step.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f.step); });
-  seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.step.seqs.empty(); });
+        return any(f, w) && (f.format.name == "V41") == v41 && !f.store_before_load &&
+               f.seqs.size() >= 2 && f.topk_width >= 1; });
+  seed<F>(root, "prefill", "four-sequences", d, [](const F& f) { return f.seqs.size() == 4 && !f.store_before_load && f.topk_width >= 3; });
+  seed<F>(root, "prefill", "store-before-load-overlap", d, [](const F& f) { return f.store_before_load && kvcheck::props::store_overlaps_visible_history(f); });
+  seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.store_before_load && !f.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f); });
+  seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.seqs.empty(); });
 }
 
 // K/V family (SPEC §7): every cache dtype, NHD/HND, both scale kinds, one-allocation
@@ -495,8 +494,8 @@ void kv_seeds(const fs::path& root) {
   using G = kvcheck::props::GatherKvScenario;
   using kvcheck::KvDtype;
   using kvcheck::props::KvAlloc;
-  auto ds = kvcheck::fuzz::decode_store_kv;
-  auto dg = kvcheck::fuzz::decode_gather_kv;
+  const auto ds = byte_decoder(kvcheck::fuzz::decode_store_kv);
+  const auto dg = byte_decoder(kvcheck::fuzz::decode_gather_kv);
   auto valid_store = [&](const S& s) {
     kvcheck::props::KvBuffers b(s.cache), r(s.cache);
     return !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;
