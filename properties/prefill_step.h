@@ -10,6 +10,7 @@
 
 #include "impl/backend.h"
 #include "impl/load_plan.h"
+#include "properties/harness.h"  // Verdict
 
 namespace kvcheck::props {
 
@@ -51,5 +52,18 @@ std::string run_prefill_step(const PrefillScenario& s, const Backend& backend);
 /// True when storing before loading must corrupt a visible history row: some history
 /// position the first chunk row sees shares a ring slot with a stored chunk token.
 bool store_overlaps_visible_history(const PrefillScenario& s);
+
+/// Invariants of the prefill step: the one check (prefill_check.cpp) the properties,
+/// the fuzz target, its replay and `kvcheck explain` run.
+enum PrefillInvariant : unsigned {
+  /// In the right order (s.store_before_load false): run_prefill_step reports nothing.
+  kPrefillSeesExactlyItsWindow = 1u << 0,
+  /// In the wrong order: run_prefill_step fails exactly when store_overlaps_visible_history.
+  kPrefillStoreBeforeLoadFailsIffOverlap = 1u << 1,
+  kPrefillAll = 0x3u,
+};
+/// Checks the invariant of s's order among `invariants`; skipped when the backend lacks
+/// store/load or the index transforms.
+Verdict check_prefill(const Backend& backend, const PrefillScenario& s, unsigned invariants = kPrefillAll);
 
 }  // namespace kvcheck::props

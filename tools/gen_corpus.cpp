@@ -5,8 +5,6 @@
 // turns one into a scenario with that feature, and writes it as corpus/<target>/<feature>.
 // Features are read off the decoded scenario itself. Same binary, same files:
 // regenerate with `gen_corpus corpus` after changing a decoder.
-#include <fuzzer/FuzzedDataProvider.h>
-
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -30,14 +28,7 @@ using Bytes = std::vector<uint8_t>;
 template <typename Scenario>
 using Decoder = std::function<Scenario(const Bytes&)>;
 
-// The decoders of both byte formats as Bytes -> scenario.
-template <typename Scenario>
-Decoder<Scenario> fdp_decoder(Scenario (*decode)(FuzzedDataProvider&)) {
-  return [decode](const Bytes& b) {
-    FuzzedDataProvider fdp(b.data(), b.size());
-    return decode(fdp);
-  };
-}
+// A decoder as Bytes -> scenario.
 template <typename Scenario>
 Decoder<Scenario> byte_decoder(Scenario (*decode)(kvcheck::fuzz::ByteSource&)) {
   return [decode](const Bytes& b) {
@@ -46,16 +37,14 @@ Decoder<Scenario> byte_decoder(Scenario (*decode)(kvcheck::fuzz::ByteSource&)) {
   };
 }
 
-// The first input of the fixed sequence whose decoding satisfies `want`. ByteSource
-// targets (short_first): lengths grow with the attempts from 8 bytes, so a seed is about
-// as short as its feature allows, and small inputs run fast. FuzzedDataProvider targets:
-// 16 to 255 bytes, the sequence their tracked seeds were made with.
+// The first input of the fixed sequence whose decoding satisfies `want`: lengths grow
+// with the attempts from 8 bytes, so a seed is about as short as its feature allows,
+// and small inputs run fast.
 template <typename Scenario>
-Bytes find_input(const Decoder<Scenario>& decode, const std::function<bool(const Scenario&)>& want, uint64_t salt,
-                 bool short_first) {
+Bytes find_input(const Decoder<Scenario>& decode, const std::function<bool(const Scenario&)>& want, uint64_t salt) {
   SplitMix64 rng{0xC0FFEEull ^ salt};
-  for (int attempt = 0; attempt < (short_first ? 400000 : 100000); ++attempt) {
-    Bytes b(short_first ? 8 + rng.next() % std::min<uint64_t>(8 + attempt / 64, 248) : 16 + rng.next() % 240);
+  for (int attempt = 0; attempt < 400000; ++attempt) {
+    Bytes b(8 + rng.next() % std::min<uint64_t>(8 + attempt / 64, 248));
     for (auto& x : b) x = static_cast<uint8_t>(rng.next());
     if (want(decode(b))) return b;
   }
@@ -73,8 +62,8 @@ uint64_t fnv1a(const std::string& s) {
 
 template <typename Scenario>
 void seed(const fs::path& root, const std::string& target, const std::string& feature, const Decoder<Scenario>& decode,
-          std::function<bool(const Scenario&)> want, bool short_first = true) {
-  const Bytes b = find_input(decode, want, fnv1a(target + "/" + feature), short_first);
+          std::function<bool(const Scenario&)> want) {
+  const Bytes b = find_input(decode, want, fnv1a(target + "/" + feature));
   if (b.empty()) {
     std::fprintf(stderr, "gen_corpus: no input found for %s/%s\n", target.c_str(), feature.c_str());
     ++g_missing;
@@ -84,11 +73,6 @@ void seed(const fs::path& root, const std::string& target, const std::string& fe
   std::ofstream(root / target / feature, std::ios::binary)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   ++g_written;
-}
-template <typename Scenario>
-void seed(const fs::path& root, const std::string& target, const std::string& feature,
-          Scenario (*decode)(FuzzedDataProvider&), std::function<bool(const Scenario&)> want) {
-  seed<Scenario>(root, target, feature, fdp_decoder(decode), std::move(want), false);
 }
 
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -495,10 +479,9 @@ void plan_seeds(const fs::path& root) {
 }
 
 void prefill_seeds(const fs::path& root) {
-  using F = kvcheck::fuzz::PrefillFuzzScenario;
-  auto d = kvcheck::fuzz::decode_prefill;
-  auto any = [](const F& f, int what) {
-    const auto& s = f.step;
+  using F = kvcheck::props::PrefillScenario;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_prefill);
+  auto any = [](const F& s, int what) {
     for (const auto& q : s.seqs) {
       const int64_t he = q.seqlen_k - q.seqlen_q, hb = he - s.window;
       const int64_t pad = std::clamp<int64_t>(q.swa_valid_start - hb, 0, s.window);
@@ -517,12 +500,12 @@ void prefill_seeds(const fs::path& root) {
   for (int w = 0; w < 7; ++w)
     for (const bool v41 : {false, true})
       seed<F>(root, "prefill", std::string(names[w]) + (v41 ? "-V41" : "-BF16"), d, [&](const F& f) {
-        return any(f, w) && (f.step.format.name == "V41") == v41 && !f.step.store_before_load &&
-               f.step.seqs.size() >= 2 && f.step.topk_width >= 1; });
-  seed<F>(root, "prefill", "four-sequences", d, [](const F& f) { return f.step.seqs.size() == 4 && !f.step.store_before_load && f.step.topk_width >= 3; });
-  seed<F>(root, "prefill", "store-before-load-overlap", d, [](const F& f) { return f.step.store_before_load && kvcheck::props::store_overlaps_visible_history(f.step); });
-  seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.step.store_before_load && !f.step.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f.step); });
-  seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.step.seqs.empty(); });
+        return any(f, w) && (f.format.name == "V41") == v41 && !f.store_before_load &&
+               f.seqs.size() >= 2 && f.topk_width >= 1; });
+  seed<F>(root, "prefill", "four-sequences", d, [](const F& f) { return f.seqs.size() == 4 && !f.store_before_load && f.topk_width >= 3; });
+  seed<F>(root, "prefill", "store-before-load-overlap", d, [](const F& f) { return f.store_before_load && kvcheck::props::store_overlaps_visible_history(f); });
+  seed<F>(root, "prefill", "store-before-load-no-overlap", d, [](const F& f) { return f.store_before_load && !f.seqs.empty() && !kvcheck::props::store_overlaps_visible_history(f); });
+  seed<F>(root, "prefill", "empty-batch", d, [](const F& f) { return f.seqs.empty(); });
 }
 
 // K/V family (SPEC §7): every cache dtype, NHD/HND, both scale kinds, one-allocation
@@ -532,8 +515,8 @@ void kv_seeds(const fs::path& root) {
   using G = kvcheck::props::GatherKvScenario;
   using kvcheck::KvDtype;
   using kvcheck::props::KvAlloc;
-  auto ds = kvcheck::fuzz::decode_store_kv;
-  auto dg = kvcheck::fuzz::decode_gather_kv;
+  const auto ds = byte_decoder(kvcheck::fuzz::decode_store_kv);
+  const auto dg = byte_decoder(kvcheck::fuzz::decode_gather_kv);
   auto valid_store = [&](const S& s) {
     kvcheck::props::KvBuffers b(s.cache), r(s.cache);
     return !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;

@@ -1,16 +1,22 @@
-// Scenario types and RapidCheck generators of the K/V family (SPEC §7.7). The fuzz
-// decoder (fuzzers/fuzz_data_kv.cpp) produces the same types, and one harness
-// (properties/kv_harness.h) runs them, so properties, fuzzers and explain agree.
+// Scenario types, builders and printers of the K/V family (SPEC §7.7). Each builder
+// draws through a props::Source (gen/source.h): on an RcSource it is the RapidCheck
+// generator (gen_*), on a fuzz::ByteSource the fuzz decoder (fuzzers/decode_kv.cpp).
+// One check per op (properties/kv_check.h) runs them, so properties, fuzzers, replay
+// and explain agree. Builders: kv_gen.cpp; fault injectors: kv_faults.cpp; printers:
+// kv_show.cpp.
 #pragma once
 
 #include <rapidcheck.h>
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "impl/error.h"
 #include "impl/kv_format.h"
+#include "properties/gen/source.h"
 
 namespace kvcheck::props {
 
@@ -47,6 +53,7 @@ struct StoreKvScenario {
   std::vector<int32_t> slot_mapping;  // n = size(); key/value may hold more rows
   KvRows key, value;
   std::string fault;  // "" or what was made invalid on purpose
+  std::optional<ErrorCode> code;   // what the fault demands; none with a fault: raw values (the reference's code)
   int32_t threads = 0;             // > 0: the backend splits the call as on `threads` threads
   std::vector<int32_t> slot_tail;  // entries after slot_mapping in its buffer (CUDA-graph padding): never read
 };
@@ -60,7 +67,8 @@ struct GatherKvScenario {
   int64_t out_rows = 0;
   int32_t out_pad_head = 0, out_pad_token = 0;  // elements
   uint64_t out_seed = 0;
-  std::string fault;
+  std::string fault;                // "" or what was made invalid on purpose
+  std::optional<ErrorCode> code;    // what the fault demands; none with a fault: raw values
   int32_t threads = 0;     // > 0: the backend splits the call as on `threads` threads
   int32_t out_offset = 0;  // elements the output rows start past an aligned allocation
 };
@@ -89,8 +97,18 @@ std::string describe(const StoreKvScenario& s);
 std::string describe(const GatherKvScenario& s);
 std::string describe(const KvStepScenario& s);
 
+/// How large one case may get. The properties' limits allow multi-MiB caches; the fuzz
+/// decoders' keep an input fast (a few hundred KiB per buffer).
+struct KvLimits {
+  int64_t cache_elements;  // per cache view
+  int64_t row_elements;    // store: rows x H x D; gather: total rows x H x D
+  int64_t max_rows;        // store rows
+  int64_t max_gather_rows; // gather: cu_seqlens_k[b]
+};
+inline constexpr KvLimits kPropertyKvLimits{int64_t{3} << 19, int64_t{1} << 18, 64, 300};
+inline constexpr KvLimits kFuzzKvLimits{int64_t{1} << 17, int64_t{1} << 16, 64, 256};
 /// Largest cache pair a generated case may allocate, in elements per cache.
-inline constexpr int64_t kMaxKvCacheElements = int64_t{3} << 19;
+inline constexpr int64_t kMaxKvCacheElements = kPropertyKvLimits.cache_elements;
 
 /// The model-dtype element of a value drawn for token (seq, t) head h element d:
 /// deterministic in `seed`, with specials (NaN, ±Inf, ±0, subnormals, huge) mixed in.
@@ -101,9 +119,42 @@ std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t se
 KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t head_stride,
                     int32_t num_kv_heads, int32_t head_dim, uint64_t seed);
 
+// Builders. The low end of every choice is the simplest (gen/source.h): an exhausted
+// fuzz input gives a BF16 NHD cache of one block of one token, an empty store, no
+// sequence. Counts (blocks, rows, sequence lengths) cost input in proportion to their
+// bytes, so a fuzz scenario grows with its input.
+/// Every cache dtype the backend supports (generator_caps()), NHD/HND, head_dim 64-576
+/// or 1-16, 1-128 heads, the shared block sizes, pads per axis, the three allocations,
+/// per-tensor/per-head FP8 scales; halves block_size to stay under cache_elements.
+KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim);
+/// Valid store: the shared slot mappings (-1 padding, -1 before slot 0), kv longer than
+/// slot_mapping (CUDA-graph rows) with the buffer going on with unused slots, padded or
+/// head-major rows, bf16/fp16 rows for FP8 caches, a work split.
+StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim);
+/// Valid gather: 0-4 sequences (none 1 in 20), tables with -1, junk or real unneeded
+/// entries, extra output rows, padded / odd output strides, misaligned bases, a split.
+GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim);
+/// The two-step scenario: distinct shuffled blocks per sequence, prefix hits, decode.
+KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim);
+/// One SPEC §7.4 fault on a valid scenario; sets fault and the code it demands (bad or
+/// duplicate slot, short or null rows, bad or extra scale, wrong dtype, short buffer,
+/// overlapping heads, negative stride).
+void inject_store_kv_fault(Source& src, StoreKvScenario& s);
+/// One SPEC §7.5 fault: a needed table entry -1 or out of range, cu_seqlens_k broken,
+/// an extra table entry, too few output rows, an FP8 output, a bad scale, overlapping rows.
+void inject_gather_kv_fault(Source& src, GatherKvScenario& s);
+/// Raw values (fuzz only; several errors at once, no demanded code): raw slots (and,
+/// for FP8 caches, raw positive scale bits); raw table entries.
+void raw_store_kv(Source& src, StoreKvScenario& s);
+void raw_gather_kv(Source& src, GatherKvScenario& s);
+
+// RapidCheck generators: the builders on an RcSource with kPropertyKvLimits.
 rc::Gen<KvCacheShape> gen_kv_cache_shape();
 rc::Gen<StoreKvScenario> gen_store_kv_scenario();
 rc::Gen<GatherKvScenario> gen_gather_kv_scenario();
 rc::Gen<KvStepScenario> gen_kv_step_scenario();
+/// A valid scenario with one injected fault.
+rc::Gen<StoreKvScenario> gen_store_kv_fault_scenario();
+rc::Gen<GatherKvScenario> gen_gather_kv_fault_scenario();
 
 }  // namespace kvcheck::props

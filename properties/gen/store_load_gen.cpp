@@ -20,10 +20,6 @@ int64_t max_load_rows(const KVCacheFormat& f) {
   return std::max<int64_t>(1, kMaxLoadOutBytes / (f.load_row_bytes() + f.load_scale_row_bytes() + 80));
 }
 
-// The work split of one case: 0 (the backend's own) or 1-4 threads, size-independent
-// (a 2-row case on 2 threads is the edge).
-int32_t choose_threads(Source& src) { return src.pick_weighted<int32_t>({{2, 0}, {1, 1}, {3, 2}, {2, 3}, {2, 4}}); }
-
 // A row stride past 2^30 elements for rows placed in a sparse buffer (row offsets pass
 // 2^31 elements), 1 case in 11; 0 where the engine draws no multi-GiB inputs.
 int64_t choose_far_row_stride(Source& src) {
@@ -33,6 +29,9 @@ int64_t choose_far_row_stride(Source& src) {
 }
 
 }  // namespace
+
+// Size-independent: a 2-row case on 2 threads is the edge.
+int32_t choose_threads(Source& src) { return src.pick_weighted<int32_t>({{2, 0}, {1, 1}, {3, 2}, {2, 3}, {2, 4}}); }
 
 CacheShape build_cache_shape(Source& src) {
   CacheShape s;

@@ -123,6 +123,8 @@ rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
 rc::Gen<int> gen_row_count(int max_rows);
 /// The work split of one case: 0 (the backend's own) or 1-4 threads.
 rc::Gen<int32_t> gen_threads();
+/// The same chooser on any Source (the K/V builders use it too; 3 cases in 4 split).
+int32_t choose_threads(Source& src);
 /// A row stride past 2^30 elements for rows placed in a sparse buffer (so row offsets
 /// pass 2^31 elements), or 0 for plain rows; only for host-memory backends
 /// (generator_caps().host_memory) and never from the fuzz decoders.

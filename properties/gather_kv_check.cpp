@@ -1,0 +1,84 @@
+// gather_kv's one check (SPEC §7.5): reference and backend gather from the same K/V
+// buffers (arbitrary prior bytes: every FP8 code, NaN and Inf included) into identical
+// pattern-filled outputs. See kv_check.h for the invariants.
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "properties/kv_check.h"
+#include "properties/kv_harness.h"
+
+namespace kvcheck::props {
+namespace {
+
+// "" or the decoded first difference of both outputs from row 0 on, and of the bytes
+// before row 0 (a misaligned base).
+std::string diff_outputs(const GatherKvScenario& s, const KvOutBuffers& want, const KvOutBuffers& got) {
+  const auto from = static_cast<size_t>(got.offset_bytes);
+  const std::span<const uint8_t> wk(want.k), wv(want.v), gk(got.k), gv(got.v);
+  std::string d = diff_kv_out("out_k", got.out_k, s.cache.num_kv_heads, s.cache.head_dim, wk.subspan(from),
+                              gk.subspan(from));
+  const std::string dv = diff_kv_out("out_v", got.out_v, s.cache.num_kv_heads, s.cache.head_dim, wv.subspan(from),
+                                     gv.subspan(from));
+  d += (d.empty() || dv.empty() ? "" : "\n") + dv;
+  if (!std::equal(wk.begin(), wk.begin() + from, gk.begin()) || !std::equal(wv.begin(), wv.begin() + from, gv.begin()))
+    d += fmt::format("{}a byte before row 0 (the {} bytes before the output base) differs", d.empty() ? "" : "\n", from);
+  return d;
+}
+
+// "" or the first output byte outside the elements of rows [0, cu_seqlens_k[b]) that
+// changed: row padding, rows past the last sequence, the tail, the bytes before row 0.
+std::string untouched_violation(const char* who, const GatherKvScenario& s, const KvOutBuffers& pristine,
+                                const KvOutBuffers& out) {
+  const auto from = static_cast<size_t>(out.offset_bytes);
+  const int64_t total = s.cu_seqlens_k.back(), ts = out.out_k.token_stride, hs = out.out_k.head_stride;
+  std::vector<bool> mask(out.k.size(), false);
+  for (int64_t r = 0; r < total; ++r)
+    for (int64_t h = 0; h < s.cache.num_kv_heads; ++h)
+      for (int64_t e = 0; e < 2 * int64_t{s.cache.head_dim}; ++e) {
+        const size_t i = from + static_cast<size_t>(2 * (r * ts + h * hs) + e);
+        if (i < mask.size()) mask[i] = true;
+      }
+  for (size_t i = 0; i < mask.size(); ++i)
+    if (!mask[i] && (out.k[i] != pristine.k[i] || out.v[i] != pristine.v[i]))
+      return fmt::format("{}: output byte {} is outside every gathered row's elements (row padding, before row 0 "
+                         "or past cu_seqlens_k[b] = {}) but changed\n", who, i, total);
+  return "";
+}
+
+}  // namespace
+
+Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned which) {
+  const KvBuffers cache(s.cache), cache_before(s.cache);
+  const KvOutBuffers pristine(s);
+  KvOutBuffers ref_out(s), be_out(s);
+  Outcome ref, be;
+  ref.code = run_gather_kv(nullptr, s, cache, ref_out, &ref.message);
+  be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
+  Verdict v;
+  if (be.code == ErrorCode::kUnsupported) {
+    v.skipped = "gather_kv: " + be.message;
+    return v;
+  }
+  std::string& fail = v.failure;
+  fail += expect_outcomes(s.fault, s.code, ref, be, b.name());
+  if (cache.bytes != cache_before.bytes) fail += "the cache changed (gather_kv only reads it)\n";
+  if (which & kGatherKvErrorChangesNothing) {
+    if (ref.code && !diff_outputs(s, pristine, ref_out).empty())
+      fail += "the reference wrote although it threw:\n" + diff_outputs(s, pristine, ref_out) + "\n";
+    if (be.code && !diff_outputs(s, pristine, be_out).empty())
+      fail += "an output changed although gather_kv threw (" + be.message + "):\n" + diff_outputs(s, pristine, be_out) + "\n";
+  }
+  if ((which & kGatherKvTouchesOnlyRows) && !s.cu_seqlens_k.empty()) {
+    if (!ref.code) fail += untouched_violation("reference", s, pristine, ref_out);
+    if (!be.code) fail += untouched_violation("backend", s, pristine, be_out);
+  }
+  if ((which & kGatherKvMatchesReference) && !ref.code && !be.code)
+    if (const std::string d = diff_outputs(s, ref_out, be_out); !d.empty())
+      fail += "outputs differ (expected = reference):\n" + d + "\n";
+  if (!fail.empty())  // the scenario itself is printed by the caller (RapidCheck, the fuzz report, explain)
+    fail = fmt::format("op=gather_kv backend={} {}\n{}", b.name(), describe(s.cache), fail);
+  return v;
+}
+
+}  // namespace kvcheck::props

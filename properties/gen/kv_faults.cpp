@@ -1,0 +1,191 @@
+// Fault injectors of the K/V family (SPEC §7.4, §7.5): one fault on a valid scenario
+// and the code it demands (both engines), and raw values with several errors at once
+// (the fuzz decoders only; the check then demands the reference's outcome).
+#include <fmt/format.h>
+
+#include <bit>
+#include <climits>
+#include <limits>
+
+#include "properties/gen/choices.h"
+#include "properties/gen/kv_gen.h"
+
+namespace kvcheck::props {
+
+void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  const bool fp8 = is_fp8(s.cache.dtype);
+  std::vector<int> kinds{6, 7};
+  if (n > 0) kinds.insert(kinds.end(), {0, 2, 3, 9});
+  bool has_valid = false;
+  for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
+  if (n >= 2 && has_valid) kinds.push_back(1);
+  if (fp8) kinds.insert(kinds.end(), {4, 5});
+  if (s.cache.num_kv_heads > 1) kinds.push_back(8);
+  switch (src.pick(std::span<const int>(kinds))) {
+    case 0: {
+      const auto row = static_cast<size_t>(src.range(0, n - 1));
+      const int32_t bad = src.pick<int32_t>({-2, INT32_MIN, INT32_MAX, static_cast<int32_t>(s.cache.num_slots()), -1000});
+      s.slot_mapping[row] = bad;
+      s.fault = fmt::format("slot_mapping[{}] = {}", row, bad);
+      s.code = ErrorCode::kSlotOutOfRange;
+      return;
+    }
+    case 1: {
+      size_t from = 0;
+      while (s.slot_mapping[from] < 0) ++from;
+      size_t dst = static_cast<size_t>(src.range(0, n - 2));
+      if (dst >= from) ++dst;
+      s.slot_mapping[dst] = s.slot_mapping[from];
+      s.fault = fmt::format("rows {} and {} both store slot {}", from, dst, s.slot_mapping[from]);
+      s.code = ErrorCode::kDuplicateSlot;
+      return;
+    }
+    case 2:
+      (src.coin() ? s.key : s.value).rows = n - 1;
+      s.fault = "key or value holds one row fewer than slot_mapping";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 3:
+      s.value.data.clear();
+      s.fault = "value data is null";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 4: {
+      auto& v = src.coin() ? s.cache.k_scale : s.cache.v_scale;
+      const float bad = src.pick<float>({0.0f, -1.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
+                                         std::numeric_limits<float>::infinity()});
+      v[static_cast<size_t>(src.range(0, static_cast<int64_t>(v.size()) - 1))] = bad;
+      s.fault = fmt::format("a scale is {}", bad);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    }
+    case 5:
+      s.cache.v_scale.push_back(1.0f);
+      s.fault = "v_scale has one float too many";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 6:
+      s.key.dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
+      if (!fp8 && src.coin()) s.key.dtype = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      s.fault = "key dtype " + to_string(s.key.dtype) + " does not go with the cache";
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    case 7:
+      s.cache.capacity_cut = src.range(1, 2);
+      s.fault = "k_cache's buffer ends before the view does";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 8:
+      s.cache.pad_head = -1;  // stride_head = D - 1 (NHD) / heads overlap by a token (HND)
+      if (s.cache.order == KvHeadLayout::kHND) s.cache.pad_head = -s.cache.head_dim - s.cache.pad_token;
+      s.fault = "heads overlap (stride_head too small)";
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    default:
+      s.key.head_stride = -1;
+      s.fault = "key head_stride = -1";
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+  }
+}
+
+void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
+  const int64_t num_seqs = static_cast<int64_t>(s.cu_seqlens_k.size()) - 1;
+  const int64_t total = s.cu_seqlens_k.back();
+  std::vector<int> kinds{2, 3, 4, 6};
+  std::vector<int64_t> busy;  // sequences with tokens
+  for (int64_t i = 0; i < num_seqs; ++i)
+    if (s.cu_seqlens_k[static_cast<size_t>(i + 1)] > s.cu_seqlens_k[static_cast<size_t>(i)]) busy.push_back(i);
+  if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
+  if (is_fp8(s.cache.dtype)) kinds.push_back(7);
+  if (total > 1) kinds.push_back(8);
+  switch (src.pick(std::span<const int>(kinds))) {
+    case 0:
+    case 1: {
+      const int64_t i = src.pick(std::span<const int64_t>(busy));
+      const int64_t len = s.cu_seqlens_k[static_cast<size_t>(i + 1)] - s.cu_seqlens_k[static_cast<size_t>(i)];
+      const int64_t j = src.range(0, (len + s.cache.block_size - 1) / s.cache.block_size - 1);
+      int32_t& entry = s.block_table[static_cast<size_t>(i * s.max_blocks + j)];
+      const bool minus_one = src.coin();
+      entry = minus_one ? -1 : src.pick<int32_t>({s.cache.num_blocks, INT32_MAX, -2, INT32_MIN});
+      s.fault = fmt::format("block_table[{}][{}] = {} is needed", i, j, entry);
+      s.code = minus_one ? ErrorCode::kRangeOutOfTable : ErrorCode::kBlockOutOfRange;
+      return;
+    }
+    case 2:
+      if (num_seqs == 0) {
+        s.cu_seqlens_k[0] = 1;
+        s.fault = "cu_seqlens_k[0] = 1";
+      } else {
+        const auto i = static_cast<size_t>(src.range(0, num_seqs - 1));
+        s.cu_seqlens_k[i + 1] = s.cu_seqlens_k[i] - 1;
+        s.fault = fmt::format("cu_seqlens_k[{}] decreases", i + 1);
+      }
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    case 3:
+      s.cu_seqlens_k.clear();
+      s.fault = "cu_seqlens_k is empty";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 4:
+      s.block_table.push_back(0);
+      s.fault = "block_table has one entry too many";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 5:
+      s.out_rows = total - 1;
+      s.fault = "out rows < cu_seqlens_k[b]";
+      s.code = ErrorCode::kShapeMismatch;
+      return;
+    case 6:
+      s.out_v_dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
+      s.fault = "out_v dtype " + to_string(s.out_v_dtype);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    case 7:
+      s.cache.v_scale[0] = src.pick<float>({0.0f, -2.0f, std::numeric_limits<float>::quiet_NaN(),
+                                            -std::numeric_limits<float>::infinity()});
+      s.fault = fmt::format("v_scale[0] = {}", s.cache.v_scale[0]);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    default:
+      s.out_pad_token = -(s.cache.num_kv_heads * (s.cache.head_dim + s.out_pad_head));  // token_stride 0
+      s.fault = "output rows overlap (token_stride 0)";
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+  }
+}
+
+void raw_store_kv(Source& src, StoreKvScenario& s) {
+  s.slot_mapping = raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(s.slot_mapping.size()));
+  s.fault = "raw slot_mapping";
+  if (is_fp8(s.cache.dtype) && src.coin()) {
+    // Raw positive finite bits (subnormal to huge). Not zero, negative, NaN or Inf: the
+    // reference's message for those blames no entry while the cpu backend's blames
+    // "v_scale[0] = -0", a difference compare_outcomes reports on every such input;
+    // inject_store_kv_fault reaches them with their code demanded.
+    auto& v = src.coin() ? s.cache.k_scale : s.cache.v_scale;
+    uint32_t bits = src.seed() & 0x7FFFFFFFu;
+    if (bits == 0 || (bits & 0x7F800000u) == 0x7F800000u) bits = 1;
+    v[static_cast<size_t>(src.range(0, static_cast<int64_t>(v.size()) - 1))] = std::bit_cast<float>(bits);
+    s.fault += " and a raw scale";
+  }
+  s.code.reset();
+}
+
+void raw_gather_kv(Source& src, GatherKvScenario& s) {
+  // SPEC §6's awkward entries anywhere in the table: several errors at once, so the
+  // smallest-index rule of SPEC §5.2 is exercised. Not -1 and no changed cu_seqlens_k:
+  // the reference's messages for a needed -1 entry and a decreasing cu_seqlens_k blame
+  // no entry while the cpu backend's do, a difference compare_outcomes reports on every
+  // such input; inject_gather_kv_fault reaches both with their codes demanded.
+  const int32_t awkward[] = {-2, INT32_MIN, INT32_MAX, s.cache.num_blocks, -7, 0};
+  for (int32_t& e : s.block_table)
+    if (src.one_in(4)) e = src.pick(std::span<const int32_t>(awkward));
+  s.fault = "raw block_table";
+  s.code.reset();
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,101 @@
+// store_kv's one check (SPEC §7.4): reference and backend store into identical K/V
+// buffers (pattern-filled, canary-framed, strided or one-allocation views). See
+// kv_check.h for the invariants.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "properties/kv_check.h"
+#include "properties/kv_harness.h"
+#include "reference/kv_layout.h"
+
+namespace kvcheck::props {
+namespace {
+
+struct Range {
+  int64_t begin, end;  // body bytes [begin, end)
+};
+
+// The body bytes a valid store may write, sorted and merged: the K and V records of
+// valid slots (reference formula, SPEC §7.2; a head's head_dim elements are contiguous).
+std::vector<Range> record_ranges(const StoreKvScenario& s, const KvBuffers& buf) {
+  const KvCacheLayout& l = buf.layout;
+  const int64_t eb = kv_dtype_bytes(l.dtype);
+  std::vector<Range> r;
+  for (int32_t slot : s.slot_mapping) {
+    if (slot < 0 || slot >= s.cache.num_slots()) continue;  // (a backend that accepted it fails the outcome)
+    for (int side = 0; side < 2; ++side)
+      for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+        const int64_t off = (side ? buf.v_offset : buf.k_offset) +
+                            eb * ref::kv_element_offset(l, slot / l.block_size, slot % l.block_size, h, 0);
+        r.push_back({std::clamp<int64_t>(off, 0, buf.body_bytes), std::clamp<int64_t>(off + eb * l.head_dim, 0, buf.body_bytes)});
+      }
+  }
+  std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::vector<Range> merged;
+  for (const Range& x : r)
+    if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
+    else merged.push_back(x);
+  return merged;
+}
+
+// "" or the first body byte outside the records of valid slots that changed.
+std::string untouched_violation(const char* who, const std::vector<Range>& records, const KvBuffers& before,
+                                const KvBuffers& after) {
+  auto first_change = [&](int64_t a, int64_t b) -> int64_t {
+    if (a >= b || std::memcmp(before.body() + a, after.body() + a, static_cast<size_t>(b - a)) == 0) return -1;
+    while (before.body()[a] == after.body()[a]) ++a;
+    return a;
+  };
+  int64_t pos = 0, bad = -1;
+  for (const Range& r : records) {
+    if ((bad = first_change(pos, r.begin)) >= 0) break;
+    pos = std::max(pos, r.end);
+  }
+  if (bad < 0) bad = first_change(pos, after.body_bytes);
+  if (bad < 0) return "";
+  return fmt::format("{}: byte {} changed but no valid row stores there ({}): 0x{:02X} -> 0x{:02X}\n", who, bad,
+                     locate_kv_byte(after, bad), before.body()[bad], after.body()[bad]);
+}
+
+}  // namespace
+
+Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned which) {
+  const KvBuffers pristine(s.cache);
+  KvBuffers ref_buf(s.cache), be_buf(s.cache);
+  Outcome ref, be;
+  ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message);
+  be.code = run_store_kv(&b, s, be_buf, &be.message);
+  Verdict v;
+  if (be.code == ErrorCode::kUnsupported) {
+    v.skipped = "store_kv: " + be.message;
+    return v;
+  }
+  std::string& fail = v.failure;
+  fail += expect_outcomes(s.fault, s.code, ref, be, b.name());
+  if (!ref_buf.guards_intact()) fail += "the reference wrote into the canary band around the buffer\n";
+  if (!be_buf.guards_intact()) fail += "wrote into the canary band around the buffer\n";
+  if (which & kStoreKvErrorChangesNothing) {
+    if (ref.code)
+      if (const std::string d = diff_kv_buffers(ref_buf, pristine.bytes, ref_buf.bytes); !d.empty())
+        fail += "the reference changed the buffer although it threw:\n" + d + "\n";
+    if (be.code)
+      if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes, be_buf.bytes); !d.empty())
+        fail += "the buffer changed although the store threw (" + be.message + "):\n" + d + "\n";
+  }
+  if ((which & kStoreKvTouchesOnlyRecords) && (!ref.code || !be.code)) {
+    const std::vector<Range> records = record_ranges(s, pristine);
+    if (!ref.code) fail += untouched_violation("reference", records, pristine, ref_buf);
+    if (!be.code) fail += untouched_violation("backend", records, pristine, be_buf);
+  }
+  if ((which & kStoreKvMatchesReference) && !ref.code && !be.code)
+    if (const std::string d = diff_kv_buffers(be_buf, ref_buf.bytes, be_buf.bytes); !d.empty())
+      fail += "K/V buffer after store_kv differs (expected = reference):\n" + d + "\n";
+  if (!fail.empty())  // the scenario itself is printed by the caller (RapidCheck, the fuzz report, explain)
+    fail = fmt::format("op=store_kv backend={} {}\n{}", b.name(), describe(s.cache), fail);
+  return v;
+}
+
+}  // namespace kvcheck::props
