@@ -240,12 +240,11 @@ std::string show(const Outcome& o) { return o.code ? "threw " + o.message : std:
 std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend) {
   if (ref.code != be.code)
     return fmt::format("error mismatch: reference {}; backend {} {}\n", show(ref), backend, show(be));
-  if (ref.code && error_blame(ref.message) != error_blame(be.message))
-    return fmt::format("both threw {}, but the backend blames {} where the reference blames {}\n  reference: {}\n"
-                       "  backend:   {}\n",
-                       to_string(*ref.code), error_blame(be.message).empty() ? "no entry" : error_blame(be.message),
-                       error_blame(ref.message).empty() ? "no entry" : error_blame(ref.message), ref.message,
-                       be.message);
+  // Both threw the same code: the one blame rule (blame.h) decides.
+  if (ref.code) {
+    const std::string bad = compare_errors(*ref.code, ref.code, ref.message, be.code, be.message);
+    return bad.empty() ? "" : bad + "\n";
+  }
   return "";
 }
 

@@ -37,11 +37,14 @@ void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_tab
   check_model_dtype(l.dtype, out_v.dtype, "out_v");
   if (cu_seqlens_k.empty()) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty");
   const int64_t b = static_cast<int64_t>(cu_seqlens_k.size()) - 1;
-  if (cu_seqlens_k[0] != 0) throw Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[0] != 0");
+  // Messages name the entry and its value (SPEC §5.2), as the blame checks compare.
+  if (cu_seqlens_k[0] != 0)
+    throw Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[0] = " + to_string(cu_seqlens_k[0]) + " is not 0");
   for (int64_t i = 0; i < b; ++i)
     if (cu_seqlens_k[static_cast<size_t>(i + 1)] < cu_seqlens_k[static_cast<size_t>(i)])
-      throw Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[" + to_string(i + 1) + "] < cu_seqlens_k[" +
-                                                   to_string(i) + "]");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "cu_seqlens_k[" + to_string(i + 1) + "] = " + to_string(cu_seqlens_k[static_cast<size_t>(i + 1)]) +
+                      " < cu_seqlens_k[" + to_string(i) + "]");
   if (max_blocks < 0) throw Error(ErrorCode::kInvalidArgument, "max_blocks < 0");
   if (static_cast<int64_t>(block_table.size()) != b * max_blocks)
     throw Error(ErrorCode::kShapeMismatch, "block_table is not num_seqs x max_blocks");
@@ -57,8 +60,9 @@ void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_tab
     for (int64_t t = 0; t < len; t += l.block_size) {
       const int32_t block = block_table[static_cast<size_t>(i * max_blocks + t / l.block_size)];
       if (block == -1)
-        throw Error(ErrorCode::kRangeOutOfTable, "token " + to_string(t) + " of sequence " +
-                                                     to_string(i) + " needs a -1 table entry");
+        throw Error(ErrorCode::kRangeOutOfTable, "block_table[" + to_string(i) + "][" +
+                                                     to_string(t / l.block_size) + "] = -1 is needed by token " +
+                                                     to_string(t) + " of sequence " + to_string(i));
       if (block < 0 || block >= l.num_blocks)
         throw Error(ErrorCode::kBlockOutOfRange, "block_table[" + to_string(i) + "][" +
                                                      to_string(t / l.block_size) + "] = " +

@@ -94,10 +94,12 @@ void check_kv_cache(const ConstKvCacheView& c) {
   if (sc.v_scale.size() != want) fail(ErrorCode::kShapeMismatch, "v_scale has the wrong size");
   for (size_t h = 0; h < want; ++h)
     if (!std::isfinite(sc.k_scale[h]) || sc.k_scale[h] <= 0)
-      fail(ErrorCode::kInvalidArgument, "k_scale[" + to_string(h) + "] is not positive and finite");
+      fail(ErrorCode::kInvalidArgument,
+           "k_scale[" + to_string(h) + "] = " + std::to_string(sc.k_scale[h]) + " is not positive and finite");
   for (size_t h = 0; h < want; ++h)
     if (!std::isfinite(sc.v_scale[h]) || sc.v_scale[h] <= 0)
-      fail(ErrorCode::kInvalidArgument, "v_scale[" + to_string(h) + "] is not positive and finite");
+      fail(ErrorCode::kInvalidArgument,
+           "v_scale[" + to_string(h) + "] = " + std::to_string(sc.v_scale[h]) + " is not positive and finite");
 }
 
 float head_scale(const KvScales& scales, bool is_v, int64_t h) {

@@ -31,7 +31,8 @@ available; elsewhere they are reported "not run here (no GPU)", never as killed.
                 the whole property layer); reports kills/N. The unmutated tree runs the
                 N seeds first and must pass them all. Exit 1 when a mutant is killed by
                 fewer than --min-kills seeds (default: 95% of N, rounded up).
-  --cases C     cases per property for --property-only (default 300, the CI budget)
+  --cases C     cases per property for --property-only (default 300, the CI budget);
+                there --jobs N runs N seeds at once (one build)
   --min-kills K seeds that must kill each mutant (default ceil(0.95 * N))
   --list        list the mutants and exit
   --check-apply check that every patch has its header and applies to the source tree
@@ -198,6 +199,7 @@ class Job:
         self.want_cuda = want_cuda
         self.gpu = False
         self.fuzz_ok = False
+        self.parallel = 1  # --property-only: seeds run at once
 
     def cmake_build(self, build_dir, targets=()):
         t = ["--target", *targets] if targets else []
@@ -395,7 +397,7 @@ class Job:
         """One `kvcheck run` of the property layer (or of `ops`); returns (rc, seconds, output)."""
         cmd = [os.path.join(self.build, "tools/kvcheck/kvcheck"), "run", "--cases", str(cases),
                "--seed", str(seed), "--fail-fast", "--quiet",
-               "--work-dir", os.path.join(self.dir, "work")]
+               "--work-dir", os.path.join(self.dir, "work", f"seed{seed}")]
         for op in ops:
             cmd += ["--property", op]
         env = dict(os.environ)
@@ -422,12 +424,20 @@ class Job:
                     return r
             ops = self.property_ops(m) if m else []
             r["ops"] = ops
-            for seed in seeds:
+            def one_seed(seed):
                 rc, _, out = self.property_run(seed, cases, ops)
+                full = False
                 if rc == 0 and ops:  # not killed by the likely ops: the whole layer decides
                     rc, _, out = self.property_run(seed, cases, [])
-                    if rc == 1:
-                        r["full_layer_kills"].append(seed)
+                    full = rc == 1
+                return seed, rc, out, full
+
+            # Seeds are independent runs of one build: `parallel` at a time.
+            with concurrent.futures.ThreadPoolExecutor(self.parallel) as ex:
+                outcomes = sorted(ex.map(one_seed, seeds))
+            for seed, rc, out, full in outcomes:
+                if full:
+                    r["full_layer_kills"].append(seed)
                 if rc == 1:
                     r["kills"] += 1
                     who = re.search(r"^FAIL (\S+) on", out, re.M)
@@ -472,8 +482,9 @@ def main_seeds(a, mutants, base):
         subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
     build_jobs = max(1, int(os.environ.get("KVCHECK_JOBS", os.cpu_count() or 1)))
     job = Job(base, 0, build_jobs, False, want_cuda)
-    log(f"--property-only: {len(mutants)} mutant(s), seeds 1..{n}, {a.cases} cases per property, "
-        f"scratch {base}")
+    job.parallel = a.jobs
+    log(f"--property-only: {len(mutants)} mutant(s), seeds 1..{n} ({a.jobs} at a time), {a.cases} cases per "
+        f"property, scratch {base}")
     t_start = time.monotonic()
     try:
         job.prepare(["kvcheck"])

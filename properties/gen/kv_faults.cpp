@@ -162,28 +162,23 @@ void raw_store_kv(Source& src, StoreKvScenario& s) {
   s.slot_mapping = raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(s.slot_mapping.size()));
   s.fault = "raw slot_mapping";
   if (is_fp8(s.cache.dtype) && src.coin()) {
-    // Raw positive finite bits (subnormal to huge). Not zero, negative, NaN or Inf: the
-    // reference's message for those blames no entry while the cpu backend's blames
-    // "v_scale[0] = -0", a difference compare_outcomes reports on every such input;
-    // inject_store_kv_fault reaches them with their code demanded.
+    // Raw bits: zero, negative, subnormal, huge, NaN and Inf scales alike.
     auto& v = src.coin() ? s.cache.k_scale : s.cache.v_scale;
-    uint32_t bits = src.seed() & 0x7FFFFFFFu;
-    if (bits == 0 || (bits & 0x7F800000u) == 0x7F800000u) bits = 1;
-    v[static_cast<size_t>(src.range(0, static_cast<int64_t>(v.size()) - 1))] = std::bit_cast<float>(bits);
+    v[static_cast<size_t>(src.range(0, static_cast<int64_t>(v.size()) - 1))] = std::bit_cast<float>(src.seed());
     s.fault += " and a raw scale";
   }
   s.code.reset();
 }
 
 void raw_gather_kv(Source& src, GatherKvScenario& s) {
-  // SPEC §6's awkward entries anywhere in the table: several errors at once, so the
-  // smallest-index rule of SPEC §5.2 is exercised. Not -1 and no changed cu_seqlens_k:
-  // the reference's messages for a needed -1 entry and a decreasing cu_seqlens_k blame
-  // no entry while the cpu backend's do, a difference compare_outcomes reports on every
-  // such input; inject_gather_kv_fault reaches both with their codes demanded.
-  const int32_t awkward[] = {-2, INT32_MIN, INT32_MAX, s.cache.num_blocks, -7, 0};
+  // SPEC §6's awkward entries anywhere in the table, and sometimes a cu_seqlens_k entry
+  // moved: several errors at once, so the smallest-index rule of SPEC §5.2 is exercised.
+  const int32_t awkward[] = {-2, INT32_MIN, INT32_MAX, s.cache.num_blocks, -1, -7, 0};
   for (int32_t& e : s.block_table)
     if (src.one_in(4)) e = src.pick(std::span<const int32_t>(awkward));
+  if (s.cu_seqlens_k.size() > 1 && src.one_in(4))
+    s.cu_seqlens_k[static_cast<size_t>(src.range(0, static_cast<int64_t>(s.cu_seqlens_k.size()) - 1))] +=
+        static_cast<int32_t>(src.range(-3, 3));
   s.fault = "raw block_table";
   s.code.reset();
 }
