@@ -337,10 +337,11 @@ class Job:
         corpus (seeds and regressions: what the nightly starts from) with -seed=1 for
         -max_total_time=budget, until one writes an artifact. Returns the kill (target,
         seconds from that target's start, executions, whether a corpus file did it) or
-        None. `tried` lists each target run and its outcome."""
+        None; `self.last_tried` lists each target run and its outcome."""
         if self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] != 0:
             return {"target": "(fuzz build failed)", "seconds": None, "tried": []}
         first, tried = None, []
+        self.last_tried = tried
         for t in self.fuzz_targets(m):
             exe = os.path.join(self.fuzz_build, "fuzzers", f"fuzz_{t}")
             art = os.path.join(self.dir, "fuzz-artifacts", t) + "/"
@@ -379,6 +380,7 @@ class Job:
                 return r
             r["status"] = "killed" if res else "survived"
             r["kill"] = res
+            r["tried"] = self.last_tried
             return r
         finally:
             if not self.patch(m, reverse=True):
