@@ -70,7 +70,8 @@ props::IndexScenario decode_index(ByteSource& src);
 /// compressed / SWA input in five, made invalid by the properties' injectors.
 props::PlanScenario decode_plan(ByteSource& src);
 /// slot_mapping: the slot-mapping builder (properties/gen/slot_mapping_gen.h) of a
-/// drawn op; one input in five gets an injected fault (its code known), one in five
+/// drawn op (the SPEC §5.4 slot mappings, SPEC §7.6 prepare_prefill/prepare_decode);
+/// one input in five gets an injected fault (its code known), one in five
 /// raw values (the SPEC §5.4 rules decide).
 props::SlotMappingScenario decode_slot_mapping(ByteSource& src);
 

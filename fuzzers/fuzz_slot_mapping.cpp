@@ -1,4 +1,4 @@
-// libFuzzer target: host slot mappings of SPEC §5.4 against the reference (check_slot_mapping.cpp).
+// libFuzzer target: host slot mappings of SPEC §5.4 and §7.6 against the reference (check_slot_mapping.cpp).
 #include <cstddef>
 #include <cstdint>
 

@@ -35,7 +35,7 @@ enum PlanInvariant : unsigned {
 };
 Verdict check_plan(const PlanScenario& s, unsigned invariants = kPlanAll);
 
-/// Invariants of the slot mappings (host code: no backend). Always checked: the
+/// Invariants of the slot mappings and the K/V step metadata (host code: no backend). Always checked: the
 /// outcome — a valid input returns; a fault throws its code (raw values: the code of
 /// the SPEC §5.4 rules, first error in sequence and token order), and when the rules
 /// blame an entry ("block_table[2] = -1") the message blames it.
@@ -45,7 +45,9 @@ enum SlotMappingInvariant : unsigned {
                                        // before the last ring_size, the rest distinct in the state's ring;
                                        // window: start slot in the state's ring, valid_len <= window
   kSlotErrorChangesNothing = 1u << 2,  // SWA store appends after `out`'s entries, and not at all when it throws
-  kSlotAll = 0x7u,
+  kSlotMetadata = 1u << 3,             // prepare_* (SPEC §7.6): cu_seqlens_q/k, prefix_cache_hit, context_lens,
+                                       // -1-padded block tables and max_blocks, graph padding rows (slot -1)
+  kSlotAll = 0xFu,
 };
 Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants = kSlotAll);
 

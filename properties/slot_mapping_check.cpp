@@ -1,10 +1,11 @@
-// The slot mappings' one check (SPEC §5.4): impl/slot_mapping against
-// reference/slot_mapping on valid inputs, and the SPEC's error rules on faults. See
-// metadata_checks.h for the invariants.
+// The slot mappings' one check (SPEC §5.4, §7.6): impl/slot_mapping and
+// impl/kv_slot_mapping against reference/slot_mapping on valid inputs, and the SPEC's
+// error rules on faults. See metadata_checks.h for the invariants.
 #include <algorithm>
 #include <climits>
 #include <set>
 
+#include "impl/kv_slot_mapping.h"
 #include "impl/slot_mapping.h"
 #include "properties/blame.h"
 #include "properties/metadata_checks.h"
@@ -38,7 +39,26 @@ Rule slot_rule(std::span<const int32_t> table, int32_t bs, int64_t t) {
 // errs, so the loop is at most a table long).
 Rule rule_error(const SlotMappingScenario& s) {
   const auto ring_overflows = [&] { return (int64_t{s.state_id} + 1) * s.ring_size - 1 > INT32_MAX; };
+  const auto rule_broken = [&] { return s.rule_multiple != 0 && (s.rule_multiple < 1 || s.block_size % s.rule_multiple != 0); };
   switch (s.op) {
+    case Op::kPreparePrefill: {  // the slots, then the rule, then cu_seqlens_k within int32
+      SlotMappingScenario slots = s;
+      slots.op = Op::kPrefill;
+      if (Rule r = rule_error(slots)) return r;
+      int64_t k = 0;
+      for (int32_t t : s.num_tokens) k += t;
+      if (rule_broken() || k > INT32_MAX) return RuleError{ErrorCode::kInvalidArgument, ""};
+      return std::nullopt;
+    }
+    case Op::kPrepareDecode: {  // graph rows, the slots, then the rule
+      if (s.graph_batch_size != 0 && s.graph_batch_size < static_cast<int64_t>(s.tables.size()))
+        return RuleError{ErrorCode::kInvalidArgument, ""};
+      SlotMappingScenario slots = s;
+      slots.op = Op::kDecode;
+      if (Rule r = rule_error(slots)) return r;
+      if (rule_broken()) return RuleError{ErrorCode::kInvalidArgument, ""};
+      return std::nullopt;
+    }
     case Op::kPrefill:
       for (size_t i = 0; i < s.tables.size(); ++i) {
         if (s.num_cached[i] < 0 || s.num_cached[i] > s.num_tokens[i]) return RuleError{ErrorCode::kInvalidArgument, ""};
@@ -70,12 +90,15 @@ std::vector<int64_t> expected(const SlotMappingScenario& s) {
   std::vector<int64_t> want;
   switch (s.op) {
     case Op::kPrefill:
+    case Op::kPreparePrefill:
       for (size_t i = 0; i < s.tables.size(); ++i)
         for (int32_t x : ref::paged_slots(s.tables[i], s.block_size, s.num_cached[i], s.num_tokens[i])) want.push_back(x);
       break;
     case Op::kDecode:
+    case Op::kPrepareDecode:
       for (size_t i = 0; i < s.tables.size(); ++i)
         want.push_back(ref::paged_slot(s.tables[i], s.block_size, int64_t{s.num_tokens[i]} - 1));
+      want.resize(std::max(want.size(), static_cast<size_t>(std::max(s.graph_batch_size, 0))), -1);  // padding rows
       break;
     case Op::kSwaStore:
       want.assign(s.prefix.begin(), s.prefix.end());
@@ -90,10 +113,26 @@ std::vector<int64_t> expected(const SlotMappingScenario& s) {
   return want;
 }
 
+// prepare_*'s metadata besides the slots.
+struct Prepared {
+  PrefillMetadata prefill;
+  DecodeMetadata decode;
+};
+
 // Runs the op; `out` gets its slots (SWA store: after the prefix; window: {start, len}).
-void run(const SlotMappingScenario& s, std::vector<int32_t>& out) {
+void run(const SlotMappingScenario& s, std::vector<int32_t>& out, Prepared& m) {
   const std::vector<PagedSeq> seqs = s.seqs();
+  std::optional<BlockSizeRule> rule;
+  if (s.rule_multiple != 0) rule = BlockSizeRule{s.rule_multiple, "flash-attn"};
   switch (s.op) {
+    case Op::kPreparePrefill:
+      m.prefill = prepare_prefill(seqs, s.block_size, rule);
+      out = m.prefill.slot_mapping;
+      break;
+    case Op::kPrepareDecode:
+      m.decode = prepare_decode(seqs, s.block_size, s.graph_batch_size, rule);
+      out = m.decode.slot_mapping;
+      break;
     case Op::kPrefill: out = paged_prefill_slot_mapping(seqs, s.block_size); break;
     case Op::kDecode: out = paged_decode_slot_mapping(seqs, s.block_size); break;
     case Op::kSwaStore: append_swa_store_slots(out, s.state_id, s.ring_size, s.seqlen_k, s.seqlen_q); break;
@@ -112,8 +151,42 @@ std::string compare(const std::vector<int64_t>& want, const std::vector<int32_t>
   return "";
 }
 
+// prepare_*: cu_seqlens_q/k prefix sums of new / all tokens, prefix_cache_hit, context
+// lens (0 on padding rows), block tables padded with -1 to the longest, per row.
+std::string metadata(const SlotMappingScenario& s, const Prepared& m) {
+  const size_t n = s.tables.size();
+  const size_t rows = s.op == Op::kPrepareDecode && s.graph_batch_size != 0 ? static_cast<size_t>(s.graph_batch_size) : n;
+  size_t max_blocks = 0;
+  for (const auto& t : s.tables) max_blocks = std::max(max_blocks, t.size());
+  std::vector<int64_t> tables(rows * max_blocks, -1), q{0}, k{0}, lens(rows, 0);
+  bool hit = false;
+  for (size_t i = 0; i < n; ++i) {
+    std::copy(s.tables[i].begin(), s.tables[i].end(), tables.begin() + static_cast<std::ptrdiff_t>(i * max_blocks));
+    q.push_back(q.back() + s.num_tokens[i] - s.num_cached[i]);
+    k.push_back(k.back() + s.num_tokens[i]);
+    lens[i] = s.num_tokens[i];
+    hit = hit || s.num_cached[i] > 0;
+  }
+  const bool prefill = s.op == Op::kPreparePrefill;
+  std::string fail;
+  auto field = [&](const std::string& name, const std::vector<int64_t>& want, const std::vector<int32_t>& got) {
+    if (std::string d = compare(want, got); !d.empty()) fail += name + ": " + d;
+  };
+  field("block_tables", tables, prefill ? m.prefill.block_tables : m.decode.block_tables);
+  if ((prefill ? m.prefill.max_blocks : m.decode.max_blocks) != static_cast<int32_t>(max_blocks))
+    fail += "max_blocks: expected " + str(static_cast<int64_t>(max_blocks)) + "\n";
+  if (!prefill) {
+    field("context_lens", lens, m.decode.context_lens);
+    return fail;
+  }
+  field("cu_seqlens_q", q, m.prefill.cu_seqlens_q);
+  field("cu_seqlens_k", k, m.prefill.cu_seqlens_k);
+  if (m.prefill.prefix_cache_hit != hit) fail += "prefix_cache_hit: expected " + std::string(hit ? "true" : "false") + "\n";
+  return fail;
+}
+
 std::string structure(const SlotMappingScenario& s, const std::vector<int32_t>& out) {
-  if (s.op == Op::kPrefill) {
+  if (s.op == Op::kPrefill || s.op == Op::kPreparePrefill) {
     if (!s.fault.empty() || std::set<int32_t>(out.begin(), out.end()).size() == out.size()) return "";
     return "two tokens share a slot over disjoint tables\n";
   }
@@ -139,13 +212,14 @@ std::string structure(const SlotMappingScenario& s, const std::vector<int32_t>& 
 
 Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants) {
   static const char* kOps[] = {"paged_prefill_slot_mapping", "paged_decode_slot_mapping", "append_swa_store_slots",
-                               "swa_decode_window"};
+                               "swa_decode_window", "prepare_prefill", "prepare_decode"};
   const std::string what = kOps[static_cast<int>(s.op)];
   const Rule rule = rule_error(s);
   std::optional<ErrorCode> want = s.code;
   if (!want && !s.fault.empty() && rule) want = rule->code;
   std::vector<int32_t> out = s.op == Op::kSwaStore ? s.prefix : std::vector<int32_t>{};
-  const Outcome got = capture([&] { run(s, out); });
+  Prepared m;
+  const Outcome got = capture([&] { run(s, out, m); });
   std::string fail;
   if (want && !got.code) fail += what + " returned; it must throw " + std::string(to_string(*want)) + " (" + s.fault + ")\n";
   if (want && got.code && *got.code != *want)
@@ -162,6 +236,7 @@ Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants) {
   if (!want && !got.code) {
     if (invariants & kSlotMatchesReference) fail += compare(expected(s), out);
     if (invariants & kSlotDistinctInRing) fail += structure(s, out);
+    if ((invariants & kSlotMetadata) && (s.op == Op::kPreparePrefill || s.op == Op::kPrepareDecode)) fail += metadata(s, m);
   }
   if (!fail.empty()) fail = "op=slot_mapping " + what + "\n" + fail;
   return {fail, ""};

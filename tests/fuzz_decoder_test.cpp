@@ -226,6 +226,15 @@ TEST(Decoders, SlotMappingCheckFailsOnTheWrongOutcome) {
   bad.num_cached = {2};
   bad.num_tokens = {1};
   EXPECT_NE(props::check_slot_mapping(bad).failure.find("rejected a valid input"), std::string::npos);
+  props::SlotMappingScenario graph;  // prepare_decode of one sequence into two CUDA-graph rows
+  graph.op = props::SlotMappingScenario::Op::kPrepareDecode;
+  graph.tables = {{3}};
+  graph.num_cached = {0};
+  graph.num_tokens = {1};
+  graph.graph_batch_size = 2;
+  EXPECT_EQ(props::check_slot_mapping(graph).failure, "");  // slot 3, then a -1 padding row
+  graph.graph_batch_size = -1;
+  EXPECT_NE(props::check_slot_mapping(graph).failure.find("rejected a valid input"), std::string::npos);
 }
 
 }  // namespace

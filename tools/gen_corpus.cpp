@@ -589,6 +589,12 @@ void slot_mapping_seeds(const fs::path& root) {
   seed<S>(root, "slot_mapping", "swa-window-short-history", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.window > 2 && s.seqlen_k < s.window; });
   seed<S>(root, "slot_mapping", "swa-window-valid-start", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.swa_valid_start > 0 && s.swa_valid_start < s.seqlen_k; });
   seed<S>(root, "slot_mapping", "swa-window-empty", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.swa_valid_start >= s.seqlen_k; });
+  seed<S>(root, "slot_mapping", "prepare-prefill", d, [&](const S& s) { return valid(s, Op::kPreparePrefill) && s.tables.size() >= 3 && cached(s) && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "prepare-prefill-rule", d, [&](const S& s) { return valid(s, Op::kPreparePrefill) && s.tables.size() >= 2 && s.rule_multiple > 1; });
+  seed<S>(root, "slot_mapping", "prepare-decode-graph", d, [&](const S& s) { return valid(s, Op::kPrepareDecode) && s.tables.size() >= 2 && s.graph_batch_size > static_cast<int32_t>(s.tables.size()); });
+  seed<S>(root, "slot_mapping", "prepare-decode-last-token-ends-block", d, [&](const S& s) { return valid(s, Op::kPrepareDecode) && tail_token(s); });
+  for (const std::string f : {"block_size rule broken", "graph_batch_size below", "raw rule and graph rows"})
+    seed<S>(root, "slot_mapping", "prepare-" + slug(f), d, [&](const S& s) { return starts(s.fault, f) && s.tables.size() >= 2; });
   for (const Op op : {Op::kPrefill, Op::kDecode})
     seed<S>(root, "slot_mapping", std::string(op == Op::kPrefill ? "prefill" : "decode") + "-past-table", d, [&, op](const S& s) { return s.op == op && s.code && s.tables.size() >= 2; });
   for (const std::string f : {"ring_size < 1", "state_id < 0", "seqlen_q > seqlen_k", "seqlen_q < 0", "window outside", "seqlen_k < 1", "swa_valid_start < 0"})

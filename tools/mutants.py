@@ -74,7 +74,7 @@ FUZZ_TARGETS = [
     ("impl/validate_kv", ["store_kv", "gather_kv"]),
     ("impl/load_plan", ["plan", "prefill"]),
     ("impl/slot_mapping", ["slot_mapping", "plan", "prefill"]),
-    ("impl/kv_slot_mapping", ["store_kv", "gather_kv"]),
+    ("impl/kv_slot_mapping", ["slot_mapping", "store_kv", "gather_kv"]),
     ("impl/layout", ["store", "load", "round_trip"]),
     ("properties/prefill_step", ["prefill"]),
 ]

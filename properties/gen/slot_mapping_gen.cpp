@@ -2,6 +2,7 @@
 // RapidCheck generators.
 #include "properties/gen/slot_mapping_gen.h"
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
@@ -14,11 +15,12 @@ namespace {
 using Op = SlotMappingScenario::Op;
 
 int32_t draw(Source& src, int64_t lo, int64_t hi) { return static_cast<int32_t>(src.range(lo, hi)); }
-bool paged(Op op) { return op == Op::kPrefill || op == Op::kDecode; }
+bool paged(Op op) { return op != Op::kSwaStore && op != Op::kSwaWindow; }
+bool prepare(Op op) { return op == Op::kPreparePrefill || op == Op::kPrepareDecode; }
 
 void build_paged(Source& src, SlotMappingScenario& s) {
   const int32_t bs = s.block_size = choose_block_size(src);
-  const int32_t min_tokens = s.op == Op::kDecode ? 1 : 0;  // decode stores the last token
+  const int32_t min_tokens = s.op == Op::kPrefill ? 0 : 1;  // decode stores the last token
   const int32_t num_seqs = static_cast<int32_t>(src.count(0, 4, 8));
   std::vector<int32_t> need;
   for (int32_t i = 0; i < num_seqs; ++i) {
@@ -27,6 +29,9 @@ void build_paged(Source& src, SlotMappingScenario& s) {
   }
   s.tables = gen::build_block_tables(src, need, 2).tables;  // disjoint: distinct slots
   for (int32_t i = 0; i < num_seqs; ++i) s.num_cached.push_back(draw(src, 0, s.num_tokens[static_cast<size_t>(i)]));
+  if (!prepare(s.op)) return;
+  if (src.one_in(3)) s.rule_multiple = src.pick<int32_t>({1, bs, bs % 2 == 0 ? bs / 2 : 1});  // holds
+  if (s.op == Op::kPrepareDecode) s.graph_batch_size = src.pick<int32_t>({0, num_seqs, num_seqs + 3});
 }
 
 void build_swa_store(Source& src, SlotMappingScenario& s) {
@@ -61,19 +66,31 @@ SlotMappingScenario build_slot_mapping_scenario(Source& src, Op op) {
   SlotMappingScenario s;
   s.op = op;
   switch (op) {
-    case Op::kPrefill:
-    case Op::kDecode: build_paged(src, s); break;
     case Op::kSwaStore: build_swa_store(src, s); break;
     case Op::kSwaWindow: build_swa_window(src, s); break;
+    default: build_paged(src, s); break;
   }
   return s;
 }
 
 SlotMappingScenario build_slot_mapping_scenario(Source& src) {
-  return build_slot_mapping_scenario(src, static_cast<Op>(src.weighted({1, 1, 1, 1})));
+  return build_slot_mapping_scenario(src, static_cast<Op>(src.weighted({1, 1, 1, 1, 1, 1})));
 }
 
 void inject_slot_mapping_fault(Source& src, SlotMappingScenario& s) {
+  const size_t prepare_fault = prepare(s.op) ? src.weighted({2, 1, s.op == Op::kPrepareDecode && !s.tables.empty()}) : 0;
+  if (prepare_fault == 1) {  // a rule the block size breaks, or no rule at all
+    s.rule_multiple = src.pick<int32_t>({s.block_size + 1, -1, INT32_MIN});
+    s.code = ErrorCode::kInvalidArgument;
+    s.fault = "block_size rule broken";
+    return;
+  }
+  if (prepare_fault == 2) {
+    s.graph_batch_size = static_cast<int32_t>(s.tables.size()) > 1 ? static_cast<int32_t>(s.tables.size()) - 1 : -1;
+    s.code = ErrorCode::kInvalidArgument;
+    s.fault = "graph_batch_size below the batch";
+    return;
+  }
   if (paged(s.op)) {
     const int32_t n = static_cast<int32_t>(s.tables.size());
     const int32_t victim = draw(src, 0, n);
@@ -81,6 +98,7 @@ void inject_slot_mapping_fault(Source& src, SlotMappingScenario& s) {
       s.tables.emplace_back();
       s.num_cached.push_back(0);
       s.num_tokens.push_back(0);
+      if (s.graph_batch_size != 0) s.graph_batch_size = std::max(s.graph_batch_size, n + 1);  // room for it
     }
     const size_t v = static_cast<size_t>(victim);
     const int32_t capacity = static_cast<int32_t>(s.tables[v].size()) * s.block_size;
@@ -133,6 +151,14 @@ void raw_slot_mapping_values(Source& src, SlotMappingScenario& s) {
         }
         s.fault = "raw token counts";
         break;
+      case 2:  // prepare_*: any rule, graph rows below the batch (never huge: rows are allocated)
+        if (prepare(s.op)) {
+          s.rule_multiple = awkward();
+          if (s.op == Op::kPrepareDecode) s.graph_batch_size = src.pick<int32_t>({-1, 0, static_cast<int32_t>(n) - 1, static_cast<int32_t>(n) + 1});
+          s.fault = "raw rule and graph rows";
+          break;
+        }
+        [[fallthrough]];
       default:  // -1, negative or huge (slot past INT32_MAX) table entries
         for (auto& t : s.tables)
           for (auto& b : t)

@@ -19,18 +19,23 @@
 
 namespace kvcheck::props {
 
-/// One call of impl/slot_mapping.h. Paged ops (prefill, decode): sequence i is
-/// {tables[i], num_cached[i], num_tokens[i]} over block_size. SWA ops: store =
+/// One call of impl/slot_mapping.h or impl/kv_slot_mapping.h (SPEC §7.6). Paged ops
+/// (prefill, decode, prepare_prefill, prepare_decode): sequence i is {tables[i],
+/// num_cached[i], num_tokens[i]} over block_size; prepare_* take `rule` when
+/// rule_multiple != 0 ({rule_multiple, "flash-attn"}), prepare_decode
+/// graph_batch_size. SWA ops: store =
 /// append_swa_store_slots(state_id, ring_size, seqlen_k, seqlen_q) after `prefix`
 /// (what `out` held before); window = swa_decode_window(state_id, ring_size, window,
 /// seqlen_k, swa_valid_start). `fault` "" is a valid input; a fault with `code` must
 /// throw exactly it; a fault without code (raw values) must do what the SPEC §5.4
 /// rules say (the check derives code and blamed entry).
 struct SlotMappingScenario {
-  enum class Op { kPrefill, kDecode, kSwaStore, kSwaWindow } op = Op::kPrefill;
+  enum class Op { kPrefill, kDecode, kSwaStore, kSwaWindow, kPreparePrefill, kPrepareDecode } op = Op::kPrefill;
   int32_t block_size = 1;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> num_cached, num_tokens;
+  int32_t graph_batch_size = 0;  // prepare_decode: 0 = no CUDA-graph padding rows
+  int32_t rule_multiple = 0;     // prepare_*: 0 = no BlockSizeRule
   int32_t state_id = 0, ring_size = 1, window = 1, seqlen_k = 0, seqlen_q = 0, swa_valid_start = 0;
   std::vector<int32_t> prefix;  // SWA store: entries already in out (must stay)
   std::string fault;            // what was broken ("" = valid), e.g. "tokens past the table of sequence 2"
@@ -45,13 +50,16 @@ struct SlotMappingScenario {
 /// in [0, num_tokens] (decode: num_tokens >= 1). SWA store: a ring of a chosen block
 /// size, chunks longer than the ring, histories past it, after a non-empty prefix.
 /// SWA window: window <= ring, histories shorter and longer than the window,
-/// swa_valid_start inside or past the window.
+/// swa_valid_start inside or past the window. prepare_*: the paged batch with
+/// num_tokens >= 1, sometimes a rule that holds (a divisor of block_size); decode
+/// graph_batch_size 0, the batch or 3 more rows.
 SlotMappingScenario build_slot_mapping_scenario(Source& src, SlotMappingScenario::Op op);
-/// The op drawn too (prefill first: the simplest).
+/// The op drawn too (prefill first: the simplest; every op of the enum).
 SlotMappingScenario build_slot_mapping_scenario(Source& src);
 /// A fault with its code. Paged: one sequence's tokens run past its table (capacity + 1
 /// to + bs + 1; maybe an extra sequence with an empty table): kRangeOutOfTable. SWA: one
-/// argument out of its range (kInvalidArgument).
+/// argument out of its range (kInvalidArgument). prepare_*: also a broken rule, and
+/// graph_batch_size below the batch (kInvalidArgument).
 void inject_slot_mapping_fault(Source& src, SlotMappingScenario& s);
 /// Raw values (fuzz), no code (the rules decide): paged — block_size < 1, num_cached
 /// outside [0, num_tokens], negative or huge token counts, -1 or huge (int32 overflow)

@@ -11,10 +11,13 @@ namespace kvcheck::props {
 void showValue(const SlotMappingScenario& s, std::ostream& os) {
   using Op = SlotMappingScenario::Op;
   static const char* kOps[] = {"paged_prefill_slot_mapping", "paged_decode_slot_mapping", "append_swa_store_slots",
-                               "swa_decode_window"};
+                               "swa_decode_window", "prepare_prefill", "prepare_decode"};
   os << "slot_mapping scenario: " << kOps[static_cast<int>(s.op)] << "\n";
-  if (s.op == Op::kPrefill || s.op == Op::kDecode) {
-    os << "  block_size " << s.block_size << ", " << s.tables.size() << " sequences\n";
+  if (s.op != Op::kSwaStore && s.op != Op::kSwaWindow) {
+    os << "  block_size " << s.block_size << ", " << s.tables.size() << " sequences";
+    if (s.rule_multiple != 0) os << ", rule: a multiple of " << s.rule_multiple;
+    if (s.op == Op::kPrepareDecode) os << ", graph_batch_size " << s.graph_batch_size;
+    os << "\n";
     for (size_t i = 0; i < s.tables.size(); ++i)
       os << "  seq " << i << ": num_cached " << s.num_cached[i] << ", num_tokens " << s.num_tokens[i]
          << ", block_table " << format_ints(s.tables[i]) << "\n";
