@@ -11,7 +11,7 @@ const std::vector<Target>& targets() {
       {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
       {"format", check_format},     {"numerics", check_numerics}, {"index", check_index},
       {"plan", check_plan},         {"prefill", check_prefill},
-      {"store_kv", check_store_kv}, {"gather_kv", check_gather_kv},
+      {"store_kv", check_store_kv}, {"gather_kv", check_gather_kv}, {"slot_mapping", check_slot_mapping},
   };
   return all;
 }

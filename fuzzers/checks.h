@@ -58,6 +58,7 @@ CheckResult check_plan(const uint8_t* data, size_t size, const Backend& backend)
 CheckResult check_prefill(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_store_kv(const uint8_t* data, size_t size, const Backend& backend);
 CheckResult check_gather_kv(const uint8_t* data, size_t size, const Backend& backend);
+CheckResult check_slot_mapping(const uint8_t* data, size_t size, const Backend& backend);
 
 // Outcome capture is the properties' (properties/harness.h): one for both engines.
 using props::capture;

@@ -4,9 +4,9 @@
 // always decodes to the scenario that crashed.
 //
 // Every target: the builders of properties/gen/ (store_load_gen.h, kv_gen.h,
-// prefill_gen.h, index_gen.h, plan_gen.h, format_gen.h, numerics_gen.h) on a ByteSource
-// (byte_reader.h) — the same code and types as the RapidCheck generators, whose
-// properties run the same checks — plus what only a fuzzer needs: injected faults and
+// prefill_gen.h, index_gen.h, plan_gen.h, slot_mapping_gen.h, format_gen.h,
+// numerics_gen.h) on a ByteSource (byte_reader.h) — the same code and types as the
+// RapidCheck generators, whose properties run the same checks — plus what only a fuzzer needs: injected faults and
 // raw values (invalid inputs), the input's last bytes steering values (store,
 // round_trip, numerics), the wrong order (prefill).
 #pragma once
@@ -28,6 +28,7 @@
 #include "properties/gen/numerics_gen.h"
 #include "properties/gen/plan_gen.h"
 #include "properties/gen/prefill_gen.h"
+#include "properties/gen/slot_mapping_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/prefill_step.h"
 
@@ -68,6 +69,11 @@ props::IndexScenario decode_index(ByteSource& src);
 /// sizes huge or < 1 too (choose_builder_block_size); one append in five, and one
 /// compressed / SWA input in five, made invalid by the properties' injectors.
 props::PlanScenario decode_plan(ByteSource& src);
+/// slot_mapping: the slot-mapping builder (properties/gen/slot_mapping_gen.h) of a
+/// drawn op (the SPEC §5.4 slot mappings, SPEC §7.6 prepare_prefill/prepare_decode);
+/// one input in five gets an injected fault (its code known), one in five
+/// raw values (the SPEC §5.4 rules decide).
+props::SlotMappingScenario decode_slot_mapping(ByteSource& src);
 
 /// format: props::build_format_scenario with any fields (valid, one field changed,
 /// arbitrary; gen/format_gen.h).

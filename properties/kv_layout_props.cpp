@@ -8,11 +8,10 @@
 #include <vector>
 
 #include "impl/kv_layout.h"
-#include "impl/kv_slot_mapping.h"
 #include "properties/kv_harness.h"
+#include "properties/metadata_checks.h"
 #include "properties/registry.h"
 #include "reference/kv_layout.h"
-#include "reference/slot_mapping.h"
 
 namespace kvcheck::props {
 namespace {
@@ -64,37 +63,14 @@ void prop_kv_view_validation_matches_reference(const Backend&) {
                         ref ? to_string(*ref) : "valid"));
 }
 
+// The K/V step metadata (SPEC §7.6) through the slot mappings' one check
+// (metadata_checks.h), as the slot_mapping fuzz target runs it.
 void prop_kv_slot_mapping_matches_reference(const Backend&) {
-  const int32_t bs = *rc::gen::elementOf(std::vector<int32_t>{1, 2, 4, 16, 133, 256});
-  const int n = *rc::gen::inRange(0, 5);
-  std::vector<std::vector<int32_t>> tables;
-  std::vector<PagedSeq> seqs;
-  for (int i = 0; i < n; ++i) {
-    const int32_t tokens = *rc::gen::inRange<int32_t>(1, 3 * bs + 2);
-    const int32_t cached = *rc::gen::inRange<int32_t>(0, tokens + 1);
-    std::vector<int32_t> t;
-    for (int32_t j = 0; j * bs < tokens; ++j) t.push_back(*rc::gen::inRange<int32_t>(0, 1000));
-    if (*rc::gen::arbitrary<bool>()) t.push_back(-1);
-    tables.push_back(t);
-    seqs.push_back({{}, cached, tokens});
+  using Op = SlotMappingScenario::Op;
+  for (const Op op : {Op::kPreparePrefill, Op::kPrepareDecode}) {
+    const Verdict v = check_slot_mapping(*gen_slot_mapping_scenario(op), kSlotMatchesReference | kSlotMetadata);
+    if (!v.failure.empty()) RC_FAIL(v.failure);
   }
-  for (int i = 0; i < n; ++i) seqs[static_cast<size_t>(i)].block_table = tables[static_cast<size_t>(i)];
-  const int32_t graph = *rc::gen::elementOf(std::vector<int32_t>{0, n, n + 3});
-  const PrefillMetadata p = prepare_prefill(seqs, bs);
-  const DecodeMetadata d = prepare_decode(seqs, bs, graph);
-  std::vector<int32_t> want;
-  for (const auto& s : seqs) {
-    const auto part = ref::paged_slots(s.block_table, bs, s.num_cached, s.num_tokens);
-    want.insert(want.end(), part.begin(), part.end());
-  }
-  RC_ASSERT(p.slot_mapping == want);
-  for (size_t i = 0; i < d.slot_mapping.size(); ++i) {
-    const int64_t w = i < seqs.size() ? ref::paged_slot(seqs[i].block_table, bs, seqs[i].num_tokens - 1) : -1;
-    if (d.slot_mapping[i] != w)
-      RC_FAIL(fmt::format("decode row {} (bs {}): slot {} expected {}", i, bs, d.slot_mapping[i], w));
-  }
-  RC_ASSERT(d.slot_mapping.size() == static_cast<size_t>(graph != 0 ? graph : n));
-  RC_ASSERT(p.cu_seqlens_k.back() == [&] { int32_t k = 0; for (auto& s : seqs) k += s.num_tokens; return k; }());
 }
 
 }  // namespace
@@ -107,7 +83,8 @@ void register_kv_layout_properties(Registry& r) {
          "impl and reference accept or reject the same K/V views (strides, capacities, K/V aliasing) with the same code",
          false, prop_kv_view_validation_matches_reference});
   r.add({"prop_kv_slot_mapping_matches_reference", "kv_slot_mapping",
-         "prepare_prefill / prepare_decode slots equal the reference slot formula; graph padding rows are -1", false,
+         "prepare_prefill / prepare_decode slots equal the reference slot formula, cu_seqlens / context_lens / "
+         "padded block tables as SPEC §7.6; graph padding rows are -1", false,
          prop_kv_slot_mapping_matches_reference});
 }
 

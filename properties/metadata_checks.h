@@ -1,11 +1,12 @@
-// The one check of the index transforms (SPEC §5.5) and of the host load plans (SPEC
-// §5.3), like op_checks.h for store/load: each property calls it for the invariant it
+// The one check of the index transforms (SPEC §5.5), of the host load plans (SPEC
+// §5.3) and of the host slot mappings (SPEC §5.4), like op_checks.h for store/load: each property calls it for the invariant it
 // states, the fuzz targets, their replays and `kvcheck explain` for all of them.
 #pragma once
 
 #include "impl/backend.h"
 #include "properties/gen/index_gen.h"
 #include "properties/gen/plan_gen.h"
+#include "properties/gen/slot_mapping_gen.h"
 #include "properties/harness.h"
 
 namespace kvcheck::props {
@@ -33,5 +34,21 @@ enum PlanInvariant : unsigned {
   kPlanAll = 0xFu,
 };
 Verdict check_plan(const PlanScenario& s, unsigned invariants = kPlanAll);
+
+/// Invariants of the slot mappings and the K/V step metadata (host code: no backend). Always checked: the
+/// outcome — a valid input returns; a fault throws its code (raw values: the code of
+/// the SPEC §5.4 rules, first error in sequence and token order), and when the rules
+/// blame an entry ("block_table[2] = -1") the message blames it.
+enum SlotMappingInvariant : unsigned {
+  kSlotMatchesReference = 1u << 0,     // slots equal reference/slot_mapping (window: SPEC §5.5 formula, int64)
+  kSlotDistinctInRing = 1u << 1,       // valid prefill: distinct slots; SWA store: -1 exactly for the rows
+                                       // before the last ring_size, the rest distinct in the state's ring;
+                                       // window: start slot in the state's ring, valid_len <= window
+  kSlotErrorChangesNothing = 1u << 2,  // SWA store appends after `out`'s entries, and not at all when it throws
+  kSlotMetadata = 1u << 3,             // prepare_* (SPEC §7.6): cu_seqlens_q/k, prefix_cache_hit, context_lens,
+                                       // -1-padded block tables and max_blocks, graph padding rows (slot -1)
+  kSlotAll = 0xFu,
+};
+Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants = kSlotAll);
 
 }  // namespace kvcheck::props

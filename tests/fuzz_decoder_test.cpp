@@ -1,5 +1,5 @@
 // One scenario model, two engines (properties/gen/source.h): the fuzz decoders of
-// store/load/round_trip/index/plan are the generators' builders on input bytes, so a
+// store/load/round_trip/index/plan/slot_mapping are the generators' builders on input bytes, so a
 // short input is a tiny scenario, scenarios grow with the input, and a useful share of
 // inputs is invalid on purpose, with the code the check then demands.
 #include <gtest/gtest.h>
@@ -175,6 +175,66 @@ TEST(Decoders, IndexAndPlanChecksFailWhenTheDemandedCodeIsNotThrown) {
   props::PlanScenario p;
   p.ops.push_back({props::PlanOp::Kind::kZeroFill, 3, 0, 0, {}, "pretend", ErrorCode::kInvalidArgument});
   EXPECT_NE(props::check_plan(p).failure.find("must throw invalid-argument"), std::string::npos);
+}
+
+TEST(Decoders, SlotMappingEmptyInputIsTheSimplestScenario) {
+  ByteSource a(nullptr, 0);
+  const props::SlotMappingScenario s = decode_slot_mapping(a);
+  EXPECT_EQ(s.op, props::SlotMappingScenario::Op::kPrefill);
+  EXPECT_EQ(s.block_size, 1);
+  EXPECT_TRUE(s.tables.empty());
+  EXPECT_TRUE(s.fault.empty());
+  EXPECT_EQ(props::check_slot_mapping(s).failure, "");
+}
+
+TEST(Decoders, SlotMappingScenariosGrowWithTheInput) {
+  size_t seqs_short = 0, seqs_long = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed)
+    for (size_t len : {size_t{12}, size_t{400}}) {
+      const auto bytes = random_bytes(seed, len);
+      ByteSource src(bytes.data(), bytes.size());
+      const size_t seqs = decode_slot_mapping(src).tables.size();
+      size_t& most = len == 12 ? seqs_short : seqs_long;
+      most = std::max(most, seqs);
+    }
+  EXPECT_LE(seqs_short, 2u);  // a sequence costs 8 bytes (an injected one more)
+  EXPECT_GE(seqs_long, 4u);
+}
+
+TEST(Decoders, SlotMappingFaultsAtAUsefulRateAndTheCheckHolds) {
+  int faults = 0, raw = 0;
+  constexpr int kInputs = 2000;
+  for (uint64_t seed = 0; seed < kInputs; ++seed) {
+    const auto b = random_bytes(seed ^ 0x5107, 16 + seed % 96);
+    ByteSource src(b.data(), b.size());
+    const props::SlotMappingScenario s = decode_slot_mapping(src);
+    faults += s.code.has_value(), raw += !s.fault.empty() && !s.code;
+    EXPECT_EQ(props::check_slot_mapping(s).failure, "") << props::describe(s);
+  }
+  EXPECT_GE(faults, kInputs / 8);  // 1 in 5 each
+  EXPECT_GE(raw, kInputs / 8);
+}
+
+TEST(Decoders, SlotMappingCheckFailsOnTheWrongOutcome) {
+  ByteSource a(nullptr, 0);
+  props::SlotMappingScenario s = decode_slot_mapping(a);  // valid, labelled with a fault it lacks
+  s.fault = "pretend";
+  s.code = ErrorCode::kRangeOutOfTable;
+  EXPECT_NE(props::check_slot_mapping(s).failure.find("must throw range-out-of-table"), std::string::npos);
+  props::SlotMappingScenario bad;  // labelled valid, but num_cached > num_tokens
+  bad.tables = {{0}};
+  bad.num_cached = {2};
+  bad.num_tokens = {1};
+  EXPECT_NE(props::check_slot_mapping(bad).failure.find("rejected a valid input"), std::string::npos);
+  props::SlotMappingScenario graph;  // prepare_decode of one sequence into two CUDA-graph rows
+  graph.op = props::SlotMappingScenario::Op::kPrepareDecode;
+  graph.tables = {{3}};
+  graph.num_cached = {0};
+  graph.num_tokens = {1};
+  graph.graph_batch_size = 2;
+  EXPECT_EQ(props::check_slot_mapping(graph).failure, "");  // slot 3, then a -1 padding row
+  graph.graph_batch_size = -1;
+  EXPECT_NE(props::check_slot_mapping(graph).failure.find("rejected a valid input"), std::string::npos);
 }
 
 }  // namespace

@@ -566,6 +566,43 @@ void kv_seeds(const fs::path& root) {
     seed<G>(root, "gather_kv", "error-" + name, dg, [&, code = code](const G& g) { return gather_err(g, code); });
 }
 
+void slot_mapping_seeds(const fs::path& root) {
+  using S = kvcheck::props::SlotMappingScenario;
+  using Op = S::Op;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_slot_mapping);
+  auto valid = [](const S& s, Op op) { return s.op == op && s.fault.empty(); };
+  auto cached = [](const S& s) {
+    for (int32_t c : s.num_cached) if (c > 0) return true;
+    return false;
+  };
+  auto tail_token = [](const S& s) {  // decode: a last token that ends a block (the next one is past it)
+    for (size_t i = 0; i < s.tables.size(); ++i) if (s.num_tokens[i] > 1 && s.num_tokens[i] % s.block_size == 0) return true;
+    return false;
+  };
+  seed<S>(root, "slot_mapping", "prefill", d, [&](const S& s) { return valid(s, Op::kPrefill) && s.tables.size() >= 3 && cached(s) && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "prefill-bs133", d, [&](const S& s) { return valid(s, Op::kPrefill) && s.block_size == 133 && s.tables.size() >= 2; });
+  seed<S>(root, "slot_mapping", "decode", d, [&](const S& s) { return valid(s, Op::kDecode) && s.tables.size() >= 3 && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "decode-last-token-ends-block", d, [&](const S& s) { return valid(s, Op::kDecode) && tail_token(s); });
+  seed<S>(root, "slot_mapping", "swa-store-wraps", d, [&](const S& s) { return valid(s, Op::kSwaStore) && s.ring_size > 1 && s.seqlen_q > s.ring_size && s.seqlen_k > s.seqlen_q; });
+  seed<S>(root, "slot_mapping", "swa-store-history", d, [&](const S& s) { return valid(s, Op::kSwaStore) && s.ring_size > 1 && s.seqlen_q > 0 && s.seqlen_q < s.ring_size && s.seqlen_k - s.seqlen_q > s.ring_size; });
+  seed<S>(root, "slot_mapping", "swa-window-long-history", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.window > 1 && s.seqlen_k > s.ring_size + s.window && s.swa_valid_start == 0; });
+  seed<S>(root, "slot_mapping", "swa-window-short-history", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.window > 2 && s.seqlen_k < s.window; });
+  seed<S>(root, "slot_mapping", "swa-window-valid-start", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.swa_valid_start > 0 && s.swa_valid_start < s.seqlen_k; });
+  seed<S>(root, "slot_mapping", "swa-window-empty", d, [&](const S& s) { return valid(s, Op::kSwaWindow) && s.swa_valid_start >= s.seqlen_k; });
+  seed<S>(root, "slot_mapping", "prepare-prefill", d, [&](const S& s) { return valid(s, Op::kPreparePrefill) && s.tables.size() >= 3 && cached(s) && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "prepare-prefill-rule", d, [&](const S& s) { return valid(s, Op::kPreparePrefill) && s.tables.size() >= 2 && s.rule_multiple > 1; });
+  seed<S>(root, "slot_mapping", "prepare-decode-graph", d, [&](const S& s) { return valid(s, Op::kPrepareDecode) && s.tables.size() >= 2 && s.graph_batch_size > static_cast<int32_t>(s.tables.size()); });
+  seed<S>(root, "slot_mapping", "prepare-decode-last-token-ends-block", d, [&](const S& s) { return valid(s, Op::kPrepareDecode) && tail_token(s); });
+  for (const std::string f : {"block_size rule broken", "graph_batch_size below", "raw rule and graph rows"})
+    seed<S>(root, "slot_mapping", "prepare-" + slug(f), d, [&](const S& s) { return starts(s.fault, f) && s.tables.size() >= 2; });
+  for (const Op op : {Op::kPrefill, Op::kDecode})
+    seed<S>(root, "slot_mapping", std::string(op == Op::kPrefill ? "prefill" : "decode") + "-past-table", d, [&, op](const S& s) { return s.op == op && s.code && s.tables.size() >= 2; });
+  for (const std::string f : {"ring_size < 1", "state_id < 0", "seqlen_q > seqlen_k", "seqlen_q < 0", "window outside", "seqlen_k < 1", "swa_valid_start < 0"})
+    seed<S>(root, "slot_mapping", "error-" + slug(f), d, [&](const S& s) { return s.code && starts(s.fault, f); });
+  for (const std::string f : {"raw block_size", "raw token counts", "raw table entries", "raw SWA arguments"})
+    seed<S>(root, "slot_mapping", slug(f), d, [&](const S& s) { return s.fault == f && (s.tables.size() >= 2 || f[4] == 'S'); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -583,6 +620,7 @@ int main(int argc, char** argv) {
   plan_seeds(root);
   prefill_seeds(root);
   kv_seeds(root);
+  slot_mapping_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

@@ -73,8 +73,8 @@ FUZZ_TARGETS = [
     ("impl/validate_index", ["index"]),
     ("impl/validate_kv", ["store_kv", "gather_kv"]),
     ("impl/load_plan", ["plan", "prefill"]),
-    ("impl/slot_mapping", ["plan", "prefill"]),
-    ("impl/kv_slot_mapping", ["store_kv", "gather_kv"]),
+    ("impl/slot_mapping", ["slot_mapping", "plan", "prefill"]),
+    ("impl/kv_slot_mapping", ["slot_mapping", "store_kv", "gather_kv"]),
     ("impl/layout", ["store", "load", "round_trip"]),
     ("properties/prefill_step", ["prefill"]),
 ]
@@ -103,7 +103,7 @@ PROPERTY_OPS = [
 ]
 
 FUZZ_BINARIES = [f"fuzz_{t}" for t in ("store", "load", "round_trip", "format", "numerics", "index",
-                                       "plan", "prefill", "store_kv", "gather_kv")]
+                                       "plan", "prefill", "store_kv", "gather_kv", "slot_mapping")]
 
 
 class UsageError(Exception):

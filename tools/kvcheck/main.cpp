@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   explain_cmd->add_option("--target", explain_target,
                           "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill, "
-                          "store_kv, gather_kv); "
+                          "store_kv, gather_kv, slot_mapping); "
                           "default: guessed from the path");
   add_plugin_option(explain_cmd, plugins);
 
