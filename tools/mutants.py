@@ -175,9 +175,17 @@ def source_files():
 
 
 def sync_tree(dest):
-    """Copies the source tree into dest, touching only files whose bytes differ (so a
-    rebuild there stays incremental)."""
-    for rel in source_files():
+    """Makes dest a copy of the source tree, touching only files whose bytes differ (so a
+    rebuild there stays incremental) and removing files the tree no longer has (a test
+    or corpus file deleted since the last run would otherwise still build and run)."""
+    files = source_files()
+    keep = set(files)
+    for d, _, names in os.walk(dest):
+        for n in names:
+            rel = os.path.relpath(os.path.join(d, n), dest)
+            if rel not in keep:
+                os.remove(os.path.join(d, n))
+    for rel in files:
         s, d = os.path.join(ROOT, rel), os.path.join(dest, rel)
         if os.path.isfile(d):
             with open(s, "rb") as a, open(d, "rb") as b:
