@@ -11,16 +11,10 @@
 #include "properties/gen/splitmix.h"
 #include "properties/metadata_checks.h"
 #include "properties/op_checks.h"
+#include "tests/test_util.h"
 
 namespace kvcheck::fuzz {
 namespace {
-
-std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {
-  props::SplitMix64 rng{seed};
-  std::vector<uint8_t> b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng.next());
-  return b;
-}
 
 TEST(ByteSource, ReadsTheFewestBytesAndAnswersLowWhenExhausted) {
   const uint8_t bytes[] = {7, 0x34, 0x12, 200};

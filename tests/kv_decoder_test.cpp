@@ -11,16 +11,10 @@
 #include "impl/backend.h"
 #include "properties/gen/splitmix.h"
 #include "properties/kv_check.h"
+#include "tests/test_util.h"
 
 namespace kvcheck::fuzz {
 namespace {
-
-std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {
-  props::SplitMix64 rng{seed};
-  std::vector<uint8_t> b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng.next());
-  return b;
-}
 
 // The two engines produce one type per op.
 static_assert(std::is_same_v<decltype(decode_store_kv(std::declval<ByteSource&>())),

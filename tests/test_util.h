@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -11,8 +12,17 @@
 
 #include "impl/backend.h"
 #include "impl/error.h"
+#include "properties/gen/splitmix.h"
 
 namespace kvcheck {
+
+/// n pseudo-random bytes from `seed` (SplitMix64): fuzz inputs for decoder tests.
+inline std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {
+  props::SplitMix64 rng{seed};
+  std::vector<uint8_t> b(n);
+  for (auto& x : b) x = static_cast<uint8_t>(rng.next());
+  return b;
+}
 
 /// Prints a backend test parameter as its name. Without it GoogleTest prints the
 /// shared_ptr's heap address, which CTest then puts into the test name (issue 12).

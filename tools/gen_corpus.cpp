@@ -61,16 +61,19 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 template <typename Scenario>
+// `file`: where under root/target the input goes (default: the feature's name); the
+// inputs that re-encode old regressions go to regressions/ under their tracked names.
 void seed(const fs::path& root, const std::string& target, const std::string& feature, const Decoder<Scenario>& decode,
-          std::function<bool(const Scenario&)> want) {
+          std::function<bool(const Scenario&)> want, const std::string& file = "") {
   const Bytes b = find_input(decode, want, fnv1a(target + "/" + feature));
   if (b.empty()) {
     std::fprintf(stderr, "gen_corpus: no input found for %s/%s\n", target.c_str(), feature.c_str());
     ++g_missing;
     return;
   }
-  fs::create_directories(root / target);
-  std::ofstream(root / target / feature, std::ios::binary)
+  const fs::path out = root / target / (file.empty() ? feature : file);
+  fs::create_directories(out.parent_path());
+  std::ofstream(out, std::ios::binary)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   ++g_written;
 }
@@ -372,7 +375,7 @@ void index_seeds(const fs::path& root) {
   // queries past the table's single row, no seq_ids (kInvalidArgument, nothing written).
   seed<I>(root, "index", "regression-no-table-row-k0", d, [](const I& s) {
     return s.fault == "no seq_ids" && s.k == 0 && s.max_blocks > 0 && s.num_q >= 3 &&
-           s.num_q > static_cast<int32_t>(s.block_table.size()) / s.max_blocks; });
+           s.num_q > static_cast<int32_t>(s.block_table.size()) / s.max_blocks; }, "regressions/index-12fb9a03d6d0");
 }
 
 // "invalid: begin > end" -> "invalid-begin-gt-end": file names without spaces or signs.
@@ -445,7 +448,7 @@ void plan_seeds(const fs::path& root) {
   // range ending at INT32_MAX - 1 made reversed (begin = end + 1 must not overflow).
   seed<P>(root, "plan", "regression-paged-begin-past-int32-max", d, [](const P& s) {
     for (const auto& op : s.ops) if (op.kind == K::kPaged && op.b == INT32_MAX && has(op.note, "begin > end")) return s.mode == M::kBuilder;
-    return false; });
+    return false; }, "regressions/plan-4905883ea6a4");
   seed<P>(root, "plan", "builder-bad-block-size", d, [](const P& s) { return s.mode == M::kBuilder && s.block_size < 1; });
   seed<P>(root, "plan", "builder-empty", d, [](const P& s) { return s.mode == M::kBuilder && s.ops.empty() && s.block_size >= 1; });
   seed<P>(root, "plan", "compressed", d, [](const P& s) { return s.mode == M::kCompressed && s.broken.empty() && s.table_mode[0] == 'd' && s.seqs.size() >= 3 && s.ratio > 1; });
