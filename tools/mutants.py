@@ -468,6 +468,14 @@ class Job:
                 self.cmake_build(self.build, ["kvcheck"])
 
 
+def markdown_table(rows):
+    """rows[0] is the header; columns padded to their widest cell."""
+    w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(row)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
+    return "\n".join(lines)
+
+
 def seeds_table(results, n):
     rows = [("mutant", "category", f"kills/{n}", "killed by (seeds)", "survived seeds", "time")]
     for r in results:
@@ -478,10 +486,7 @@ def seeds_table(results, n):
                                                                         key=lambda kv: -kv[1]))
         rows.append((r["name"], r["category"], f"{r['kills']}/{n}", by,
                      " ".join(map(str, r["survived"])) or "-", f"{r['seconds']:.0f} s"))
-    w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(row)) + " |" for row in rows]
-    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
-    return "\n".join(lines)
+    return markdown_table(rows)
 
 
 def main_seeds(a, mutants, base):
@@ -550,10 +555,7 @@ def fuzz_table(results):
                 if r.get("fuzz_survivor"):
                     why += " (argued in the patch)"
             rows.append((r["name"], r["category"], why, "-", "-", ""))
-    w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(row)) + " |" for row in rows]
-    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
-    return "\n".join(lines)
+    return markdown_table(rows)
 
 
 def main_fuzz(a, mutants, budget, base):
