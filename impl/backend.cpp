@@ -1,5 +1,5 @@
 // Default implementations of the optional Backend operations: a backend that lacks
-// the K/V family (capabilities().kv_family == false) says so with kUnsupported.
+// the K/V family (no KVCHECK_OP_STORE_KV / KVCHECK_OP_GATHER_KV bit) says so with kUnsupported.
 #include "impl/backend.h"
 
 #include <string>

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "include/kvcheck/backend_abi.h"  // the KVCHECK_OP_* bits of BackendCapabilities::ops
 #include "impl/format.h"
 #include "impl/kv_format.h"
 #include "impl/layout.h"
@@ -80,10 +81,10 @@ struct ConvertKvIndexArgs {
 /// generators draw only formats, K/V dtypes and block sizes inside it (the fields
 /// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).
 struct BackendCapabilities {
-  bool store_load = true;
-  bool index_transforms = true;
-  bool kv_family = false;  // store_kv / gather_kv (SPEC §7)
-  uint32_t ops = ~0u;              // KVCHECK_OP_* bits (backend_abi.h)
+  /// KVCHECK_OP_* bits (backend_abi.h): the one record of which operations run. The
+  /// default is every operation but the optional K/V family (SPEC §7), which a backend
+  /// opts into (Backend::store_kv / gather_kv default to kUnsupported).
+  uint32_t ops = ~0u & ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
   uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
   uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
   int32_t block_size_multiple = 1; // block sizes are multiples of this

@@ -86,22 +86,4 @@ std::string KVCache::canary_report(const uint8_t* base, int64_t size_bytes, int6
   return report;
 }
 
-KVCache alloc_kv_cache(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
-  return KVCache(CacheLayout::make(format, num_blocks, block_size));
-}
-
-SplitKVCache split_kv_cache(KVCache& cache) {
-  const CacheLayout& l = cache.layout();
-  SplitKVCache s;
-  s.data = cache.data() + l.data_offset(0, 0);
-  s.data_block_stride = l.block_stride;
-  s.data_token_stride = l.data_token_stride();
-  if (l.format.is_quantized()) {
-    s.scales = cache.data() + l.scale_offset(0, 0);
-    s.scale_block_stride = l.block_stride;
-    s.scale_token_stride = l.scale_token_stride();
-  }
-  return s;
-}
-
 }  // namespace kvcheck

@@ -1,4 +1,4 @@
-// Host allocation of a paged cache (SPEC §3 alloc_kv_cache) with optional canary
+// Host allocation of a paged cache (SPEC §3) with optional canary
 // bands, so a harness can prove a kernel wrote nothing outside its view and say
 // where it did.
 #pragma once
@@ -80,18 +80,5 @@ class KVCache {
   std::unique_ptr<uint8_t, Free> storage_;
   uint8_t* base_ = nullptr;
 };
-
-/// SPEC §3 alloc_kv_cache: validates and allocates a zeroed cache.
-KVCache alloc_kv_cache(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size);
-
-/// SPEC §3 split_kv_cache: the cache as two strided views (data, scales) as kernels
-/// consume it. Strides in bytes; scale fields are zero for BF16.
-struct SplitKVCache {
-  uint8_t* data = nullptr;
-  int64_t data_block_stride = 0, data_token_stride = 0;
-  uint8_t* scales = nullptr;
-  int64_t scale_block_stride = 0, scale_token_stride = 0;
-};
-SplitKVCache split_kv_cache(KVCache& cache);
 
 }  // namespace kvcheck

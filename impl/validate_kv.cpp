@@ -37,6 +37,12 @@ void validate_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* w
              " rows (SPEC §7.1)");
 }
 
+void validate_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const char* what_v) {
+  if (k != v)
+    fail(ErrorCode::kInvalidArgument, std::string(what_k) + " is " + to_string(k) + " but " + what_v + " is " +
+                                          to_string(v) + ": key and value share one model dtype (SPEC §7.1)");
+}
+
 void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
                              const ConstKvCacheView& cache) {
   const KvCacheLayout& l = cache.layout;
@@ -44,6 +50,7 @@ void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int
   validate_kv_scales(l, cache.scales);
   validate_model_dtype(l.dtype, key.dtype, "key");
   validate_model_dtype(l.dtype, value.dtype, "value");
+  validate_same_model_dtype(key.dtype, value.dtype, "key", "value");
   if (n == 0) return;
   validate_rows(key, n, "key");
   validate_rows(value, n, "value");
@@ -65,6 +72,7 @@ int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_
   validate_kv_scales(l, cache.scales);
   validate_model_dtype(l.dtype, out_k.dtype, "out_k");
   validate_model_dtype(l.dtype, out_v.dtype, "out_v");
+  validate_same_model_dtype(out_k.dtype, out_v.dtype, "out_k", "out_v");
   if (cu_seqlens_k.empty())
     fail(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty (it has num_seqs + 1 entries)");
   if (cu_seqlens_k[0] != 0)

@@ -32,5 +32,8 @@ int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_
 /// kInvalidArgument unless `rows_dtype` may be stored into / gathered from a cache
 /// of `cache_dtype` (SPEC §7.1). `what` names the tensor ("key", "out_v").
 void validate_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* what);
+/// kInvalidArgument unless key and value (out_k and out_v) have one dtype (SPEC §7.1:
+/// no engine takes a bf16 key with an fp16 value).
+void validate_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const char* what_v);
 
 }  // namespace kvcheck

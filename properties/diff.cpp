@@ -205,14 +205,4 @@ std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOut
                      f.name, rows, first);
 }
 
-std::string diff_int32(const std::string& what, std::span<const int32_t> expected,
-                       std::span<const int32_t> actual) {
-  if (expected.size() != actual.size())
-    return fmt::format("{}: sizes differ, expected {} entries, actual {}", what, expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (expected[i] != actual[i])
-      return fmt::format("{}[{}]: expected {}, actual {}", what, i, expected[i], actual[i]);
-  return "";
-}
-
 }  // namespace kvcheck::props

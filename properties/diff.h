@@ -43,8 +43,4 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
 std::string diff_load_output(const KVCacheFormat& format, int64_t rows, const LoadOutput& expected,
                              const LoadOutput& actual);
 
-/// "" when equal; otherwise "<what>[i]: expected E, actual A" for the first difference.
-std::string diff_int32(const std::string& what, std::span<const int32_t> expected,
-                       std::span<const int32_t> actual);
-
 }  // namespace kvcheck::props

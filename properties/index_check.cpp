@@ -110,7 +110,7 @@ std::string ring_violation(const IndexScenario& s, std::span<const int32_t> out)
 Verdict check_index(const Backend& b, const IndexScenario& s, unsigned invariants) {
   static const char* kOps[] = {"convert_kv_index", "kv_index_cat", "expand_swa_index", "swa_decode_index"};
   const std::string what = kOps[static_cast<int>(s.op)];
-  if (!b.capabilities().index_transforms) return {"", what + ": the backend has no index transforms"};
+  if (std::string why; !b.capabilities().supports_property_op("index", &why)) return {"", what + ": the backend has " + why};
   const std::optional<RuleError> rule = s.op == Op::kConvert ? convert_rule_error(s) : std::nullopt;
   std::optional<ErrorCode> want = s.code;
   if (!want && !s.fault.empty() && rule) want = rule->code;

@@ -34,7 +34,6 @@ void prop_swa_decode_index_matches_reference(const Backend& b) {
 void register_index_properties(Registry& r) {
   auto add = [&r](std::string name, std::string invariant, void (*body)(const Backend&)) {
     Property p{std::move(name), "index", std::move(invariant), true, body};
-    p.needs = [](const BackendCapabilities& c) { return c.index_transforms ? std::string() : std::string("no index transforms"); };
     r.add(std::move(p));
   };
   add("prop_convert_kv_index_matches_reference",

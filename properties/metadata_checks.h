@@ -20,7 +20,7 @@ enum IndexInvariant : unsigned {
   kIndexErrorChangesNothing = 1u << 2, // a call that threw left every out entry unchanged
   kIndexAll = 0x7u,
 };
-/// kUnsupported (or no index_transforms capability) is a skip.
+/// kUnsupported (or no KVCHECK_OP_* bit for the op) is a skip.
 Verdict check_index(const Backend& b, const IndexScenario& s, unsigned invariants = kIndexAll);
 
 /// Invariants of the load plans (host code: no backend). Always checked: each call

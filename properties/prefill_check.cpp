@@ -7,9 +7,8 @@ namespace kvcheck::props {
 
 Verdict check_prefill(const Backend& backend, const PrefillScenario& s, unsigned which) {
   Verdict v;
-  const BackendCapabilities caps = backend.capabilities();
-  if (!caps.store_load || !caps.index_transforms) {
-    v.skipped = "prefill: the backend lacks store/load or the index transforms";
+  if (std::string why; !backend.capabilities().supports_property_op("prefill", &why)) {
+    v.skipped = "prefill: the backend has " + why;
     return v;
   }
   const unsigned mine = s.store_before_load ? kPrefillStoreBeforeLoadFailsIffOverlap : kPrefillSeesExactlyItsWindow;

@@ -6,6 +6,8 @@
 
 #include "properties/regression.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -19,6 +21,63 @@ class QuietListener final : public rc::detail::TestListener {
   void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
   void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+// Forwards every operation to the backend under test and counts the calls, so a row
+// whose cases all returned before reaching the backend is "not exercised", not "passed".
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(const Backend& b) : b_(b) {}
+  int64_t calls() const { return calls_; }
+  std::string_view name() const override { return b_.name(); }
+  BackendCapabilities capabilities() const override { return b_.capabilities(); }
+  bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override {
+    return b_.set_test_parallelism(max_threads, min_bytes_per_thread);
+  }
+  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, const CacheView& cache) const override {
+    ++calls_;
+    b_.store_kv_cache(kv, slot_mapping, cache);
+  }
+  void load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments, int32_t total_k,
+                           const LoadOutput& out) const override {
+    ++calls_;
+    b_.load_paged_kv_cache(cache, load_segments, total_k, out);
+  }
+  void convert_kv_index(const ConvertKvIndexArgs& args, std::span<int32_t> out) const override {
+    ++calls_;
+    b_.convert_kv_index(args, out);
+  }
+  void kv_index_cat(std::span<const int32_t> left, int32_t wl, std::span<const int32_t> right, int32_t wr,
+                    int32_t num_q, int32_t total_k_swa_cached, int32_t total_k_swa_cur,
+                    std::span<int32_t> out) const override {
+    ++calls_;
+    b_.kv_index_cat(left, wl, right, wr, num_q, total_k_swa_cached, total_k_swa_cur, out);
+  }
+  void expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
+                        std::span<int32_t> out) const override {
+    ++calls_;
+    b_.expand_swa_index(pivots, num_q, width, out);
+  }
+  void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width, int32_t ring_size,
+                        std::span<int32_t> out) const override {
+    ++calls_;
+    b_.swa_decode_index(start_len, num_q, width, ring_size, out);
+  }
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                const KvCacheView& cache) const override {
+    ++calls_;
+    b_.store_kv(key, value, slot_mapping, cache);
+  }
+  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
+                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                 const KvTokensOut& out_v) const override {
+    ++calls_;
+    b_.gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
+  }
+
+ private:
+  const Backend& b_;
+  mutable int64_t calls_ = 0;  // one property runs on one thread
 };
 
 }  // namespace
@@ -74,19 +133,23 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
                      backend_caps.host_memory};
   take_failing_scenario();  // recorded by scenario_property bodies on failure
   take_class_counts();
+  const CountingBackend counted(b);
   const auto start = std::chrono::steady_clock::now();
   const auto result = rc::detail::checkProperty(
       rc::detail::toProperty([&] {
         begin_case();
-        p.body(b);
+        p.body(counted);
         end_case();  // only cases that held are counted
       }),
       metadata, params, listener, rc::detail::configuration().reproduce);
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   o.classes = take_class_counts();
+  o.backend_calls = counted.calls();
   rc::detail::SuccessResult ok;
   if (result.match(ok)) {
     o.cases = ok.numSuccess;
+    if (p.per_backend && o.cases > 0 && o.backend_calls == 0)
+      o.not_exercised = fmt::format("{} cases ran but none called {}", o.cases, b.name());
     return o;
   }
   o.failed = true;

@@ -24,7 +24,8 @@ struct PropertyOutcome {
   std::string reproduce;  // RC_PARAMS value that replays the minimal failing case
   std::string scenario;   // minimal failing scenario as JSON (regression.h); "" if none
   double seconds = 0;
-  std::string not_exercised;  // non-empty: the backend lacks an operation, nothing ran
+  std::string not_exercised;  // non-empty: the backend lacks an operation, or no case called it
+  int64_t backend_calls = 0;  // calls into the backend under test (per-backend properties)
   ClassCounts classes;        // case classes of the successful cases (classes.h)
   ClassBoundContext class_context;  // what the backend offered the generators
 };

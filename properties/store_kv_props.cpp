@@ -11,24 +11,19 @@
 namespace kvcheck::props {
 namespace {
 
-bool skip(const Backend& b) { return !b.capabilities().kv_family; }
-
 void prop_store_kv_matches_reference(const Backend& b) {
-  RC_SUCCEED_IF(skip(b));
   const auto s = *gen_store_kv_scenario();
   note_kv_classes(s);
   require(check_store_kv(b, s, kStoreKvMatchesReference));
 }
 
 void prop_store_kv_touches_only_written_records(const Backend& b) {
-  RC_SUCCEED_IF(skip(b));
   const auto s = *gen_store_kv_scenario();
   note_kv_classes(s);
   require(check_store_kv(b, s, kStoreKvTouchesOnlyRecords));
 }
 
 void prop_store_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
-  RC_SUCCEED_IF(skip(b));
   const auto s = *gen_store_kv_fault_scenario();
   note_class("error");
   require(check_store_kv(b, s, kStoreKvErrorChangesNothing));

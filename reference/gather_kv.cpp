@@ -35,6 +35,7 @@ void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_tab
   check_kv_cache(cache);
   check_model_dtype(l.dtype, out_k.dtype, "out_k");
   check_model_dtype(l.dtype, out_v.dtype, "out_v");
+  check_same_model_dtype(out_k.dtype, out_v.dtype, "out_k", "out_v");
   if (cu_seqlens_k.empty()) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty");
   const int64_t b = static_cast<int64_t>(cu_seqlens_k.size()) - 1;
   // Messages name the entry and its value (SPEC §5.2), as the blame checks compare.

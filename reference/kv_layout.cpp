@@ -47,6 +47,12 @@ void check_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* what
                                           " does not go with a " + to_string(cache_dtype) + " cache");
 }
 
+void check_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const char* what_v) {
+  if (k != v)
+    fail(ErrorCode::kInvalidArgument, std::string(what_k) + " dtype " + to_string(k) + " differs from " + what_v +
+                                          " dtype " + to_string(v));
+}
+
 void check_kv_cache(const ConstKvCacheView& c) {
   const KvCacheLayout& l = c.layout;
   if (l.num_blocks < 1 || l.block_size < 1 || l.num_kv_heads < 1 || l.head_dim < 1)

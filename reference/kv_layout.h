@@ -19,6 +19,9 @@ void check_kv_cache(const ConstKvCacheView& cache);
 
 /// SPEC §7.1 model dtype rule for rows stored into / gathered from the cache.
 void check_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* what);
+/// SPEC §7.1: key and value (out_k and out_v) share one model dtype; kInvalidArgument
+/// naming both otherwise.
+void check_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const char* what_v);
 
 /// True when the strided axes (stride, extent) address distinct elements by the
 /// SPEC §7.2 rule. n <= 5.

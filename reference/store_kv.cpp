@@ -34,6 +34,7 @@ void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const in
   check_kv_cache(cache);
   check_model_dtype(l.dtype, key.dtype, "key");
   check_model_dtype(l.dtype, value.dtype, "value");
+  check_same_model_dtype(key.dtype, value.dtype, "key", "value");
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   check_rows(key, n, "key");

@@ -231,8 +231,11 @@ TEST(CpuBackend, V41KnownAnswerAllOnes) {
   const std::vector<bf16_bits> kv(512, 0x3F80);
   const std::vector<int32_t> slots = {4};  // block 1, token 1
   cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, cache.view());
-  const int64_t rec = layout.block_stride + 528;  // SPEC §3: b*block_stride + t*bpt
-  for (int64_t i = 0; i < layout.size_bytes(); ++i) {
+  // SPEC §3 by hand, not from CacheLayout: block_stride = round_up(3*528, lcm(32, 528)
+  // = 1056) = 2112; the record of block 1, token 1 starts at 1*2112 + 1*528.
+  constexpr int64_t kBlockStride = 2112, rec = kBlockStride + 528;
+  ASSERT_EQ(layout.size_bytes(), 2 * kBlockStride);
+  for (int64_t i = 0; i < 2 * kBlockStride; ++i) {
     const uint8_t want = i < rec || i >= rec + 528 ? kSentinel : (i < rec + 512 ? 0x78 : 0x77);
     ASSERT_EQ(cache.data()[i], want) << "byte " << i;
   }

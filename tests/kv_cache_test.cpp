@@ -294,8 +294,11 @@ TEST(KvGather, ErrorsWriteNothing) {
 }
 
 TEST(KvFamily, CpuCapabilityAndDefaultUnsupported) {
-  EXPECT_TRUE(cpu::CpuBackend().capabilities().kv_family);
-  EXPECT_FALSE(BackendCapabilities{}.kv_family);
+  std::string why;
+  EXPECT_TRUE(cpu::CpuBackend().capabilities().supports_property_op("store_kv", &why)) << why;
+  EXPECT_TRUE(cpu::CpuBackend().capabilities().supports_property_op("kv_step", &why)) << why;
+  EXPECT_FALSE(BackendCapabilities{}.supports_property_op("store_kv", &why));
+  EXPECT_EQ(why, "no store_kv");
   struct Bare final : Backend {  // a backend without the family
     std::string_view name() const override { return "bare"; }
     void store_kv_cache(const KVInput&, std::span<const int32_t>, const CacheView&) const override {}
@@ -306,7 +309,7 @@ TEST(KvFamily, CpuCapabilityAndDefaultUnsupported) {
     void expand_swa_index(std::span<const int32_t>, int32_t, int32_t, std::span<int32_t>) const override {}
     void swa_decode_index(std::span<const int32_t>, int32_t, int32_t, int32_t, std::span<int32_t>) const override {}
   } bare;
-  EXPECT_FALSE(bare.capabilities().kv_family);
+  EXPECT_FALSE(bare.capabilities().supports_property_op("gather_kv", nullptr));
   expect_error([&] { bare.store_kv({}, {}, {}, {}); }, ErrorCode::kUnsupported, {"bare has no store_kv"});
   expect_error([&] { bare.gather_kv({}, {}, 0, {}, {}, {}); }, ErrorCode::kUnsupported, {"bare has no gather_kv"});
 }

@@ -11,7 +11,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   BackendCapabilities capabilities() const override {
     BackendCapabilities c;
-    c.kv_family = true;
+    c.ops = ~0u;  // every operation, the K/V family included
     return c;
   }
   // impl/cpu/parallel.h: a thread-local override of the work split

@@ -3,7 +3,8 @@
 // holds an error. Also the device probe and the grid cap.
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
@@ -139,22 +140,30 @@ int64_t grid_for(int64_t ctas_wanted) {
 }
 
 int64_t resident_ctas(const void* kernel) {
+  // Per (current device, kernel): a process may drive GPUs of different SM counts.
+  // A failed query clears only the error it set itself (an error the caller left
+  // pending was overwritten by it already); a successful one touches nothing.
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device = 0;
+  }
   static std::mutex mu;
-  static std::unordered_map<const void*, int64_t> known;
-  static const int sms = [] {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) n = 0;
-    cudaGetLastError();
-    return n;
-  }();
+  static std::map<std::pair<int, const void*>, int64_t> known;
   const std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(kernel);
+  auto it = known.find({device, kernel});
   if (it == known.end()) {
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) != cudaSuccess) per_sm = 0;
-    cudaGetLastError();
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      sms = 0;
+    }
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      per_sm = 0;
+    }
     const int64_t wave = int64_t{sms} * per_sm;
-    it = known.emplace(kernel, wave > 0 ? wave : int64_t{1} << 12).first;
+    it = known.emplace(std::make_pair(device, kernel), wave > 0 ? wave : int64_t{1} << 12).first;
   }
   return it->second;
 }

@@ -221,14 +221,27 @@ std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const L
              : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1>, g, o, a, width, st);
 }
 
-template <KvDevDtype K, KvDevDtype Vd>
+const char* dtype_name(KvDevDtype d) {
+  switch (d) {
+    case KvDevDtype::kBF16: return "bf16";
+    case KvDevDtype::kFP16: return "fp16";
+    case KvDevDtype::kE4M3: return "e4m3";
+    case KvDevDtype::kE5M2: return "e5m2";
+  }
+  return "an unknown dtype";
+}
+
+// One model dtype M for both sides (SPEC §7.1). A 2-byte cache copies bits, so it must
+// be M itself: anything else is refused here, never copied as raw bits.
+template <KvDevDtype M>
 std::string store_by_cache(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   switch (a.layout.dtype) {
-    case KvDevDtype::kE4M3: return store_launch<K, Vd, KvDevDtype::kE4M3>(a, st, o);
-    case KvDevDtype::kE5M2: return store_launch<K, Vd, KvDevDtype::kE5M2>(a, st, o);
+    case KvDevDtype::kE4M3: return store_launch<M, M, KvDevDtype::kE4M3>(a, st, o);
+    case KvDevDtype::kE5M2: return store_launch<M, M, KvDevDtype::kE5M2>(a, st, o);
     default:
-      if constexpr (K == Vd) return store_launch<K, K, K>(a, st, o);  // a copy
-      return "cuda store_kv: a " + std::to_string(int(a.layout.dtype)) + " cache takes rows of its own dtype";
+      if (a.layout.dtype == M) return store_launch<M, M, M>(a, st, o);  // a copy
+      return std::string("store_kv: key is ") + dtype_name(M) + " but a " + dtype_name(a.layout.dtype) +
+             " cache takes " + dtype_name(a.layout.dtype) + " rows (SPEC §7.1)";
   }
 }
 
@@ -242,14 +255,15 @@ std::string gather_launch(const GatherKvLaunch& a, const DeviceStatus* st, const
              : dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, 1>, g, o, a, width, st);
 }
 
-template <KvDevDtype K, KvDevDtype Vd>
+template <KvDevDtype M>
 std::string gather_by_cache(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   switch (a.layout.dtype) {
-    case KvDevDtype::kE4M3: return gather_launch<KvDevDtype::kE4M3, K, Vd>(a, st, o);
-    case KvDevDtype::kE5M2: return gather_launch<KvDevDtype::kE5M2, K, Vd>(a, st, o);
+    case KvDevDtype::kE4M3: return gather_launch<KvDevDtype::kE4M3, M, M>(a, st, o);
+    case KvDevDtype::kE5M2: return gather_launch<KvDevDtype::kE5M2, M, M>(a, st, o);
     default:
-      if constexpr (K == Vd) return gather_launch<K, K, K>(a, st, o);
-      return "cuda gather_kv: a " + std::to_string(int(a.layout.dtype)) + " cache gives rows of its own dtype";
+      if (a.layout.dtype == M) return gather_launch<M, M, M>(a, st, o);
+      return std::string("gather_kv: out_k is ") + dtype_name(M) + " but a " + dtype_name(a.layout.dtype) +
+             " cache gives " + dtype_name(a.layout.dtype) + " rows (SPEC §7.1)";
   }
 }
 
@@ -259,22 +273,22 @@ bool is_model(KvDevDtype d) { return d == KvDevDtype::kBF16 || d == KvDevDtype::
 
 std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (a.n == 0) return "";
-  if (!is_model(a.key.dtype) || !is_model(a.value.dtype)) return "cuda store_kv: rows must be bf16 or fp16";
-  const bool kb = a.key.dtype == KvDevDtype::kBF16, vb = a.value.dtype == KvDevDtype::kBF16;
-  if (kb && vb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, st, o);
-  if (!kb && !vb) return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, st, o);
-  if (kb) return store_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, st, o);
-  return store_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, st, o);
+  if (!is_model(a.key.dtype) || !is_model(a.value.dtype)) return "store_kv: rows must be bf16 or fp16";
+  if (a.key.dtype != a.value.dtype)
+    return std::string("store_kv: key is ") + dtype_name(a.key.dtype) + " but value is " + dtype_name(a.value.dtype) +
+           ": key and value share one model dtype (SPEC §7.1)";
+  return a.key.dtype == KvDevDtype::kBF16 ? store_by_cache<KvDevDtype::kBF16>(a, st, o)
+                                          : store_by_cache<KvDevDtype::kFP16>(a, st, o);
 }
 
 std::string launch_gather_kv(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (a.total_tokens == 0) return "";
-  if (!is_model(a.out_k.dtype) || !is_model(a.out_v.dtype)) return "cuda gather_kv: outputs must be bf16 or fp16";
-  const bool kb = a.out_k.dtype == KvDevDtype::kBF16, vb = a.out_v.dtype == KvDevDtype::kBF16;
-  if (kb && vb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kBF16>(a, st, o);
-  if (!kb && !vb) return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kFP16>(a, st, o);
-  if (kb) return gather_by_cache<KvDevDtype::kBF16, KvDevDtype::kFP16>(a, st, o);
-  return gather_by_cache<KvDevDtype::kFP16, KvDevDtype::kBF16>(a, st, o);
+  if (!is_model(a.out_k.dtype) || !is_model(a.out_v.dtype)) return "gather_kv: outputs must be bf16 or fp16";
+  if (a.out_k.dtype != a.out_v.dtype)
+    return std::string("gather_kv: out_k is ") + dtype_name(a.out_k.dtype) + " but out_v is " +
+           dtype_name(a.out_v.dtype) + ": key and value share one model dtype (SPEC §7.1)";
+  return a.out_k.dtype == KvDevDtype::kBF16 ? gather_by_cache<KvDevDtype::kBF16>(a, st, o)
+                                            : gather_by_cache<KvDevDtype::kFP16>(a, st, o);
 }
 
 }  // namespace kvcheck::cuda

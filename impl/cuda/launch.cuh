@@ -48,16 +48,15 @@ int64_t resident_ctas(const void* kernel);
 /// grid-stride loop then gives every CTA the same trips and none waits for a second
 /// wave) unless `one_wave` is false (the store kernels, whose short row loops ran
 /// faster on H200 with a CTA per piece of work than on one wave).
+/// cudaLaunchKernelEx of grid x threads with o's stream and PDL attribute; "" or
+/// "<name>: <CUDA error>". The launch's own status, so an error the caller left
+/// pending is neither cleared nor taken for this launch's.
 template <typename... P, typename... A>
-std::string launch_grid(const char* name, void (*kernel)(P...), int64_t grid, bool one_wave, const LaunchOptions& o,
-                        A&&... args) {
-  if (one_wave) {
-    const int64_t wave = resident_ctas(reinterpret_cast<const void*>(kernel));
-    if (grid > wave) grid = wave;
-  }
+std::string launch_exactly(const char* name, void (*kernel)(P...), int64_t grid, int threads, const LaunchOptions& o,
+                           A&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(kThreads);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.stream = static_cast<cudaStream_t>(o.stream);
   cudaLaunchAttribute attr[1];
   if (o.pdl) {
@@ -68,6 +67,23 @@ std::string launch_grid(const char* name, void (*kernel)(P...), int64_t grid, bo
   }
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
   return e == cudaSuccess ? std::string() : std::string(name) + ": " + cudaGetErrorString(e);
+}
+
+template <typename... P, typename... A>
+std::string launch_grid(const char* name, void (*kernel)(P...), int64_t grid, bool one_wave, const LaunchOptions& o,
+                        A&&... args) {
+  if (one_wave) {
+    const int64_t wave = resident_ctas(reinterpret_cast<const void*>(kernel));
+    if (grid > wave) grid = wave;
+  }
+  return launch_exactly(name, kernel, grid, kThreads, o, std::forward<A>(args)...);
+}
+
+/// One thread of `kernel`: the blame kernels, which read and write one DeviceStatus
+/// (a CTA of them would race on its fields).
+template <typename... P, typename... A>
+std::string launch_one_thread(const char* name, void (*kernel)(P...), const LaunchOptions& o, A&&... args) {
+  return launch_exactly(name, kernel, 1, 1, o, std::forward<A>(args)...);
 }
 
 /// launch_grid with one wave at most (every kernel but the stores).

@@ -278,7 +278,7 @@ std::string launch_validate_slots(const int32_t* slots, int64_t n, int64_t num_s
       [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kClaim>, g, o, slots, n, num_slots, owner, st); },
       [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kOwn>, g, o, slots, n, num_slots, owner, st); },
       [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kCompare>, g, o, slots, n, num_slots, owner, st); },
-      [&] { return dev::launch("store_blame_kernel", store_blame_kernel, 1, o, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
+      [&] { return dev::launch_one_thread("store_blame_kernel", store_blame_kernel, o, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
 }
 
 std::string launch_validate_load(const DeviceCache& c, const LoadArgs& a, unsigned long long* owner,
@@ -291,34 +291,34 @@ std::string launch_validate_load(const DeviceCache& c, const LoadArgs& a, unsign
       [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kClaim>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
       [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kOwn>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
       [&] { return dev::launch("load_check_kernel", load_check_kernel<Pass::kCompare>, g, o, segs, a.num_segments, L.num_blocks, L.block_size, a.total_k, null_cache, owner, st); },
-      [&] { return dev::launch("load_blame_kernel", load_blame_kernel, 1, o, segs, L.num_blocks, L.block_size, a.total_k, null_cache, static_cast<const unsigned long long*>(owner), st); });
+      [&] { return dev::launch_one_thread("load_blame_kernel", load_blame_kernel, o, segs, L.num_blocks, L.block_size, a.total_k, null_cache, static_cast<const unsigned long long*>(owner), st); });
 }
 
 std::string launch_validate_convert(const ConvertArgs& a, int64_t num_seqs, DeviceStatus* st,
                                     const LaunchOptions& o) {
   const int64_t g = grid(int64_t{a.num_q} * (int64_t{a.k} + 1));
   return chain([&] { return dev::launch("convert_check_kernel", convert_check_kernel, g, o, a, num_seqs, st); },
-               [&] { return dev::launch("convert_blame_kernel", convert_blame_kernel, 1, o, a, num_seqs, st); });
+               [&] { return dev::launch_one_thread("convert_blame_kernel", convert_blame_kernel, o, a, num_seqs, st); });
 }
 
 std::string launch_validate_cat(const int32_t* right, int32_t wr, int32_t num_q, int64_t shift,
                                 DeviceStatus* st, const LaunchOptions& o) {
   const int64_t n = int64_t{num_q} * wr;
   return chain([&] { return dev::launch("cat_check_kernel", cat_check_kernel, grid(n), o, right, n, shift, st); },
-               [&] { return dev::launch("cat_blame_kernel", cat_blame_kernel, 1, o, right, shift, st); });
+               [&] { return dev::launch_one_thread("cat_blame_kernel", cat_blame_kernel, o, right, shift, st); });
 }
 
 std::string launch_validate_expand(const int32_t* pivots, int32_t num_q, int32_t width, DeviceStatus* st,
                                    const LaunchOptions& o) {
   return chain([&] { return dev::launch("expand_check_kernel", expand_check_kernel, grid(num_q), o, pivots, num_q, width, st); },
-               [&] { return dev::launch("expand_blame_kernel", expand_blame_kernel, 1, o, pivots, width, st); });
+               [&] { return dev::launch_one_thread("expand_blame_kernel", expand_blame_kernel, o, pivots, width, st); });
 }
 
 std::string launch_validate_swa_decode(const int32_t* start_len, int32_t num_q, int32_t width,
                                        int32_t ring_size, DeviceStatus* st, const LaunchOptions& o) {
   return chain(
       [&] { return dev::launch("swa_check_kernel", swa_check_kernel, grid(num_q), o, start_len, num_q, width, ring_size, st); },
-      [&] { return dev::launch("swa_blame_kernel", swa_blame_kernel, 1, o, start_len, width, ring_size, st); });
+      [&] { return dev::launch_one_thread("swa_blame_kernel", swa_blame_kernel, o, start_len, width, ring_size, st); });
 }
 
 }  // namespace kvcheck::cuda

@@ -144,11 +144,6 @@ BackendCapabilities from_abi(const kvcheck_capabilities& c) {
   b.kv_dtypes = c.kv_dtypes;
   b.block_size_multiple = c.block_size_multiple > 1 ? c.block_size_multiple : 1;
   b.max_block_size = c.max_block_size > 0 ? c.max_block_size : 0;
-  b.store_load = (c.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)) != 0;
-  const uint32_t index = KVCHECK_OP_CONVERT_KV_INDEX | KVCHECK_OP_KV_INDEX_CAT | KVCHECK_OP_EXPAND_SWA_INDEX |
-                         KVCHECK_OP_SWA_DECODE_INDEX;
-  b.index_transforms = (c.ops & index) == index;
-  b.kv_family = (c.ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)) == (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
   return b;
 }
 

@@ -322,7 +322,13 @@ class DevicePluginBackend final : public PluginBackend {
     } catch (const Error&) {
       refusal = std::current_exception();
     }
-    synchronize(stream(), op);
+    {
+      // A device plugin may return before its kernels finish: the wait for them is
+      // under the same limit, or a hung kernel would hang the harness unbounded.
+      const std::string waiting = std::string(op) + "'s kernels (still running after the call returned)";
+      const WatchdogScope watchdog(name_, waiting.c_str());
+      synchronize(stream(), op);
+    }
     return refusal;
   }
 

@@ -11,8 +11,24 @@
 #include <new>
 #include <thread>
 
+// Sanitizer builds run the same calls several times slower: their default limit is
+// kSanitizerFactor times longer, so a verdict does not depend on the build type.
+#if defined(__SANITIZE_ADDRESS__)
+#define KVCHECK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define KVCHECK_SANITIZED 1
+#endif
+#endif
+
 namespace kvcheck::plugin {
 namespace {
+
+#ifdef KVCHECK_SANITIZED
+constexpr double kDefaultTimeout = 600;
+#else
+constexpr double kDefaultTimeout = 60;
+#endif
 
 using Clock = std::chrono::steady_clock;
 
@@ -40,6 +56,12 @@ State& get() {
   return *state;
 }
 
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 void watch() {
   State& s = *state;
   std::unique_lock lock(s.mu);
@@ -49,9 +71,11 @@ void watch() {
       continue;
     }
     if (s.cv.wait_until(lock, s.deadline) == std::cv_status::timeout && s.armed && Clock::now() >= s.deadline) {
-      const std::string msg = "\nkvcheck: HANG: " + s.what + " did not return within " +
-                              std::to_string(call_timeout_seconds()) +
-                              " s (KVCHECK_PLUGIN_TIMEOUT); the process exits " + std::to_string(kHangExitCode) + "\n";
+      const std::string msg =
+          "\nkvcheck: HANG: " + s.what + " did not return within " + fmt_seconds(call_timeout_seconds()) +
+          " s, the harness's per-call limit (KVCHECK_PLUGIN_TIMEOUT, default " + fmt_seconds(kDefaultTimeout) +
+          " s in this build, 0 = off: raise it for a slow build or a loaded machine); the process exits " +
+          std::to_string(kHangExitCode) + "\n";
       (void)!write(STDERR_FILENO, msg.data(), msg.size());
       _exit(kHangExitCode);
     }
@@ -63,10 +87,10 @@ void watch() {
 double call_timeout_seconds() {
   static const double t = [] {
     const char* env = std::getenv("KVCHECK_PLUGIN_TIMEOUT");
-    if (!env || !*env) return 60.0;
+    if (!env || !*env) return kDefaultTimeout;
     char* end = nullptr;
     const double v = std::strtod(env, &end);
-    return end != env && *end == '\0' && v >= 0 ? v : 60.0;
+    return end != env && *end == '\0' && v >= 0 ? v : kDefaultTimeout;
   }();
   return t;
 }

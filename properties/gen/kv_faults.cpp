@@ -20,7 +20,7 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   bool has_valid = false;
   for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
   if (n >= 2 && has_valid) kinds.push_back(1);
-  if (fp8) kinds.insert(kinds.end(), {4, 5});
+  if (fp8) kinds.insert(kinds.end(), {4, 5, 10});
   if (s.cache.num_kv_heads > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0: {
@@ -76,6 +76,11 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       s.fault = "k_cache's buffer ends before the view does";
       s.code = ErrorCode::kShapeMismatch;
       return;
+    case 10:
+      s.value.dtype = s.key.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      s.fault = "key is " + to_string(s.key.dtype) + " but value is " + to_string(s.value.dtype);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
     case 8:
       s.cache.pad_head = -1;  // stride_head = D - 1 (NHD) / heads overlap by a token (HND)
       if (s.cache.order == KvHeadLayout::kHND) s.cache.pad_head = -s.cache.head_dim - s.cache.pad_token;
@@ -98,7 +103,7 @@ void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
   for (int64_t i = 0; i < num_seqs; ++i)
     if (s.cu_seqlens_k[static_cast<size_t>(i + 1)] > s.cu_seqlens_k[static_cast<size_t>(i)]) busy.push_back(i);
   if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
-  if (is_fp8(s.cache.dtype)) kinds.push_back(7);
+  if (is_fp8(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
   if (total > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0:
@@ -142,6 +147,11 @@ void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
     case 6:
       s.out_v_dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
       s.fault = "out_v dtype " + to_string(s.out_v_dtype);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    case 9:
+      s.out_v_dtype = s.out_k_dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      s.fault = "out_k is " + to_string(s.out_k_dtype) + " but out_v is " + to_string(s.out_v_dtype);
       s.code = ErrorCode::kInvalidArgument;
       return;
     case 7:

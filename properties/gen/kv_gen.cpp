@@ -98,8 +98,10 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) {
   }
   s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n, 2);  // -1, 0 at rows 0, 1
   const int64_t extra = src.pick<int64_t>({0, 0, 1, 5});  // CUDA-graph padding rows
-  s.key = choose_rows(src, s.cache, choose_model_dtype(src, s.cache.dtype), n + extra);
-  s.value = choose_rows(src, s.cache, choose_model_dtype(src, s.cache.dtype), n + extra);
+  // Key and value share one model dtype (SPEC §7.1); a pair that differs is a fault.
+  const KvDtype model = choose_model_dtype(src, s.cache.dtype);
+  s.key = choose_rows(src, s.cache, model, n + extra);
+  s.value = choose_rows(src, s.cache, model, n + extra);
   // slot_mapping's buffer goes on for the padding rows with real, unused slots: a
   // kernel that takes its row count from key/value stores them.
   std::vector<int32_t> unused;
@@ -145,7 +147,7 @@ GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim) {
     }
   }
   s.out_k_dtype = choose_model_dtype(src, s.cache.dtype);
-  s.out_v_dtype = choose_model_dtype(src, s.cache.dtype);
+  s.out_v_dtype = s.out_k_dtype;  // one model dtype (SPEC §7.1)
   s.out_rows = s.cu_seqlens_k.back() + src.pick<int64_t>({0, 0, 1, 3});
   s.out_pad_head = src.pick<int32_t>({0, 0, 1, 4});
   s.out_pad_token = src.pick<int32_t>({0, 0, 1, 2, 3, 8});  // odd token strides too
@@ -192,7 +194,7 @@ KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim) {
     s.block_tables.push_back(t);
   }
   s.key_dtype = choose_model_dtype(src, s.cache.dtype);
-  s.value_dtype = choose_model_dtype(src, s.cache.dtype);
+  s.value_dtype = s.key_dtype;  // one model dtype (SPEC §7.1)
   s.graph_padding = src.pick<int32_t>({0, 0, 1, 3});
   s.value_seed = src.seed();
   return s;

@@ -461,12 +461,15 @@ TEST(CudaBackend, CacheOver4GiBFarEnd) {
   std::vector<int32_t> ref_slots;
   for (int32_t s : slots) ref_slots.push_back(s < 0 ? -1 : s % bs);
   ref::store_kv_cache({kv.data(), n, 512}, ref_slots, ref_cache, f, 1, bs);
-  const int64_t bpt = f.bytes_per_token();
+  // Offsets by SPEC §3 by hand, not from CacheLayout: V41 records are 528 bytes and a
+  // block of 64 tokens is 33792 bytes (the spec's own example).
+  constexpr int64_t bpt = 528, kBlockStride = 33792;
+  ASSERT_EQ(big.size_bytes(), num_blocks * kBlockStride);
   std::vector<std::pair<int64_t, int64_t>> records;  // byte ranges written
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i] < 0) continue;
-    const int64_t off = big.data_offset(slots[i] / bs, slots[i] % bs);
-    ASSERT_EQ(0, std::memcmp(cache.get() + off, ref_cache.data() + one.data_offset(0, ref_slots[i]),
+    const int64_t off = (slots[i] / bs) * kBlockStride + (slots[i] % bs) * bpt;
+    ASSERT_EQ(0, std::memcmp(cache.get() + off, ref_cache.data() + ref_slots[i] * bpt,
                              static_cast<size_t>(bpt)))
         << "record of slot " << slots[i] << " at byte " << off;
     records.emplace_back(off, off + bpt);

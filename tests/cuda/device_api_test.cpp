@@ -17,6 +17,7 @@
 #include "impl/cpu/cpu_backend.h"
 #include "tests/cuda/cuda_plugin.h"
 #include "impl/cuda/device_api.h"
+#include "impl/cuda/kv_family.h"
 #include "impl/plugin/device_memory.h"
 #include "impl/error.h"
 #include "reference/store.h"
@@ -412,6 +413,69 @@ TEST(DeviceApi, RefusesACacheLayoutLargerThanItsBuffer) {
                                  cuda::LaunchOptions{});
   });
   EXPECT_NE(fits.find("invalid-argument: a checked store needs a workspace"), std::string::npos) << fits;
+}
+
+}  // namespace
+}  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// The K/V launchers refuse a dtype pair the host validation refuses (SPEC §7.1) before
+// any launch, so these run without a GPU: a bf16 cache fed fp16 rows was once copied as
+// raw bits, and a bf16 key with an fp16 value was quantised side by side.
+TEST(KvFamilyLaunch, RefusesRowsOfAnotherDtypeThanATwoByteCache) {
+  cuda::StoreKvLaunch s;
+  s.n = 1;
+  s.layout.dtype = cuda::KvDevDtype::kBF16;
+  s.key.dtype = s.value.dtype = cuda::KvDevDtype::kFP16;
+  EXPECT_EQ(cuda::launch_store_kv(s, nullptr, {}), "store_kv: key is fp16 but a bf16 cache takes bf16 rows (SPEC §7.1)");
+  cuda::GatherKvLaunch g;
+  g.total_tokens = 1;
+  g.layout.dtype = cuda::KvDevDtype::kFP16;
+  g.out_k.dtype = g.out_v.dtype = cuda::KvDevDtype::kBF16;
+  EXPECT_EQ(cuda::launch_gather_kv(g, nullptr, {}), "gather_kv: out_k is bf16 but a fp16 cache gives fp16 rows (SPEC §7.1)");
+}
+
+TEST(KvFamilyLaunch, RefusesKeyAndValueOfTwoDtypes) {
+  cuda::StoreKvLaunch s;
+  s.n = 1;
+  s.layout.dtype = cuda::KvDevDtype::kE4M3;
+  s.key.dtype = cuda::KvDevDtype::kBF16;
+  s.value.dtype = cuda::KvDevDtype::kFP16;
+  EXPECT_EQ(cuda::launch_store_kv(s, nullptr, {}),
+            "store_kv: key is bf16 but value is fp16: key and value share one model dtype (SPEC §7.1)");
+  cuda::GatherKvLaunch g;
+  g.total_tokens = 1;
+  g.layout.dtype = cuda::KvDevDtype::kE5M2;
+  g.out_k.dtype = cuda::KvDevDtype::kFP16;
+  g.out_v.dtype = cuda::KvDevDtype::kBF16;
+  EXPECT_EQ(cuda::launch_gather_kv(g, nullptr, {}),
+            "gather_kv: out_k is fp16 but out_v is bf16: key and value share one model dtype (SPEC §7.1)");
+}
+
+}  // namespace
+}  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// A launch reports its own status and leaves an error the caller had pending alone
+// (resident_ctas once cleared it with cudaGetLastError). CTest runs each test in a
+// fresh process, so this is the first launch of the kernel here, where the queries run.
+TEST(DeviceApi, LaunchLeavesTheCallersPendingErrorAlone) {
+  KVCHECK_NEED_GPU();
+  int32_t* d = nullptr;
+  ck(cudaMalloc(&d, 64 * sizeof(int32_t)));
+  ck(cudaMemset(d, 0, 64 * sizeof(int32_t)));
+  int count = 0;
+  ck(cudaGetDeviceCount(&count));
+  ASSERT_EQ(cudaSetDevice(count + 7), cudaErrorInvalidDevice);  // a non-sticky error, now pending
+  const cuda::PendingCheck pc = cuda::expand_swa_index(d, 2, 4, d + 32, /*checked=*/false, nullptr, {});
+  (void)pc;
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice) << "the launch cleared the caller's pending error";
+  ck(cudaDeviceSynchronize());
+  ck(cudaFree(d));
 }
 
 }  // namespace
