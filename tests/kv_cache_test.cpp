@@ -234,13 +234,16 @@ TEST(KvStore, ErrorsWriteNothing) {
       {"Inf scale", [inf](KvCacheView& c, auto&, auto&, V&) { bad[0] = inf; c.scales.k_scale = bad; }, ErrorCode::kInvalidArgument, "k_scale[0] = inf"},
       {"per-head size", [&two](KvCacheView& c, auto&, auto&, V&) { c.scales = {KvScaleKind::kPerHead, two, std::span<const float>(two, 1)}; }, ErrorCode::kShapeMismatch, "v_scale has 1 floats"},
       {"fp8 model dtype", [](auto&, KvTokensIn& k, auto&, V&) { k.dtype = KvDtype::kE4M3; }, ErrorCode::kInvalidArgument, "key is e4m3"},
+      // SPEC §7.1: an FP8 cache takes either model dtype, but one for key and value.
+      {"two model dtypes", [](auto&, auto&, KvTokensIn& v, V&) { v.dtype = KvDtype::kFP16; }, ErrorCode::kInvalidArgument,
+       "key is bf16 but value is fp16: key and value share one model dtype"},
       {"cache too small", [](KvCacheView& c, auto&, auto&, V&) { c.k_capacity -= 1; }, ErrorCode::kShapeMismatch, "k_cache view spans 48"},
   };
   for (const Side& s : sides()) {
     for (const Case& c : cases) {
       Pair p(l);
       p.view.scales = {KvScaleKind::kPerTensor, one, one};
-      KvTokensIn k = rows_in(key, KvDtype::kBF16, 5, 2, 4), v = rows_in(value, KvDtype::kFP16, 5, 2, 4);
+      KvTokensIn k = rows_in(key, KvDtype::kBF16, 5, 2, 4), v = rows_in(value, KvDtype::kBF16, 5, 2, 4);
       V slots{0, 1};
       c.make(p.view, k, v, slots);
       const std::vector<uint16_t> before = p.buf;

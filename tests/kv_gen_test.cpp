@@ -56,7 +56,16 @@ TEST(KvGenerators, StoreReachesPaddingAndGraphRows) {
   EXPECT_TRUE(minus_one_then_zero);
   EXPECT_TRUE(graph_rows);
   EXPECT_TRUE(all_padding);
-  EXPECT_TRUE(mixed_dtypes);
+  // Key and value share one model dtype (SPEC §7.1): a pair that differs is drawn by
+  // the refusal generator only.
+  EXPECT_FALSE(mixed_dtypes);
+  bool fault_mixes = false;
+  const auto faults = gen_store_kv_fault_scenario();
+  for (uint64_t seed = 0; seed < 400 && !fault_mixes; ++seed) {
+    const StoreKvScenario s = faults(rc::Random(seed), 100).value();
+    fault_mixes |= s.key.dtype != s.value.dtype && s.key.dtype != KvDtype::kE4M3 && s.key.dtype != KvDtype::kE5M2;
+  }
+  EXPECT_TRUE(fault_mixes);
 }
 
 }  // namespace

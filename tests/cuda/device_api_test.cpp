@@ -466,7 +466,7 @@ namespace {
 TEST(DeviceApi, LaunchLeavesTheCallersPendingErrorAlone) {
   KVCHECK_NEED_GPU();
   int32_t* d = nullptr;
-  ck(cudaMalloc(&d, 64 * sizeof(int32_t)));
+  ck(cudaMalloc(reinterpret_cast<void**>(&d), 64 * sizeof(int32_t)));
   ck(cudaMemset(d, 0, 64 * sizeof(int32_t)));
   int count = 0;
   ck(cudaGetDeviceCount(&count));
