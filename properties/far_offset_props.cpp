@@ -114,7 +114,7 @@ void register_far_offset_properties(Registry& r) {
            if (!caps.host_memory) return "needs a host-memory backend (8 GiB of aliased virtual output)";
            return far_memory_missing();
          },
-         {}, 1});
+         {}, 1, 10.0});
 }
 
 }  // namespace kvcheck::props

@@ -38,6 +38,9 @@ struct Property {
   /// campaign), and a failure is not shrunk: for properties whose one case costs
   /// seconds (far offsets), where every case is as small as the fault allows.
   int max_cases_per_run = 0;
+  /// When > 0, what one case costs (seconds, on a 2-core VM): a timed `kvcheck run`
+  /// starts a case only when the budget left fits it, else the row is not exercised.
+  double seconds_per_case = 0;
 };
 
 class Registry {

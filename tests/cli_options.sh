@@ -24,11 +24,55 @@ expect() {
 }
 
 k="$src/kvcheck"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+# quick CODE PATTERN ARGS...: `./kvcheck ARGS` in a tree with no build directory exits
+# CODE with output matching PATTERN within a second, and builds nothing (issue 23).
+quick() {
+  local code=$1 pattern=$2 none="$scratch/no-build" t0 ms
+  shift 2
+  t0=$(date +%s%N)
+  KVCHECK_BUILD_DIR="$none" expect "$code" "$pattern" "$k" "$@"
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  if [[ -e $none ]] || ((ms >= 1000)); then
+    echo "FAIL: './kvcheck $*' on an unbuilt tree took ${ms} ms and $([[ -e $none ]] && echo built || echo did not build)"
+    failed=$((failed + 1))
+  fi
+}
+quick 0 '^ +--seconds SECONDS +Time budget' run --help
+quick 0 'usage: ./kvcheck explain \[options\] FILE' explain --help
+quick 0 '^ +--plugin FILE +Load' backends -h
+quick 2 "unknown option '--bogus'" run --bogus
+quick 2 'seconds must be a decimal number' run --seconds 1e3
+quick 2 'seconds must be a decimal number' run --seconds=-1
+quick 2 'cases must be an integer' run --cases 0
+quick 2 'seed needs a value' run --seed
+quick 2 'quiet takes no value' run --quiet=yes
+quick 2 'plugin: File does not exist' backends --plugin /nonexistent/lib.so
+quick 2 'missing FILE' explain
+quick 2 "unexpected argument 'b'" explain "$src/README.md" b
+
+# Build output goes to stderr: stdout of ./kvcheck backends is the binary's alone
+# (the build tree is the one $bin is in, up to date: nothing to rebuild).
+bin_build="$(cd "$(dirname "$bin")/../.." && pwd)"
+want="$("$bin" backends 2>/dev/null)"
+got="$(KVCHECK_BUILD_DIR="$bin_build" "$k" backends 2>/dev/null </dev/null)"
+if [[ $got != "$want" ]]; then
+  echo "FAIL: ./kvcheck backends printed more than the binary on stdout:"
+  diff <(echo "$want") <(echo "$got") | head -5 | sed 's/^/    /'
+  failed=$((failed + 1))
+else
+  echo "ok:   ./kvcheck backends: stdout is the command's output only"
+fi
+
 # Driver commands whose options are checked by the shell scripts (no build happens).
 expect 2 'usage:' "$k" fuzz --seconds abc store
 expect 2 'usage:' "$k" fuzz --seconds
 expect 2 'usage:' "$k" fuzz --seconds 0
 expect 2 'usage:' "$k" fuzz --seconds 1e3
+expect 2 'decimal number' "$k" fuzz --seconds 1234567890
+expect 2 "no target 'no_such_target'" "$k" fuzz --seconds 2.5 no_such_target  # 2.5 is a budget
 expect 2 'usage:' "$k" fuzz --jobs -1
 expect 2 'usage:' "$k" fuzz --jobs two
 expect 2 'usage:' "$k" fuzz --junit
@@ -64,6 +108,8 @@ expect 0 'kvcheck test' "$k" help
 # The binary's own commands (CLI11), checked before anything runs.
 expect 2 'seconds' "$bin" run --seconds abc
 expect 2 'seconds' "$bin" run --seconds
+expect 2 'decimal number' "$bin" run --seconds 1e3
+expect 2 'decimal number' "$bin" run --seconds nan
 expect 2 '' "$bin" run --cases 5 --seconds 5
 expect 2 'junit' "$bin" run --junit ''
 expect 2 'cannot write' "$bin" run --cases 1 --property layout --junit /nonexistent-dir/x.xml

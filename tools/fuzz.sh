@@ -39,9 +39,9 @@ while (($#)); do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-check_int fuzz "$USAGE" --seconds "$SECONDS_PER_TARGET" 1 604800
+check_seconds fuzz "$USAGE" --seconds "$SECONDS_PER_TARGET"
 check_int fuzz "$USAGE" --jobs "$JOBS" 1 256
-SECONDS_PER_TARGET=$((10#$SECONDS_PER_TARGET))
+SECONDS_PER_TARGET=$(whole_seconds "$SECONDS_PER_TARGET")  # libFuzzer's -max_total_time
 JOBS=$((10#$JOBS))
 ((${#TARGETS[@]})) || mapfile -t TARGETS < <(all_targets)
 check_targets fuzz "$USAGE" "${TARGETS[@]}"

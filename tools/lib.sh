@@ -44,6 +44,84 @@ check_int() {
     bad_usage "$cmd" "$use" "$opt must be an integer in [$min, $max], got '$v'"
 }
 
+# check_seconds COMMAND USAGE OPTION VALUE: a decimal number > 0 and below 10^9 (10,
+# 2.5, .5; no sign, no exponent): the one rule for every --seconds, `run`'s and
+# `fuzz`'s (the binary's copy of the rule is tools/kvcheck/options.cpp check_seconds).
+check_seconds() {
+  [[ $4 =~ ^[0-9]{0,9}(\.[0-9]*)?$ && $4 =~ [1-9] ]] ||
+    bad_usage "$1" "$2" "$3 must be a decimal number > 0 and below 10^9 (e.g. 10 or 2.5), got '$4'"
+}
+
+# whole_seconds VALUE: a checked --seconds value rounded up to whole seconds (2.5 -> 3).
+whole_seconds() {
+  local int=${1%%.*} up=0
+  [[ $1 == *.* && ${1#*.} =~ [1-9] ]] && up=1
+  echo $((10#${int:-0} + up))
+}
+
+# check_tool_options COMMAND ARG...: checks the arguments of `kvcheck run|backends|explain`
+# against tools/kvcheck/options.txt (the list the binary's parser is built from), so
+# --help and a bad option answer before any build. --help prints the usage, exit 0;
+# an unknown option, a missing or bad value exits 2 with the usage line.
+check_tool_options() {
+  local cmd=$1 commands name type help about="" names=() positional=() npos=0 a v
+  shift
+  local -A types=() helps=()
+  while read -r commands name type help; do
+    [[ -z $commands || $commands == \#* || ,$commands, != *,"$cmd",* ]] && continue
+    if [[ $name == about ]]; then
+      about=$help
+      continue
+    fi
+    types[$name]=$type
+    helps[$name]=$help
+    names+=("$name")
+    [[ $name == --* ]] || positional+=("$name")
+  done <"$ROOT/tools/kvcheck/options.txt"
+  local use="./kvcheck $cmd [options]${positional[*]:+ ${positional[*]}}"
+  while (($#)); do
+    a=$1
+    shift
+    if [[ $a == -h || $a == --help ]]; then
+      printf '%s\nusage: %s\n\noptions:\n' "$about" "$use"
+      for name in "${names[@]}"; do
+        type=${types[$name]}
+        [[ $type == flag ]] && type="" || type=" ${type^^}"
+        printf '  %-22s %s\n' "$name$type" "${helps[$name]}"
+      done
+      exit 0
+    fi
+    if [[ $a != --* ]]; then
+      ((npos < ${#positional[@]})) || bad_usage "$cmd" "$use" "unexpected argument '$a'"
+      name=${positional[npos]}
+      npos=$((npos + 1))
+      v=$a
+    else
+      name=${a%%=*}
+      [[ -n ${types[$name]+set} ]] || bad_usage "$cmd" "$use" "unknown option '$name'"
+      if [[ ${types[$name]} == flag ]]; then
+        [[ $a == *=* ]] && bad_usage "$cmd" "$use" "$name takes no value"
+        continue
+      fi
+      if [[ $a == *=* ]]; then
+        v=${a#*=}
+      else
+        (($#)) || bad_usage "$cmd" "$use" "$name needs a value"
+        v=$1
+        shift
+      fi
+    fi
+    case ${types[$name]} in
+      seconds) check_seconds "$cmd" "$use" "$name" "$v" ;;
+      count) check_int "$cmd" "$use" "$name" "$v" 1 999999999 ;;
+      uint) [[ $v =~ ^[0-9]{1,20}$ ]] || bad_usage "$cmd" "$use" "$name must be an integer >= 0, got '$v'" ;;
+      file) [[ -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
+      path) [[ -n $v ]] || bad_usage "$cmd" "$use" "$name needs a file name" ;;
+    esac
+  done
+  ((npos == ${#positional[@]})) || bad_usage "$cmd" "$use" "missing ${positional[npos]}"
+}
+
 # The fuzz targets: fuzzers/fuzz_<name>.cpp (fuzz_data.cpp is the decoder).
 all_targets() {
   local f

@@ -152,16 +152,35 @@ def select(mutants, only):
     return chosen
 
 
-def run(cmd, cwd, log_file, timeout=None, env=None):
-    """Runs cmd, appending its output to log_file; returns (rc, seconds, output)."""
+PROGRESS_EVERY = 10  # seconds between progress lines of a long step (run(progress=...))
+
+
+def run(cmd, cwd, log_file, timeout=None, env=None, progress=None):
+    """Runs cmd, appending its output to log_file; returns (rc, seconds, output). With
+    `progress` (a label), a long step says how far it is on stderr every ~10 s: its last
+    ninja "[n/N]" line, else that it is still running (issue 23: 36 silent minutes)."""
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, errors="replace", timeout=timeout, env=env)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        rc = 124
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, errors="replace", env=env)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    rc, last = None, t0
+    while rc is None:
+        try:
+            rc = p.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if timeout is not None and now - t0 > timeout:
+                p.kill()
+                p.wait()
+                rc = 124
+            elif progress and now - last >= PROGRESS_EVERY:
+                step = next((ln.strip() for ln in reversed(lines) if re.match(r"\[\d+/\d+\]", ln)), None)
+                log(f"{progress}: {step or 'still running'} ({now - t0:.0f} s)")
+                last = now
+    reader.join(timeout=5)
+    out = "".join(lines)
     with open(log_file, "a", encoding="utf-8") as f:
         f.write(f"$ {shlex.join(cmd)}  (in {cwd})\n{out}\n[rc {rc}]\n")
     return rc, time.monotonic() - t0, out
@@ -209,9 +228,10 @@ class Job:
         self.fuzz_ok = False
         self.parallel = 1  # --property-only: seeds run at once
 
-    def cmake_build(self, build_dir, targets=()):
+    def cmake_build(self, build_dir, targets=(), progress=None):
         t = ["--target", *targets] if targets else []
-        return run(["cmake", "--build", build_dir, "-j", str(self.build_jobs), *t], self.src, self.log)
+        return run(["cmake", "--build", build_dir, "-j", str(self.build_jobs), *t], self.src, self.log,
+                   progress=progress)
 
     def lock(self):
         """One run per scratch copy: a second one would apply its patches over ours."""
@@ -235,13 +255,15 @@ class Job:
         extra = shlex.split(os.environ.get("KVCHECK_CMAKE_ARGS", ""))
         if targets is not None and not os.path.isfile(os.path.join(self.build, "build.ninja")):
             cuda = [] if self.want_cuda else ["-DKVCHECK_CUDA=OFF"]
+            log(f"configuring the scratch build {self.build}")
             rc, _, out = run(["cmake", "-S", self.src, "-B", self.build, "-G", "Ninja",
                               "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVCHECK_BENCH=OFF", *cuda,
-                              *extra], self.src, self.log)
+                              *extra], self.src, self.log, progress="configure")
             if rc != 0:
                 raise RuntimeError(f"configure failed (see {self.log}):\n{out[-2000:]}")
         if targets is not None:
-            rc, _, out = self.cmake_build(self.build, targets)
+            log(f"building the unmutated scratch tree {self.build} (progress every 10 s; log {self.log})")
+            rc, _, out = self.cmake_build(self.build, targets, progress="scratch build")
             if rc != 0:
                 raise RuntimeError(f"the unmutated tree does not build (see {self.log}):\n{out[-2000:]}")
             rc, _, out = run([os.path.join(self.build, "tools/kvcheck/kvcheck"), "backends"],
@@ -256,7 +278,8 @@ class Job:
                      "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-14",
                      "-DCMAKE_CXX_COMPILER=clang++-14", "-DKVCHECK_FUZZ=ON",
                      "-DKVCHECK_CUDA=OFF", "-DKVCHECK_BENCH=OFF"], self.src, self.log)
-            self.fuzz_ok = self.cmake_build(self.fuzz_build, FUZZ_BINARIES)[0] == 0
+            log(f"building the fuzz targets in {self.fuzz_build} (progress every 10 s)")
+            self.fuzz_ok = self.cmake_build(self.fuzz_build, FUZZ_BINARIES, progress="fuzz build")[0] == 0
             if not self.fuzz_ok:
                 log(f"fuzz: the clang fuzz build failed (see {self.log}); fuzz targets are not run")
 

@@ -45,17 +45,31 @@ struct Row {
   props::ClassBoundContext class_context;
 };
 
+Row make_row(const props::Property& p, std::shared_ptr<const Backend> b) {
+  Row r;
+  r.property = &p;
+  r.backend_label = props::backend_label(p, *b);
+  r.backend = std::move(b);
+  return r;
+}
+
 // The class bound breaks of a row ("" when none or too few cases to judge).
 std::string bound_breaks(const Row& r) {
   if (r.failures || r.cases < props::kClassBoundMinCases) return "";
   return props::check_class_bounds(r.property->class_bounds, r.classes, r.cases, r.class_context);
 }
 
-// Per row, the share of cases in each class and the property's bounds on it.
-void print_class_table(const std::vector<Row>& rows, std::ostream& out) {
+// Per row, the share of cases in each class and the property's bounds on it: every
+// row with `all`, else only rows that failed or broke a bound (summary.json has all).
+void print_class_table(const std::vector<Row>& rows, bool all, std::ostream& out) {
   bool header = false;
+  int hidden = 0;
   for (const auto& r : rows) {
     if (r.cases == 0 || (r.classes.empty() && r.property->class_bounds.empty())) continue;
+    if (!all && r.failures == 0 && bound_breaks(r).empty()) {
+      ++hidden;
+      continue;
+    }
     if (!header)
       fmt::print(out, "\ncase classes (share of each pair's cases; bounds judged from {} cases, unrestricted "
                       "backends; ! = outside)\n", props::kClassBoundMinCases);
@@ -77,6 +91,9 @@ void print_class_table(const std::vector<Row>& rows, std::ostream& out) {
                  bound.count(name) ? bound[name] : "");
     }
   }
+  if (hidden)
+    fmt::print(out, "\ncase classes: {} pairs within their bounds (--verbose prints them; summary.json has them)\n",
+               hidden);
 }
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
@@ -92,19 +109,24 @@ uint64_t mix_seed(uint64_t seed, uint64_t round, uint64_t row) {
   return x ^ (x >> 29);
 }
 
+// The results table; both name columns are as wide as their longest entry.
 void print_table(const std::vector<Row>& rows, std::ostream& out) {
-  size_t w = 8;
-  for (const auto& r : rows) w = std::max(w, r.property->name.size());
-  fmt::print(out, "\n{:<{}}  {:<8} {:>9} {:>9} {:>9}\n", "property", w, "backend", "cases", "failures", "time");
-  fmt::print(out, "{:-<{}}\n", "", w + 40);
+  size_t w = 8, wb = 7;
+  for (const auto& r : rows) {
+    w = std::max(w, r.property->name.size());
+    wb = std::max(wb, r.backend_label.size());
+  }
+  fmt::print(out, "\n{:<{}}  {:<{}} {:>9} {:>9} {:>9}\n", "property", w, "backend", wb, "cases", "failures", "time");
+  fmt::print(out, "{:-<{}}\n", "", w + wb + 32);
   int total_cases = 0, total_failures = 0;
   for (const auto& r : rows) {
-    fmt::print(out, "{:<{}}  {:<8} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, r.cases,
+    fmt::print(out, "{:<{}}  {:<{}} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, wb, r.cases,
                r.failures, r.seconds, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
     total_cases += r.cases;
     total_failures += r.failures;
   }
-  fmt::print(out, "{:-<{}}\n{:<{}}  {:<8} {:>9} {:>9}\n", "", w + 40, "total", w, "", total_cases, total_failures);
+  fmt::print(out, "{:-<{}}\n{:<{}}  {:<{}} {:>9} {:>9}\n", "", w + wb + 32, "total", w, "", wb, total_cases,
+             total_failures);
 }
 
 // "KVCHECK_PLUGIN=... " when plugins beyond the built-in ones are loaded (reproduce lines).
@@ -210,9 +232,16 @@ bool writable(const std::string& path) {
 int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
   std::vector<std::string> missing;
   auto backends = available_backends(&missing);
+  // Host properties run under any backend object (they ignore it): the first one here.
+  const std::shared_ptr<const Backend> host_backend = backends.empty() ? nullptr : backends.front();
+  bool want_host = options.backends.empty() && !options.plugin_run;
   if (!options.backends.empty()) {
     std::vector<std::shared_ptr<const Backend>> chosen;
     for (const auto& name : options.backends) {
+      if (name == "host") {
+        want_host = true;
+        continue;
+      }
       try {
         chosen.push_back(backend_by_name(name));
       } catch (const Error& e) {
@@ -223,19 +252,26 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     backends = chosen;
   }
   std::vector<Row> rows;
+  int host_left_out = 0;
   for (const auto& p : props::registry().all()) {
     if (!selected(p, options.properties)) continue;
-    for (const auto& b : backends) {
-      Row row;
-      row.property = &p;
-      row.backend = b;
-      row.backend_label = props::backend_label(p, *b);
-      rows.push_back(row);
-      if (!p.per_backend) break;  // host properties run once
+    if (!p.per_backend) {  // host properties run once, as "host"
+      if (!want_host || !host_backend) {
+        ++host_left_out;
+        continue;
+      }
+      rows.push_back(make_row(p, host_backend));
+      continue;
     }
+    for (const auto& b : backends) rows.push_back(make_row(p, b));
   }
+  const std::string host_note =
+      host_left_out ? fmt::format("{} host properties (they never call a backend; --backend host runs them)",
+                                  host_left_out)
+                    : std::string();
   if (rows.empty()) {
-    fmt::print(terminal, "kvcheck run: no property matches {}\n", fmt::join(options.properties, ", "));
+    fmt::print(terminal, "kvcheck run: no property matches {}{}\n", fmt::join(options.properties, ", "),
+               host_note.empty() ? "" : " (left out: " + host_note + ")");
     return 2;
   }
   // Found out now, not after a nightly run that would then hide its real exit code.
@@ -274,8 +310,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   for (const auto& b : backends) backend_list.emplace_back(b->name());
   const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
   fmt::print(out, "kvcheck run: {} (property, backend) pairs on [{}], seed {}, budget {}\n", rows.size(), backend_names,
-             seed, timed ? fmt::format("{:.0f} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
+             seed, timed ? fmt::format("{:g} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
+  if (!host_note.empty()) fmt::print(out, "  left out: {}\n", host_note);
   fmt::print(out, "run directory: {}\n", run_dir);
   print_restrictions(backends, out);
   out.flush();
@@ -288,6 +325,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                        {"fail_fast", options.fail_fast}};
   header["backends"] = backend_list;
   header["not_run"] = missing;
+  header["host_properties_left_out"] = host_left_out;
 
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -361,6 +399,14 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (!r.not_exercised.empty()) continue;
       // A property of a few costly cases runs them in round 0 only.
       if (r.property->max_cases_per_run > 0 && r.cases >= r.property->max_cases_per_run) continue;
+      // ... and, in a timed run, only when one case fits in the budget left.
+      if (timed && r.property->seconds_per_case > options.seconds - elapsed()) {
+        if (r.cases == 0)
+          r.not_exercised = fmt::format("needs ~{:.0f} s per case, budget too small ({:.1f} s of {:g} s left)",
+                                        r.property->seconds_per_case, std::max(0.0, options.seconds - elapsed()),
+                                        options.seconds);
+        continue;
+      }
       const props::CaseBudget budget{case_seed, chunk, 100};
       const auto o = options.isolate && r.property->per_backend
                          ? run_property_isolated(*r.property, *r.backend, budget)
@@ -428,7 +474,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (tty) progress << "\r\x1b[K" << std::flush;
 
   print_table(rows, out);
-  print_class_table(rows, out);
+  print_class_table(rows, options.verbose, out);
   print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",

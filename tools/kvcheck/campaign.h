@@ -24,9 +24,16 @@ struct CampaignOptions {
   bool fail_fast = false;              // stop at the first failing (property, backend) pair
   bool progress = true;                // live progress line on the progress stream
   bool isolate = true;                 // each (property, backend) chunk in a child (isolate.h)
+  bool verbose = false;                // case-class tables of every pair, not only failing ones
+  bool plugin_run = false;             // --plugin given: host properties are left out unless --backend host
 };
 
-/// Runs the campaign. Every run leaves a run directory: campaign.log (the output),
+/// Runs the campaign. Host properties (Property::per_backend false) never call a
+/// backend: when `backends` names backends, or `plugin_run` is set without them, they
+/// are left out (said in the header) unless `backends` holds "host". In a timed run a
+/// property that declares a per-case cost (Property::seconds_per_case) runs only
+/// while the budget left fits one case; otherwise its row is "not exercised".
+/// Every run leaves a run directory: campaign.log (the output),
 /// summary.json (schema "kvcheck-summary", rewritten atomically as the run goes and
 /// at the end; verdict "interrupted" after SIGINT/SIGTERM) and, per failing pair
 /// whose property has a scenario replay, regressions/<op>/<name>.json (regression.h)

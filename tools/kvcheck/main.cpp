@@ -1,7 +1,8 @@
 // kvcheck command line: parses options and calls the library (tools/kvcheck/*.h).
 #include <CLI/CLI.hpp>
 
-#include <cmath>
+#include <set>
+#include <stdexcept>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,29 +12,70 @@
 
 #include "tools/kvcheck/campaign.h"
 #include "tools/kvcheck/explain.h"
+#include "tools/kvcheck/options.h"
 #include "tools/kvcheck/report.h"
 
 namespace {
 
-// CLI::PositiveNumber lets NaN through (every comparison with NaN is false).
-const CLI::Validator kFinitePositive(
-    [](std::string& s) -> std::string {
-      try {
-        const double v = std::stod(s);
-        return std::isfinite(v) && v > 0 ? "" : "must be a finite number > 0, got " + s;
-      } catch (const std::exception&) {
-        return "must be a finite number > 0, got " + s;
-      }
-    },
-    "POSITIVE");
+using kvcheck::tool::OptionSpec;
 
-// --plugin PATH (repeatable): appended to $KVCHECK_PLUGIN, which the registry, the
-// campaign's children and the fuzz/replay binaries all read (impl/plugin/loader.h).
-void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins) {
-  cmd->add_option("--plugin", plugins,
-                  "Load a backend plugin (a shared library implementing include/kvcheck/backend_abi.h; repeatable)")
-      ->check(CLI::ExistingFile);
-}
+// The declared options (tools/kvcheck/options.txt): every add() below must name one,
+// and every declared one must be added (checked at start, so the list and the parser
+// cannot drift apart; CTest cli.options runs every --help).
+class DeclaredOptions {
+ public:
+  DeclaredOptions() : specs_(kvcheck::tool::parse_option_specs(kvcheck::tool::option_specs_text())) {}
+
+  // The command's description.
+  std::string about(const std::string& command) { return take(command, "about").help; }
+
+  // A value option (or a required positional) bound to `var`, validated by its type.
+  template <class T>
+  CLI::Option* add(CLI::App* cmd, const std::string& name, T& var) {
+    const OptionSpec& s = take(cmd->get_name(), name);
+    if (s.type == "flag") throw std::logic_error(name + " is declared a flag");
+    CLI::Option* o = cmd->add_option(name, var, s.help);
+    if (name.rfind("--", 0) != 0) o->required();
+    if (s.type == "seconds")
+      o->check(CLI::Validator(
+          [](std::string& v) { return kvcheck::tool::check_seconds(v); }, "SECONDS"));
+    else if (s.type == "count")
+      o->check(CLI::PositiveNumber);
+    else if (s.type == "uint")
+      o->check(CLI::NonNegativeNumber);
+    else if (s.type == "file")
+      o->check(CLI::ExistingFile);
+    else if (s.type == "path")
+      o->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
+    return o;
+  }
+
+  CLI::Option* flag(CLI::App* cmd, const std::string& name, bool& var) {
+    const OptionSpec& s = take(cmd->get_name(), name);
+    if (s.type != "flag") throw std::logic_error(name + " is declared with a value");
+    return cmd->add_flag(name, var, s.help);
+  }
+
+  // Throws when options.txt declares an option of `command` that was not added.
+  void check_all_added(const std::string& command) const {
+    for (const auto& s : specs_)
+      if (s.command == command && !taken_.count(s.command + " " + s.name))
+        throw std::logic_error("options.txt declares '" + command + " " + s.name + "' but main.cpp does not add it");
+  }
+
+ private:
+  const OptionSpec& take(const std::string& command, const std::string& name) {
+    for (const auto& s : specs_)
+      if (s.command == command && s.name == name) {
+        taken_.insert(command + " " + name);
+        return s;
+      }
+    throw std::logic_error("tools/kvcheck/options.txt does not declare '" + command + " " + name + "'");
+  }
+
+  std::vector<OptionSpec> specs_;
+  std::set<std::string> taken_;
+};
 
 void export_plugins(const std::vector<std::string>& plugins) {
   if (plugins.empty()) return;
@@ -49,48 +91,37 @@ int main(int argc, char** argv) {
   CLI::App app{"kvcheck: differential testing of paged KV-cache kernels against a scalar reference"};
   app.require_subcommand(1);
 
+  DeclaredOptions declared;
   kvcheck::tool::CampaignOptions run;
   uint64_t seed = 0;
   bool list = false, quiet = false;
-  auto* run_cmd = app.add_subcommand("run", "Run every property on every available backend (the main job)");
-  auto* seconds_opt = run_cmd->add_option("--seconds", run.seconds, "Time budget in seconds (repeats rounds of 20 cases)")
-      ->check(kFinitePositive);
-  run_cmd->add_option("--cases", run.cases, "Cases per (property, backend) (default 200); not with --seconds")
-      ->check(CLI::PositiveNumber)
-      ->excludes(seconds_opt);
-  auto* seed_opt = run_cmd->add_option("--seed", seed, "RapidCheck seed (default: from the clock; printed)");
-  run_cmd->add_option("--backend", run.backends, "Backend(s) to test (default: all available)");
-  run_cmd->add_option("--property", run.properties, "Only properties whose name contains this text, or whose op is this (repeatable)");
-  run_cmd->add_option("--report", run.report_path, "Also write the JSON summary (summary.json) to this file")
-      ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
-  run_cmd->add_option("--junit", run.junit_path, "Also write the summary as JUnit XML to this file")
-      ->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
-  run_cmd->add_option("--work-dir", run.work_dir,
-                      "Work area for run directories (default $KVCHECK_WORK_DIR or <source>/.kvcheck-work)");
-  run_cmd->add_flag("--fail-fast", run.fail_fast, "Stop at the first failing (property, backend) pair");
-  run_cmd->add_flag("--list", list, "List the properties and exit");
-  run_cmd->add_flag("--quiet", quiet, "No progress line");
-  std::vector<std::string> plugins;
+  std::vector<std::string> plugins;  // --plugin PATH: appended to $KVCHECK_PLUGIN (impl/plugin/loader.h)
   bool in_process = false;
-  add_plugin_option(run_cmd, plugins);
-  run_cmd->add_flag("--in-process", in_process,
-                    "Run the properties in this process (default: each (property, backend) in a child, so a "
-                    "crashing plugin fails its row and the campaign goes on)");
+  auto* run_cmd = app.add_subcommand("run", declared.about("run"));
+  auto* seconds_opt = declared.add(run_cmd, "--seconds", run.seconds);
+  declared.add(run_cmd, "--cases", run.cases)->excludes(seconds_opt);
+  auto* seed_opt = declared.add(run_cmd, "--seed", seed);
+  declared.add(run_cmd, "--backend", run.backends);
+  declared.add(run_cmd, "--property", run.properties);
+  declared.add(run_cmd, "--report", run.report_path);
+  declared.add(run_cmd, "--junit", run.junit_path);
+  declared.add(run_cmd, "--work-dir", run.work_dir);
+  declared.flag(run_cmd, "--fail-fast", run.fail_fast);
+  declared.flag(run_cmd, "--list", list);
+  declared.flag(run_cmd, "--quiet", quiet);
+  declared.flag(run_cmd, "--verbose", run.verbose);
+  declared.add(run_cmd, "--plugin", plugins);
+  declared.flag(run_cmd, "--in-process", in_process);
 
-  auto* backends_cmd = app.add_subcommand("backends", "List the backends built here and why any cannot run");
-  add_plugin_option(backends_cmd, plugins);
+  auto* backends_cmd = app.add_subcommand("backends", declared.about("backends"));
+  declared.add(backends_cmd, "--plugin", plugins);
 
   std::string explain_path, explain_target;
-  auto* explain_cmd = app.add_subcommand(
-      "explain", "Decode a corpus or crash file into a readable scenario; run it and show the first difference");
-  explain_cmd->add_option("FILE", explain_path, "A file under corpus/<target>/ or a libFuzzer crash file")
-      ->required()
-      ->check(CLI::ExistingFile);
-  explain_cmd->add_option("--target", explain_target,
-                          "Fuzz target (store, load, round_trip, format, numerics, index, plan, prefill, "
-                          "store_kv, gather_kv, slot_mapping); "
-                          "default: guessed from the path");
-  add_plugin_option(explain_cmd, plugins);
+  auto* explain_cmd = app.add_subcommand("explain", declared.about("explain"));
+  declared.add(explain_cmd, "FILE", explain_path);
+  declared.add(explain_cmd, "--target", explain_target);
+  declared.add(explain_cmd, "--plugin", plugins);
+  for (const char* c : {"run", "backends", "explain"}) declared.check_all_added(c);
 
   std::string junit_summary, junit_out;
   auto* junit_cmd = app.add_subcommand("junit", "Convert a kvcheck summary.json (run or fuzz) to JUnit XML");
@@ -142,6 +173,7 @@ int main(int argc, char** argv) {
     }
     if (seed_opt->count() > 0) run.seed = seed;
     run.progress = !quiet;
+    run.plugin_run = !plugins.empty();
     run.isolate = !in_process;
     return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
   }
