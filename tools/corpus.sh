@@ -66,17 +66,8 @@ else
   done
 fi
 
-# budget TARGET -> "max_inputs max_bytes" from corpus/BUDGET (the "default" line otherwise).
-budget() {
-  local line
-  line="$(awk -v t="$1" '$1 == t {print $2, $3; found = 1} $1 == "default" {d = $2 " " $3}
-    END {if (!found) print d}' "$CORPUS/BUDGET")"
-  echo "${line:-200 524288}"
-}
-# inputs TARGET: the top-level files of corpus/<target>/ (seeds and merged inputs).
-inputs() { find "$CORPUS/$1" -maxdepth 1 -type f -printf '%f\n' | sort; }
+# corpus_budget, corpus_inputs and bytes_of: tools/lib.sh (fuzz.sh caps a run by the budget too).
 is_merged_name() { [[ $1 =~ ^cov-[0-9a-f]{12}$ || $1 =~ ^[0-9a-f]{40}$ ]]; }
-bytes_of() { find "$@" -maxdepth 1 -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
 # count_files FIND_ARGS...: how many files find lists (0 when a path does not exist).
 count_files() { { find "$@" 2>/dev/null || true; } | wc -l; }
 
@@ -120,11 +111,11 @@ stats() {
     local seeds=0 merged=0 name regf regp bytes pending pend_reg cov="-"
     while IFS= read -r name; do
       if is_merged_name "$name"; then merged=$((merged + 1)); else seeds=$((seeds + 1)); fi
-    done < <(inputs "$t")
+    done < <(corpus_inputs "$t")
     regp=$(count_files "$CORPUS/$t/regressions" -type f -name '*.json')
     regf=$(($(count_files "$CORPUS/$t/regressions" -type f -not -name '.*') - regp))
     bytes=$(bytes_of "$CORPUS/$t")
-    read -r bi bb <<<"$(budget "$t")"
+    read -r bi bb <<<"$(corpus_budget "$t")"
     pending=$(count_files "$WORK_DIR"/runs/*/"$t"/merged -type f)
     pend_reg=$(count_files "$WORK_DIR"/runs/*/regressions/"$t" -type f)
     if [[ -x $FUZZ_BUILD/fuzzers/fuzz_$t ]]; then
@@ -162,9 +153,9 @@ merge() {
     cp -r "$CORPUS/$t/." "$tmp/"
     find "$tmp" -type f -printf '%P\n' | sort >"$tmp.before"
     "$bin" -merge=1 "$tmp" "${sources[@]}" >"$tmp.log" 2>&1 || { cat "$tmp.log" >&2; rm -rf "$tmp" "$tmp".*; return 1; }
-    read -r bi bb <<<"$(budget "$t")"
+    read -r bi bb <<<"$(corpus_budget "$t")"
     local count bytes added=0 over=0 f size
-    count=$(inputs "$t" | wc -l)
+    count=$(corpus_inputs "$t" | wc -l)
     bytes=$(bytes_of "$CORPUS/$t")
     # Smallest first, so the budget keeps the most inputs (libFuzzer prefers them too).
     while read -r size f; do
@@ -198,7 +189,7 @@ prune() {
     # The base: seeds and regressions. Candidates: the merged inputs.
     while IFS= read -r name; do
       if is_merged_name "$name"; then cp "$CORPUS/$t/$name" "$cand/"; total=$((total + 1)); else cp "$CORPUS/$t/$name" "$base/"; fi
-    done < <(inputs "$t")
+    done < <(corpus_inputs "$t")
     [[ -d $CORPUS/$t/regressions ]] && cp -r "$CORPUS/$t/regressions" "$base/"
     if ((total > 0)); then
       find "$base" -type f -printf '%P\n' | sort >"$base.before"

@@ -5,10 +5,12 @@
 # fork mode). The tracked corpus/<target>/ is only read: everything a run makes goes
 # to a run directory .kvcheck-work/runs/<time>-fuzz-<pid>/ (latest: .kvcheck-work/latest-fuzz):
 # per target fuzz.log, coverage-start.log, coverage-end.log, merge.log, artifacts/,
-# merged/ (new inputs that add coverage over the tracked corpus), crash-N.log (the
-# sanitizer or kvcheck report of each minimised crash); regressions/<target>/ (the
-# minimised crashes); summary.json (schema kvcheck-summary, rewritten after each
-# target, "interrupted" on Ctrl-C). Keep results with ./kvcheck corpus merge / keep.
+# merged/ (new inputs that add coverage edges over the tracked corpus, most edges
+# first, at most the room left in its corpus/BUDGET), over-budget/ (the other ones),
+# crash-N.log (the sanitizer or kvcheck report of each minimised crash);
+# regressions/<target>/ (the minimised crashes); summary.json (schema kvcheck-summary,
+# rewritten after each target, "interrupted" on Ctrl-C, with the executions the
+# interrupted target reached). Keep results with ./kvcheck corpus merge / keep.
 # Env: KVCHECK_FUZZ_BACKEND (default cpu), KVCHECK_FUZZ_MINIMIZE (crashes minimised per
 # target, default 3), KVCHECK_FUZZ_KEEP_NEW=1 (keep the raw new/ inputs), KVCHECK_WORK_DIR.
 # Exit status 0, 1 when a target crashed, 2 on bad options, 130 when interrupted.
@@ -34,7 +36,7 @@ while (($#)); do
     --junit=*) JUNIT="${1#*=}"; shift ;;
     --work-dir) WORK_DIR="$2"; shift 2 ;;
     --work-dir=*) WORK_DIR="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) bad_usage fuzz "$USAGE" "unknown option $1" ;;
     *) TARGETS+=("$1"); shift ;;
   esac
@@ -68,15 +70,48 @@ on_signal() {
   if [[ -n $child ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
   trap - INT TERM
   if [[ -n ${current:-} ]]; then  # the target that was running: not finished, logs kept
-    jq -cn --arg name "$current" --arg dir "$RUN/$current" \
-      '{name: $name, kind: "fuzz_target", op: $name, verdict: "not_run", why: "interrupted", logs: $dir, failures: []}' \
-      >>"$RUN/results.jsonl"
+    # What it reached: the executions in its fuzz.log (libFuzzer prints its final stats
+    # when the signal stops it), any raw crash not minimised; no merge.
+    read -r execs rate seed <<<"$(fuzz_log_figures "$dir/fuzz.log")"
+    verdict=not_run
+    [[ $execs != null ]] && ((execs > 0)) && verdict=pass
+    for a in "$dir"/artifacts/*; do
+      [[ -f $a ]] || continue
+      verdict=fail
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$bin $a" \
+        '{message: "crash (interrupted before minimisation)", artifact: $artifact, reproduce: $reproduce}')")
+    done
+    added=null
+    record_result "$verdict" interrupted
   fi
   finish interrupted
   echo "kvcheck fuzz: interrupted; partial summary in $RUN/summary.json" >&2
   exit 130
 }
 trap on_signal INT TERM
+# record_result VERDICT [WHY]: appends the current target's result (the figures so far,
+# null where not reached) to results.jsonl.
+record_result() {
+  jq -cn --arg name "$t" --arg verdict "$1" --arg why "${2:-}" \
+    --argjson seconds "$(($(date +%s) - start))" --argjson execs "${execs:-null}" --argjson rate "${rate:-null}" \
+    --argjson seed "${seed:-null}" \
+    --argjson cov0 "${cov0:-null}" --argjson ft0 "${ft0:-null}" --argjson cov1 "${cov1:-null}" \
+    --argjson ft1 "${ft1:-null}" --argjson added "${added:-null}" --argjson jobs "$JOBS" \
+    --argjson by_features "${by_features:-null}" --argjson by_edges "${by_edges:-null}" \
+    --argjson over "${over:-null}" --argjson bi "${bi:-null}" --argjson bb "${bb:-null}" \
+    --argjson tracked "${tracked:-null}" --argjson tracked_bytes "${tracked_bytes:-null}" \
+    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
+    --arg replay "$replay" --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
+    '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
+      budget_seconds: $budget, jobs: $jobs, seed: $seed, execs: $execs, execs_per_second: $rate,
+      coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
+      new_inputs: $added, new_inputs_dir: ($dir + "/merged"),
+      new_inputs_adding_features: $by_features, new_inputs_adding_edges: $by_edges, new_inputs_over_budget: $over,
+      corpus_budget: {max_inputs: $bi, max_bytes: $bb, tracked_inputs: $tracked, tracked_bytes: $tracked_bytes},
+      tracked_corpus_replay: (if $replay == "" then null else $replay end), logs: $dir, failures: $failures}
+     + (if $why == "" then {} else {why: $why} end)' \
+    >>"$RUN/results.jsonl"
+}
 # run_logged LOG CMD...: runs CMD in the background (so a signal is handled at once)
 # with its output in LOG; returns its exit status.
 run_logged() {
@@ -97,11 +132,13 @@ for t in "${TARGETS[@]}"; do
   corpus="$ROOT/corpus/$t"
   dir="$RUN/$t"
   mkdir -p "$dir/new" "$dir/artifacts" "$dir/merged"
+  # This target's figures, null until reached (an interrupt records what is set).
+  execs="" rate="" seed="" cov0="" ft0="" cov1="" ft1="" added="" by_features="" by_edges="" over=""
+  bi="" bb="" tracked="" tracked_bytes="" replay="" failures=() start=$(date +%s)
   opts=()
   [[ -f $ROOT/fuzzers/fuzz_$t.options ]] &&
     mapfile -t opts < <(sed -n 's/^\([a-z_]*\) *= *\(.*\)$/-\1=\2/p' "$ROOT/fuzzers/fuzz_$t.options")
   echo "kvcheck fuzz: $t for ${SECONDS_PER_TARGET}s, $JOBS job(s)" >&2
-  start=$(date +%s)
   # Coverage of the tracked corpus alone (also a sanitizer replay of it).
   replay="pass"
   run_logged "$dir/coverage-start.log" "$bin" -runs=0 "$corpus" || replay="fail"
@@ -118,29 +155,40 @@ for t in "${TARGETS[@]}"; do
   run_logged "$dir/fuzz.log" "$bin" "${mode[@]}" "${opts[@]}" -max_total_time="$SECONDS_PER_TARGET" \
     -artifact_prefix="$dir/artifacts/" "$dir/new" "$corpus" || true
   cd "$ROOT"
-  # Figures: final stats (single job) or the last fork status line "#N: ... exec/s E".
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" | tail -1)"
-  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/fuzz.log" | tail -1)"
-  if [[ -z $execs ]]; then
-    line="$(grep -E '^#[0-9]+: cov' "$dir/fuzz.log" | tail -1 || true)"
-    execs="$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<<"$line")"
-    rate="$(sed -n 's/.*exec\/s \([0-9]*\).*/\1/p' <<<"$line")"
-  fi
+  # Figures: final stats (single job) or the last status line (fork mode).
+  read -r execs rate seed <<<"$(fuzz_log_figures "$dir/fuzz.log")"
   run_logged "$dir/coverage-end.log" "$bin" -runs=0 "$corpus" "$dir/new" || true
   read -r cov1 ft1 <<<"$(inited_coverage "$dir/coverage-end.log")" || true
-  # Which new inputs add coverage over the tracked corpus: merge into a copy of it.
+  # Which new inputs add coverage over the tracked corpus: merge into a copy of it
+  # (libFuzzer keeps the inputs adding features, hit-count buckets included); its
+  # control file says which add edges. merged/ gets those, most new edges first, up
+  # to the room left in corpus/BUDGET; over-budget/ the rest (corpus merge --from).
   staging="$dir/staging"
   cp -r "$corpus/." "$staging/" 2>/dev/null || mkdir -p "$staging"
-  find "$staging" -type f -printf '%P\n' | sort >"$dir/staging.before"
-  run_logged "$dir/merge.log" "$bin" -merge=1 "$staging" "$dir/new" || true
-  while read -r f; do
-    mv "$staging/$f" "$dir/merged/cov-$(sha1sum "$staging/$f" | cut -c1-12)"
-  done < <(comm -13 "$dir/staging.before" <(find "$staging" -type f -printf '%P\n' | sort))
-  rm -rf "$staging" "$dir/staging.before"
+  before=$(find "$staging" -type f | wc -l)
+  run_logged "$dir/merge.log" "$bin" -merge=1 -merge_control_file="$dir/merge.control" "$staging" "$dir/new" || true
+  by_features=$(($(find "$staging" -type f | wc -l) - before))
+  rm -rf "$staging"
+  read -r bi bb <<<"$(corpus_budget "$t")"
+  tracked=$(corpus_inputs "$t" | wc -l)
+  tracked_bytes=$(bytes_of "$corpus")
+  by_edges=0 added=0 over=0
+  while read -r what _ _ f; do
+    by_edges=$((by_edges + 1))
+    if [[ $what == keep ]]; then
+      added=$((added + 1))
+    else
+      over=$((over + 1))
+      mkdir -p "$dir/over-budget"
+    fi
+    cp "$f" "$dir/$([[ $what == keep ]] && echo merged || echo over-budget)/cov-$(sha1sum "$f" | cut -c1-12)"
+  done < <([[ -f $dir/merge.control ]] && budget_pick "$dir/merge.control" $((bi - tracked)) $((bb - tracked_bytes)))
+  rm -f "$dir/merge.control"
   [[ ${KVCHECK_FUZZ_KEEP_NEW:-0} == 1 ]] || rm -rf "$dir/new"
-  added=$(find "$dir/merged" -type f | wc -l)
+  echo "kvcheck fuzz: $t: $by_features new input(s) add features over corpus/$t/, $by_edges of them edges;" \
+    "kept $added in merged/ (budget $bi inputs, $tracked tracked)$( ((over)) &&
+      echo "; $over over the budget in over-budget/ (./kvcheck corpus prune, or raise corpus/BUDGET)")" >&2
   crashes=0
-  failures=()
   for a in "$dir"/artifacts/*; do
     [[ -f $a ]] || continue
     crashes=$((crashes + 1))
@@ -177,20 +225,7 @@ for t in "${TARGETS[@]}"; do
       '{message: $message, artifact: $artifact, regression_file: $file, log: $log,
         reproduce: $reproduce, explain: $explain}')")
   done
-  seconds=$(($(date +%s) - start))
-  jq -cn --arg name "$t" --arg verdict "$([[ $crashes -gt 0 ]] && echo fail || echo pass)" \
-    --argjson seconds "$seconds" --argjson execs "${execs:-null}" --argjson rate "${rate:-null}" \
-    --argjson cov0 "${cov0:-null}" --argjson ft0 "${ft0:-null}" --argjson cov1 "${cov1:-null}" \
-    --argjson ft1 "${ft1:-null}" --argjson added "$added" --argjson jobs "$JOBS" \
-    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
-    --arg replay "$replay" \
-    --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
-    '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
-      budget_seconds: $budget, jobs: $jobs, execs: $execs, execs_per_second: $rate,
-      coverage: {start: {edges: $cov0, features: $ft0}, end: {edges: $cov1, features: $ft1}},
-      new_inputs: $added, new_inputs_dir: ($dir + "/merged"), tracked_corpus_replay: $replay,
-      logs: $dir, failures: $failures}' \
-    >>"$RUN/results.jsonl"
+  record_result "$([[ $crashes -gt 0 ]] && echo fail || echo pass)"
   current=""
   finish running
   SUMMARY+=("$(printf '%-12s %12s %10s %13s %13s %6s %8s' "$t" "${execs:-?}" "${rate:-?}" \

@@ -145,8 +145,10 @@ check_targets() {
 FUZZ_BUILD="${KVCHECK_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 
 # build_fuzz TARGET...: configures build-fuzz once, builds the fuzz_<target> binaries
-# and the kvcheck tool (run records).
+# and the kvcheck tool (run records). KVCHECK_FUZZ_NO_BUILD=1 uses the binaries in
+# $FUZZ_BUILD as they are (a CI step built them; tests put stand-ins there).
 build_fuzz() {
+  [[ ${KVCHECK_FUZZ_NO_BUILD:-0} == 1 ]] && return 0
   if [[ ! -f $FUZZ_BUILD/build.ninja ]]; then
     cmake -S "$ROOT" -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
@@ -158,4 +160,54 @@ build_fuzz() {
 # inited_coverage LOG: "edges features" from libFuzzer's "#N INITED cov: E ft: F" line.
 inited_coverage() {
   sed -n 's/^#[0-9]*[[:space:]]*INITED cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p' "$1" | tail -1
+}
+
+# fuzz_log_figures LOG: "EXECS EXEC_PER_S SEED" of one libFuzzer run ("null" for each
+# figure the log lacks). From the final stats (-print_final_stats=1: at a clean exit and
+# when SIGINT/SIGTERM stops the run), else from the last status line ("#N NEW|pulse ...
+# exec/s: E", fork mode "#N: cov ... exec/s E"), so a run killed outright still reports
+# the executions it reached.
+fuzz_log_figures() {
+  awk '/^stat::number_of_executed_units:/ {se = $2}
+    /^stat::average_exec_per_sec:/ {sr = $2}
+    /^INFO: Seed: [0-9]+/ {seed = $3}
+    /^#[0-9]+/ {n = substr($1, 2); sub(/:$/, "", n); le = n; lr = ""
+      for (i = 1; i < NF; i++) if ($i == "exec/s:" || $i == "exec/s") lr = $(i + 1)}
+    END {e = se != "" ? se : le; r = sr != "" ? sr : lr
+      print (e != "" ? e : "null"), (r != "" ? r : "null"), (seed != "" ? seed : "null")}' "$1" 2>/dev/null ||
+    echo "null null null"
+}
+
+# corpus_budget TARGET -> "max_inputs max_bytes" from corpus/BUDGET (its "default" line
+# for a target it does not name).
+corpus_budget() {
+  local line
+  line="$(awk -v t="$1" '$1 == t {print $2, $3; found = 1} $1 == "default" {d = $2 " " $3}
+    END {if (!found) print d}' "$ROOT/corpus/BUDGET")"
+  echo "${line:-200 524288}"
+}
+
+# corpus_inputs TARGET: the inputs the budget counts, the top-level files of
+# corpus/<target>/ (seeds and merged inputs; regressions/ is never dropped).
+corpus_inputs() { find "$ROOT/corpus/$1" -maxdepth 1 -type f -printf '%f\n' | sort; }
+
+# bytes_of PATH...: the apparent size of the top-level files of PATHs.
+bytes_of() { find "$@" -maxdepth 1 -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+
+# budget_pick CONTROL ROOM ROOM_BYTES: from the control file of a libFuzzer -merge=1
+# -merge_control_file=CONTROL run (line 1: the file count, line 2: how many are in the
+# first directory, the tracked corpus; then the paths), the inputs of the other
+# directories that add coverage edges ("COV i e..." lists the edges input i adds over
+# every input before it: the first directory first, then the rest smallest first). Prints
+# "keep EDGES SIZE PATH" for the ones adding the most edges (ties: smallest first) up
+# to ROOM inputs and ROOM_BYTES bytes, then "over EDGES SIZE PATH" for the rest.
+budget_pick() {
+  awk 'NR == 1 {n = $1; next}
+    NR == 2 {first = $1; next}
+    NR <= n + 2 {path[NR - 3] = $0; next}
+    $1 == "STARTED" {size[$2] = $3}
+    $1 == "COV" && $2 >= first && NF > 2 {print NF - 2, size[$2] + 0, path[$2]}' "$1" |
+    sort -k1,1nr -k2,2n |
+    awk -v room="$2" -v room_bytes="$3" '{
+      if (kept < room && bytes + $2 <= room_bytes) {kept++; bytes += $2; print "keep", $0} else print "over", $0}'
 }

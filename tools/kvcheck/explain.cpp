@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "fuzzers/checks.h"
 #include "impl/error.h"
+#include "properties/gen/store_load_gen.h"
 #include "properties/regression.h"
 
 namespace kvcheck {
@@ -24,6 +26,74 @@ std::string guess_target(const std::filesystem::path& path) {
   for (const auto& t : fuzz::targets())
     if (name.rfind(t.name + "-", 0) == 0 || name.rfind("fuzz_" + t.name, 0) == 0) return t.name;
   return "";
+}
+
+// Values shown of a long array or of a long row string ("4943 c609 ..."); the file has them all.
+constexpr size_t kShownValues = 16;
+// Rows shown of an array of row strings (kv).
+constexpr size_t kShownRows = 8;
+
+// A row string of space-separated values, the first kShownValues of them.
+std::string abbreviate_row(const std::string& row) {
+  std::istringstream in(row);
+  std::string word, shown;
+  size_t n = 0;
+  while (in >> word)
+    if (n++ < kShownValues) shown += (shown.empty() ? "" : " ") + word;
+  return n > kShownValues ? shown + " ... (" + std::to_string(n) + " values)" : shown;
+}
+
+// A value on one line: scalars as JSON, arrays of scalars abbreviated to kShownValues,
+// objects of scalars as {key value, ...}; "" when the value needs lines of its own.
+std::string inline_value(const nlohmann::json& v) {
+  if (v.is_string()) return abbreviate_row(v.get<std::string>());
+  if (!v.is_structured()) return v.dump();
+  std::string r;
+  size_t i = 0;
+  for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+    if (it->is_structured() || (v.is_array() && it->is_string())) return "";
+    if (v.is_array() && i == kShownValues) return r + ", ... (" + std::to_string(v.size()) + " values)]";
+    r += (i ? ", " : (v.is_array() ? "[" : "{")) + (v.is_object() ? it.key() + " " : "") + it->dump();
+  }
+  return i == 0 ? (v.is_array() ? "[]" : "{}") : r + (v.is_array() ? "]" : "}");
+}
+
+// A regression file's scenario readably: one field a line, nested fields indented,
+// long arrays and kv rows abbreviated (the file itself has every value).
+void print_fields(const nlohmann::json& v, int indent, std::ostream& out) {
+  const std::string pad(indent, ' ');
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string line = inline_value(*it);
+    if (!line.empty()) {
+      out << pad << it.key() << ": " << line << "\n";
+    } else if (it->is_object()) {
+      out << pad << it.key() << ":\n";
+      print_fields(*it, indent + 2, out);
+    } else {  // an array of rows (kv) or of structures (segments)
+      out << pad << it.key() << ": " << it->size() << " row(s)\n";
+      for (size_t i = 0; i < it->size() && i < kShownRows; ++i) {
+        const std::string row = inline_value((*it)[i]);
+        out << pad << "  [" << i << "] " << (row.empty() ? (*it)[i].dump() : row) << "\n";
+      }
+      if (it->size() > kShownRows) out << pad << "  ... (" << it->size() - kShownRows << " more rows)\n";
+    }
+  }
+}
+
+// The project's one printer of the scenario type (store_load_show.cpp), as RapidCheck
+// and the fuzz targets show it; "" for a type it does not know or a bad scenario.
+std::string decoded_scenario(const nlohmann::json& s) {
+  std::ostringstream o;
+  try {
+    const std::string type = s.value("type", "");
+    if (type == "store") props::showValue(s.get<props::StoreScenario>(), o);
+    else if (type == "load") props::showValue(s.get<props::LoadScenario>(), o);
+    else if (type == "store_fault") props::showValue(s.get<props::StoreFaultScenario>(), o);
+    else if (type == "load_fault") props::showValue(s.get<props::LoadFaultScenario>(), o);
+  } catch (const std::exception&) {
+    return "";  // the replay below says what is wrong with it
+  }
+  return o.str();
 }
 
 std::string target_names() {
@@ -49,8 +119,11 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
         const Backend& backend = fuzz::fuzz_backend();
         out << "file: " << path << ", property " << doc.value("property", "?") << " (op " << doc.value("op", "?")
             << "), failed on " << doc.value("failed_on", "?") << ", backend " << backend.name() << "\n"
-            << "invariant: " << doc.value("invariant", "") << "\n"
-            << "scenario: " << doc.at("scenario").dump() << "\n";
+            << "invariant: " << doc.value("invariant", "") << "\n";
+        const nlohmann::json& scenario = doc.at("scenario");
+        out << "scenario (" << scenario.value("type", "?") << "):\n";
+        print_fields(scenario, 2, out);
+        if (const std::string d = decoded_scenario(scenario); !d.empty()) out << "decoded: " << d << "\n";
         const std::string failure = props::replay_regression(doc, backend);
         if (failure.empty()) {
           out << "result: PASS\n";

@@ -9,7 +9,8 @@
 namespace kvcheck {
 
 /// Explains one fuzz input, or one property regression file (*.json, replayed
-/// through its property: prints the scenario and PASS or the failure). `target` "" = guess from the path: the directory after
+/// through its property: prints the scenario one field a line, long arrays and kv rows
+/// abbreviated, then its decoded one-line form, and PASS or the failure). `target` "" = guess from the path: the directory after
 /// corpus/ (corpus/<target>/..., regressions/ included), else a file name starting
 /// with "<target>-" or "fuzz_<target>". Runs the check on the backend named by
 /// $KVCHECK_FUZZ_BACKEND (default cpu). Returns 0 when the input passes, 1 when it

@@ -63,6 +63,12 @@ std::string string_or(const nlohmann::json& j, const char* key, const std::strin
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
 }
 
+// A seed as the summary holds it (a number, or a string), "" when absent or null.
+std::string seed_of(const nlohmann::json& j) {
+  if (!j.contains("seed") || j["seed"].is_null()) return "";
+  return j["seed"].is_string() ? j["seed"].get<std::string>() : j["seed"].dump();
+}
+
 }  // namespace
 
 std::string default_work_dir() {
@@ -144,22 +150,28 @@ void write_junit(const nlohmann::json& summary, std::ostream& out) {
       "timestamp=\"{}\">\n",
       xml(kind), results.size(), failures, skipped, number_or(summary, "seconds", 0),
       xml(string_or(summary, "start_time", "")));
+  // The campaign's seed (kvcheck run) on the suite; a fuzz run has one per target.
+  const std::string seed = seed_of(summary);
   out << fmt::format("    <properties><property name=\"commit\" value=\"{}\"/><property name=\"verdict\" "
-                     "value=\"{}\"/></properties>\n",
-                     xml(string_or(summary, "commit", "")), xml(string_or(summary, "verdict", "")));
+                     "value=\"{}\"/>{}</properties>\n",
+                     xml(string_or(summary, "commit", "")), xml(string_or(summary, "verdict", "")),
+                     seed.empty() ? "" : fmt::format("<property name=\"seed\" value=\"{}\"/>", xml(seed)));
   for (const auto& r : results) {
     const std::string classname = kind == "fuzz" ? "fuzz" : string_or(r, "op", "kvcheck");
     out << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"", xml(classname),
                        xml(string_or(r, "name", "?")), number_or(r, "seconds", 0));
     const std::string verdict = string_or(r, "verdict", "");
-    if (verdict != "fail" && verdict != "not_run") {
+    const std::string case_seed = seed_of(r);
+    if (verdict != "fail" && verdict != "not_run" && case_seed.empty()) {
       out << "/>\n";
       continue;
     }
     out << ">\n";
+    if (!case_seed.empty())
+      out << fmt::format("      <properties><property name=\"seed\" value=\"{}\"/></properties>\n", xml(case_seed));
     if (verdict == "not_run") {
       out << fmt::format("      <skipped message=\"{}\"/>\n", xml(string_or(r, "why", "not run")));
-    } else {
+    } else if (verdict == "fail") {
       std::ostringstream text;
       std::string first;
       if (r.contains("failures"))
@@ -167,6 +179,7 @@ void write_junit(const nlohmann::json& summary, std::ostream& out) {
           const std::string msg = string_or(f, "message", "");
           if (first.empty()) first = msg.substr(0, msg.find('\n'));
           text << msg << "\n";
+          if (const std::string s = seed_of(f); !s.empty()) text << "seed: " << s << "\n";
           if (f.contains("reproduce")) text << "reproduce: " << string_or(f, "reproduce", "") << "\n";
           if (f.contains("regression_file")) text << "regression file: " << string_or(f, "regression_file", "") << "\n";
         }

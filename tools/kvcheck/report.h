@@ -38,8 +38,9 @@ nlohmann::json summary_header(const std::string& kind, const std::string& start_
 bool write_file_atomically(const std::string& path, const std::string& content);
 
 /// JUnit XML of a summary: one <testcase> per result (classname = op or "fuzz"),
-/// <failure> with each failure's message and reproduce command, <skipped> for
-/// results that did not run.
+/// <failure> with each failure's message, seed and reproduce command, <skipped> for
+/// results that did not run. The suite's <properties> hold commit, verdict and the
+/// run's seed; a result with its own seed (a fuzz target) has it as a testcase property.
 void write_junit(const nlohmann::json& summary, std::ostream& out);
 
 /// `kvcheck junit SUMMARY OUT`: reads a summary file, writes OUT atomically.
