@@ -5,6 +5,9 @@
 #include <memory>
 
 namespace kvcheck::fuzz {
+namespace {
+thread_local std::string last_skip;
+}  // namespace
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
@@ -43,6 +46,8 @@ const Backend& fuzz_backend() {
   return *backend;
 }
 
+const std::string& last_skipped() { return last_skip; }
+
 int fuzz_one(std::string_view name, const uint8_t* data, size_t size) {
   const Target* t = target_by_name(name);
   if (t == nullptr) {
@@ -51,7 +56,9 @@ int fuzz_one(std::string_view name, const uint8_t* data, size_t size) {
     std::abort();
   }
   const Backend& backend = fuzz_backend();
+  last_skip.clear();
   const CheckResult r = t->run(data, size, backend);
+  last_skip = r.skipped;
   if (r.failure.empty()) return 0;
   std::fprintf(stderr, "\n==== kvcheck fuzz_%s: FAILED (backend %.*s) ====\n%s\n%s\n", t->name.c_str(),
                static_cast<int>(backend.name().size()), backend.name().data(),

@@ -46,6 +46,9 @@ const Backend& fuzz_backend();
 /// LLVMFuzzerTestOneInput body: runs target `name`; on failure prints the scenario
 /// and the decoded first difference to stderr and calls abort().
 int fuzz_one(std::string_view name, const uint8_t* data, size_t size);
+/// What the last fuzz_one call on this thread could not run on its backend
+/// (CheckResult::skipped: kUnsupported), "" when it ran: the replay counts those apart.
+const std::string& last_skipped();
 
 // Per-target checks (fuzzers/check_<name>.cpp).
 CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend);

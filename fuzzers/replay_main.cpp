@@ -3,6 +3,9 @@
 // its regressions/). A mismatch abort()s, so a failing regression fails the test.
 // Property regression files (*.json, properties/regression.h) are replayed through
 // their property on the fuzz backend instead; a failing one fails the run (exit 1).
+// An input the backend does not support (outside its capabilities, or refused with
+// kUnsupported) is neither a pass nor a failure: it is counted apart, and a replay in
+// which no input ran at all is "not exercised" (exit 1), never a pass.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -21,24 +24,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-int failed_regressions = 0;
+struct Tally {
+  size_t passed = 0, unsupported = 0, failed = 0;
+};
+Tally tally;
 
-// A property regression file: replays its scenario; false when it fails or is unusable.
+// Counts one input: unsupported when `why` says what the backend could not run.
+void count(const std::filesystem::path& file, const std::string& why) {
+  if (why.empty()) {
+    ++tally.passed;
+    return;
+  }
+  std::fprintf(stderr, "not supported by %s: %s: %s\n", std::string(kvcheck::fuzz::fuzz_backend().name()).c_str(),
+               file.c_str(), why.c_str());
+  ++tally.unsupported;
+}
+
+// A property regression file: replays its scenario on the fuzz backend.
 void replay_property_regression(const std::filesystem::path& file, std::ifstream& in) {
-  std::string verdict;
+  std::string verdict, unsupported;
   try {
     const nlohmann::json doc = nlohmann::json::parse(in);
     const auto& backend = kvcheck::fuzz::fuzz_backend();
     std::fprintf(stderr, "replay: %s (%s on %s)\n", file.c_str(), doc.value("property", "?").c_str(),
                  std::string(backend.name()).c_str());
-    verdict = kvcheck::props::replay_regression(doc, backend);
+    verdict = kvcheck::props::replay_regression(doc, backend, &unsupported);
   } catch (const std::exception& e) {
     verdict = std::string("unusable regression file: ") + e.what();
   }
   if (!verdict.empty()) {
     std::fprintf(stderr, "FAIL %s\n%s\n", file.c_str(), verdict.c_str());
-    ++failed_regressions;
+    ++tally.failed;
+    return;
   }
+  count(file, unsupported);
 }
 
 bool replay(const std::filesystem::path& file) {
@@ -53,7 +72,8 @@ bool replay(const std::filesystem::path& file) {
   }
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
   std::fprintf(stderr, "replay: %s (%zu bytes)\n", file.c_str(), bytes.size());
-  LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+  LLVMFuzzerTestOneInput(bytes.data(), bytes.size());  // a failure aborts
+  count(file, kvcheck::fuzz::last_skipped());
   return true;
 }
 
@@ -65,7 +85,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
-  size_t count = 0;
+  size_t inputs = 0;
   for (int i = 1; i < argc; ++i) {
     const fs::path arg(argv[i]);
     if (fs::is_directory(arg)) {
@@ -73,17 +93,26 @@ int main(int argc, char** argv) {
       for (const auto& e : fs::recursive_directory_iterator(arg))
         if (e.is_regular_file()) files.push_back(e.path());
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) count += replay(f);
+      for (const auto& f : files) inputs += replay(f);
     } else if (replay(arg)) {
-      ++count;
+      ++inputs;
     } else {
       return 1;
     }
   }
-  if (failed_regressions > 0) {
-    std::printf("replayed %zu inputs, %d property regression(s) FAILED\n", count, failed_regressions);
+  std::string unsupported;
+  if (tally.unsupported > 0)
+    unsupported = ", " + std::to_string(tally.unsupported) + " not supported by " +
+                  std::string(kvcheck::fuzz::fuzz_backend().name());
+  std::printf("replayed %zu inputs: %zu passed%s, %zu failed\n", inputs, tally.passed, unsupported.c_str(),
+              tally.failed);
+  if (tally.failed > 0) {
+    std::printf("FAILED: %zu property regression(s)\n", tally.failed);
     return 1;
   }
-  std::printf("replayed %zu inputs, all passed\n", count);
-  return count > 0 ? 0 : 1;  // an empty corpus is a broken setup, not a pass
+  if (tally.passed == 0) {  // an empty corpus, or one the backend runs none of
+    std::printf("NOT EXERCISED: no input ran on the backend (%s)\n", inputs == 0 ? "no inputs" : "none supported");
+    return 1;
+  }
+  return 0;
 }

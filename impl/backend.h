@@ -185,8 +185,9 @@ class Backend {
 std::vector<std::shared_ptr<const Backend>> available_backends(
     std::vector<std::string>* why_missing = nullptr);
 
-/// The backend called `name`; throws Error(kInvalidArgument) listing the names
-/// available here when there is none.
+/// The backend called `name`; throws Error(kUnsupported) with its probe's reason when
+/// it loaded but cannot run here ("backend reshape-and-cache: no usable CUDA device:
+/// ..."), else Error(kInvalidArgument) listing the names available here.
 std::shared_ptr<const Backend> backend_by_name(const std::string& name);
 
 }  // namespace kvcheck

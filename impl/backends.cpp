@@ -65,6 +65,10 @@ std::shared_ptr<const Backend> backend_by_name(const std::string& name) {
     if (b->name() == name) return b;
     names += (names.empty() ? "" : ", ") + std::string(b->name());
   }
+  // A backend that loaded but cannot run here (its probe said why): say why.
+  for (const auto& why : loaded().why_missing)
+    if (why.rfind(name + ": ", 0) == 0)
+      throw Error(ErrorCode::kUnsupported, "backend " + why + " (available: " + names + ")");
   throw Error(ErrorCode::kInvalidArgument, "no backend '" + name + "' here; available: " + names);
 }
 

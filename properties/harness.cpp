@@ -263,9 +263,11 @@ std::string expect_outcomes(const std::string& fault, const std::optional<ErrorC
   return compare_outcomes(ref, be, backend);
 }
 
+UnsupportedCase::UnsupportedCase(std::string reason) : CaseResult(Type::Failure, std::move(reason)) {}
+
 void require(const Verdict& v) {
   if (!v.failure.empty()) RC_FAIL(v.failure);
-  if (!v.skipped.empty()) RC_FAIL("the backend cannot run this scenario (kUnsupported): " + v.skipped);
+  if (!v.skipped.empty()) throw UnsupportedCase("the backend cannot run this scenario (kUnsupported): " + v.skipped);
 }
 
 std::string context(const std::string& op, const CacheShape& shape, std::string_view backend) {

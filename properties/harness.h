@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <rapidcheck/detail/Results.h>
+
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "impl/kv_cache.h"
@@ -168,8 +170,16 @@ struct Verdict {
   std::string failure;
   std::string skipped;
 };
+/// What require() throws for a case the backend refused with kUnsupported: inside a
+/// RapidCheck run an ordinary failure (the generators draw inside the capabilities, so
+/// a refusal there is a bug); a replay (replay_regression) reports it as "not supported
+/// by this backend" instead.
+struct UnsupportedCase : rc::detail::CaseResult {
+  explicit UnsupportedCase(std::string reason);
+};
+
 /// Inside a property: fails the case with the report; a skip fails too (a property's
-/// scenario is one the backend must run).
+/// scenario is one the backend must run), as an UnsupportedCase.
 void require(const Verdict& v);
 
 /// "op=store format=V41 backend=cpu block_size=133 num_blocks=2": the header of

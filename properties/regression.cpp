@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "properties/harness.h"
+#include "properties/runner.h"
+
 namespace kvcheck::props {
 namespace {
 
@@ -245,7 +248,7 @@ std::string regression_file_name(const nlohmann::json& document) {
 
 bool is_regression_document(const nlohmann::json& j) { return j.is_object() && j.contains("kvcheck_regression"); }
 
-std::string replay_regression(const nlohmann::json& document, const Backend& b) {
+std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported) {
   if (!is_regression_document(document)) throw std::runtime_error("not a kvcheck regression file");
   if (document.at("kvcheck_regression").get<int>() != kRegressionVersion)
     throw std::runtime_error("regression file version " + document.at("kvcheck_regression").dump() +
@@ -253,14 +256,22 @@ std::string replay_regression(const nlohmann::json& document, const Backend& b) 
   const std::string name = document.at("property").get<std::string>();  // named: g++ 13 -Wdangling-reference
   const Property& p = property_named(name);
   if (!p.replay) throw std::runtime_error(p.name + " has no scenario replay");
-  try {
-    p.replay(b, document.at("scenario"));
-  } catch (const rc::detail::CaseResult& r) {
-    // RC_ASSERT / RC_FAIL outside RapidCheck throw the case result itself.
-    return r.description;
-  } catch (const Error& e) {
-    return std::string("unexpected kvcheck::Error: ") + e.what();
+  std::string why = why_not_exercised(p, b);  // the capabilities exclude it: not called
+  if (why.empty()) {
+    try {
+      p.replay(b, document.at("scenario"));
+    } catch (const UnsupportedCase& r) {  // the backend refused it with kUnsupported
+      why = r.description;
+    } catch (const rc::detail::CaseResult& r) {
+      // RC_ASSERT / RC_FAIL outside RapidCheck throw the case result itself.
+      return r.description;
+    } catch (const Error& e) {
+      return std::string("unexpected kvcheck::Error: ") + e.what();
+    }
   }
+  if (why.empty()) return "";
+  if (unsupported == nullptr) return "not supported by " + std::string(b.name()) + ": " + why;
+  *unsupported = why;
   return "";
 }
 

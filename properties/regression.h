@@ -12,6 +12,7 @@
 
 #include "impl/backend.h"
 #include "impl/error.h"
+#include "properties/case_isolation.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/registry.h"
 
@@ -47,8 +48,9 @@ void note_failing_scenario(nlohmann::json scenario);
 std::optional<nlohmann::json> take_failing_scenario();
 
 /// A backend property whose case is one scenario of type S: the body draws it with
-/// `draw` and checks it with `check`; on failure the scenario is recorded for a
-/// regression file, and `replay` runs `check` on a scenario read back from JSON.
+/// `draw` and checks it with `check` (through run_case: in its own process under
+/// per-case isolation); on failure the scenario is recorded for a regression file, and
+/// `replay` runs `check` on a scenario read back from JSON.
 template <class S>
 Property scenario_property(std::string name, std::string op, std::string invariant, S (*draw)(),
                            void (*check)(const Backend&, const S&), std::vector<ClassBound> class_bounds = {}) {
@@ -62,13 +64,16 @@ Property scenario_property(std::string name, std::string op, std::string invaria
     const S s = draw();
     note_scenario_classes(s);
     try {
-      check(b, s);
+      run_case([&] { check(b, s); });
     } catch (...) {
       note_failing_scenario(nlohmann::json(s));
       throw;
     }
   };
-  p.replay = [check](const Backend& b, const nlohmann::json& scenario) { check(b, scenario.get<S>()); };
+  p.replay = [check](const Backend& b, const nlohmann::json& scenario) {
+    const S s = scenario.get<S>();
+    run_case([&] { check(b, s); });
+  };
   return p;
 }
 
@@ -84,8 +89,12 @@ std::string regression_file_name(const nlohmann::json& document);
 bool is_regression_document(const nlohmann::json& j);
 
 /// Replays a regression document on `b`: "" when the property holds for its
-/// scenario, else the failure report. Throws std::runtime_error when the document
-/// is unusable (unknown property, property without replay, bad scenario).
-std::string replay_regression(const nlohmann::json& document, const Backend& b);
+/// scenario, else the failure report. A case `b` does not support — its capabilities
+/// exclude the property (why_not_exercised) or it refuses the scenario with
+/// kUnsupported — is "not supported by this backend": with `unsupported` given, the
+/// reason goes there and the result is ""; without, it is the failure "not supported
+/// by <backend>: <reason>". Throws std::runtime_error when the document is unusable
+/// (unknown property, property without replay, bad scenario).
+std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported = nullptr);
 
 }  // namespace kvcheck::props

@@ -100,6 +100,15 @@ std::string class_bound_failures(const Property& p, const PropertyOutcome& o) {
   return check_class_bounds(p.class_bounds, o.classes, o.cases, o.class_context);
 }
 
+std::string why_not_exercised(const Property& p, const Backend& b) {
+  if (!p.per_backend) return "";
+  std::string missing_op;
+  if (!b.capabilities().supports_property_op(p.op, &missing_op)) return std::string(b.name()) + " has " + missing_op;
+  if (p.needs)
+    if (const std::string why = p.needs(b.capabilities()); !why.empty()) return std::string(b.name()) + ": " + why;
+  return "";
+}
+
 PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget) {
   PropertyOutcome o;
   o.property = p.name;
@@ -115,17 +124,7 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   params.disableShrinking = p.max_cases_per_run > 0;
   params.maxDiscardRatio = 10;
   QuietListener listener;
-  std::string missing_op;
-  if (p.per_backend && !b.capabilities().supports_property_op(p.op, &missing_op)) {
-    o.not_exercised = std::string(b.name()) + " has " + missing_op;  // nothing to run
-    return o;
-  }
-  if (p.per_backend && p.needs) {
-    if (const std::string why = p.needs(b.capabilities()); !why.empty()) {
-      o.not_exercised = std::string(b.name()) + ": " + why;
-      return o;
-    }
-  }
+  if (o.not_exercised = why_not_exercised(p, b); !o.not_exercised.empty()) return o;  // nothing to run
   // Generators draw only what the backend supports (plugin capabilities).
   const BackendCapabilities backend_caps = p.per_backend ? b.capabilities() : BackendCapabilities{};
   const ScopedGeneratorCaps caps(backend_caps);

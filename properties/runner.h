@@ -39,6 +39,11 @@ std::string backend_label(const Property& p, const Backend& b);
 /// "<property>/<backend label>": RapidCheck's test id, the key of reproduce strings.
 std::string test_id(const Property& p, const Backend& b);
 
+/// Why p cannot run on b ("<backend> has no load_paged_kv_cache", "<backend>: supports
+/// none of the UE8M0 formats ..."), "" when it can: the op and Property::needs checks of
+/// the backend's capabilities, shared by run_property and replay_regression.
+std::string why_not_exercised(const Property& p, const Backend& b);
+
 /// Runs p on b (host properties ignore b) for budget.cases cases from budget.seed.
 PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget);
 

@@ -13,6 +13,8 @@
 
 #ifndef EXAMPLE_HOST_ONLY
 #include <cuda_runtime_api.h>
+
+#include "include/kvcheck/cuda_probe.h"
 #endif
 
 namespace {
@@ -80,14 +82,9 @@ int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t si
 }
 
 #ifndef EXAMPLE_HOST_ONLY
-int probe(void*, char* msg, size_t size) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0)
-    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, size,
-                  std::string("no usable CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none"));
-  return KVCHECK_STATUS_OK;
-}
+// kvcheck's ready-made probe (include/kvcheck/cuda_probe.h): OK, or why not ("no usable
+// CUDA device: no CUDA driver on this machine ...").
+int probe(void*, char* msg, size_t size) { return kvcheck_probe_cuda_device(msg, size); }
 #endif
 
 kvcheck_backend_v1_t make_table() {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "impl/cuda/common.cuh"
+#include "include/kvcheck/cuda_probe.h"
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
 
@@ -170,12 +171,10 @@ int64_t resident_ctas(const void* kernel) {
 }  // namespace dev
 
 std::string probe_device() {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return std::string("no usable CUDA driver/device: ") + cudaGetErrorString(e);
-  if (count == 0) return "no CUDA device";
+  char why[512];
+  if (kvcheck_probe_cuda_device(why, sizeof why) != KVCHECK_STATUS_OK) return why;
   cudaFuncAttributes attr;  // fails when this build has no image for the device
-  e = cudaFuncGetAttributes(&attr, expand_kernel);
+  const cudaError_t e = cudaFuncGetAttributes(&attr, expand_kernel);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear it: later launches report their own errors
     return std::string("this build's kernels cannot run on device 0: ") + cudaGetErrorString(e);

@@ -1,5 +1,7 @@
 /* A plugin whose store crashes (CRASH: SIGSEGV) or hangs (HANG) on every call with a
- * token: the campaign must report it, with the reproduce command, and go on. */
+ * token: the campaign must report it, with the reproduce command, and go on. Every case
+ * with a row crashes, so the minimal crashing case has exactly one row: the report must
+ * show that one (n=1 ... slot_mapping=[s]), shrunk from the chunk. */
 #include <string.h>
 #include <unistd.h>
 

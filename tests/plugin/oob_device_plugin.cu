@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "include/kvcheck/backend_abi.h"
+#include "include/kvcheck/cuda_probe.h"
 
 namespace {
 
@@ -37,13 +38,7 @@ int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t si
   return KVCHECK_STATUS_INTERNAL;
 }
 
-int probe(void*, char* msg, size_t size) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e == cudaSuccess && n > 0) return KVCHECK_STATUS_OK;
-  std::snprintf(msg, size, "no usable CUDA device: %s", e == cudaSuccess ? "none" : cudaGetErrorString(e));
-  return KVCHECK_STATUS_UNSUPPORTED;
-}
+int probe(void*, char* msg, size_t size) { return kvcheck_probe_cuda_device(msg, size); }
 
 kvcheck_backend_v1_t table;
 

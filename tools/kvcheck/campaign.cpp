@@ -436,6 +436,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
               o.message);
           std::string replay;
           try {
+            const props::ScopedCaseIsolation per_case(options.isolate);  // this process never calls a plugin
             replay = props::replay_regression(doc, *r.backend);
           } catch (const std::exception& e) {
             replay = std::string("unusable: ") + e.what();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "impl/plugin/watchdog.h"
+#include "properties/case_isolation.h"
 
 namespace kvcheck::tool {
 namespace {
@@ -60,25 +61,28 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
   return true;
 }
 
-}  // namespace
-
-props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
-                                             const props::CaseBudget& budget) {
-  // Read RapidCheck's configuration here, once: children then inherit it and do not
-  // each echo "Using configuration".
-  (void)props::configured_seed(0);
+// run_property(p, b, budget) in a forked child (per_case: with per-case isolation on in
+// it). True with the child's outcome in `o`; false when the child died, with its wait
+// status in `status`.
+bool run_in_child(const props::Property& p, const Backend& b, const props::CaseBudget& budget, bool per_case,
+                  props::PropertyOutcome& o, int& status) {
+  status = 0;
   int fds[2];
-  if (pipe(fds) != 0) return props::run_property(p, b, budget);
+  if (pipe(fds) != 0) {
+    o = props::run_property(p, b, budget);
+    return true;
+  }
   std::fflush(nullptr);
-  const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return props::run_property(p, b, budget);
+    o = props::run_property(p, b, budget);
+    return true;
   }
   if (pid == 0) {
     close(fds[0]);
+    const props::ScopedCaseIsolation isolation(per_case);
     const std::string bytes = serialise(props::run_property(p, b, budget));
     for (size_t done = 0; done < bytes.size();) {
       const ssize_t n = write(fds[1], bytes.data() + done, bytes.size() - done);
@@ -102,28 +106,58 @@ props::PropertyOutcome run_property_isolated(const props::Property& p, const Bac
     }
   }
   close(fds[0]);
-  int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialise(bytes, o);
+}
+
+}  // namespace
+
+props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
+                                             const props::CaseBudget& budget) {
+  // Read RapidCheck's configuration here, once: children then inherit it and do not
+  // each echo "Using configuration".
+  (void)props::configured_seed(0);
+  const auto start = std::chrono::steady_clock::now();
   props::PropertyOutcome o;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialise(bytes, o)) return o;
+  int status = 0;
+  if (run_in_child(p, b, budget, false, o, status)) return o;
+  o = {};
   o.property = p.name;
   o.op = p.op;
   o.backend = props::backend_label(p, b);
   o.failed = true;
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   o.reproduce = fmt::format("seed={}", budget.seed);
   const std::string where = fmt::format("backend {} during {} (a chunk of {} cases from seed {})", b.name(), p.name,
                                         budget.cases, budget.seed);
+  const bool hung = WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode;
   if (WIFSIGNALED(status))
     o.message = fmt::format("CRASHED: signal {} ({}) in {}; the campaign went on with the next row",
                             WTERMSIG(status), strsignal(WTERMSIG(status)), where);
-  else if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
+  else if (hung)
     o.message = fmt::format("HUNG: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s in {}",
                             plugin::call_timeout_seconds(), where);
   else
     o.message = fmt::format("CRASHED: the child exited with status {} in {}",
                             WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
+  if (!hung) {
+    // The minimal crashing case: the same chunk again, each case in its own process,
+    // so a crash fails that case only and RapidCheck shrinks it like any failure.
+    props::PropertyOutcome m;
+    int again = 0;
+    if (!p.replay) {
+      o.message += "\n(its cases cannot run one per process: reproduce the chunk with the seed)";
+    } else if (run_in_child(p, b, budget, true, m, again) && m.failed) {
+      o.message += "\nminimal crashing case (the chunk re-run with each case in its own process):\n" + m.message;
+      o.reproduce = m.reproduce;
+      o.scenario = m.scenario;
+      o.cases = m.cases;
+    } else {
+      o.message += "\nre-running the chunk with each case in its own process did not fail: the crash depends "
+                   "on earlier cases in the same process; reproduce the chunk with the seed";
+    }
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return o;
 }
 

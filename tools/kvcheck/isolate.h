@@ -11,7 +11,11 @@
 namespace kvcheck::tool {
 
 /// props::run_property(p, b, budget) in a child process. A child that dies makes a
-/// failed outcome: message "CRASHED: ..." / "HUNG: ...", reproduce "seed=<seed>".
+/// failed outcome: message "CRASHED: ..." / "HUNG: ...", reproduce "seed=<seed>". After
+/// a crash the chunk runs again in a child with per-case isolation
+/// (properties/case_isolation.h), and its minimal crashing case — RapidCheck's message
+/// with the scenario, the "reproduce=..." token and the scenario for a regression
+/// file — replaces the seed (properties without a scenario replay keep the seed).
 props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
                                              const props::CaseBudget& budget);
 

@@ -1,0 +1,143 @@
+#include "properties/case_isolation.h"
+
+#include <fmt/format.h>
+#include <rapidcheck.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "impl/error.h"
+#include "impl/plugin/watchdog.h"
+#include "properties/harness.h"
+
+namespace kvcheck::props {
+namespace {
+
+thread_local bool isolate_cases = false;
+
+// The child's result: one kind byte, then the description.
+enum Kind : char {
+  kPassed = 'P',
+  kSucceeded = 'S',  // RC_SUCCEED
+  kFailed = 'F',
+  kDiscarded = 'D',
+  kUnsupported = 'U',
+  kKvcheckError = 'E',  // then the ErrorCode as one byte
+  kException = 'X',
+};
+
+std::string tagged(Kind k, const std::string& description) { return static_cast<char>(k) + description; }
+
+std::string run_here(const std::function<void()>& check) {
+  try {
+    check();
+    return tagged(kPassed, "");
+  } catch (const UnsupportedCase& r) {
+    return tagged(kUnsupported, r.description);
+  } catch (const rc::detail::CaseResult& r) {
+    const Kind k = r.type == rc::detail::CaseResult::Type::Failure   ? kFailed
+                   : r.type == rc::detail::CaseResult::Type::Discard ? kDiscarded
+                                                                     : kSucceeded;
+    return tagged(k, r.description);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    const std::string prefix = std::string(to_string(e.code())) + ": ";
+    if (msg.rfind(prefix, 0) == 0) msg.erase(0, prefix.size());
+    return tagged(kKvcheckError, static_cast<char>(e.code()) + msg);
+  } catch (const std::exception& e) {
+    return tagged(kException, e.what());
+  } catch (...) {
+    return tagged(kException, "an unknown object was thrown");
+  }
+}
+
+[[noreturn]] void rethrow(const std::string& r) {
+  const std::string desc = r.substr(1);
+  switch (r[0]) {
+    case kSucceeded:
+      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Success, desc);
+    case kFailed:
+      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, desc);
+    case kDiscarded:
+      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, desc);
+    case kUnsupported:
+      throw UnsupportedCase(desc);
+    case kKvcheckError:
+      throw Error(static_cast<ErrorCode>(desc.empty() ? 0 : desc[0]), desc.empty() ? "" : desc.substr(1));
+    default:
+      throw std::runtime_error(desc);
+  }
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, why + " (this case ran in its own process)");
+}
+
+}  // namespace
+
+ScopedCaseIsolation::ScopedCaseIsolation(bool on) : previous_(isolate_cases) { isolate_cases = on; }
+ScopedCaseIsolation::~ScopedCaseIsolation() { isolate_cases = previous_; }
+
+bool case_isolation() { return isolate_cases; }
+
+void run_case(const std::function<void()>& check) {
+  if (!isolate_cases) {
+    check();
+    return;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) fail(fmt::format("cannot create a pipe for the case's process: {}", std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    fail(fmt::format("cannot fork the case's process: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    isolate_cases = false;
+    const std::string bytes = run_here(check);
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = write(fds[1], bytes.data() + done, bytes.size() - done);
+      if (n <= 0) _exit(3);
+      done += static_cast<size_t>(n);
+    }
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string bytes;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0)
+      bytes.append(buf, static_cast<size_t>(n));
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !bytes.empty()) {
+    if (bytes[0] == kPassed) return;
+    rethrow(bytes);
+  }
+  if (WIFSIGNALED(status))
+    fail(fmt::format("the backend crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status))));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
+    fail(fmt::format("the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s",
+                     plugin::call_timeout_seconds()));
+  fail(fmt::format("the backend crashed: the case's process exited with status {}",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+}
+
+}  // namespace kvcheck::props
