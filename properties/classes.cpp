@@ -46,13 +46,19 @@ ClassCounts take_class_counts() {
   return out;
 }
 
+bool class_bound_applies(const ClassBound& b, const ClassBoundContext& context) {
+  if (!context.unrestricted) return false;
+  if (b.needs == ClassBound::Needs::kThreadKnob && !context.thread_knob) return false;
+  if (b.needs == ClassBound::Needs::kHostMemory && !context.host_memory) return false;
+  return true;
+}
+
 std::string check_class_bounds(const std::vector<ClassBound>& bounds, const ClassCounts& counts, int cases,
                                const ClassBoundContext& context) {
-  if (cases <= 0 || !context.unrestricted) return "";
+  if (cases <= 0) return "";
   std::string out;
   for (const auto& b : bounds) {
-    if (b.needs == ClassBound::Needs::kThreadKnob && !context.thread_knob) continue;
-    if (b.needs == ClassBound::Needs::kHostMemory && !context.host_memory) continue;
+    if (!class_bound_applies(b, context)) continue;
     const auto it = counts.find(b.name);
     const int n = it == counts.end() ? 0 : it->second;
     const double f = static_cast<double>(n) / cases;

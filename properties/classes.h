@@ -44,6 +44,10 @@ struct ClassBoundContext {
   bool host_memory = true;   // BackendCapabilities::host_memory
 };
 
+/// Whether bound b is judged for a backend offering `context`: never on restricted
+/// backends, and a bound needing the thread knob or host memory only where it is.
+bool class_bound_applies(const ClassBound& b, const ClassBoundContext& context);
+
 /// Runs below this many cases are not judged (small budgets are noisy).
 inline constexpr int kClassBoundMinCases = 300;
 

@@ -95,6 +95,11 @@ uint64_t configured_seed(uint64_t fallback) {
   return fallback;
 }
 
+std::string no_calls_reason(const Property& p, const Backend& b, int64_t cases, int64_t calls) {
+  if (!p.per_backend || cases == 0 || calls > 0) return "";
+  return fmt::format("{} cases ran but none called {}", cases, b.name());
+}
+
 std::string class_bound_failures(const Property& p, const PropertyOutcome& o) {
   if (o.failed || o.cases < kClassBoundMinCases) return "";
   return check_class_bounds(p.class_bounds, o.classes, o.cases, o.class_context);
@@ -147,8 +152,6 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   rc::detail::SuccessResult ok;
   if (result.match(ok)) {
     o.cases = ok.numSuccess;
-    if (p.per_backend && o.cases > 0 && o.backend_calls == 0)
-      o.not_exercised = fmt::format("{} cases ran but none called {}", o.cases, b.name());
     return o;
   }
   o.failed = true;

@@ -44,6 +44,10 @@ std::string test_id(const Property& p, const Backend& b);
 /// the backend's capabilities, shared by run_property and replay_regression.
 std::string why_not_exercised(const Property& p, const Backend& b);
 
+/// "" unless p runs per backend and `cases` cases (> 0) made no call into b: such a row
+/// is not exercised, never passed. Judged on a row's totals (a campaign's rounds).
+std::string no_calls_reason(const Property& p, const Backend& b, int64_t cases, int64_t calls);
+
 /// Runs p on b (host properties ignore b) for budget.cases cases from budget.seed.
 PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudget& budget);
 

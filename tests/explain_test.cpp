@@ -14,7 +14,7 @@
 namespace {
 
 // The source tree holding corpus/ (this file is <root>/tests/explain_test.cpp).
-const std::string kRoot = std::filesystem::path(__FILE__).parent_path().parent_path().string();
+const std::string kRoot = KVCHECK_SOURCE_DIR;
 
 TEST(Explain, CorpusSeedDecodesAndPasses) {
   std::ostringstream out;

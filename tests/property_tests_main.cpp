@@ -35,6 +35,9 @@ class PropertyTest : public testing::Test {
         *property_, *backend_, {kvcheck::props::configured_seed(kCiSeed), case_budget(), 100});
     // A row that ran no case, or whose cases never called the backend, is not a pass.
     if (!o.failed && !o.not_exercised.empty()) GTEST_SKIP() << "not exercised: " << o.not_exercised;
+    if (const std::string why = kvcheck::props::no_calls_reason(*property_, *backend_, o.cases, o.backend_calls);
+        !o.failed && !why.empty())
+      FAIL() << property_->name << " on " << o.backend << ": " << why << " (a property that can run must reach the backend)";
     if (!o.failed && o.cases == 0)
       FAIL() << property_->name << " on " << o.backend << " ran no case (case budget " << case_budget() << ")";
     if (o.failed)

@@ -38,7 +38,7 @@ struct Row {
   int failures = 0;
   double seconds = 0;
   std::string message, reproduce;
-  uint64_t failing_seed = 0;
+  int64_t calls = 0;  // calls into the backend under test, over every round
   nlohmann::json failure;  // null, or {message, seed, reproduce, regression_file}
   std::string not_exercised;  // the backend lacks an operation of this property
   props::ClassCounts classes;  // case classes over every round (properties/classes.h)
@@ -77,6 +77,7 @@ void print_class_table(const std::vector<Row>& rows, bool all, std::ostream& out
     fmt::print(out, "  {}/{} ({} cases)\n", r.property->name, r.backend_label, r.cases);
     std::map<std::string, std::string> bound;
     for (const auto& b : r.property->class_bounds) {
+      if (!props::class_bound_applies(b, r.class_context)) continue;  // a bound not judged is not shown
       std::string text;
       if (b.min_fraction > 0) text += fmt::format("floor {:.0f}%", 100 * b.min_fraction);
       if (b.max_fraction < 1) text += fmt::format("{}ceiling {:.0f}%", text.empty() ? "" : ", ", 100 * b.max_fraction);
@@ -352,6 +353,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                           {"seconds", r.seconds},
                           {"cases", r.cases},
                           {"execs", r.cases},
+                          {"backend_calls", r.calls},
                           {"execs_per_second", r.seconds > 0 ? r.cases / r.seconds : 0.0},
                           {"coverage", nullptr},
                           {"new_inputs", nullptr},
@@ -360,7 +362,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       j["classes"] = r.classes;
       nlohmann::json bounds = nlohmann::json::array();
       for (const auto& b : r.property->class_bounds)
-        bounds.push_back({{"class", b.name}, {"min_fraction", b.min_fraction}, {"max_fraction", b.max_fraction}});
+        bounds.push_back({{"class", b.name}, {"min_fraction", b.min_fraction}, {"max_fraction", b.max_fraction},
+                          {"judged", props::class_bound_applies(b, r.class_context)}});
       j["class_bounds"] = std::move(bounds);
       j["class_bounds_broken"] = bound_breaks(r);
       if (!r.not_exercised.empty()) {  // the backend's capabilities leave this property out
@@ -415,6 +418,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       ran = true;
       ran_any[i] = true;
       r.cases += o.cases;
+      r.calls += o.backend_calls;
       r.seconds += o.seconds;
       for (const auto& [name, n] : o.classes) r.classes[name] += n;
       r.class_context = o.class_context;
@@ -423,7 +427,6 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
         r.failures = 1;
         r.message = o.message;
         r.reproduce = o.reproduce;
-        r.failing_seed = case_seed;
         const std::string reproduce = fmt::format("{}RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
                                                   plugin_env(), o.reproduce, r.property->name, r.backend->name());
         fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, o.message, reproduce);
@@ -474,6 +477,10 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   }
   if (tty) progress << "\r\x1b[K" << std::flush;
 
+  // A row whose cases never reached the backend under test did not test it.
+  for (Row& r : rows)
+    if (r.failures == 0 && r.not_exercised.empty())
+      r.not_exercised = props::no_calls_reason(*r.property, *r.backend, r.cases, r.calls);
   print_table(rows, out);
   print_class_table(rows, options.verbose, out);
   print_not_exercised(rows, out);

@@ -36,7 +36,7 @@ std::string serialise(const props::PropertyOutcome& o) {
   std::string out;
   for (const std::string* s : {&o.property, &o.op, &o.backend, &o.message, &o.reproduce, &o.not_exercised, &o.scenario})
     put(out, *s);
-  put(out, fmt::format("{} {} {}", o.cases, o.failed ? 1 : 0, o.seconds));
+  put(out, fmt::format("{} {} {} {}", o.cases, o.failed ? 1 : 0, o.seconds, o.backend_calls));
   put(out, props::encode_class_counts(o.classes));
   put(out, fmt::format("{} {} {}", o.class_context.unrestricted ? 1 : 0, o.class_context.thread_knob ? 1 : 0,
                        o.class_context.host_memory ? 1 : 0));
@@ -50,7 +50,9 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
     if (!get(in, at, *s)) return false;
   if (!get(in, at, nums)) return false;
   int failed = 0;
-  if (std::sscanf(nums.c_str(), "%d %d %lf", &o.cases, &failed, &o.seconds) != 3) return false;
+  long long calls = 0;
+  if (std::sscanf(nums.c_str(), "%d %d %lf %lld", &o.cases, &failed, &o.seconds, &calls) != 4) return false;
+  o.backend_calls = calls;
   o.failed = failed != 0;
   std::string classes, context;
   if (!get(in, at, classes) || !get(in, at, context)) return false;
