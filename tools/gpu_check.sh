@@ -18,7 +18,9 @@ mkdir -p "$out"
 kvcheck="$build/tools/kvcheck/kvcheck"
 "$kvcheck" backends
 seconds=${KVCHECK_GPU_CAMPAIGN_SECONDS:-120}
-("$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" > "$out/campaign.log" 2>&1
+# The campaign's run directory goes to the build tree: the suite beside it checks that
+# nothing writes into the source tree's .kvcheck-work/ while it runs.
+(KVCHECK_WORK_DIR="$build/gpu-check-work" "$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" > "$out/campaign.log" 2>&1
  echo "campaign exit $?" >> "$out/campaign.log") &
 (cd "$build" && ctest -L 'cuda|property|plugin' -j "$(nproc)" --timeout 600 --output-on-failure > "$out/ctest.log" 2>&1)
 ctest_rc=$?

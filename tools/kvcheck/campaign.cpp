@@ -400,6 +400,13 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
       const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
       if (!r.not_exercised.empty()) continue;
+      // What the backend cannot run is said as such, before any budget reason.
+      if (r.cases == 0)
+        if (std::string why = props::why_not_exercised(*r.property, *r.backend); !why.empty()) {
+          r.not_exercised = std::move(why);
+          ran_any[i] = true;
+          continue;
+        }
       // A property of a few costly cases runs them in round 0 only.
       if (r.property->max_cases_per_run > 0 && r.cases >= r.property->max_cases_per_run) continue;
       // ... and, in a timed run, only when one case fits in the budget left.
