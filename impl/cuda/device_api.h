@@ -40,7 +40,7 @@ struct LaunchOptions {
 /// validation kernels record the first offending input, its data kernels read it.
 struct DeviceStatus {
   unsigned long long first;  // smallest offending position; kStatusOk when none
-  int32_t check;             // which rule failed (internal code, see validate.cuh)
+  int32_t check;             // which rule failed (internal code: validate.cu's Check)
   int32_t reserved;
   int64_t v[10];             // the values the error message names
 };
