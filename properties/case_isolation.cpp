@@ -80,6 +80,46 @@ std::string run_here(const std::function<void()>& check) {
 
 }  // namespace
 
+bool run_forked(const std::function<std::string()>& body, std::string* bytes, int* status) {
+  *status = 0;
+  bytes->clear();
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string out = body();
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) _exit(3);
+      done += static_cast<size_t>(n);
+    }
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0)
+      bytes->append(buf, static_cast<size_t>(n));
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;
+  }
+  close(fds[0]);
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+  }
+  return true;
+}
+
 ScopedCaseIsolation::ScopedCaseIsolation(bool on) : previous_(isolate_cases) { isolate_cases = on; }
 ScopedCaseIsolation::~ScopedCaseIsolation() { isolate_cases = previous_; }
 
@@ -90,43 +130,15 @@ void run_case(const std::function<void()>& check) {
     check();
     return;
   }
-  int fds[2];
-  if (pipe(fds) != 0) fail(fmt::format("cannot create a pipe for the case's process: {}", std::strerror(errno)));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    fail(fmt::format("cannot fork the case's process: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    isolate_cases = false;
-    const std::string bytes = run_here(check);
-    for (size_t done = 0; done < bytes.size();) {
-      const ssize_t n = write(fds[1], bytes.data() + done, bytes.size() - done);
-      if (n <= 0) _exit(3);
-      done += static_cast<size_t>(n);
-    }
-    std::fflush(nullptr);
-    _exit(0);
-  }
-  close(fds[1]);
   std::string bytes;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0)
-      bytes.append(buf, static_cast<size_t>(n));
-    else if (n < 0 && errno == EINTR)
-      continue;
-    else
-      break;
-  }
-  close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!run_forked(
+          [&] {
+            isolate_cases = false;
+            return run_here(check);
+          },
+          &bytes, &status))
+    fail(fmt::format("cannot fork the case's process: {}", std::strerror(errno)));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !bytes.empty()) {
     if (bytes[0] == kPassed) return;
     rethrow(bytes);

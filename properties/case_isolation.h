@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace kvcheck::props {
 
@@ -28,6 +29,12 @@ class ScopedCaseIsolation {
 
 /// Whether per-case isolation is on on this thread.
 bool case_isolation();
+
+/// Runs `body` in a forked child and returns its bytes (what the child's body
+/// returned, read from a pipe) and wait status in *bytes / *status; false, with
+/// nothing run, when no pipe or child could be made. The child exits 0 after writing,
+/// 3 when the pipe broke; a signal or another exit is the body's own death.
+bool run_forked(const std::function<std::string()>& body, std::string* bytes, int* status);
 
 /// Runs `check`, one case's check of a backend (the one place a scenario property or a
 /// regression replay calls it): directly, or with case_isolation() in a forked child

@@ -68,47 +68,16 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
 // status in `status`.
 bool run_in_child(const props::Property& p, const Backend& b, const props::CaseBudget& budget, bool per_case,
                   props::PropertyOutcome& o, int& status) {
-  status = 0;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    o = props::run_property(p, b, budget);
-    return true;
-  }
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    o = props::run_property(p, b, budget);
-    return true;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    const props::ScopedCaseIsolation isolation(per_case);
-    const std::string bytes = serialise(props::run_property(p, b, budget));
-    for (size_t done = 0; done < bytes.size();) {
-      const ssize_t n = write(fds[1], bytes.data() + done, bytes.size() - done);
-      if (n <= 0) _exit(3);
-      done += static_cast<size_t>(n);
-    }
-    std::fflush(nullptr);
-    _exit(0);
-  }
-  close(fds[1]);
   std::string bytes;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      bytes.append(buf, static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
-  }
-  close(fds[0]);
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  const bool forked = props::run_forked(
+      [&] {
+        const props::ScopedCaseIsolation isolation(per_case);
+        return serialise(props::run_property(p, b, budget));
+      },
+      &bytes, &status);
+  if (!forked) {  // no pipe or child: run here, unisolated
+    o = props::run_property(p, b, budget);
+    return true;
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialise(bytes, o);
 }
