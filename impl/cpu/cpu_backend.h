@@ -3,6 +3,7 @@
 #pragma once
 
 #include "impl/backend.h"
+#include "impl/cpu/parallel.h"
 
 namespace kvcheck::cpu {
 
@@ -14,8 +15,11 @@ class CpuBackend final : public Backend {
     c.ops = ~0u;  // every operation, the K/V family included
     return c;
   }
-  // impl/cpu/parallel.h: a thread-local override of the work split
-  bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override;
+  // impl/cpu/parallel.h: a thread-local override of the work split. Inline, so the
+  // vtable lives with the kernels (store.cpp), in the kvcheck_cpu library.
+  bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override {
+    return set_thread_parallelism(max_threads, min_bytes_per_thread);
+  }
   // impl/cpu/store.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                       const CacheView& cache) const override;

@@ -1,7 +1,5 @@
 #include "impl/cpu/parallel.h"
 
-#include "impl/cpu/cpu_backend.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
@@ -44,10 +42,6 @@ bool set_thread_parallelism(int32_t threads, int64_t min_bytes) {
   if (threads < 1 || threads > 1024 || min_bytes < 1) return false;
   thread_override() = {threads, min_bytes};
   return true;
-}
-
-bool CpuBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
-  return set_thread_parallelism(max_threads, min_bytes_per_thread);
 }
 
 void parallel_for(int64_t n, int64_t total_bytes,
