@@ -148,6 +148,8 @@ void run_case(const std::function<void()>& check) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
     fail(fmt::format("the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s",
                      plugin::call_timeout_seconds()));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
+    fail("the backend ended the process: exit() inside a plugin call");
   fail(fmt::format("the backend crashed: the case's process exited with status {}",
                    WIFEXITED(status) ? WEXITSTATUS(status) : -1));
 }

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "impl/error.h"
+#include "impl/plugin/watchdog.h"
 
 #ifndef KVCHECK_PLUGIN_BUILD_DIR
 #define KVCHECK_PLUGIN_BUILD_DIR ""
@@ -82,7 +83,11 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   lib->path = path;
   lib->handle = handle;
   char msg[1024] = {0};
-  const int st = entry(KVCHECK_ABI_VERSION, &lib->table, msg, sizeof msg);
+  int st;
+  {
+    const WatchdogScope guard(path, KVCHECK_ENTRY_SYMBOL);  // a hang or exit() in the entry is said as such
+    st = entry(KVCHECK_ABI_VERSION, &lib->table, msg, sizeof msg);
+  }
   if (st == KVCHECK_STATUS_UNSUPPORTED) fail(path, std::string("declines to run here: ") + msg, ErrorCode::kUnsupported);
   if (st != KVCHECK_STATUS_OK) fail(path, KVCHECK_ENTRY_SYMBOL " returned status " + std::to_string(st) + ": " + msg);
   if (lib->table == nullptr) fail(path, KVCHECK_ENTRY_SYMBOL " returned OK but no table");

@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +84,30 @@ void watch() {
   }
 }
 
+// The call in progress, for the exit guard: a fixed buffer, so the handler reads it
+// without allocating. Written by WatchdogScope on the calling thread.
+std::atomic<const char*> g_in_call{nullptr};
+thread_local char g_call_text[256];
+
+void on_exit_inside_call() {
+  const char* what = g_in_call.load();
+  if (what == nullptr) return;
+  const char head[] = "\nkvcheck: ";
+  const char tail[] = " ended the process (exit() inside the call) instead of returning a status; the process exits 125\n";
+  (void)!write(STDERR_FILENO, head, sizeof head - 1);
+  (void)!write(STDERR_FILENO, what, std::strlen(what));
+  (void)!write(STDERR_FILENO, tail, sizeof tail - 1);
+  _exit(kPluginExitExitCode);
+}
+
+void install_exit_guard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit(on_exit_inside_call);
+    std::at_quick_exit(on_exit_inside_call);
+  });
+}
+
 }  // namespace
 
 double call_timeout_seconds() {
@@ -96,6 +122,9 @@ double call_timeout_seconds() {
 }
 
 WatchdogScope::WatchdogScope(const std::string& backend, const char* op) {
+  install_exit_guard();
+  std::snprintf(g_call_text, sizeof g_call_text, "plugin '%s' %s", backend.c_str(), op);
+  previous_ = g_in_call.exchange(g_call_text);
   const double limit = call_timeout_seconds();
   if (limit <= 0) return;
   State& s = get();
@@ -111,6 +140,7 @@ WatchdogScope::WatchdogScope(const std::string& backend, const char* op) {
 }
 
 WatchdogScope::~WatchdogScope() {
+  g_in_call.store(previous_);
   if (call_timeout_seconds() <= 0) return;
   State& s = get();
   std::lock_guard lock(s.mu);

@@ -10,14 +10,22 @@
 namespace kvcheck::plugin {
 
 constexpr int kHangExitCode = 124;
+/// The exit status when a plugin ends the process (exit(), quick_exit()) inside a call:
+/// said on stderr and never status 0, so no caller mistakes it for a clean finish.
+constexpr int kPluginExitExitCode = 125;
 
 /// Arms the watchdog for one plugin call; disarms when destroyed. Not re-entrant.
+/// While armed, a process exit from inside the call (the plugin calling exit())
+/// prints which call it was and exits kPluginExitExitCode.
 class WatchdogScope {
  public:
   WatchdogScope(const std::string& backend, const char* op);
   ~WatchdogScope();
   WatchdogScope(const WatchdogScope&) = delete;
   WatchdogScope& operator=(const WatchdogScope&) = delete;
+
+ private:
+  const char* previous_ = nullptr;
 };
 
 /// The limit in seconds ($KVCHECK_PLUGIN_TIMEOUT; default 60, 600 under ASan/UBSan; 0 = none).

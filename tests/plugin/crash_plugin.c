@@ -1,7 +1,9 @@
-/* A plugin whose store crashes (CRASH: SIGSEGV) or hangs (HANG) on every call with a
+/* A plugin whose store crashes (CRASH: SIGSEGV), hangs (HANG) or ends the process with
+ * exit(0) (EXIT0, a plugin "finishing" a test run for its caller) on every call with a
  * token: the campaign must report it, with the reproduce command, and go on. Every case
  * with a row crashes, so the minimal crashing case has exactly one row: the report must
  * show that one (n=1 ... slot_mapping=[s]), shrunk from the chunk. */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,8 +15,10 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
   (void)msg;
   (void)n;
   if (a->num_tokens > 0) {
-#ifdef HANG
+#if defined(HANG)
     for (;;) sleep(1);
+#elif defined(EXIT0)
+    exit(0);
 #else
     volatile int* p = NULL;
     *p = 1;
@@ -32,8 +36,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
   table.struct_size = sizeof table;
-#ifdef HANG
+#if defined(HANG)
   table.name = "hang";
+#elif defined(EXIT0)
+  table.name = "exit0";
 #else
   table.name = "crash";
 #endif

@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -410,7 +411,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       // A property of a few costly cases runs them in round 0 only.
       if (r.property->max_cases_per_run > 0 && r.cases >= r.property->max_cases_per_run) continue;
       // ... and, in a timed run, only when one case fits in the budget left.
-      if (timed && r.property->seconds_per_case > options.seconds - elapsed()) {
+      // (Only a property that declares a cost: an ordinary row always runs its round 0.)
+      if (timed && r.property->seconds_per_case > 0 && r.property->seconds_per_case > options.seconds - elapsed()) {
         if (r.cases == 0)
           r.not_exercised = fmt::format("needs ~{:.0f} s per case, budget too small ({:.1f} s of {:g} s left)",
                                         r.property->seconds_per_case, std::max(0.0, options.seconds - elapsed()),
@@ -492,11 +494,19 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   print_class_table(rows, options.verbose, out);
   print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
+  // A run none of whose rows ran a case that reached its backend tested nothing: not a pass.
+  const bool exercised = std::any_of(rows.begin(), rows.end(),
+                                     [](const Row& r) { return r.cases > 0 && r.not_exercised.empty(); });
+  const bool nothing = !interrupted && failures == 0 && !exercised;
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",
-             interrupted ? "INTERRUPTED" : failures ? "FAILED" : "all properties held", elapsed(), seed,
+             interrupted ? "INTERRUPTED"
+             : failures  ? "FAILED"
+             : nothing   ? "NOTHING EXERCISED: no (property, backend) pair ran a case that reached its backend"
+                         : "all properties held",
+             elapsed(), seed,
              failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string(),
              stopped_early ? " (--fail-fast: stopped at the first failure)" : "");
-  const std::string verdict = interrupted ? "interrupted" : failures ? "fail" : "pass";
+  const std::string verdict = interrupted ? "interrupted" : failures ? "fail" : nothing ? "not_exercised" : "pass";
   if (!write_summary(verdict)) {
     fmt::print(out, "kvcheck run: cannot write the summary or report\n");
     return 2;
@@ -506,7 +516,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (!options.junit_path.empty()) fmt::print(out, "junit: {}\n", options.junit_path);
   out.flush();
   if (interrupted) return 130;
-  return failures ? 1 : 0;
+  return failures || nothing ? 1 : 0;
 }
 
 }  // namespace kvcheck::tool

@@ -108,6 +108,8 @@ props::PropertyOutcome run_property_isolated(const props::Property& p, const Bac
   else if (hung)
     o.message = fmt::format("HUNG: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s in {}",
                             plugin::call_timeout_seconds(), where);
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
+    o.message = fmt::format("CRASHED: the plugin ended the process (exit() inside a call) in {}", where);
   else
     o.message = fmt::format("CRASHED: the child exited with status {} in {}",
                             WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
