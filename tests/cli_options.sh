@@ -52,6 +52,9 @@ quick 2 'quiet takes no value' run --quiet=yes
 quick 2 'plugin: File does not exist' backends --plugin /nonexistent/lib.so
 quick 2 'missing FILE' explain
 quick 2 "unexpected argument 'b'" explain "$src/README.md" b
+quick 2 'seconds excludes --cases' run --cases 5 --seconds 3
+quick 2 'report: cannot write /nonexistent-dir/x.json' run --report /nonexistent-dir/x.json
+quick 2 'junit: cannot write /nonexistent-dir/x.xml' run --junit=/nonexistent-dir/x.xml
 
 # Build output goes to stderr: stdout of ./kvcheck backends is the binary's alone
 # (the build tree is the one $bin is in, up to date: nothing to rebuild).

@@ -6,6 +6,8 @@
 #include <rapidcheck.h>
 
 #include <cctype>
+#include <map>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -80,12 +82,21 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(kvcheck::props::configured_seed(kCiSeed)), case_budget());
   std::vector<std::string> missing;
   const auto backends = kvcheck::available_backends(&missing);
+  // One GoogleTest name per backend: "my-kernels" and "my_kernels" must not collide.
+  std::map<std::string, std::string> test_name;  // backend label -> gtest name
+  std::set<std::string> taken{"host"};
+  for (const auto& b : backends) {
+    std::string n = gtest_name(std::string(b->name()));
+    for (int k = 2; taken.count(n); ++k) n = gtest_name(std::string(b->name())) + "_" + std::to_string(k);
+    taken.insert(n);
+    test_name[std::string(b->name())] = n;
+  }
   for (const auto& p : kvcheck::props::registry().all()) {
     for (const auto& b : backends) {
       if (!p.per_backend && b != backends.front()) continue;  // host properties run once
       const std::string label = p.per_backend ? std::string(b->name()) : "host";
       testing::RegisterTest(
-          ("Property/" + p.op).c_str(), (p.name + "/" + gtest_name(label)).c_str(), nullptr, nullptr, __FILE__,
+          ("Property/" + p.op).c_str(), (p.name + "/" + (p.per_backend ? test_name[label] : label)).c_str(), nullptr, nullptr, __FILE__,
           __LINE__, [p = &p, b]() -> testing::Test* { return new PropertyTest(p, b); });
     }
   }

@@ -64,7 +64,7 @@ whole_seconds() {
 # --help and a bad option answer before any build. --help prints the usage, exit 0;
 # an unknown option, a missing or bad value exits 2 with the usage line.
 check_tool_options() {
-  local cmd=$1 commands name type help about="" names=() positional=() npos=0 a v
+  local cmd=$1 commands name type help about="" names=() positional=() npos=0 a v seen=" "
   shift
   local -A types=() helps=()
   while read -r commands name type help; do
@@ -111,14 +111,24 @@ check_tool_options() {
         shift
       fi
     fi
+    seen+="$name "
     case ${types[$name]} in
       seconds) check_seconds "$cmd" "$use" "$name" "$v" ;;
       count) check_int "$cmd" "$use" "$name" "$v" 1 999999999 ;;
       uint) [[ $v =~ ^[0-9]{1,20}$ ]] || bad_usage "$cmd" "$use" "$name must be an integer >= 0, got '$v'" ;;
       file) [[ -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
-      path) [[ -n $v ]] || bad_usage "$cmd" "$use" "$name needs a file name" ;;
+      path)
+        [[ -n $v ]] || bad_usage "$cmd" "$use" "$name needs a file name"
+        # An output file's directory must exist and be writable now, not after the run.
+        local dir
+        dir=$(dirname -- "$v")
+        [[ -d $dir && -w $dir ]] || bad_usage "$cmd" "$use" "$name: cannot write $v (no writable directory $dir)"
+        ;;
     esac
   done
+  # The one rule between options (the binary checks it too): a budget is time or cases.
+  [[ $seen == *" --seconds "* && $seen == *" --cases "* ]] &&
+    bad_usage "$cmd" "$use" "--seconds excludes --cases (a budget is time or cases, not both)"
   ((npos == ${#positional[@]})) || bad_usage "$cmd" "$use" "missing ${positional[npos]}"
 }
 

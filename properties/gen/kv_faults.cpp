@@ -65,12 +65,17 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       s.fault = "v_scale has one float too many";
       s.code = ErrorCode::kShapeMismatch;
       return;
-    case 6:
-      s.key.dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
-      if (!fp8 && src.coin()) s.key.dtype = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
-      s.fault = "key dtype " + to_string(s.key.dtype) + " does not go with the cache";
+    case 6: {
+      // Either side (SPEC §7.4 checks key, then value): an FP8 dtype, or for a 2-byte
+      // cache the other 2-byte dtype (a kernel copying bits would take it silently).
+      KvRows& rows = src.coin() ? s.key : s.value;
+      rows.dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
+      if (!fp8 && src.coin()) rows.dtype = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      s.fault = std::string(&rows == &s.key ? "key" : "value") + " dtype " + to_string(rows.dtype) +
+                " does not go with the cache";
       s.code = ErrorCode::kInvalidArgument;
       return;
+    }
     case 7:
       s.cache.capacity_cut = src.range(1, 2);
       s.fault = "k_cache's buffer ends before the view does";
@@ -144,11 +149,16 @@ void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
       s.fault = "out rows < cu_seqlens_k[b]";
       s.code = ErrorCode::kShapeMismatch;
       return;
-    case 6:
-      s.out_v_dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
-      s.fault = "out_v dtype " + to_string(s.out_v_dtype);
+    case 6: {
+      // Either output: an FP8 dtype, or for a 2-byte cache the other 2-byte dtype.
+      const bool k = src.coin();
+      KvDtype& d = k ? s.out_k_dtype : s.out_v_dtype;
+      d = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
+      if (!is_fp8(s.cache.dtype) && src.coin()) d = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      s.fault = std::string(k ? "out_k" : "out_v") + " dtype " + to_string(d);
       s.code = ErrorCode::kInvalidArgument;
       return;
+    }
     case 9:
       s.out_v_dtype = s.out_k_dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
       s.fault = "out_k is " + to_string(s.out_k_dtype) + " but out_v is " + to_string(s.out_v_dtype);

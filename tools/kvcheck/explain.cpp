@@ -1,5 +1,7 @@
 #include "tools/kvcheck/explain.h"
 
+#include "properties/case_isolation.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -125,6 +127,9 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
         print_fields(scenario, 2, out);
         if (const std::string d = decoded_scenario(scenario); !d.empty()) out << "decoded: " << d << "\n";
         std::string unsupported;
+        out.flush();  // what is decoded so far reaches the file even if the backend dies
+        // Each case in its own process: a backend that crashes or exits is reported, not fatal.
+        const props::ScopedCaseIsolation per_case;
         const std::string failure = props::replay_regression(doc, backend, &unsupported);
         if (!unsupported.empty()) {  // one rule with the replays: neither a pass nor a failure
           out << "result: NOT SUPPORTED by " << backend.name() << " (not exercised): " << unsupported << "\n";
@@ -152,6 +157,7 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
   }
   try {
     const Backend& backend = fuzz::fuzz_backend();
+    out << std::flush;  // a backend that dies in the check leaves what was printed
     const fuzz::CheckResult r = t->run(bytes.data(), bytes.size(), backend);
     out << "file: " << path << " (" << bytes.size() << " bytes), target " << t->name
         << ", backend " << backend.name() << "\n"

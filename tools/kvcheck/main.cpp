@@ -1,6 +1,8 @@
 // kvcheck command line: parses options and calls the library (tools/kvcheck/*.h).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <cstdlib>
@@ -77,11 +79,32 @@ class DeclaredOptions {
   std::set<std::string> taken_;
 };
 
+// Absolute paths, so the reproduce lines (which echo $KVCHECK_PLUGIN) work from any
+// directory; a library already in $KVCHECK_PLUGIN is not loaded twice.
 void export_plugins(const std::vector<std::string>& plugins) {
   if (plugins.empty()) return;
+  namespace fs = std::filesystem;
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+    return !ea && !eb ? ca == cb : a == b;
+  };
   const char* env = std::getenv("KVCHECK_PLUGIN");
   std::string value = env ? env : "";
-  for (const auto& p : plugins) value += (value.empty() ? "" : ":") + p;
+  std::vector<std::string> have;
+  for (size_t at = 0; !value.empty() && at <= value.size();) {
+    const size_t end = std::min(value.find(':', at), value.size());
+    if (end > at) have.push_back(value.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const auto& p : plugins) {
+    std::error_code ec;
+    const std::string abs = fs::absolute(p, ec).lexically_normal().string();
+    const std::string path = ec ? p : abs;
+    if (std::any_of(have.begin(), have.end(), [&](const std::string& h) { return same(h, path); })) continue;
+    have.push_back(path);
+    value += (value.empty() ? "" : ":") + path;
+  }
   setenv("KVCHECK_PLUGIN", value.c_str(), 1);
 }
 
