@@ -263,6 +263,29 @@ std::string expect_outcomes(const std::string& fault, const std::optional<ErrorC
   return compare_outcomes(ref, be, backend);
 }
 
+bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged, const std::string& op,
+                       std::string_view backend, Verdict& v) {
+  if (be.code != ErrorCode::kUnsupported) return false;
+  if (!unchanged)
+    v.failure = fmt::format("op={} backend={}\nrefused with kUnsupported ({}) but changed bytes: a refusal writes "
+                            "nothing\n", op, backend, be.message);
+  else if (!declared_outside)
+    v.failure = fmt::format("op={} backend={}\nrefused with kUnsupported a case inside its declared capabilities: {}\n"
+                            "(declare the limit in the plugin's capabilities, or run the case)\n", op, backend,
+                            be.message);
+  else
+    v.skipped = op + ": " + be.message;
+  return true;
+}
+
+bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheFormat& format, int64_t block_size) {
+  return (c.ops & ops) != ops || !c.supports_format(format) || !c.supports_block_size(block_size);
+}
+
+bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size) {
+  return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size);
+}
+
 UnsupportedCase::UnsupportedCase(std::string reason) : CaseResult(Type::Failure, std::move(reason)) {}
 
 void require(const Verdict& v) {

@@ -170,6 +170,19 @@ struct Verdict {
   std::string failure;
   std::string skipped;
 };
+/// The one rule for a kUnsupported refusal (SPEC §6), for every check: it is "not
+/// supported by this backend" (v.skipped) only when the backend's declared
+/// capabilities leave the case out (`declared_outside`: an op bit, format, K/V dtype
+/// or block size) and the refusal changed no byte (`unchanged`); a refusal inside the
+/// declared capabilities, or one that wrote, is a failure. False when `be` is not a
+/// kUnsupported refusal (the check goes on).
+bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged, const std::string& op,
+                       std::string_view backend, Verdict& v);
+/// Whether capabilities `c` leave out a paged-cache case (ops: the KVCHECK_OP_* bits
+/// it calls) or a K/V-family case.
+bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheFormat& format, int64_t block_size);
+bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size);
+
 /// What require() throws for a case the backend refused with kUnsupported: inside a
 /// RapidCheck run an ordinary failure (the generators draw inside the capabilities, so
 /// a refusal there is a bug); a replay (replay_regression) reports it as "not supported

@@ -109,8 +109,10 @@ std::string ring_violation(const IndexScenario& s, std::span<const int32_t> out)
 
 Verdict check_index(const Backend& b, const IndexScenario& s, unsigned invariants) {
   static const char* kOps[] = {"convert_kv_index", "kv_index_cat", "expand_swa_index", "swa_decode_index"};
+  static const uint32_t kBits[] = {KVCHECK_OP_CONVERT_KV_INDEX, KVCHECK_OP_KV_INDEX_CAT, KVCHECK_OP_EXPAND_SWA_INDEX,
+                                   KVCHECK_OP_SWA_DECODE_INDEX};
   const std::string what = kOps[static_cast<int>(s.op)];
-  if (std::string why; !b.capabilities().supports_property_op("index", &why)) return {"", what + ": the backend has " + why};
+  if (!(b.capabilities().ops & kBits[static_cast<int>(s.op)])) return {"", what + ": the backend has no " + what};
   const std::optional<RuleError> rule = s.op == Op::kConvert ? convert_rule_error(s) : std::nullopt;
   std::optional<ErrorCode> want = s.code;
   if (!want && !s.fault.empty() && rule) want = rule->code;
@@ -119,7 +121,8 @@ Verdict check_index(const Backend& b, const IndexScenario& s, unsigned invariant
   if (s.in_place) std::copy(s.topk.begin(), s.topk.end(), buf.begin());
   const std::vector<int32_t> before = buf;
   const Outcome be = capture([&] { run(b, s, std::span(buf).first(n)); });
-  if (be.code == ErrorCode::kUnsupported) return {"", what + ": " + be.message};
+  // Declared: checked above, so a refusal here is inside the capabilities.
+  if (Verdict v; judge_unsupported(be, false, buf == before, what, b.name(), v)) return v;
   std::string fail;
   if (want && !be.code) fail += what + " returned; it must throw " + std::string(to_string(*want)) + " (" + s.fault + ")\n";
   if (want && be.code && *be.code != *want)

@@ -3,6 +3,8 @@
 // one index builder (gen/index_gen.h).
 #include <rapidcheck.h>
 
+#include <stdexcept>
+
 #include "properties/metadata_checks.h"
 #include "properties/registry.h"
 
@@ -33,7 +35,19 @@ void prop_swa_decode_index_matches_reference(const Backend& b) {
 
 void register_index_properties(Registry& r) {
   auto add = [&r](std::string name, std::string invariant, void (*body)(const Backend&)) {
+    // The one transform it calls: its name's prefix (prop_<transform>_...).
+    struct Op {
+      const char* name;
+      uint32_t bit;
+    };
+    static const Op kOps[] = {{"convert_kv_index", KVCHECK_OP_CONVERT_KV_INDEX},
+                              {"kv_index_cat", KVCHECK_OP_KV_INDEX_CAT},
+                              {"expand_swa_index", KVCHECK_OP_EXPAND_SWA_INDEX},
+                              {"swa_decode_index", KVCHECK_OP_SWA_DECODE_INDEX}};
     Property p{std::move(name), "index", std::move(invariant), true, body};
+    for (const auto& o : kOps)
+      if (p.name.rfind(std::string("prop_") + o.name + "_", 0) == 0) p.needs = needs_op(o.bit, o.name);
+    if (!p.needs) throw std::logic_error(p.name + ": an index property names the transform it calls");
     r.add(std::move(p));
   };
   add("prop_convert_kv_index_matches_reference",

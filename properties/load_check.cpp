@@ -93,10 +93,9 @@ Verdict check_load(const Backend& b, const LoadFaultScenario& c, unsigned which)
   const Outcome ref = run_load(nullptr, s, cache, ref_out);
   const Outcome be = run_load(&b, s, cache, be_out);
   Verdict v;
-  if (be.code == ErrorCode::kUnsupported) {
-    v.skipped = "load: " + be.message;
+  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_LOAD_PAGED_KV_CACHE, sh.format, sh.block_size),
+                        be_out == before, "load", b.name(), v))
     return v;
-  }
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
   if (const std::string r = cache.canary_report(); !r.empty()) fail += "the load wrote into the " + r + "\n";

@@ -2,6 +2,12 @@
 
 namespace kvcheck::props {
 
+std::function<std::string(const BackendCapabilities&)> needs_op(uint32_t bit, std::string name) {
+  return [bit, name = std::move(name)](const BackendCapabilities& c) {
+    return (c.ops & bit) ? std::string() : "no " + name;
+  };
+}
+
 const Registry& registry() {
   static const Registry r = [] {
     Registry r;

@@ -43,6 +43,10 @@ struct Property {
   double seconds_per_case = 0;
 };
 
+/// Property::needs of a property that calls one operation: "" when `ops` has `bit`,
+/// else "no <name>" (an index property needs its one transform, not all four).
+std::function<std::string(const BackendCapabilities&)> needs_op(uint32_t bit, std::string name);
+
 class Registry {
  public:
   void add(Property p) { properties_.push_back(std::move(p)); }

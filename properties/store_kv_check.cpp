@@ -69,10 +69,9 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message);
   be.code = run_store_kv(&b, s, be_buf, &be.message);
   Verdict v;
-  if (be.code == ErrorCode::kUnsupported) {
-    v.skipped = "store_kv: " + be.message;
+  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_STORE_KV, s.cache.dtype, s.cache.block_size),
+                        be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))
     return v;
-  }
   std::string& fail = v.failure;
   fail += expect_outcomes(s.fault, s.code, ref, be, b.name());
   if (!ref_buf.guards_intact()) fail += "the reference wrote into the canary band around the buffer\n";

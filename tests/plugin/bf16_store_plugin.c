@@ -6,15 +6,20 @@
  *   libfaulty_bf16_store.so -DKVCHECK_FAULTY: clamps a padding slot (-1) to slot 0, the
  *                           way a kernel that "sanitises" its index writes padding rows
  *                           over slot 0; the suite asserts the campaign and the store
- *                           fuzz replay catch it and print the decoded first difference. */
+ *                           fuzz replay catch it and print the decoded first difference;
+ *   librefusing_bf16_store.so -DKVCHECK_REFUSES_PADDING: answers UNSUPPORTED for a batch
+ *                           with a padding row, inside the capabilities it declares: a
+ *                           replay must call that a failure, not "not supported". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
 
-#ifdef KVCHECK_FAULTY
+#if defined(KVCHECK_FAULTY)
 #define PLUGIN_NAME "faulty-bf16-store"
+#elif defined(KVCHECK_REFUSES_PADDING)
+#define PLUGIN_NAME "refusing-bf16-store"
 #else
 #define PLUGIN_NAME "good-bf16-store"
 #endif
@@ -53,6 +58,12 @@ static int store(void* context, const kvcheck_store_args* a, void* stream, char*
   if (a->kv == NULL || c->base == NULL)
     return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "null kv (%lld) or cache (%lld)", a->kv == NULL,
                   c->base == NULL);
+#ifdef KVCHECK_REFUSES_PADDING
+  for (i = 0; i < a->num_tokens; ++i)
+    if (a->slot_mapping[i] == -1)
+      return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "padding row %lld (of %lld) not supported", i,
+                    (long long)a->num_tokens);
+#endif
   num_slots = c->num_blocks * c->block_size;
   seen = (unsigned char*)calloc((size_t)(num_slots + 7) / 8, 1);
   if (seen == NULL) return refuse(KVCHECK_STATUS_INTERNAL, msg, msg_size, "out of memory (%lld%lld)", 0, 0);
