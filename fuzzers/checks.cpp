@@ -28,20 +28,32 @@ const Target* target_by_name(std::string_view name) {
 const Backend& fuzz_backend() {
   static const std::shared_ptr<const Backend> backend = [] {
     const char* env = std::getenv("KVCHECK_FUZZ_BACKEND");
+    // What cannot be set up is no finding: a message and exit 2 (a mismatch aborts).
+    const auto refuse = [](const std::string& why) {
+      std::fprintf(stderr, "kvcheck: the backend under test (KVCHECK_FUZZ_BACKEND / KVCHECK_PLUGIN): %s\n",
+                   why.c_str());
+      std::exit(2);
+    };
     try {
       // Default: the first backend $KVCHECK_PLUGIN loaded (a plugin under test), else cpu.
       std::string name = env && *env ? env : "cpu";
+      // A plugin that was named but cannot run is never replaced by cpu silently.
+      if (!(env && *env))
+        if (const std::string why = user_plugins_unavailable(); !why.empty()) refuse(why);
       if (!(env && *env))
         for (const auto& b : available_backends())
           if (b->name() != "cpu" && b->name() != "cuda") {
             name = std::string(b->name());
             break;
           }
-      return backend_by_name(name);
+      auto b = backend_by_name(name);
+      // Said once per process: tools/fuzz.sh reads it back from the log (summary.json).
+      std::fprintf(stderr, "kvcheck: backend under test: %s\n", name.c_str());
+      return b;
     } catch (const Error& e) {
-      std::fprintf(stderr, "kvcheck fuzz: backend (KVCHECK_FUZZ_BACKEND / KVCHECK_PLUGIN): %s\n", e.what());
-      std::abort();
+      refuse(e.what());
     }
+    return std::shared_ptr<const Backend>();
   }();
   return *backend;
 }

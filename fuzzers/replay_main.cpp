@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     if (fs::is_directory(arg)) {
       std::vector<fs::path> files;  // sorted: the same order on every machine
       for (const auto& e : fs::recursive_directory_iterator(arg))
-        if (e.is_regular_file()) files.push_back(e.path());
+        // Hidden files (regressions/.gitkeep) keep directories in git: they are no inputs.
+        if (e.is_regular_file() && e.path().filename().string().rfind(".", 0) != 0) files.push_back(e.path());
       std::sort(files.begin(), files.end());
       for (const auto& f : files) inputs += replay(f);
     } else if (replay(arg)) {

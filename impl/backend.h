@@ -185,6 +185,11 @@ class Backend {
 std::vector<std::shared_ptr<const Backend>> available_backends(
     std::vector<std::string>* why_missing = nullptr);
 
+/// "" unless plugins were named ($KVCHECK_PLUGIN, `--plugin`) and none of their
+/// backends can run here; then why not, plugin by plugin. Callers testing "the plugin"
+/// refuse to run instead of testing the built-in backends in its place.
+std::string user_plugins_unavailable();
+
 /// The backend called `name`; throws Error(kUnsupported) with its probe's reason when
 /// it loaded but cannot run here ("backend reshape-and-cache: no usable CUDA device:
 /// ..."), else Error(kInvalidArgument) listing the names available here.

@@ -15,13 +15,15 @@ namespace {
 struct Loaded {
   std::vector<std::shared_ptr<const Backend>> backends;
   std::vector<std::string> why_missing;
+  int user_loaded = 0;                   // backends of $KVCHECK_PLUGIN that run here
+  std::vector<std::string> user_missing;  // ... and why each of the others cannot
 };
 
 const Loaded& loaded() {
   static const Loaded all = [] {
     Loaded l;
     const std::string dir = plugin::builtin_plugin_dir();
-    const auto add = [&l](const std::string& path, bool required) {
+    const auto add = [&l](const std::string& path, bool required, bool user) {
       try {
         auto lib = plugin::load_library(path);
         const std::string name = lib->table->name;
@@ -31,21 +33,24 @@ const Loaded& loaded() {
                                                          "' is already loaded");
         if (const std::string why = plugin::probe_in_child(*lib); !why.empty()) {
           l.why_missing.push_back(name + ": " + why);
+          if (user) l.user_missing.push_back(name + ": " + why);
           return;
         }
         l.backends.push_back(plugin::make_backend(std::move(lib)));
+        l.user_loaded += user;
       } catch (const Error& e) {
         // A plugin the user named must load (missing file, symbol, version: say so and stop).
         if (required && e.code() != ErrorCode::kUnsupported) throw;
         l.why_missing.push_back(std::filesystem::path(path).stem().string() + ": " + e.what());
+        if (user) l.user_missing.push_back(l.why_missing.back());
       }
     };
-    add(dir + "/libkvcheck_cpu.so", true);
+    add(dir + "/libkvcheck_cpu.so", true, false);
     if (std::filesystem::exists(dir + "/libkvcheck_cuda.so"))
-      add(dir + "/libkvcheck_cuda.so", false);
+      add(dir + "/libkvcheck_cuda.so", false, false);
     else
       l.why_missing.push_back("cuda: not built (no nvcc when configured)");
-    for (const auto& p : plugin::env_plugins()) add(p, true);
+    for (const auto& p : plugin::env_plugins()) add(p, true, true);
     return l;
   }();
   return all;
@@ -57,6 +62,14 @@ std::vector<std::shared_ptr<const Backend>> available_backends(std::vector<std::
   const Loaded& l = loaded();
   if (why_missing) why_missing->insert(why_missing->end(), l.why_missing.begin(), l.why_missing.end());
   return l.backends;
+}
+
+std::string user_plugins_unavailable() {
+  const Loaded& l = loaded();
+  if (l.user_loaded > 0 || l.user_missing.empty()) return "";
+  std::string why;
+  for (const auto& m : l.user_missing) why += (why.empty() ? "" : "; ") + m;
+  return "no backend of $KVCHECK_PLUGIN / --plugin can run here (" + why + ")";
 }
 
 std::shared_ptr<const Backend> backend_by_name(const std::string& name) {

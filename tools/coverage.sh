@@ -31,7 +31,7 @@ if [[ ! -f $BUILD/build.ninja ]]; then
     "-DCMAKE_CXX_FLAGS=-fprofile-instr-generate -fcoverage-mapping" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fprofile-instr-generate" >&2
 fi
-cmake --build "$BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${TARGETS[@]/#/replay_}" >&2
+cmake_build "$BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${TARGETS[@]/#/replay_}"
 
 rm -rf "$BUILD/profiles"
 mkdir -p "$BUILD/profiles"

@@ -11,7 +11,7 @@
 # regressions/<target>/ (the minimised crashes); summary.json (schema kvcheck-summary,
 # rewritten after each target, "interrupted" on Ctrl-C, with the executions the
 # interrupted target reached). Keep results with ./kvcheck corpus merge / keep.
-# Env: KVCHECK_FUZZ_BACKEND (default cpu), KVCHECK_FUZZ_MINIMIZE (crashes minimised per
+# Env: KVCHECK_FUZZ_BACKEND (default: the first backend $KVCHECK_PLUGIN loads, else cpu), KVCHECK_FUZZ_MINIMIZE (crashes minimised per
 # target, default 3), KVCHECK_FUZZ_KEEP_NEW=1 (keep the raw new/ inputs), KVCHECK_WORK_DIR.
 # Exit status 0, 1 when a target crashed, 2 on bad options, 130 when interrupted.
 set -euo pipefail
@@ -60,6 +60,16 @@ KVCHECK_TOOL="$FUZZ_BUILD/tools/kvcheck/kvcheck"
 RUN="$("$KVCHECK_TOOL" record start fuzz --work-dir "$WORK_DIR")"
 echo "kvcheck fuzz: run directory $RUN" >&2
 
+# The plugins as absolute paths: each target runs from its own run directory.
+absolute_plugin_paths
+PLUGIN_ENV=${KVCHECK_PLUGIN:+KVCHECK_PLUGIN=$KVCHECK_PLUGIN }  # reproduce lines name the plugins
+# The backend the target said it tests (fuzzers/checks.cpp prints it once per process).
+tested_backend() {
+  local b
+  b=$(sed -n 's/^kvcheck: backend under test: //p' "$dir/fuzz.log" "$dir/coverage-start.log" 2>/dev/null | head -1)
+  echo "${b:-${KVCHECK_FUZZ_BACKEND:-cpu}}"
+}
+
 SUMMARY=()
 status=0
 child=""
@@ -78,7 +88,7 @@ on_signal() {
     for a in "$dir"/artifacts/*; do
       [[ -f $a ]] || continue
       verdict=fail
-      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$bin $a" \
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "${PLUGIN_ENV}$bin $a" \
         '{message: "crash (interrupted before minimisation)", artifact: $artifact, reproduce: $reproduce}')")
     done
     added=null
@@ -100,7 +110,7 @@ record_result() {
     --argjson by_features "${by_features:-null}" --argjson by_edges "${by_edges:-null}" \
     --argjson over "${over:-null}" --argjson bi "${bi:-null}" --argjson bb "${bb:-null}" \
     --argjson tracked "${tracked:-null}" --argjson tracked_bytes "${tracked_bytes:-null}" \
-    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "${KVCHECK_FUZZ_BACKEND:-cpu}" \
+    --argjson budget "$SECONDS_PER_TARGET" --arg dir "$dir" --arg backend "$(tested_backend)" \
     --arg replay "$replay" --argjson failures "[$(IFS=,; echo "${failures[*]:-}")]" \
     '{name: $name, kind: "fuzz_target", op: $name, backend: $backend, verdict: $verdict, seconds: $seconds,
       budget_seconds: $budget, jobs: $jobs, seed: $seed, execs: $execs, execs_per_second: $rate,
@@ -196,7 +206,7 @@ for t in "${TARGETS[@]}"; do
     # Fork mode with -ignore_crashes collects a crash per failing job: minimise the first
     # few (KVCHECK_FUZZ_MINIMIZE, default 3); the others stay raw in artifacts/.
     if ((crashes > ${KVCHECK_FUZZ_MINIMIZE:-3})); then
-      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$bin $a" \
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "${PLUGIN_ENV}$bin $a" \
         '{message: "not minimised (KVCHECK_FUZZ_MINIMIZE)", artifact: $artifact, reproduce: $reproduce}')")
       continue
     fi
@@ -221,7 +231,7 @@ for t in "${TARGETS[@]}"; do
     echo "  triage: ./kvcheck explain $reg" >&2
     failures+=("$(jq -cn --arg message "$first" --arg artifact "$a" --arg file "$reg" \
       --arg log "$dir/crash-$crashes.log" \
-      --arg reproduce "$bin $reg" --arg explain "./kvcheck explain $reg" \
+      --arg reproduce "${PLUGIN_ENV}$bin $reg" --arg explain "./kvcheck explain $reg" \
       '{message: $message, artifact: $artifact, regression_file: $file, log: $log,
         reproduce: $reproduce, explain: $explain}')")
   done

@@ -59,6 +59,23 @@ whole_seconds() {
   echo $((10#${int:-0} + up))
 }
 
+# cmake_build DIR [cmake --build args]: builds with every line on stderr (stdout is the
+# command's own output), without ninja's "no work to do".
+cmake_build() {
+  cmake --build "$@" 2>&1 | sed -u '/^ninja: no work to do\.$/d' >&2
+}
+
+# absolute_plugin_paths: rewrites $KVCHECK_PLUGIN with absolute paths (a script that
+# changes directory, or a reproduce line run elsewhere, still finds the libraries).
+absolute_plugin_paths() {
+  [[ -n ${KVCHECK_PLUGIN:-} ]] || return 0
+  local parts=() abs=() p
+  IFS=: read -ra parts <<<"$KVCHECK_PLUGIN"
+  for p in "${parts[@]}"; do [[ -n $p ]] && abs+=("$(realpath -m -- "$p")"); done
+  KVCHECK_PLUGIN=$(IFS=:; echo "${abs[*]}")
+  export KVCHECK_PLUGIN
+}
+
 # check_tool_options COMMAND ARG...: checks the arguments of `kvcheck run|backends|explain`
 # against tools/kvcheck/options.txt (the list the binary's parser is built from), so
 # --help and a bad option answer before any build. --help prints the usage, exit 0;
@@ -164,7 +181,7 @@ build_fuzz() {
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
       -DKVCHECK_FUZZ=ON -DKVCHECK_CUDA=OFF -DKVCHECK_BENCH=OFF >&2
   fi
-  cmake --build "$FUZZ_BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${@/#/fuzz_}" kvcheck >&2
+  cmake_build "$FUZZ_BUILD" -j "${KVCHECK_JOBS:-$(nproc)}" --target "${@/#/fuzz_}" kvcheck
 }
 
 # inited_coverage LOG: "edges features" from libFuzzer's "#N INITED cov: E ft: F" line.

@@ -69,7 +69,9 @@ Library::~Library() {
 std::shared_ptr<Library> load_library(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A name without '/' would make dlopen search the library path, not the file given.
+  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) fail(path, std::string("dlopen failed: ") + dlerror());
   dlerror();
   void* sym = dlsym(handle, KVCHECK_ENTRY_SYMBOL);

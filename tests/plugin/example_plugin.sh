@@ -42,4 +42,20 @@ rc=$?
 set -e
 echo "$refused"
 [[ $rc -eq 2 ]] && grep -q 'backend reshape-and-cache: no usable CUDA device: ' <<<"$refused"
+# Without --backend, and in a replay, the plugin that cannot run is never replaced by cpu:
+# exit 2 with the reason, not a green run of the built-in backend.
+set +e
+refused=$("$kvcheck" run --plugin "$lib" --property store --cases 1 --quiet 2>&1)
+rc=$?
+set -e
+echo "$refused"
+[[ $rc -eq 2 ]] && grep -q 'no backend of $KVCHECK_PLUGIN / --plugin can run here (reshape-and-cache: ' <<<"$refused"
+if [[ -n $replay ]]; then
+  set +e
+  refused=$(KVCHECK_PLUGIN=$lib "$replay" "$src/corpus/store" 2>&1)
+  rc=$?
+  set -e
+  echo "$refused" | tail -2
+  [[ $rc -eq 2 ]] && grep -q 'no backend of $KVCHECK_PLUGIN / --plugin can run here' <<<"$refused"
+fi
 echo "built; no GPU here, so the CUDA variant was loaded and declined, saying why (runs on the GPU machine)"

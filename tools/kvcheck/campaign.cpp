@@ -169,7 +169,10 @@ void list_properties(std::ostream& out) {
 
 void list_backends(std::ostream& out) {
   std::vector<std::string> missing;
-  for (const auto& b : available_backends(&missing)) fmt::print(out, "{:<8} available\n", b->name());
+  const auto backends = available_backends(&missing);
+  size_t w = 8;
+  for (const auto& b : backends) w = std::max(w, b->name().size());
+  for (const auto& b : backends) fmt::print(out, "{:<{}} available\n", b->name(), w);
   for (const auto& m : missing) fmt::print(out, "{}\n", m);
 }
 
@@ -234,6 +237,12 @@ bool writable(const std::string& path) {
 int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
   std::vector<std::string> missing;
   auto backends = available_backends(&missing);
+  // The plugins given are what the run is for: none of them runnable is no run of cpu.
+  if (options.backends.empty())
+    if (const std::string why = user_plugins_unavailable(); !why.empty()) {
+      fmt::print(terminal, "kvcheck run: {}\n", why);
+      return 2;
+    }
   // Host properties run under any backend object (they ignore it): the first one here.
   const std::shared_ptr<const Backend> host_backend = backends.empty() ? nullptr : backends.front();
   bool want_host = options.backends.empty() && !options.plugin_run;
