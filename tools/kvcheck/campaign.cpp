@@ -131,10 +131,14 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
              total_failures);
 }
 
-// "KVCHECK_PLUGIN=... " when plugins beyond the built-in ones are loaded (reproduce lines).
+// The environment a reproduce line needs: "KVCHECK_PLUGIN=... " when plugins beyond the
+// built-in ones are loaded, and the watchdog limit when it was set (a hang reproduces
+// within the same limit).
 std::string plugin_env() {
-  const char* env = std::getenv("KVCHECK_PLUGIN");
-  return env && *env ? fmt::format("KVCHECK_PLUGIN={} ", env) : std::string();
+  std::string out;
+  for (const char* name : {"KVCHECK_PLUGIN", "KVCHECK_PLUGIN_TIMEOUT"})
+    if (const char* env = std::getenv(name); env && *env) out += fmt::format("{}={} ", name, env);
+  return out;
 }
 
 // What each backend's capabilities leave out (the generators draw inside them).
