@@ -14,13 +14,13 @@ namespace {
 void prop_gather_kv_matches_reference(const Backend& b) {
   const auto s = *gen_gather_kv_scenario();
   note_kv_classes(s);
-  require(check_gather_kv(b, s, kGatherKvMatchesReference | kGatherKvTouchesOnlyRows));
+  require_isolated([&] { return check_gather_kv(b, s, kGatherKvMatchesReference | kGatherKvTouchesOnlyRows); });
 }
 
 void prop_gather_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
   const auto s = *gen_gather_kv_fault_scenario();
   note_class("error");
-  require(check_gather_kv(b, s, kGatherKvErrorChangesNothing));
+  require_isolated([&] { return check_gather_kv(b, s, kGatherKvErrorChangesNothing); });
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "properties/harness.h"
 
+#include "properties/case_isolation.h"
+
 #include <fmt/format.h>
 #include <rapidcheck.h>
 
@@ -284,6 +286,10 @@ bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheForm
 
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size) {
   return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size);
+}
+
+void require_isolated(const std::function<Verdict()>& check) {
+  run_case([&] { require(check()); });
 }
 
 UnsupportedCase::UnsupportedCase(std::string reason) : CaseResult(Type::Failure, std::move(reason)) {}

@@ -170,6 +170,11 @@ struct Verdict {
   std::string failure;
   std::string skipped;
 };
+/// require(check()) with the check in its own process when case isolation is on
+/// (properties/case_isolation.h): what a property without a regression replay uses, so a
+/// backend crash still shrinks to the minimal case. Generate the scenario outside.
+void require_isolated(const std::function<Verdict()>& check);
+
 /// The one rule for a kUnsupported refusal (SPEC §6), for every check: it is "not
 /// supported by this backend" (v.skipped) only when the backend's declared
 /// capabilities leave the case out (`declared_outside`: an op bit, format, K/V dtype

@@ -16,13 +16,15 @@ using Op = IndexScenario::Op;
 // A property's scenario is one the backend must run: a backend without index transforms
 // is not exercised (needs below), and a skip fails like a failure (require).
 void check(const Backend& b, Op op, unsigned invariants) {
-  require(check_index(b, *gen_index_scenario(op), invariants));
+  const IndexScenario s = *gen_index_scenario(op);
+  require_isolated([&] { return check_index(b, s, invariants); });
 }
 
 void prop_convert_kv_index_matches_reference(const Backend& b) { check(b, Op::kConvert, kIndexMatchesReference); }
 
 void prop_convert_kv_index_bad_input_is_error(const Backend& b) {
-  require(check_index(b, *gen_convert_fault_scenario(), kIndexErrorChangesNothing));
+  const IndexScenario s = *gen_convert_fault_scenario();
+  require_isolated([&] { return check_index(b, s, kIndexErrorChangesNothing); });
 }
 
 void prop_kv_index_cat_matches_reference(const Backend& b) { check(b, Op::kCat, kIndexMatchesReference); }

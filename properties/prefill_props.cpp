@@ -16,7 +16,7 @@ void prop_prefill_step_sees_exactly_its_window(const Backend& b) {
   const PrefillScenario s = *gen_prefill_scenario();
   if (s.seqs.empty()) note_class("no sequence");
   RC_TAG(store_overlaps_visible_history(s) ? "store overlaps loaded history" : "no overlap");
-  require(check_prefill(b, s, kPrefillSeesExactlyItsWindow));
+  require_isolated([&] { return check_prefill(b, s, kPrefillSeesExactlyItsWindow); });
 }
 
 void prop_prefill_store_before_load_fails_iff_overlap(const Backend& b) {
@@ -24,7 +24,7 @@ void prop_prefill_store_before_load_fails_iff_overlap(const Backend& b) {
   if (s.seqs.empty()) note_class("no sequence");
   s.store_before_load = true;
   RC_TAG(store_overlaps_visible_history(s) ? "overlap" : "no overlap");
-  require(check_prefill(b, s, kPrefillStoreBeforeLoadFailsIffOverlap));
+  require_isolated([&] { return check_prefill(b, s, kPrefillStoreBeforeLoadFailsIffOverlap); });
 }
 
 }  // namespace

@@ -14,19 +14,19 @@ namespace {
 void prop_store_kv_matches_reference(const Backend& b) {
   const auto s = *gen_store_kv_scenario();
   note_kv_classes(s);
-  require(check_store_kv(b, s, kStoreKvMatchesReference));
+  require_isolated([&] { return check_store_kv(b, s, kStoreKvMatchesReference); });
 }
 
 void prop_store_kv_touches_only_written_records(const Backend& b) {
   const auto s = *gen_store_kv_scenario();
   note_kv_classes(s);
-  require(check_store_kv(b, s, kStoreKvTouchesOnlyRecords));
+  require_isolated([&] { return check_store_kv(b, s, kStoreKvTouchesOnlyRecords); });
 }
 
 void prop_store_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
   const auto s = *gen_store_kv_fault_scenario();
   note_class("error");
-  require(check_store_kv(b, s, kStoreKvErrorChangesNothing));
+  require_isolated([&] { return check_store_kv(b, s, kStoreKvErrorChangesNothing); });
 }
 
 }  // namespace

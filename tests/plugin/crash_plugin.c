@@ -27,6 +27,21 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
   return KVCHECK_STATUS_OK;
 }
 
+#ifdef CRASH_KV
+/* CRASH_KV: the K/V family's store crashes instead (a plugin of store_kv only). */
+static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx;
+  (void)stream;
+  (void)msg;
+  (void)n;
+  if (a->num_tokens > 0) {
+    volatile int* p = NULL;
+    *p = 1;
+  }
+  return KVCHECK_STATUS_OK;
+}
+#endif
+
 static kvcheck_backend_v1_t table;
 
 KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v1_t** out, char* msg, size_t n) {
@@ -40,6 +55,8 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.name = "hang";
 #elif defined(EXIT0)
   table.name = "exit0";
+#elif defined(CRASH_KV)
+  table.name = "crash-kv";
 #else
   table.name = "crash";
 #endif
@@ -47,6 +64,11 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
   table.capabilities.formats = ~0u;
   table.store_kv_cache = store;
+#ifdef CRASH_KV
+  table.capabilities.ops = KVCHECK_OP_STORE_KV; /* its store_kv_cache is never called */
+  table.capabilities.kv_dtypes = ~0u;
+  table.store_kv = store_kv;
+#endif
   *out = &table;
   return KVCHECK_STATUS_OK;
 }

@@ -116,15 +116,18 @@ props::PropertyOutcome run_property_isolated(const props::Property& p, const Bac
   if (!hung) {
     // The minimal crashing case: the same chunk again, each case in its own process,
     // so a crash fails that case only and RapidCheck shrinks it like any failure.
+    // (Properties without a regression replay shrink too, through require_isolated;
+    // they then have no regression file, only the reproduce line.)
     props::PropertyOutcome m;
     int again = 0;
-    if (!p.replay) {
-      o.message += "\n(its cases cannot run one per process: reproduce the chunk with the seed)";
-    } else if (run_in_child(p, b, budget, true, m, again) && m.failed) {
+    const bool survived = run_in_child(p, b, budget, true, m, again);
+    if (survived && m.failed) {
       o.message += "\nminimal crashing case (the chunk re-run with each case in its own process):\n" + m.message;
       o.reproduce = m.reproduce;
       o.scenario = m.scenario;
       o.cases = m.cases;
+    } else if (!survived) {
+      o.message += "\n(its checks do not run one case per process: reproduce the chunk with the seed)";
     } else {
       o.message += "\nre-running the chunk with each case in its own process did not fail: the crash depends "
                    "on earlier cases in the same process; reproduce the chunk with the seed";
