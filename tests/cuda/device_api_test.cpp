@@ -424,33 +424,35 @@ namespace {
 // The K/V launchers refuse a dtype pair the host validation refuses (SPEC §7.1) before
 // any launch, so these run without a GPU: a bf16 cache fed fp16 rows was once copied as
 // raw bits, and a bf16 key with an fp16 value was quantised side by side.
-TEST(KvFamilyLaunch, RefusesRowsOfAnotherDtypeThanATwoByteCache) {
+using D = cuda::KvDevDtype;
+
+std::string store_refusal(D cache, D key, D value) {
   cuda::StoreKvLaunch s;
   s.n = 1;
-  s.layout.dtype = cuda::KvDevDtype::kBF16;
-  s.key.dtype = s.value.dtype = cuda::KvDevDtype::kFP16;
-  EXPECT_EQ(cuda::launch_store_kv(s, nullptr, {}), "store_kv: key is fp16 but a bf16 cache takes bf16 rows (SPEC §7.1)");
+  s.layout.dtype = cache;
+  s.key.dtype = key;
+  s.value.dtype = value;
+  return cuda::launch_store_kv(s, nullptr, {});
+}
+
+std::string gather_refusal(D cache, D out_k, D out_v) {
   cuda::GatherKvLaunch g;
   g.total_tokens = 1;
-  g.layout.dtype = cuda::KvDevDtype::kFP16;
-  g.out_k.dtype = g.out_v.dtype = cuda::KvDevDtype::kBF16;
-  EXPECT_EQ(cuda::launch_gather_kv(g, nullptr, {}), "gather_kv: out_k is bf16 but a fp16 cache gives fp16 rows (SPEC §7.1)");
+  g.layout.dtype = cache;
+  g.out_k.dtype = out_k;
+  g.out_v.dtype = out_v;
+  return cuda::launch_gather_kv(g, nullptr, {});
+}
+
+TEST(KvFamilyLaunch, RefusesRowsOfAnotherDtypeThanATwoByteCache) {
+  EXPECT_EQ(store_refusal(D::kBF16, D::kFP16, D::kFP16), "store_kv: key is fp16 but a bf16 cache takes bf16 rows (SPEC §7.1)");
+  EXPECT_EQ(gather_refusal(D::kFP16, D::kBF16, D::kBF16), "gather_kv: out_k is bf16 but a fp16 cache gives fp16 rows (SPEC §7.1)");
 }
 
 TEST(KvFamilyLaunch, RefusesKeyAndValueOfTwoDtypes) {
-  cuda::StoreKvLaunch s;
-  s.n = 1;
-  s.layout.dtype = cuda::KvDevDtype::kE4M3;
-  s.key.dtype = cuda::KvDevDtype::kBF16;
-  s.value.dtype = cuda::KvDevDtype::kFP16;
-  EXPECT_EQ(cuda::launch_store_kv(s, nullptr, {}),
+  EXPECT_EQ(store_refusal(D::kE4M3, D::kBF16, D::kFP16),
             "store_kv: key is bf16 but value is fp16: key and value share one model dtype (SPEC §7.1)");
-  cuda::GatherKvLaunch g;
-  g.total_tokens = 1;
-  g.layout.dtype = cuda::KvDevDtype::kE5M2;
-  g.out_k.dtype = cuda::KvDevDtype::kFP16;
-  g.out_v.dtype = cuda::KvDevDtype::kBF16;
-  EXPECT_EQ(cuda::launch_gather_kv(g, nullptr, {}),
+  EXPECT_EQ(gather_refusal(D::kE5M2, D::kFP16, D::kBF16),
             "gather_kv: out_k is fp16 but out_v is bf16: key and value share one model dtype (SPEC §7.1)");
 }
 

@@ -9,12 +9,9 @@
 
 #include "include/kvcheck/backend_abi.h"
 
-static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
-  (void)ctx;
-  (void)stream;
-  (void)msg;
-  (void)n;
-  if (a->num_tokens > 0) {
+/* What every call with a token does. */
+static int misbehave(int64_t num_tokens) {
+  if (num_tokens > 0) {
 #if defined(HANG)
     for (;;) sleep(1);
 #elif defined(EXIT0)
@@ -27,18 +24,16 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
   return KVCHECK_STATUS_OK;
 }
 
+static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx, (void)stream, (void)msg, (void)n;
+  return misbehave(a->num_tokens);
+}
+
 #ifdef CRASH_KV
 /* CRASH_KV: the K/V family's store crashes instead (a plugin of store_kv only). */
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
-  (void)ctx;
-  (void)stream;
-  (void)msg;
-  (void)n;
-  if (a->num_tokens > 0) {
-    volatile int* p = NULL;
-    *p = 1;
-  }
-  return KVCHECK_STATUS_OK;
+  (void)ctx, (void)stream, (void)msg, (void)n;
+  return misbehave(a->num_tokens);
 }
 #endif
 
