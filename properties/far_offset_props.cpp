@@ -15,6 +15,7 @@
 #include "properties/far_memory.h"
 #include "properties/gen/source.h"
 #include "properties/gen/splitmix.h"
+#include "properties/gen/index_gen.h"
 #include "properties/registry.h"
 #include "reference/index_transforms.h"
 
@@ -111,7 +112,8 @@ void register_far_offset_properties(Registry& r) {
          true, prop_kv_index_cat_far_output_matches_reference, {},
          [](const BackendCapabilities& caps) -> std::string {
            // A device backend would copy 8 GiB each way; the memfd trick is host memory.
-           if (const std::string no = needs_op(KVCHECK_OP_KV_INDEX_CAT, "kv_index_cat")(caps); !no.empty()) return no;
+           const IndexOpInfo& cat = index_op_info(IndexScenario::Op::kCat);
+           if (const std::string no = needs_op(cat.bit, cat.name)(caps); !no.empty()) return no;
            if (!caps.host_memory) return "needs a host-memory backend (8 GiB of aliased virtual output)";
            return far_memory_missing();
          },

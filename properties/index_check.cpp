@@ -108,11 +108,9 @@ std::string ring_violation(const IndexScenario& s, std::span<const int32_t> out)
 }  // namespace
 
 Verdict check_index(const Backend& b, const IndexScenario& s, unsigned invariants) {
-  static const char* kOps[] = {"convert_kv_index", "kv_index_cat", "expand_swa_index", "swa_decode_index"};
-  static const uint32_t kBits[] = {KVCHECK_OP_CONVERT_KV_INDEX, KVCHECK_OP_KV_INDEX_CAT, KVCHECK_OP_EXPAND_SWA_INDEX,
-                                   KVCHECK_OP_SWA_DECODE_INDEX};
-  const std::string what = kOps[static_cast<int>(s.op)];
-  if (!(b.capabilities().ops & kBits[static_cast<int>(s.op)])) return {"", what + ": the backend has no " + what};
+  const IndexOpInfo& op = index_op_info(s.op);
+  const std::string what = op.name;
+  if (!(b.capabilities().ops & op.bit)) return {"", what + ": the backend has no " + what};
   const std::optional<RuleError> rule = s.op == Op::kConvert ? convert_rule_error(s) : std::nullopt;
   std::optional<ErrorCode> want = s.code;
   if (!want && !s.fault.empty() && rule) want = rule->code;

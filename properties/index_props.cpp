@@ -3,8 +3,6 @@
 // one index builder (gen/index_gen.h).
 #include <rapidcheck.h>
 
-#include <stdexcept>
-
 #include "properties/metadata_checks.h"
 #include "properties/registry.h"
 
@@ -36,36 +34,26 @@ void prop_swa_decode_index_matches_reference(const Backend& b) {
 }  // namespace
 
 void register_index_properties(Registry& r) {
-  auto add = [&r](std::string name, std::string invariant, void (*body)(const Backend&)) {
-    // The one transform it calls: its name's prefix (prop_<transform>_...).
-    struct Op {
-      const char* name;
-      uint32_t bit;
-    };
-    static const Op kOps[] = {{"convert_kv_index", KVCHECK_OP_CONVERT_KV_INDEX},
-                              {"kv_index_cat", KVCHECK_OP_KV_INDEX_CAT},
-                              {"expand_swa_index", KVCHECK_OP_EXPAND_SWA_INDEX},
-                              {"swa_decode_index", KVCHECK_OP_SWA_DECODE_INDEX}};
+  // Each property needs the one transform it calls, not all four.
+  auto add = [&r](Op op, std::string name, std::string invariant, void (*body)(const Backend&)) {
     Property p{std::move(name), "index", std::move(invariant), true, body};
-    for (const auto& o : kOps)
-      if (p.name.rfind(std::string("prop_") + o.name + "_", 0) == 0) p.needs = needs_op(o.bit, o.name);
-    if (!p.needs) throw std::logic_error(p.name + ": an index property names the transform it calls");
+    p.needs = needs_op(index_op_info(op).bit, index_op_info(op).name);
     r.add(std::move(p));
   };
-  add("prop_convert_kv_index_matches_reference",
+  add(Op::kConvert, "prop_convert_kv_index_matches_reference",
       "convert_kv_index maps in-context indices through the block table and everything else "
       "to -1, like the reference (also in place)",
       prop_convert_kv_index_matches_reference);
-  add("prop_convert_kv_index_bad_input_is_error",
+  add(Op::kConvert, "prop_convert_kv_index_bad_input_is_error",
       "an index needing a missing block is kRangeOutOfTable, a negative index other than -1 "
       "kInvalidArgument, the message blames that entry, and nothing is written",
       prop_convert_kv_index_bad_input_is_error);
-  add("prop_kv_index_cat_matches_reference",
+  add(Op::kCat, "prop_kv_index_cat_matches_reference",
       "kv_index_cat copies L and shifts every non -1 entry of R by cached + cur",
       prop_kv_index_cat_matches_reference);
-  add("prop_expand_swa_index_matches_reference", "expand_swa_index expands two pieces per row and -1 after them",
+  add(Op::kExpand, "prop_expand_swa_index_matches_reference", "expand_swa_index expands two pieces per row and -1 after them",
       prop_expand_swa_index_matches_reference);
-  add("prop_swa_decode_index_matches_reference",
+  add(Op::kSwaDecode, "prop_swa_decode_index_matches_reference",
       "swa_decode_index walks valid_len distinct slots along the start slot's ring (wrapping), "
       "-1 after",
       prop_swa_decode_index_matches_reference);

@@ -38,6 +38,14 @@ struct IndexScenario {
   std::optional<ErrorCode> code;
 };
 
+/// The transform an index scenario calls: its name ("kv_index_cat") and its
+/// KVCHECK_OP_* capability bit (include/kvcheck/backend_abi.h). The one table of them.
+struct IndexOpInfo {
+  const char* name;
+  uint32_t bit;
+};
+const IndexOpInfo& index_op_info(IndexScenario::Op op);
+
 /// Entries per output row of the scenario's op (k, wl + wr or width).
 int64_t index_out_width(const IndexScenario& s);
 

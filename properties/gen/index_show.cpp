@@ -5,12 +5,20 @@
 
 #include "properties/gen/choices.h"
 #include "properties/gen/index_gen.h"
+#include "include/kvcheck/backend_abi.h"
 
 namespace kvcheck::props {
 
+const IndexOpInfo& index_op_info(IndexScenario::Op op) {
+  static const IndexOpInfo kOps[] = {{"convert_kv_index", KVCHECK_OP_CONVERT_KV_INDEX},
+                                     {"kv_index_cat", KVCHECK_OP_KV_INDEX_CAT},
+                                     {"expand_swa_index", KVCHECK_OP_EXPAND_SWA_INDEX},
+                                     {"swa_decode_index", KVCHECK_OP_SWA_DECODE_INDEX}};
+  return kOps[static_cast<int>(op)];
+}
+
 void showValue(const IndexScenario& s, std::ostream& os) {
-  static const char* kOps[] = {"convert_kv_index", "kv_index_cat", "expand_swa_index", "swa_decode_index"};
-  os << "index scenario: " << kOps[static_cast<int>(s.op)] << ", num_q " << s.num_q << "\n";
+  os << "index scenario: " << index_op_info(s.op).name << ", num_q " << s.num_q << "\n";
   switch (s.op) {
     case IndexScenario::Op::kConvert:
       os << "  k " << s.k << ", block_size " << s.block_size << ", max_blocks " << s.max_blocks

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impl/backend.h"
+#include "impl/plugin/loader.h"
 
 #include "tools/kvcheck/campaign.h"
 #include "tools/kvcheck/explain.h"
@@ -89,14 +90,9 @@ void export_plugins(const std::vector<std::string>& plugins) {
     const fs::path ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
     return !ea && !eb ? ca == cb : a == b;
   };
+  std::vector<std::string> have = kvcheck::plugin::env_plugins();  // $KVCHECK_PLUGIN's paths
   const char* env = std::getenv("KVCHECK_PLUGIN");
   std::string value = env ? env : "";
-  std::vector<std::string> have;
-  for (size_t at = 0; !value.empty() && at <= value.size();) {
-    const size_t end = std::min(value.find(':', at), value.size());
-    if (end > at) have.push_back(value.substr(at, end - at));
-    at = end + 1;
-  }
   for (const auto& p : plugins) {
     std::error_code ec;
     const std::string abs = fs::absolute(p, ec).lexically_normal().string();
