@@ -15,8 +15,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKVCHECK_FUZZ=ON -DKVCHECK_FUZZ_SANITIZE= -DKVCHECK_FUZZ_ENGINE="$LIB_FUZZING_ENGINE" \
   -DKVCHECK_CUDA=OFF -DKVCHECK_BENCH=OFF -DKVCHECK_WERROR=OFF
 targets=()
-for f in fuzzers/fuzz_*.cpp; do  # one file per target (decoders are decode_*.cpp)
-  targets+=("$(basename "$f" .cpp)")
+for f in fuzzers/check_*.cpp; do  # one target per check (fuzzers/CMakeLists.txt)
+  f="$(basename "$f" .cpp)"
+  targets+=("fuzz_${f#check_}")
 done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 for t in "${targets[@]}"; do

@@ -11,10 +11,9 @@ thread_local std::string last_skip;
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
-      {"store", check_store},       {"load", check_load},         {"round_trip", check_round_trip},
-      {"format", check_format},     {"numerics", check_numerics}, {"index", check_index},
-      {"plan", check_plan},         {"prefill", check_prefill},
-      {"store_kv", check_store_kv}, {"gather_kv", check_gather_kv}, {"slot_mapping", check_slot_mapping},
+#define KVCHECK_FUZZ_TARGET(name) {#name, check_##name},
+#include "fuzzers/fuzz_targets.inc"
+#undef KVCHECK_FUZZ_TARGET
   };
   return all;
 }

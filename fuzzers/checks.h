@@ -27,13 +27,13 @@ struct CheckResult {
   std::string skipped;
 };
 
-/// One fuzz target: fuzzers/fuzz_<name>.cpp runs `run` on every input.
+/// One fuzz target: fuzz_<name> (fuzzers/fuzz_target.cpp) runs `run` on every input.
 struct Target {
   std::string name;  // store, load, round_trip, format, numerics, plan, ...
   std::function<CheckResult(const uint8_t* data, size_t size, const Backend& backend)> run;
 };
 
-/// Every target built into this library, in a fixed order.
+/// Every target built into this library (one per fuzzers/check_<name>.cpp), by name.
 const std::vector<Target>& targets();
 /// nullptr when there is no target `name`.
 const Target* target_by_name(std::string_view name);
@@ -50,18 +50,10 @@ int fuzz_one(std::string_view name, const uint8_t* data, size_t size);
 /// (CheckResult::skipped: kUnsupported), "" when it ran: the replay counts those apart.
 const std::string& last_skipped();
 
-// Per-target checks (fuzzers/check_<name>.cpp).
-CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_round_trip(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_format(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_numerics(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_index(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_plan(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_prefill(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_store_kv(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_gather_kv(const uint8_t* data, size_t size, const Backend& backend);
-CheckResult check_slot_mapping(const uint8_t* data, size_t size, const Backend& backend);
+// Per-target checks: check_<name> in fuzzers/check_<name>.cpp, one per target.
+#define KVCHECK_FUZZ_TARGET(name) CheckResult check_##name(const uint8_t* data, size_t size, const Backend& backend);
+#include "fuzzers/fuzz_targets.inc"
+#undef KVCHECK_FUZZ_TARGET
 
 // Outcome capture is the properties' (properties/harness.h): one for both engines.
 using props::capture;

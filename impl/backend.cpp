@@ -21,23 +21,11 @@ void Backend::gather_kv(const ConstKvCacheView&, std::span<const int32_t>, int32
 }  // namespace kvcheck
 
 // BackendCapabilities (the generator-facing side of the plugin ABI's capabilities).
+#include "impl/op_names.h"
 #include "impl/plugin/abi_convert.h"
 
 namespace kvcheck {
 namespace {
-
-struct OpName {
-  uint32_t bit;
-  const char* name;
-};
-constexpr OpName kOps[] = {{KVCHECK_OP_STORE_KV_CACHE, "store_kv_cache"},
-                           {KVCHECK_OP_LOAD_PAGED_KV_CACHE, "load_paged_kv_cache"},
-                           {KVCHECK_OP_CONVERT_KV_INDEX, "convert_kv_index"},
-                           {KVCHECK_OP_KV_INDEX_CAT, "kv_index_cat"},
-                           {KVCHECK_OP_EXPAND_SWA_INDEX, "expand_swa_index"},
-                           {KVCHECK_OP_SWA_DECODE_INDEX, "swa_decode_index"},
-                           {KVCHECK_OP_STORE_KV, "store_kv"},
-                           {KVCHECK_OP_GATHER_KV, "gather_kv"}};
 
 // The operations each Property::op needs.
 uint32_t ops_needed(const std::string& op) {
@@ -72,7 +60,7 @@ bool BackendCapabilities::supports_property_op(const std::string& op, std::strin
   if (missing == 0) return true;
   if (why) {
     std::string names;
-    for (const auto& o : kOps)
+    for (const auto& o : kOpNames)
       if (missing & o.bit) names += (names.empty() ? "" : ", ") + std::string(o.name);
     *why = "no " + names;
   }
@@ -81,7 +69,7 @@ bool BackendCapabilities::supports_property_op(const std::string& op, std::strin
 
 std::string BackendCapabilities::restrictions() const {
   std::string out, ops_missing, fmts, dts;
-  for (const auto& o : kOps)
+  for (const auto& o : kOpNames)
     if (!(ops & o.bit)) ops_missing += (ops_missing.empty() ? "" : ", ") + std::string(o.name);
   if (!ops_missing.empty()) out += "ops: no " + ops_missing + "\n";
   const char* names[] = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "BF16"};

@@ -149,12 +149,13 @@ check_tool_options() {
   ((npos == ${#positional[@]})) || bad_usage "$cmd" "$use" "missing ${positional[npos]}"
 }
 
-# The fuzz targets: fuzzers/fuzz_<name>.cpp (fuzz_data.cpp is the decoder).
+# The fuzz targets: one per fuzzers/check_<name>.cpp (fuzzers/CMakeLists.txt builds
+# fuzz_<name> from each; the same list everywhere).
 all_targets() {
   local f
-  for f in "$ROOT"/fuzzers/fuzz_*.cpp; do
+  for f in "$ROOT"/fuzzers/check_*.cpp; do
     f="$(basename "$f" .cpp)"
-    [[ $f == fuzz_data ]] || echo "${f#fuzz_}"
+    echo "${f#check_}"
   done
 }
 
@@ -163,7 +164,7 @@ check_targets() {
   local cmd=$1 use=$2 t
   shift 2
   for t in "$@"; do
-    [[ -f $ROOT/fuzzers/fuzz_$t.cpp && $t != data ]] ||
+    [[ -f $ROOT/fuzzers/check_$t.cpp ]] ||
       bad_usage "$cmd" "$use" "no target '$t' (have: $(all_targets | tr '\n' ' '))"
   done
 }

@@ -70,7 +70,8 @@ void GuardedBuffer::download(void* host) const {
 }
 
 DeviceViews::DeviceViews(const std::vector<std::pair<const void*, size_t>>& views, size_t guard,
-                         const char* what, void* stream) {
+                         const char* what, void* stream)
+    : what_(what) {
   std::vector<std::pair<const uint8_t*, const uint8_t*>> ranges;  // [lo, hi)
   for (const auto& [p, n] : views)
     if (p != nullptr && n > 0) ranges.emplace_back(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
@@ -101,13 +102,8 @@ void DeviceViews::expect_unchanged(const char* op) const {
     std::vector<uint8_t> now(c.bytes);
     c.buf->download(now.data());
     if (std::memcmp(now.data(), c.lo, c.bytes) != 0)
-      throw std::runtime_error(std::string("cuda ") + op + " wrote into a buffer it only reads");
+      throw std::runtime_error(std::string(op) + " wrote into " + what_ + ", which it only reads");
   }
-}
-
-size_t guard_for(int64_t row_bytes) {
-  const size_t g = std::max<size_t>(4096, row_bytes > 0 ? static_cast<size_t>(row_bytes) : 0);
-  return (g + 255) / 256 * 256;
 }
 
 void to_device(void* dst, const void* src, size_t bytes, void* stream) {

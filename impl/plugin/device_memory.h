@@ -65,7 +65,7 @@ class DeviceViews {
   /// Downloads every copy back over its host bytes and checks all guard bands.
   void download() const;
   /// Checks all guard bands and that every copy still holds its host bytes (inputs
-  /// a kernel only reads); throws std::runtime_error naming `op` otherwise.
+  /// a kernel only reads); throws std::runtime_error naming `op` and the views otherwise.
   void expect_unchanged(const char* op) const;
 
  private:
@@ -76,11 +76,15 @@ class DeviceViews {
     std::unique_ptr<GuardedBuffer> buf;
   };
   std::vector<Copy> copies_;
+  const char* what_;
 };
 
 /// Guard band for a buffer whose rows are `row_bytes` apart: at least 4 KiB and at
-/// least one row, rounded up to 256 bytes.
-size_t guard_for(int64_t row_bytes);
+/// least one row, rounded up to 256 bytes (host arithmetic: also in builds without CUDA).
+inline size_t guard_for(int64_t row_bytes) {
+  const size_t g = row_bytes > 4096 ? static_cast<size_t>(row_bytes) : 4096;
+  return (g + 255) / 256 * 256;
+}
 
 /// Copy to the device on `stream` (a cudaStream_t), ordered before later work on
 /// it; a no-op for 0 bytes.

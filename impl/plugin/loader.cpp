@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "impl/error.h"
+#include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
 
 #ifndef KVCHECK_PLUGIN_BUILD_DIR
@@ -45,15 +46,8 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
     size_t offset;
     const char* name;
   };
-#define KVCHECK_ENTRY(bit, f) {bit, reinterpret_cast<const void*>(t.f), offsetof(kvcheck_backend_v1_t, f), #f}
-  const Entry entries[] = {KVCHECK_ENTRY(KVCHECK_OP_STORE_KV_CACHE, store_kv_cache),
-                           KVCHECK_ENTRY(KVCHECK_OP_LOAD_PAGED_KV_CACHE, load_paged_kv_cache),
-                           KVCHECK_ENTRY(KVCHECK_OP_CONVERT_KV_INDEX, convert_kv_index),
-                           KVCHECK_ENTRY(KVCHECK_OP_KV_INDEX_CAT, kv_index_cat),
-                           KVCHECK_ENTRY(KVCHECK_OP_EXPAND_SWA_INDEX, expand_swa_index),
-                           KVCHECK_ENTRY(KVCHECK_OP_SWA_DECODE_INDEX, swa_decode_index),
-                           KVCHECK_ENTRY(KVCHECK_OP_STORE_KV, store_kv),
-                           KVCHECK_ENTRY(KVCHECK_OP_GATHER_KV, gather_kv)};
+#define KVCHECK_ENTRY(f, bit, args_t) {bit, reinterpret_cast<const void*>(t.f), offsetof(kvcheck_backend_v1_t, f), #f},
+  const Entry entries[] = {KVCHECK_OPS(KVCHECK_ENTRY)};
 #undef KVCHECK_ENTRY
   for (const auto& e : entries)
     if ((t.capabilities.ops & e.bit) && (!has(e.offset) || e.fn == nullptr))
@@ -131,8 +125,7 @@ std::string probe_in_child(const Library& lib) {
 }
 
 std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib) {
-  return lib->table->memory_space == KVCHECK_MEMORY_CUDA_DEVICE ? make_device_backend(std::move(lib))
-                                                                : make_host_backend(std::move(lib));
+  return std::make_shared<PluginBackend>(std::move(lib));
 }
 
 std::string builtin_plugin_dir() {

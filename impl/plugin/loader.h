@@ -33,7 +33,8 @@ std::shared_ptr<Library> load_library(const std::string& path);
 /// never initialises CUDA (campaigns fork after this). "" = usable, else why not.
 std::string probe_in_child(const Library& lib);
 
-/// The Backend over a loaded library (host or device adapter by memory space).
+/// The Backend over a loaded library (plugin_backend.h; a device plugin's calls go
+/// through the device transport).
 std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib);
 
 /// The directory holding the project's own plugins (libkvcheck_cpu.so,
@@ -42,9 +43,5 @@ std::string builtin_plugin_dir();
 
 /// The paths of $KVCHECK_PLUGIN (colon-separated; empty entries ignored).
 std::vector<std::string> env_plugins();
-
-// Implemented by the adapters.
-std::shared_ptr<const Backend> make_host_backend(std::shared_ptr<Library> lib);
-std::shared_ptr<const Backend> make_device_backend(std::shared_ptr<Library> lib);
 
 }  // namespace kvcheck::plugin

@@ -1,3 +1,5 @@
+// PluginBackend: each operation's views into its ABI argument struct (the only
+// per-operation code here; the call itself is invoke(), plugin_backend.h).
 #include "impl/plugin/plugin_backend.h"
 
 #include <cstddef>
@@ -10,6 +12,7 @@ namespace kvcheck::plugin {
 PluginBackend::PluginBackend(std::shared_ptr<Library> lib)
     : lib_(std::move(lib)), name_(lib_->table->name), caps_(from_abi(lib_->table->capabilities)) {
   caps_.host_memory = lib_->table->memory_space == KVCHECK_MEMORY_HOST;
+  if (!caps_.host_memory) device_ = make_device_transport();
 }
 
 bool PluginBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
@@ -19,26 +22,96 @@ bool PluginBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_
   return t.set_test_parallelism(t.context, max_threads, min_bytes_per_thread) == KVCHECK_STATUS_OK;
 }
 
-void PluginBackend::require_op(uint32_t bit, const char* op) const {
-  if (!(caps_.ops & bit)) throw Error(ErrorCode::kUnsupported, name_ + " has no " + op + " (plugin capabilities)");
+void PluginBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                                   const CacheView& cache) const {
+  kvcheck_store_args a{};
+  a.kv = kv.data;
+  a.kv_rows = kv.rows;
+  a.kv_row_stride = kv.row_stride;
+  a.slot_mapping = slot_mapping.data();
+  a.num_tokens = static_cast<int64_t>(slot_mapping.size());
+  a.cache = to_abi(cache.layout, cache.base, cache.size_bytes);
+  invoke(a);
 }
 
-void PluginBackend::require_paged(const CacheLayout& layout, const char* op) const {
-  if (!caps_.supports_format(layout.format))
-    throw Error(ErrorCode::kUnsupported, name_ + " " + op + ": format " + layout.format.name +
-                                             " is outside the plugin's capabilities");
-  if (!caps_.supports_block_size(layout.block_size))
-    throw Error(ErrorCode::kUnsupported, name_ + " " + op + ": block_size " + std::to_string(layout.block_size) +
-                                             " is outside the plugin's capabilities");
+void PluginBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments,
+                                        int32_t total_k, const LoadOutput& out) const {
+  kvcheck_load_args a{};
+  a.cache = to_abi(cache.layout, cache.base, cache.size_bytes);
+  a.load_segments = load_segments.data();
+  a.num_segment_ints = static_cast<int64_t>(load_segments.size());
+  a.total_k = total_k;
+  a.out_data = out.data;
+  a.out_data_stride = out.data_row_stride;
+  a.out_scales = out.scales;
+  a.out_scale_stride = out.scale_row_stride;
+  a.out_rows = out.rows;
+  invoke(a);
 }
 
-void PluginBackend::require_kv(const KvCacheLayout& layout, const char* op) const {
-  if (!caps_.supports_kv_dtype(layout.dtype))
-    throw Error(ErrorCode::kUnsupported,
-                name_ + " " + op + ": K/V dtype " + to_string(layout.dtype) + " is outside the plugin's capabilities");
-  if (!caps_.supports_block_size(layout.block_size))
-    throw Error(ErrorCode::kUnsupported, name_ + " " + op + ": block_size " + std::to_string(layout.block_size) +
-                                             " is outside the plugin's capabilities");
+void PluginBackend::convert_kv_index(const ConvertKvIndexArgs& c, std::span<int32_t> out) const {
+  kvcheck_convert_kv_index_args a{};
+  a.topk = c.topk.data();
+  a.topk_entries = static_cast<int64_t>(c.topk.size());
+  a.num_q = c.num_q;
+  a.k = c.k;
+  a.block_table = c.block_table.data();
+  a.block_table_entries = static_cast<int64_t>(c.block_table.size());
+  a.max_blocks = c.max_blocks;
+  a.block_size = c.block_size;
+  a.seq_ids = c.seq_ids.empty() ? nullptr : c.seq_ids.data();
+  a.seq_ids_entries = static_cast<int64_t>(c.seq_ids.size());
+  a.context_lens = c.context_lens.data();
+  a.context_lens_entries = static_cast<int64_t>(c.context_lens.size());
+  a.out = out.data();
+  a.out_entries = static_cast<int64_t>(out.size());
+  invoke(a);
+}
+
+void PluginBackend::kv_index_cat(std::span<const int32_t> left, int32_t wl, std::span<const int32_t> right,
+                                 int32_t wr, int32_t num_q, int32_t cached, int32_t cur,
+                                 std::span<int32_t> out) const {
+  invoke(kvcheck_kv_index_cat_args{left.data(), static_cast<int64_t>(left.size()), wl, right.data(),
+                                   static_cast<int64_t>(right.size()), wr, num_q, cached, cur, out.data(),
+                                   static_cast<int64_t>(out.size())});
+}
+
+void PluginBackend::expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
+                                     std::span<int32_t> out) const {
+  invoke(kvcheck_expand_swa_index_args{pivots.data(), static_cast<int64_t>(pivots.size()), num_q, width, out.data(),
+                                       static_cast<int64_t>(out.size())});
+}
+
+void PluginBackend::swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
+                                     int32_t ring_size, std::span<int32_t> out) const {
+  invoke(kvcheck_swa_decode_index_args{start_len.data(), static_cast<int64_t>(start_len.size()), num_q, width,
+                                       ring_size, 0, out.data(), static_cast<int64_t>(out.size())});
+}
+
+void PluginBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                             const KvCacheView& cache) const {
+  kvcheck_store_kv_args a{};
+  a.key = to_abi(key);
+  a.value = to_abi(value);
+  a.slot_mapping = slot_mapping.data();
+  a.num_tokens = static_cast<int64_t>(slot_mapping.size());
+  a.cache = to_abi(cache, cache.scales.k_scale.data(), cache.scales.v_scale.data());
+  invoke(a);
+}
+
+void PluginBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                              int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                              const KvTokensOut& out_v) const {
+  kvcheck_gather_kv_args a{};
+  a.cache = to_abi(cache, cache.scales.k_scale.data(), cache.scales.v_scale.data());
+  a.block_table = block_table.data();
+  a.block_table_entries = static_cast<int64_t>(block_table.size());
+  a.max_blocks = max_blocks;
+  a.cu_seqlens_k = cu_seqlens_k.data();
+  a.cu_seqlens_entries = static_cast<int64_t>(cu_seqlens_k.size());
+  a.out_k = to_abi(KvTokensIn(out_k));
+  a.out_v = to_abi(KvTokensIn(out_v));
+  invoke(a);
 }
 
 }  // namespace kvcheck::plugin

@@ -1,18 +1,43 @@
-// PluginBackend: the Backend interface over a plugin table, shared by the host and
-// device adapters: name, capabilities, and the capability gate every call passes
-// (an op the plugin lacks, a format or block size outside its capabilities: Error
-// kUnsupported, and the plugin is not called).
+// PluginBackend: the Backend interface over a plugin table. Every operation fills its
+// ABI argument struct from the harness's views (plugin_backend.cpp, one function per
+// operation) and goes through invoke(), which is the same for all of them: the
+// capability gate (an op the plugin lacks, a format, K/V dtype or block size outside
+// its capabilities: Error kUnsupported, the plugin is not called), then the call —
+// on the harness's host buffers for a HOST plugin, through the DeviceTransport for a
+// CUDA_DEVICE plugin, both driven by the op's declaration (op_args.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "impl/backend.h"
+#include "impl/plugin/call.h"
 #include "impl/plugin/loader.h"
+#include "impl/plugin/op_args.h"
 
 namespace kvcheck::plugin {
 
-class PluginBackend : public Backend {
+/// How a device plugin's call travels (device_backend.cpp; builds without CUDA have
+/// none): uploads every group of `buffers` into guarded device copies (the args'
+/// pointers are set to them), runs `call` with the harness's stream, waits for the
+/// stream under the watchdog, downloads the written groups (also after a refusal: a
+/// write despite it must show), checks the guards and that every read group came
+/// back unchanged, and only then rethrows the plugin's refusal. Guard hits and CUDA
+/// failures throw std::runtime_error (never a kvcheck::Error: the harnesses treat
+/// kUnsupported as a skip).
+class DeviceTransport {
+ public:
+  virtual ~DeviceTransport() = default;
+  virtual void run(const std::string& backend, const char* op, const std::vector<ArgGroup>& buffers,
+                   const std::function<void(void* stream)>& call) const = 0;
+};
+/// The CUDA transport (throws in builds without CUDA: load_library refuses device
+/// plugins there first).
+std::unique_ptr<DeviceTransport> make_device_transport();
+
+class PluginBackend final : public Backend {
  public:
   explicit PluginBackend(std::shared_ptr<Library> lib);
   std::string_view name() const override { return name_; }
@@ -22,17 +47,42 @@ class PluginBackend : public Backend {
   const kvcheck_backend_v1_t& table() const { return *lib_->table; }
   const std::string& path() const { return lib_->path; }
 
- protected:
-  /// Throws kUnsupported when `bit` is not in the plugin's ops.
-  void require_op(uint32_t bit, const char* op) const;
-  /// Throws kUnsupported when the paged cache is outside the capabilities.
-  void require_paged(const CacheLayout& layout, const char* op) const;
-  /// Throws kUnsupported when the K/V cache is outside the capabilities.
-  void require_kv(const KvCacheLayout& layout, const char* op) const;
+  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, const CacheView& cache) const override;
+  void load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments, int32_t total_k,
+                           const LoadOutput& out) const override;
+  void convert_kv_index(const ConvertKvIndexArgs& args, std::span<int32_t> out) const override;
+  void kv_index_cat(std::span<const int32_t> left, int32_t wl, std::span<const int32_t> right, int32_t wr,
+                    int32_t num_q, int32_t total_k_swa_cached, int32_t total_k_swa_cur,
+                    std::span<int32_t> out) const override;
+  void expand_swa_index(std::span<const int32_t> pivots, int32_t num_q, int32_t width,
+                        std::span<int32_t> out) const override;
+  void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width, int32_t ring_size,
+                        std::span<int32_t> out) const override;
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                const KvCacheView& cache) const override;
+  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
+                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                 const KvTokensOut& out_v) const override;
+
+ private:
+  /// The one path of every operation (see the top of this file).
+  template <class Args>
+  void invoke(Args a) const {
+    if (!(caps_.ops & Op<Args>::bit))
+      throw Error(ErrorCode::kUnsupported, name_ + " has no " + Op<Args>::name + " (plugin capabilities)");
+    ArgDecl d(caps_, name_, Op<Args>::name, device_ != nullptr);
+    declare(a, d);
+    const auto entry = table().*Op<Args>::entry;
+    if (!device_) return call_plugin(name_, Op<Args>::name, entry, table().context, a, nullptr);
+    if (d.nothing_to_do()) return;
+    device_->run(name_, Op<Args>::name, d.groups(),
+                 [&](void* stream) { call_plugin(name_, Op<Args>::name, entry, table().context, a, stream); });
+  }
 
   std::shared_ptr<Library> lib_;
   std::string name_;
   BackendCapabilities caps_;
+  std::unique_ptr<DeviceTransport> device_;  // null for HOST plugins
 };
 
 }  // namespace kvcheck::plugin

@@ -264,6 +264,21 @@ typedef struct kvcheck_gather_kv_args {
 #define KVCHECK_OP_FN(name, args_t) \
   int (*name)(void* context, const args_t* args, void* stream, char* msg, size_t msg_size)
 
+/* Every operation, once: X(entry, ops bit, argument struct), in table order. This list
+ * makes the table's entries below, and on the harness side the loader's checks, the
+ * op names in reports and the adapters (impl/plugin/op_args.h declares each op's
+ * argument roles). A new operation is appended here, with its bit and argument struct
+ * above; appending keeps version 1 tables loading (struct_size). */
+#define KVCHECK_OPS(X)                                                  \
+  X(store_kv_cache, KVCHECK_OP_STORE_KV_CACHE, kvcheck_store_args)      \
+  X(load_paged_kv_cache, KVCHECK_OP_LOAD_PAGED_KV_CACHE, kvcheck_load_args) \
+  X(convert_kv_index, KVCHECK_OP_CONVERT_KV_INDEX, kvcheck_convert_kv_index_args) \
+  X(kv_index_cat, KVCHECK_OP_KV_INDEX_CAT, kvcheck_kv_index_cat_args)   \
+  X(expand_swa_index, KVCHECK_OP_EXPAND_SWA_INDEX, kvcheck_expand_swa_index_args) \
+  X(swa_decode_index, KVCHECK_OP_SWA_DECODE_INDEX, kvcheck_swa_decode_index_args) \
+  X(store_kv, KVCHECK_OP_STORE_KV, kvcheck_store_kv_args)               \
+  X(gather_kv, KVCHECK_OP_GATHER_KV, kvcheck_gather_kv_args)
+
 /* The table a plugin hands to the harness (see the top of this file). */
 typedef struct kvcheck_backend_v1_t {
   uint32_t abi_version;  /* KVCHECK_ABI_VERSION */
@@ -276,16 +291,12 @@ typedef struct kvcheck_backend_v1_t {
   /* Optional (may be NULL): called once, in a child process, before any operation.
    * Returns OK or UNSUPPORTED with the reason in msg (e.g. "no CUDA device"). */
   int (*probe)(void* context, char* msg, size_t msg_size);
-  /* One entry per operation; NULL = not supported (its ops bit must be clear). */
-  KVCHECK_OP_FN(store_kv_cache, kvcheck_store_args);
-  KVCHECK_OP_FN(load_paged_kv_cache, kvcheck_load_args);
-  KVCHECK_OP_FN(convert_kv_index, kvcheck_convert_kv_index_args);
-  KVCHECK_OP_FN(kv_index_cat, kvcheck_kv_index_cat_args);
-  KVCHECK_OP_FN(expand_swa_index, kvcheck_expand_swa_index_args);
-  KVCHECK_OP_FN(swa_decode_index, kvcheck_swa_decode_index_args);
-  /* Optional entries of version 1 (read only when struct_size covers them). */
-  KVCHECK_OP_FN(store_kv, kvcheck_store_kv_args);
-  KVCHECK_OP_FN(gather_kv, kvcheck_gather_kv_args);
+  /* One entry per operation of KVCHECK_OPS, in its order; NULL = not supported (its
+   * ops bit must be clear). Entries from store_kv on are optional in version 1: read
+   * only when struct_size covers them. */
+#define KVCHECK_OP_ENTRY(entry, bit, args_t) KVCHECK_OP_FN(entry, args_t);
+  KVCHECK_OPS(KVCHECK_OP_ENTRY)
+#undef KVCHECK_OP_ENTRY
   /* Optional test hook of version 1 (NULL = none; no ops bit): the plugin's later calls
    * made on the CALLING thread split their work as if the machine had `max_threads`
    * threads and a thread paid for itself at `min_bytes_per_thread` bytes of output;

@@ -1,6 +1,9 @@
 // A CUDA_DEVICE plugin whose BF16 store is correct except that it also writes one
 // byte past the end of the cache: the device harness's guard band must catch it
-// ("wrote outside the cache ... guard byte at offset <size>"). Runs on the GPU only.
+// ("wrote outside the cache ... guard byte at offset <size>"). Built with
+// -DKVCHECK_WRITE_INPUT it writes into slot_mapping instead, which store_kv_cache only
+// reads: the transport must say so ("wrote into slot_mapping, which it only reads").
+// Runs on the GPU only.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -16,10 +19,18 @@ __global__ void store_kernel(const uint16_t* kv, uint8_t* cache, const int32_t* 
                              int64_t cache_bytes) {
   const int64_t t = blockIdx.x;
   const int64_t s = slots[t];
+#ifndef KVCHECK_WRITE_INPUT
   if (t == 0 && threadIdx.x == 0) cache[cache_bytes] = 0x5A;  // THE BUG: one byte past the end
-  if (s < 0) return;
-  uint16_t* dst = reinterpret_cast<uint16_t*>(cache + (s / block_size) * block_stride + (s % block_size) * token_stride);
-  for (int i = threadIdx.x; i < elements; i += blockDim.x) dst[i] = kv[t * kv_stride + i];
+#endif
+  if (s >= 0) {
+    uint16_t* dst = reinterpret_cast<uint16_t*>(cache + (s / block_size) * block_stride + (s % block_size) * token_stride);
+    for (int i = threadIdx.x; i < elements; i += blockDim.x) dst[i] = kv[t * kv_stride + i];
+  }
+#ifdef KVCHECK_WRITE_INPUT
+  (void)cache_bytes;
+  __syncthreads();  // every thread of block 0 has read slots[0]
+  if (t == 0 && threadIdx.x == 0) const_cast<int32_t*>(slots)[0] = static_cast<int32_t>(~s);  // THE BUG: into a read-only input
+#endif
 }
 
 int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
@@ -48,7 +59,11 @@ extern "C" KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t, const kvcheck_
   std::memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
   table.struct_size = sizeof table;
+#ifdef KVCHECK_WRITE_INPUT
+  table.name = "input-writing-device-store";
+#else
   table.name = "oob-device-store";
+#endif
   table.memory_space = KVCHECK_MEMORY_CUDA_DEVICE;
   table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
   table.capabilities.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_BF16);

@@ -1,0 +1,17 @@
+// The libFuzzer entry point of every target: built once per fuzzers/check_<name>.cpp
+// as fuzz_<name> (and replay_<name>), included by a generated fuzz_<name>.cpp that
+// defines KVCHECK_FUZZ_TARGET_NAME (fuzzers/CMakeLists.txt).
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzzers/checks.h"
+
+#ifndef KVCHECK_FUZZ_TARGET_NAME
+#error "define KVCHECK_FUZZ_TARGET_NAME (fuzzers/CMakeLists.txt generates the file that does)"
+#endif
+#define KVCHECK_STR2(x) #x
+#define KVCHECK_STR(x) KVCHECK_STR2(x)
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return kvcheck::fuzz::fuzz_one(KVCHECK_STR(KVCHECK_FUZZ_TARGET_NAME), data, size);
+}

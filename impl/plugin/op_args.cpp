@@ -1,0 +1,219 @@
+// Each operation's argument roles (op_args.h), in KVCHECK_OPS order: the only
+// per-operation code of the adapters. Extents are the bytes a VALID call may touch:
+// bound() runs the checks that make them trustworthy first.
+#include "impl/plugin/op_args.h"
+
+#include <algorithm>
+
+#include "impl/cpu/validate.h"
+#include "impl/error.h"
+#include "impl/kv_layout.h"
+#include "impl/plugin/abi_convert.h"
+#include "impl/plugin/device_memory.h"
+#include "impl/validate_index.h"
+#include "impl/validate_kv.h"
+
+namespace kvcheck::plugin {
+namespace {
+
+using cuda::guard_for;
+
+/// Bytes spanned by `rows` rows of `row_bytes` at `stride` apart.
+size_t span_bytes(int64_t rows, int64_t stride, int64_t row_bytes) {
+  return rows <= 0 ? 0 : static_cast<size_t>((rows - 1) * stride + row_bytes);
+}
+
+size_t entries_bytes(int64_t n) { return static_cast<size_t>(std::max<int64_t>(n, 0)) * 4; }
+
+std::span<const int32_t> span(const int32_t* p, int64_t n) {
+  return p ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
+}
+
+/// Bytes the first `rows` rows of a [rows][H][D] K/V token view span from its base:
+/// 0 for a null view; one element for a shape whose extent the harness cannot trust
+/// (no rows, a negative stride, or — for outputs — rows that overlap), so the plugin
+/// still sees a non-null pointer and must refuse with the reference's code, writing
+/// nothing. The host buffer behind a view is only known to hold what a VALID view
+/// needs, so nothing past that is ever copied.
+size_t kv_rows_bytes(const kvcheck_kv_tokens& t, int64_t rows, const kvcheck_kv_cache& c, bool output) {
+  if (t.data == nullptr) return 0;
+  const auto stub = static_cast<size_t>(kv_dtype_bytes(static_cast<KvDtype>(t.dtype)));
+  if (rows <= 0 || t.token_stride < 0 || t.head_stride < 0) return stub;
+  const KvAxis axes[] = {{t.token_stride, rows}, {t.head_stride, c.num_kv_heads}, {1, c.head_dim}};
+  if (output && !kv_axes_non_overlapping(axes)) return stub;
+  const int64_t elements = (rows - 1) * t.token_stride + int64_t{c.num_kv_heads - 1} * t.head_stride + c.head_dim;
+  return static_cast<size_t>(elements) * stub;
+}
+
+/// The K and V caches: whole capacities, which may alias (one allocation).
+std::vector<ArgView> kv_caches(kvcheck_kv_cache& c) {
+  const auto es = static_cast<size_t>(kv_dtype_bytes(static_cast<KvDtype>(c.dtype)));
+  return {view(c.k, static_cast<size_t>(c.k_capacity) * es), view(c.v, static_cast<size_t>(c.v_capacity) * es)};
+}
+size_t kv_cache_guard(const kvcheck_kv_cache& c) {
+  return guard_for(c.stride_page * kv_dtype_bytes(static_cast<KvDtype>(c.dtype)));
+}
+
+}  // namespace
+
+void ArgDecl::paged_cache(const kvcheck_paged_cache& c) const {
+  const CacheLayout layout = from_abi(c);
+  const std::string where = backend_ + " " + op_ + ": ";
+  if (!caps_.supports_format(layout.format))
+    throw Error(ErrorCode::kUnsupported,
+                where + "format " + layout.format.name + " is outside the plugin's capabilities");
+  if (!caps_.supports_block_size(c.block_size))
+    throw Error(ErrorCode::kUnsupported,
+                where + "block_size " + std::to_string(c.block_size) + " is outside the plugin's capabilities");
+}
+
+void ArgDecl::kv_cache(const kvcheck_kv_cache& c) const {
+  const auto dtype = static_cast<KvDtype>(c.dtype);
+  const std::string where = backend_ + " " + op_ + ": ";
+  if (!caps_.supports_kv_dtype(dtype))
+    throw Error(ErrorCode::kUnsupported, where + "K/V dtype " + to_string(dtype) + " is outside the plugin's capabilities");
+  if (!caps_.supports_block_size(c.block_size))
+    throw Error(ErrorCode::kUnsupported,
+                where + "block_size " + std::to_string(c.block_size) + " is outside the plugin's capabilities");
+}
+
+void ArgDecl::ints(const char* what, const int32_t*& p, int64_t n) { read(what, 0, {view(p, entries_bytes(n))}); }
+void ArgDecl::floats(const char* what, const float*& p, int64_t n) {
+  read(what, 0, {view(p, p ? entries_bytes(n) : 0)});
+}
+
+// store_kv_cache (SPEC §5.1): kv rows and slot_mapping read, the cache written.
+void declare(kvcheck_store_args& a, ArgDecl& d) {
+  d.paged_cache(a.cache);
+  if (!d.bound([&] {
+        cpu::validate_store_shape({a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens,
+                                  {a.cache.base, from_abi(a.cache), a.cache.size_bytes});
+        return a.num_tokens != 0;
+      }))
+    return;
+  const CacheLayout layout = from_abi(a.cache);
+  a.cache.size_bytes = layout.size_bytes();
+  d.read("kv", 0, {view(a.kv, span_bytes(a.kv_rows, a.kv_row_stride * 2, int64_t{layout.format.elements} * 2))});
+  d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
+  d.write("the cache", guard_for(layout.block_stride), {view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))});
+}
+
+// load_paged_kv_cache (SPEC §5.2): the cache and load_segments read; the WHOLE output
+// spans written (rows no segment covers keep their bytes, so they travel both ways).
+void declare(kvcheck_load_args& a, ArgDecl& d) {
+  d.paged_cache(a.cache);
+  if (!d.bound([&] {
+        cpu::validate_load_shape({a.cache.base, from_abi(a.cache), a.cache.size_bytes}, a.num_segment_ints,
+                                 a.total_k, {a.out_data, a.out_data_stride, a.out_scales, a.out_scale_stride, a.out_rows});
+        return a.num_segment_ints / 4 != 0;
+      }))
+    return;
+  const CacheLayout layout = from_abi(a.cache);
+  const KVCacheFormat& f = layout.format;
+  a.cache.size_bytes = layout.size_bytes();
+  if (!f.is_index()) a.out_scales = nullptr;
+  d.read("the cache", guard_for(layout.block_stride),
+         {view(a.cache.base, a.cache.base ? static_cast<size_t>(a.cache.size_bytes) : 0)});
+  d.ints("load_segments", a.load_segments, a.num_segment_ints);
+  d.write("out.data", guard_for(a.out_data_stride),
+          {view(a.out_data, span_bytes(a.total_k, a.out_data_stride, f.load_row_bytes()))});
+  d.write("out.scales", guard_for(a.out_scale_stride),
+          {view(a.out_scales, f.is_index() ? span_bytes(a.total_k, a.out_scale_stride, f.load_scale_row_bytes()) : 0)});
+}
+
+// The index transforms (SPEC §5.5): int32 metadata read, `out` written; no cache.
+void declare(kvcheck_convert_kv_index_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_convert_kv_index_shape({span(a.topk, a.topk_entries), a.num_q, a.k,
+                                         span(a.block_table, a.block_table_entries), a.max_blocks,
+                                         span(a.seq_ids, a.seq_ids_entries),
+                                         span(a.context_lens, a.context_lens_entries), a.block_size},
+                                        static_cast<size_t>(a.out_entries));
+        return true;
+      }))
+    return;
+  d.ints("topk", a.topk, a.topk_entries);
+  d.ints("block_table", a.block_table, a.block_table_entries);
+  d.ints("seq_ids", a.seq_ids, a.seq_ids_entries);
+  d.ints("context_lens", a.context_lens, a.context_lens_entries);
+  d.write("out", guard_for(0), {view(a.out, entries_bytes(a.out_entries))});
+}
+
+void declare(kvcheck_kv_index_cat_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_kv_index_cat_shape(static_cast<size_t>(a.left_entries), a.wl, static_cast<size_t>(a.right_entries),
+                                    a.wr, a.num_q, a.total_k_swa_cached, a.total_k_swa_cur,
+                                    static_cast<size_t>(a.out_entries));
+        return true;
+      }))
+    return;
+  d.ints("left", a.left, a.left_entries);
+  d.ints("right", a.right, a.right_entries);
+  d.write("out", guard_for(0), {view(a.out, entries_bytes(a.out_entries))});
+}
+
+void declare(kvcheck_expand_swa_index_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_expand_swa_index_shape(static_cast<size_t>(a.pivots_entries), a.num_q, a.width,
+                                        static_cast<size_t>(a.out_entries));
+        return true;
+      }))
+    return;
+  d.ints("pivots", a.pivots, a.pivots_entries);
+  d.write("out", guard_for(0), {view(a.out, entries_bytes(a.out_entries))});
+}
+
+void declare(kvcheck_swa_decode_index_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_swa_decode_index_shape(static_cast<size_t>(a.start_len_entries), a.num_q, a.width, a.ring_size,
+                                        static_cast<size_t>(a.out_entries));
+        return true;
+      }))
+    return;
+  d.ints("start_len", a.start_len, a.start_len_entries);
+  d.write("out", guard_for(0), {view(a.out, entries_bytes(a.out_entries))});
+}
+
+// store_kv (SPEC §7.4): key/value rows (may alias: one packed tensor), scales and
+// slot_mapping read; the K and V caches (may alias) written. The slots are the
+// plugin's to check.
+void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
+  d.kv_cache(a.cache);
+  if (!d.bound([&] {
+        validate_store_kv_shape(KvTokensIn(from_abi(a.key)), KvTokensIn(from_abi(a.value)), a.num_tokens,
+                                from_abi(a.cache));
+        return a.num_tokens != 0;
+      }))
+    return;
+  d.read("the key/value rows", guard_for(0),
+         {view(a.key.data, kv_rows_bytes(a.key, a.num_tokens, a.cache, false)),
+          view(a.value.data, kv_rows_bytes(a.value, a.num_tokens, a.cache, false))});
+  d.write("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache));
+  d.floats("k_scale", a.cache.k_scale, a.cache.num_scales);
+  d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
+  d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
+}
+
+// gather_kv (SPEC §7.5): the caches, scales, block_table and cu_seqlens_k read; the
+// output rows cu_seqlens_k[b] addresses (at most the rows they hold) written. The
+// cache bounds the upload; everything else is the plugin's to check.
+void declare(kvcheck_gather_kv_args& a, ArgDecl& d) {
+  d.kv_cache(a.cache);
+  if (!d.bound([&] {
+        validate_kv_cache(from_abi(a.cache));
+        return true;
+      }))
+    return;
+  const std::span<const int32_t> cu = span(a.cu_seqlens_k, a.cu_seqlens_entries);
+  const int64_t needed = cu.empty() ? 0 : std::max<int64_t>(cu.back(), 0);
+  d.read("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache));
+  d.floats("k_scale", a.cache.k_scale, a.cache.num_scales);
+  d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
+  d.ints("block_table", a.block_table, a.block_table_entries);
+  d.ints("cu_seqlens_k", a.cu_seqlens_k, a.cu_seqlens_entries);
+  d.write("out_k/out_v", guard_for(int64_t{a.cache.num_kv_heads} * a.cache.head_dim * 2),
+          {view(a.out_k.data, kv_rows_bytes(a.out_k, std::min(a.out_k.rows, needed), a.cache, true)),
+           view(a.out_v.data, kv_rows_bytes(a.out_v, std::min(a.out_v.rows, needed), a.cache, true))});
+}
+
+}  // namespace kvcheck::plugin
