@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "impl/cpu/validate.h"
+#include "impl/validate_store_load.h"
 #include "impl/kv_layout.h"
 #include "impl/plugin/abi_convert.h"
 #include "impl/plugin/call.h"
@@ -108,7 +108,7 @@ class DevicePluginBackend final : public PluginBackend {
     require_op(KVCHECK_OP_STORE_KV_CACHE, "store_kv_cache");
     require_paged(cache.layout, "store_kv_cache");
     const int64_t n = static_cast<int64_t>(slot_mapping.size());
-    cpu::validate_store_shape(kv, n, cache);  // before reading host buffers to upload them
+    validate_store_shape(kv, n, cache);  // before reading host buffers to upload them
     if (n == 0) return;
     void* s = stream();
     const CacheLayout& layout = cache.layout;
@@ -135,7 +135,7 @@ class DevicePluginBackend final : public PluginBackend {
                            int32_t total_k, const LoadOutput& out) const override {
     require_op(KVCHECK_OP_LOAD_PAGED_KV_CACHE, "load_paged_kv_cache");
     require_paged(cache.layout, "load_paged_kv_cache");
-    cpu::validate_load_shape(cache, static_cast<int64_t>(load_segments.size()), total_k, out);
+    validate_load_shape(cache, static_cast<int64_t>(load_segments.size()), total_k, out);
     if (load_segments.size() / 4 == 0) return;
     void* s = stream();
     const CacheLayout& layout = cache.layout;
