@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "impl/backends.h"  // backend_by_name, available_backends
+
 namespace kvcheck::fuzz {
 namespace {
 thread_local std::string last_skip;

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "fuzzers/byte_reader.h"
-#include "impl/backend.h"
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"

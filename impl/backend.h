@@ -1,115 +1,21 @@
 // The backend interface: every production implementation (cpu, cuda) offers the
 // operations of SPEC §5 on host buffers, so each property and fuzzer takes the
 // backend as a parameter. All entry points are *checked*: they validate every input
-// first and throw kvcheck::Error before writing any output byte.
+// first and throw kvcheck::Error before writing any output byte. Core layer
+// (docs/layers.md); the argument views are impl/op_args.h, the capabilities
+// impl/capabilities.h, the registry (available_backends, backend_by_name)
+// impl/backends.h.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <string>
 #include <string_view>
-#include <vector>
 
-#include "include/kvcheck/backend_abi.h"  // the KVCHECK_OP_* bits of BackendCapabilities::ops
-#include "impl/format.h"
+#include "impl/capabilities.h"
 #include "impl/kv_format.h"
-#include "impl/layout.h"
+#include "impl/op_args.h"
 
 namespace kvcheck {
-
-/// A paged cache in host memory: `base` points at a buffer of `size_bytes` bytes
-/// (what the allocation holds) laid out by `layout` (see KVCache for an owning
-/// allocation). Every checked entry rejects a non-null view whose buffer is smaller
-/// than its layout, layout.size_bytes() = num_blocks * block_stride (kShapeMismatch,
-/// docs/spec.md §5.2 validation order), before reading or writing a byte.
-struct CacheView {
-  uint8_t* base = nullptr;
-  CacheLayout layout;
-  int64_t size_bytes = 0;
-};
-struct ConstCacheView {
-  const uint8_t* base = nullptr;
-  CacheLayout layout;
-  int64_t size_bytes = 0;
-};
-
-/// Store input kv[rows][E] of BF16 bit patterns; row r starts at data + r*row_stride
-/// (elements, >= E). `rows` is what the buffer holds: the operation takes its row
-/// count from slot_mapping and throws kShapeMismatch when rows < slot_mapping.size().
-struct KVInput {
-  const bf16_bits* data = nullptr;
-  int64_t rows = 0;
-  int64_t row_stride = 0;  // elements
-};
-
-/// Load output (SPEC §5.2). data: `rows` rows of format.load_row_bytes() bytes at
-/// data_row_stride bytes apart; scales: index formats only, `rows` rows of
-/// format.load_scale_row_bytes() bytes at scale_row_stride bytes apart (ue8m0 as
-/// int32 little-endian packs, fp32 as floats). rows must be >= total_k.
-struct LoadOutput {
-  uint8_t* data = nullptr;
-  int64_t data_row_stride = 0;  // bytes
-  uint8_t* scales = nullptr;
-  int64_t scale_row_stride = 0;  // bytes
-  int64_t rows = 0;
-};
-
-/// A load segment (SPEC §5.2): copy tokens [src_begin, src_end) of block
-/// src_block_id (-1: zeros) to output rows [dst_offset, dst_offset+len).
-/// Stored as 4 consecutive int32 in this order in `load_segments` spans.
-struct LoadSegment {
-  int32_t src_block_id, src_begin, src_end, dst_offset;
-  bool operator==(const LoadSegment&) const = default;
-};
-static_assert(sizeof(LoadSegment) == 16);
-
-/// convert_kv_index (SPEC §5.5) arguments. topk[num_q][k] holds logical token
-/// indices (or -1); row q looks up block_table row seq_ids[q] (an empty seq_ids
-/// means seq_ids[q] == q) and is valid below context_lens[q].
-struct ConvertKvIndexArgs {
-  std::span<const int32_t> topk;          // [num_q * k]
-  int32_t num_q = 0, k = 0;
-  std::span<const int32_t> block_table;   // [num_seqs * max_blocks]
-  int32_t max_blocks = 0;
-  std::span<const int32_t> seq_ids;       // [num_q] or empty
-  std::span<const int32_t> context_lens;  // [num_q], tokens
-  int32_t block_size = 0;
-};
-
-/// What a backend can run; properties skip (and report) what it cannot, and the
-/// generators draw only formats, K/V dtypes and block sizes inside it (the fields
-/// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).
-struct BackendCapabilities {
-  /// KVCHECK_OP_* bits (backend_abi.h): the one record of which operations run. The
-  /// default is every operation but the optional K/V family (SPEC §7), which a backend
-  /// opts into (Backend::store_kv / gather_kv default to kUnsupported).
-  uint32_t ops = ~0u & ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
-  uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
-  uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
-  int32_t block_size_multiple = 1; // block sizes are multiples of this
-  int32_t max_block_size = 0;      // 0 = no limit
-  /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
-  /// backends); false for device plugins, whose adapter copies every buffer. The
-  /// generators draw sparse multi-GiB inputs only for host-memory backends.
-  bool host_memory = true;
-
-  /// Whether f's kvcheck_format bit is set. A format no name matches: true when every
-  /// format is supported or when f is invalid (so invalid-format inputs still reach
-  /// the backend's validation), false for a valid format outside the table.
-  bool supports_format(const KVCacheFormat& f) const;
-  bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
-  /// Block sizes below 1 are invalid input, not a capability question: true.
-  bool supports_block_size(int64_t bs) const {
-    return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));
-  }
-  /// Whether every property of `op` (a Property::op name) can run; else *why says
-  /// which operation is missing.
-  bool supports_property_op(const std::string& op, std::string* why) const;
-  /// "" when nothing is restricted, else one line per restriction ("formats: BF16
-  /// only", "block_size: multiples of 16", "ops: no load_paged_kv_cache, ...").
-  std::string restrictions() const;
-};
 
 class Backend {
  public:
@@ -179,20 +85,5 @@ class Backend {
                          int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
                          const KvTokensOut& out_k, const KvTokensOut& out_v) const;
 };
-
-/// Backends compiled into this build, in order (cpu first). `why_missing` gets a
-/// line per backend that is built but cannot run here (e.g. "cuda: no device").
-std::vector<std::shared_ptr<const Backend>> available_backends(
-    std::vector<std::string>* why_missing = nullptr);
-
-/// "" unless plugins were named ($KVCHECK_PLUGIN, `--plugin`) and none of their
-/// backends can run here; then why not, plugin by plugin. Callers testing "the plugin"
-/// refuse to run instead of testing the built-in backends in its place.
-std::string user_plugins_unavailable();
-
-/// The backend called `name`; throws Error(kUnsupported) with its probe's reason when
-/// it loaded but cannot run here ("backend reshape-and-cache: no usable CUDA device:
-/// ..."), else Error(kInvalidArgument) listing the names available here.
-std::shared_ptr<const Backend> backend_by_name(const std::string& name);
 
 }  // namespace kvcheck

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/error.h"
 #include "impl/plugin/loader.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "impl/backend.h"
+#include "impl/op_args.h"
 #include "impl/layout.h"
 
 namespace kvcheck {

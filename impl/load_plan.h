@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "impl/backend.h"  // LoadSegment
+#include "impl/op_args.h"  // LoadSegment
 
 namespace kvcheck {
 

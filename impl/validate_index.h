@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "impl/backend.h"
+#include "impl/op_args.h"
 
 namespace kvcheck {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "impl/backend.h"
+#include "impl/op_args.h"
 
 namespace kvcheck::props {
 

@@ -284,26 +284,6 @@ class Step {
 
 }  // namespace
 
-void showValue(const PrefillScenario& s, std::ostream& os) {
-  os << "PrefillScenario{format " << s.format.name << ", window " << s.window << ", ring_size "
-     << s.ring_size << ", num_swa_states " << s.num_swa_states << ", block_size " << s.block_size
-     << ", ratio " << s.ratio << ", num_compressed_blocks " << s.num_compressed_blocks
-     << ", topk_width " << s.topk_width << (s.store_before_load ? ", STORE BEFORE LOAD" : "")
-     << "\n";
-  for (size_t i = 0; i < s.seqs.size(); ++i) {
-    const SeqMeta& q = s.seqs[i];
-    os << "  seq " << i << ": seqlen_k " << q.seqlen_k << ", seqlen_q " << q.seqlen_q
-       << ", swa_valid_start " << q.swa_valid_start << ", state_id " << q.state_id
-       << ", block_table [";
-    for (size_t b = 0; b < q.block_table.size(); ++b) os << (b ? " " : "") << q.block_table[b];
-    os << "], topk [";
-    if (i < s.topk.size())
-      for (size_t k = 0; k < s.topk[i].size(); ++k) os << (k ? " " : "") << s.topk[i][k];
-    os << "]\n";
-  }
-  os << "}";
-}
-
 std::string run_prefill_step(const PrefillScenario& s, const Backend& backend) {
   try {
     return Step(s, backend).run();

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "impl/backend.h"  // ConvertKvIndexArgs (plain type)
+#include "impl/op_args.h"  // ConvertKvIndexArgs (plain type)
 
 namespace kvcheck::ref {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "impl/backend.h"  // plain argument types only; no production code is called
+#include "impl/op_args.h"  // plain argument types only; no production code is called
 
 namespace kvcheck::ref {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "impl/backend.h"    // LoadSegment (plain type)
+#include "impl/op_args.h"    // LoadSegment (plain type)
 #include "impl/load_plan.h"  // SeqMeta (plain type); no production code is called
 
 namespace kvcheck::ref {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/kv_cache.h"
 #include "reference/load.h"
 #include "reference/store.h"

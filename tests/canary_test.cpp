@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "tests/test_util.h"
 #include "impl/kv_cache.h"
 #include "properties/harness.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzzers/decoders.h"
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "properties/gen/splitmix.h"
 #include "properties/metadata_checks.h"
 #include "properties/op_checks.h"

@@ -3,7 +3,7 @@
 
 #include <climits>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/error.h"
 #include "tests/test_util.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzzers/decoders.h"
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "properties/gen/splitmix.h"
 #include "properties/kv_check.h"
 #include "tests/test_util.h"

@@ -2,6 +2,7 @@
 // generators' capability scope, the loader's errors) by known answers (label: unit).
 #include <gtest/gtest.h>
 
+#include "impl/capabilities.h"
 #include "impl/error.h"
 #include "impl/layout.h"
 #include "impl/plugin/abi_convert.h"
@@ -42,12 +43,12 @@ TEST(PluginAbi, StatusCodesAreErrorCodesPlusOne) {
 }
 
 TEST(PluginAbi, FormatIdsAndLayoutRoundTrip) {
-  EXPECT_EQ(plugin::abi_format(KVCacheFormat::V41()), KVCHECK_FORMAT_V41);
-  EXPECT_EQ(plugin::abi_format(KVCacheFormat::MXFP8_INDEX()), KVCHECK_FORMAT_MXFP8_INDEX);
-  EXPECT_EQ(plugin::abi_format(KVCacheFormat::BF16(8)), KVCHECK_FORMAT_BF16);
+  EXPECT_EQ(abi_format(KVCacheFormat::V41()), KVCHECK_FORMAT_V41);
+  EXPECT_EQ(abi_format(KVCacheFormat::MXFP8_INDEX()), KVCHECK_FORMAT_MXFP8_INDEX);
+  EXPECT_EQ(abi_format(KVCacheFormat::BF16(8)), KVCHECK_FORMAT_BF16);
   KVCacheFormat odd = KVCacheFormat::V41();
   odd.elements_per_sf = 16;
-  EXPECT_EQ(plugin::abi_format(odd), KVCHECK_FORMAT_OTHER);
+  EXPECT_EQ(abi_format(odd), KVCHECK_FORMAT_OTHER);
   for (const auto& f : supported_formats()) {
     const CacheLayout l = CacheLayout::make(f, 3, 133);
     uint8_t base = 0;

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "properties/registry.h"
 #include "properties/runner.h"
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <utility>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/cpu/parallel.h"
 #include "properties/blame.h"
 #include "properties/classes.h"

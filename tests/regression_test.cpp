@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "tests/test_util.h"
 #include "properties/registry.h"
 #include "properties/regression.h"

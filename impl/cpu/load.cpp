@@ -9,7 +9,7 @@
 #include "impl/cpu/fast_numerics.h"
 #include "impl/cpu/isa.h"
 #include "impl/cpu/parallel.h"
-#include "impl/cpu/validate.h"
+#include "impl/validate_store_load.h"
 #include "impl/error.h"
 
 namespace kvcheck::cpu {

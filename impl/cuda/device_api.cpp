@@ -1,7 +1,7 @@
 // Host side of the device API (device_api.h): the checks that read no metadata (the
-// cpu validators' own shape checks, so the same codes and messages), then the
-// launches; and the translation of a device status word into the kvcheck::Error the
-// cpu backend throws for the same input.
+// shape checks of impl/validate_store_load.h, which the cpu backend runs too: the same
+// codes and messages), then the launches; and the translation of a device status word
+// into the kvcheck::Error the cpu backend throws for the same input.
 #include "impl/cuda/device_api.h"
 
 #include <cuda_runtime_api.h>
@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "impl/backend.h"
-#include "impl/cpu/validate.h"
+#include "impl/op_args.h"
+#include "impl/validate_store_load.h"
 #include "impl/cuda/kernels.h"
 #include "impl/error.h"
 #include "impl/validate_cache.h"
@@ -32,7 +32,7 @@ void check_rt(cudaError_t e, const char* what) {
 /// The layout (SPEC §3), then the buffer it claims (validate_cache.h): checked calls.
 void validate_cache(const DeviceCache& c) {
   const CacheLayout layout = CacheLayout::from_paged(c.layout);
-  cpu::validate_layout(layout);
+  validate_layout(layout);
   validate_cache_bytes(layout, c.base, c.size_bytes);
 }
 
@@ -40,7 +40,7 @@ void validate_cache(const DeviceCache& c) {
 /// paths skip re-deriving the layout: O(1), no allocation).
 void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
   if (layout) validate_cache(c);
-  cpu::validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
+  validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
@@ -49,7 +49,7 @@ void load_shape(const DeviceCache& c, const LoadArgs& a, bool layout) {
   if (layout) validate_cache(c);
   if (a.num_segments < 0)
     throw Error(ErrorCode::kInvalidArgument, "num_segments = " + std::to_string(a.num_segments) + " < 0");
-  cpu::validate_load_outputs(a.num_segments * 4, a.total_k,
+  validate_load_outputs(a.num_segments * 4, a.total_k,
                              LoadOutput{a.out_data, a.out_data_stride, a.out_scales, a.out_scale_stride, a.out_rows},
                              c.layout.load_row_bytes(), c.layout.load_scale_row_bytes());
   if (a.num_segments > 0 && a.load_segments == nullptr)

@@ -1,5 +1,5 @@
 // Validation kernels of the checked entry points (SPEC §5): the rules and order of
-// the cpu validators (impl/cpu/validate.cpp, impl/validate_index.cpp) on the device.
+// the shared validators (impl/validate_store_load.cpp, impl/validate_index.cpp) on the device.
 //
 // Each input position gets an order key (row, segment, or q*(k+1)+column); a position
 // that breaks a rule atomicMin's its key into DeviceStatus::first, so the smallest

@@ -12,21 +12,6 @@ bool to_error_code(int status, ErrorCode* code) {
   return true;
 }
 
-int abi_format(const KVCacheFormat& f) {
-  static const KVCacheFormat named[] = {KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
-                                        KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()};
-  for (int i = 0; i < 5; ++i) {
-    KVCacheFormat g = f;
-    g.name = named[i].name;
-    if (g == named[i]) return i;
-  }
-  if (!f.is_quantized() && f.elements_per_sf == 0 && f.sf_format == SfFormat::kNone && !f.do_cast &&
-      !f.token_interleaved && f.bf16_tail_elements == 0 && f.elements >= 8 && f.elements <= 4096 &&
-      f.elements % 8 == 0)
-    return KVCHECK_FORMAT_BF16;
-  return KVCHECK_FORMAT_OTHER;
-}
-
 kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes) {
   const KVCacheFormat& f = layout.format;
   kvcheck_paged_cache c{};

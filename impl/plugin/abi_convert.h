@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "impl/backend.h"
+#include "impl/capabilities.h"  // BackendCapabilities; abi_format, the kvcheck_format of a record
 #include "impl/error.h"
+#include "impl/kv_format.h"
+#include "impl/op_args.h"
 #include "include/kvcheck/backend_abi.h"
 
 namespace kvcheck::plugin {
@@ -17,8 +19,6 @@ int to_status(ErrorCode code);
 /// The ErrorCode of a refusal status; false for OK, INTERNAL and unknown values.
 bool to_error_code(int status, ErrorCode* code);
 
-/// The kvcheck_format of a record (OTHER when no named format matches).
-int abi_format(const KVCacheFormat& f);
 /// The ABI cache of `layout` at `base` (harness-owned memory in the plugin's space)
 /// whose buffer holds `size_bytes` bytes.
 kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64_t size_bytes);

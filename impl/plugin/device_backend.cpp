@@ -1,6 +1,6 @@
 // The device transport (plugin_backend.h): a CUDA_DEVICE plugin runs on buffers the
 // HARNESS owns. One path for every operation, driven by the op's ArgGroups
-// (op_args.h): each group becomes one DeviceViews (guard bands on both sides, the host
+// (op_decl.h): each group becomes one DeviceViews (guard bands on both sides, the host
 // address's alignment kept, overlapping views as one copy), the plugin is called on
 // the harness's stream, the stream is waited for under the watchdog, written groups
 // come back (also after a refusal), read groups must come back unchanged.

@@ -4,7 +4,7 @@
 // capability gate (an op the plugin lacks, a format, K/V dtype or block size outside
 // its capabilities: Error kUnsupported, the plugin is not called), then the call —
 // on the harness's host buffers for a HOST plugin, through the DeviceTransport for a
-// CUDA_DEVICE plugin, both driven by the op's declaration (op_args.h).
+// CUDA_DEVICE plugin, both driven by the op's declaration (op_decl.h).
 #pragma once
 
 #include <functional>
@@ -15,7 +15,7 @@
 #include "impl/backend.h"
 #include "impl/plugin/call.h"
 #include "impl/plugin/loader.h"
-#include "impl/plugin/op_args.h"
+#include "impl/plugin/op_decl.h"
 
 namespace kvcheck::plugin {
 

@@ -266,7 +266,7 @@ typedef struct kvcheck_gather_kv_args {
 
 /* Every operation, once: X(entry, ops bit, argument struct), in table order. This list
  * makes the table's entries below, and on the harness side the loader's checks, the
- * op names in reports and the adapters (impl/plugin/op_args.h declares each op's
+ * op names in reports and the adapters (impl/plugin/op_decl.h declares each op's
  * argument roles). A new operation is appended here, with its bit and argument struct
  * above; appending keeps version 1 tables loading (struct_size). */
 #define KVCHECK_OPS(X)                                                  \

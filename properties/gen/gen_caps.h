@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "impl/backend.h"
+#include "impl/capabilities.h"
 
 namespace kvcheck::props {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "impl/backend.h"
+#include "impl/op_args.h"
 #include "impl/error.h"
 #include "impl/format.h"
 #include "properties/gen/choices.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 
 namespace kvcheck::cuda {
 

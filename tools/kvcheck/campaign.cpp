@@ -17,7 +17,7 @@
 #include <sstream>
 #include <streambuf>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/error.h"
 #include "properties/registry.h"
 #include "properties/regression.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "impl/backend.h"
+#include "impl/backends.h"
 #include "impl/plugin/loader.h"
 
 #include "tools/kvcheck/campaign.h"

@@ -1,13 +1,14 @@
 // The plugin seam's one declaration per operation. Names, capability bits, table
 // entries and argument structs come from KVCHECK_OPS (include/kvcheck/backend_abi.h);
-// each operation's ArgRoles (op_args.cpp) says, once, what its arguments are: the
+// each operation's declare() (op_decl.cpp) says, once, what its arguments are: the
 // capability gate its caches pass, the checks that bound its buffers, and every
 // pointer argument with its role (read or written), its extent in bytes, its guard
-// band and which pointers may alias. Both adapters run on these declarations alone
-// (plugin_backend.h): the host adapter calls the entry on the harness's buffers, the
-// device adapter (device_backend.cpp) uploads, calls, downloads and checks generically.
-// Adding an operation: its KVCHECK_OPS line, its argument struct, its ArgRoles, and a
-// Backend method that fills the struct (plugin_backend.cpp) — see docs/plugins.md.
+// band and which pointers may alias. One adapter runs on these declarations alone
+// (plugin_backend.h): a host plugin's entry is called on the harness's buffers, a
+// device plugin's through the transport (device_backend.cpp), which uploads, calls,
+// downloads and checks generically. Adding an operation: its KVCHECK_OPS line, its
+// argument struct, its declare(), and a Backend method that fills the struct
+// (plugin_backend.cpp) — docs/plugins.md §4.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "impl/backend.h"
+#include "impl/capabilities.h"
 #include "include/kvcheck/backend_abi.h"
 
 namespace kvcheck::plugin {
@@ -60,7 +61,7 @@ struct ArgGroup {
   std::vector<ArgView> views;
 };
 
-/// What an operation declares about one call (op_args.cpp: a `declare` per operation,
+/// What an operation declares about one call (op_decl.cpp: a `declare` per operation,
 /// the only per-operation code the adapters have). The declaration runs in order:
 /// the capability gate of its caches, then bound() — the checks that read no
 /// metadata, so the extents after it stay inside the harness's host buffers — then
@@ -106,7 +107,7 @@ class ArgDecl {
   std::vector<ArgGroup> groups_;
 };
 
-/// The declaration of one operation (op_args.cpp); may adjust size fields of `a` to
+/// The declaration of one operation (op_decl.cpp); may adjust size fields of `a` to
 /// the extent that travels to the device (a paged cache's size_bytes).
 #define KVCHECK_OP_DECLARE(entry_name, op_bit, args_t) void declare(args_t& a, ArgDecl& d);
 KVCHECK_OPS(KVCHECK_OP_DECLARE)

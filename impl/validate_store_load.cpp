@@ -1,4 +1,4 @@
-#include "impl/cpu/validate.h"
+#include "impl/validate_store_load.h"
 
 #include <algorithm>
 #include <iterator>
@@ -12,7 +12,7 @@
 #include "impl/validate_errors.h"
 #include "impl/validate_slots.h"
 
-namespace kvcheck::cpu {
+namespace kvcheck {
 namespace {
 
 using std::to_string;
@@ -165,4 +165,4 @@ int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> segs
   return covered;
 }
 
-}  // namespace kvcheck::cpu
+}  // namespace kvcheck

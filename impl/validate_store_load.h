@@ -1,13 +1,15 @@
-// Checked-entry validation of the CPU backend's store and load, in the order fixed by
-// docs/spec.md §5.2 "Validation order" (the reference follows the same order).
+// Checked-entry validation of store_kv_cache and load_paged_kv_cache, in the order fixed
+// by docs/spec.md §5.2 "Validation order" (the reference follows the same order): the
+// cpu kernels run all of it, the CUDA device API and the device-plugin adapter the
+// parts that read no metadata (validate layer, docs/layers.md).
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-#include "impl/backend.h"
+#include "impl/op_args.h"
 
-namespace kvcheck::cpu {
+namespace kvcheck {
 
 /// Throws kInvalidFormat / kInvalidArgument when `layout` is not what
 /// CacheLayout::make(format, num_blocks, block_size) gives.
@@ -47,4 +49,4 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
 int64_t validate_load(const ConstCacheView& cache, std::span<const int32_t> load_segments,
                       int32_t total_k, const LoadOutput& out);
 
-}  // namespace kvcheck::cpu
+}  // namespace kvcheck

@@ -1,11 +1,11 @@
-// Each operation's argument roles (op_args.h), in KVCHECK_OPS order: the only
+// Each operation's argument roles (op_decl.h), in KVCHECK_OPS order: the only
 // per-operation code of the adapters. Extents are the bytes a VALID call may touch:
 // bound() runs the checks that make them trustworthy first.
-#include "impl/plugin/op_args.h"
+#include "impl/plugin/op_decl.h"
 
 #include <algorithm>
 
-#include "impl/cpu/validate.h"
+#include "impl/validate_store_load.h"
 #include "impl/error.h"
 #include "impl/kv_layout.h"
 #include "impl/plugin/abi_convert.h"
@@ -86,7 +86,7 @@ void ArgDecl::floats(const char* what, const float*& p, int64_t n) {
 void declare(kvcheck_store_args& a, ArgDecl& d) {
   d.paged_cache(a.cache);
   if (!d.bound([&] {
-        cpu::validate_store_shape({a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens,
+        validate_store_shape({a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens,
                                   {a.cache.base, from_abi(a.cache), a.cache.size_bytes});
         return a.num_tokens != 0;
       }))
@@ -103,7 +103,7 @@ void declare(kvcheck_store_args& a, ArgDecl& d) {
 void declare(kvcheck_load_args& a, ArgDecl& d) {
   d.paged_cache(a.cache);
   if (!d.bound([&] {
-        cpu::validate_load_shape({a.cache.base, from_abi(a.cache), a.cache.size_bytes}, a.num_segment_ints,
+        validate_load_shape({a.cache.base, from_abi(a.cache), a.cache.size_bytes}, a.num_segment_ints,
                                  a.total_k, {a.out_data, a.out_data_stride, a.out_scales, a.out_scale_stride, a.out_rows});
         return a.num_segment_ints / 4 != 0;
       }))

@@ -1,0 +1,90 @@
+// BackendCapabilities (the generator-facing side of the plugin ABI's capabilities) and
+// the kvcheck_format of a record, which both it and the ABI conversions use.
+#include "impl/capabilities.h"
+
+#include <string>
+
+#include "impl/error.h"
+#include "impl/op_names.h"
+
+namespace kvcheck {
+
+int abi_format(const KVCacheFormat& f) {
+  static const KVCacheFormat named[] = {KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
+                                        KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()};
+  for (int i = 0; i < 5; ++i) {
+    KVCacheFormat g = f;
+    g.name = named[i].name;
+    if (g == named[i]) return i;
+  }
+  if (!f.is_quantized() && f.elements_per_sf == 0 && f.sf_format == SfFormat::kNone && !f.do_cast &&
+      !f.token_interleaved && f.bf16_tail_elements == 0 && f.elements >= 8 && f.elements <= 4096 &&
+      f.elements % 8 == 0)
+    return KVCHECK_FORMAT_BF16;
+  return KVCHECK_FORMAT_OTHER;
+}
+
+namespace {
+
+// The operations each Property::op needs.
+uint32_t ops_needed(const std::string& op) {
+  if (op == "store") return KVCHECK_OP_STORE_KV_CACHE;
+  if (op == "load") return KVCHECK_OP_LOAD_PAGED_KV_CACHE;
+  if (op == "round_trip") return KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE;
+  // Each index property calls one transform and says which (Property::needs, props::needs_op): a plugin of one transform is tested.
+  if (op == "index") return 0;
+  if (op == "prefill") return KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_CONVERT_KV_INDEX;
+  if (op == "store_kv") return KVCHECK_OP_STORE_KV;
+  if (op == "gather_kv") return KVCHECK_OP_GATHER_KV;
+  if (op == "kv_step") return KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV;
+  return 0;
+}
+
+}  // namespace
+
+bool BackendCapabilities::supports_format(const KVCacheFormat& f) const {
+  const int id = abi_format(f);
+  if (id != KVCHECK_FORMAT_OTHER) return (formats >> id) & 1u;
+  if (formats == ~0u) return true;  // every format, named or not
+  try {  // a valid format outside the table is outside a plugin's named formats
+    f.validate();
+    return false;
+  } catch (const Error&) {
+    return true;  // invalid input: the backend's own validation must reject it
+  }
+}
+
+bool BackendCapabilities::supports_property_op(const std::string& op, std::string* why) const {
+  const uint32_t missing = ops_needed(op) & ~ops;
+  if (missing == 0) return true;
+  if (why) {
+    std::string names;
+    for (const auto& o : kOpNames)
+      if (missing & o.bit) names += (names.empty() ? "" : ", ") + std::string(o.name);
+    *why = "no " + names;
+  }
+  return false;
+}
+
+std::string BackendCapabilities::restrictions() const {
+  std::string out, ops_missing, fmts, dts;
+  for (const auto& o : kOpNames)
+    if (!(ops & o.bit)) ops_missing += (ops_missing.empty() ? "" : ", ") + std::string(o.name);
+  if (!ops_missing.empty()) out += "ops: no " + ops_missing + "\n";
+  const char* names[] = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "BF16"};
+  int nf = 0;
+  for (int i = 0; i < 6; ++i)
+    if ((formats >> i) & 1u) fmts += (nf++ ? ", " : "") + std::string(names[i]);
+  if (nf < 6 && (ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
+    out += "formats: " + (nf ? fmts + " only" : std::string("none")) + "\n";
+  int nd = 0;
+  for (KvDtype d : kvcheck::kv_dtypes())
+    if (supports_kv_dtype(d)) dts += (nd++ ? ", " : "") + to_string(d);
+  if (nd < 4 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
+    out += "K/V dtypes: " + (nd ? dts + " only" : std::string("none")) + "\n";
+  if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";
+  if (max_block_size > 0) out += "block_size: at most " + std::to_string(max_block_size) + "\n";
+  return out;
+}
+
+}  // namespace kvcheck

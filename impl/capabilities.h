@@ -1,0 +1,54 @@
+// What a backend can run (BackendCapabilities): the generator-facing side of the plugin
+// ABI's kvcheck_capabilities. Core layer (docs/layers.md): the generators and the
+// backends include this without the Backend interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "include/kvcheck/backend_abi.h"  // the KVCHECK_OP_* and KVCHECK_FORMAT_* bits
+#include "impl/format.h"
+#include "impl/kv_format.h"
+
+namespace kvcheck {
+
+/// The kvcheck_format (backend_abi.h) of a record: the named format whose fields it has
+/// (the name itself is not compared), KVCHECK_FORMAT_BF16 for a plain BF16 record of
+/// 8..4096 elements in steps of 8, else KVCHECK_FORMAT_OTHER.
+int abi_format(const KVCacheFormat& f);
+
+/// What a backend can run; properties skip (and report) what it cannot, and the
+/// generators draw only formats, K/V dtypes and block sizes inside it (the fields
+/// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).
+struct BackendCapabilities {
+  /// KVCHECK_OP_* bits (backend_abi.h): the one record of which operations run. The
+  /// default is every operation but the optional K/V family (SPEC §7), which a backend
+  /// opts into (Backend::store_kv / gather_kv default to kUnsupported).
+  uint32_t ops = ~0u & ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
+  uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
+  uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
+  int32_t block_size_multiple = 1; // block sizes are multiples of this
+  int32_t max_block_size = 0;      // 0 = no limit
+  /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
+  /// backends); false for device plugins, whose adapter copies every buffer. The
+  /// generators draw sparse multi-GiB inputs only for host-memory backends.
+  bool host_memory = true;
+
+  /// Whether f's kvcheck_format bit is set. A format no name matches: true when every
+  /// format is supported or when f is invalid (so invalid-format inputs still reach
+  /// the backend's validation), false for a valid format outside the table.
+  bool supports_format(const KVCacheFormat& f) const;
+  bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
+  /// Block sizes below 1 are invalid input, not a capability question: true.
+  bool supports_block_size(int64_t bs) const {
+    return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));
+  }
+  /// Whether every property of `op` (a Property::op name) can run; else *why says
+  /// which operation is missing.
+  bool supports_property_op(const std::string& op, std::string* why) const;
+  /// "" when nothing is restricted, else one line per restriction ("formats: BF16
+  /// only", "block_size: multiples of 16", "ops: no load_paged_kv_cache, ...").
+  std::string restrictions() const;
+};
+
+}  // namespace kvcheck

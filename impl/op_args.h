@@ -1,0 +1,74 @@
+// The argument views of the SPEC §5 operations (host pointers and sizes, no code):
+// what a backend, the reference, a validator and a harness pass between them. Core
+// layer (docs/layers.md): plain types only, so a kernel or the reference includes this
+// and not the Backend interface.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "impl/format.h"  // bf16_bits
+#include "impl/layout.h"  // CacheLayout
+
+namespace kvcheck {
+
+/// A paged cache in host memory: `base` points at a buffer of `size_bytes` bytes
+/// (what the allocation holds) laid out by `layout` (see KVCache for an owning
+/// allocation). Every checked entry rejects a non-null view whose buffer is smaller
+/// than its layout, layout.size_bytes() = num_blocks * block_stride (kShapeMismatch,
+/// docs/spec.md §5.2 validation order), before reading or writing a byte.
+struct CacheView {
+  uint8_t* base = nullptr;
+  CacheLayout layout;
+  int64_t size_bytes = 0;
+};
+struct ConstCacheView {
+  const uint8_t* base = nullptr;
+  CacheLayout layout;
+  int64_t size_bytes = 0;
+};
+
+/// Store input kv[rows][E] of BF16 bit patterns; row r starts at data + r*row_stride
+/// (elements, >= E). `rows` is what the buffer holds: the operation takes its row
+/// count from slot_mapping and throws kShapeMismatch when rows < slot_mapping.size().
+struct KVInput {
+  const bf16_bits* data = nullptr;
+  int64_t rows = 0;
+  int64_t row_stride = 0;  // elements
+};
+
+/// Load output (SPEC §5.2). data: `rows` rows of format.load_row_bytes() bytes at
+/// data_row_stride bytes apart; scales: index formats only, `rows` rows of
+/// format.load_scale_row_bytes() bytes at scale_row_stride bytes apart (ue8m0 as
+/// int32 little-endian packs, fp32 as floats). rows must be >= total_k.
+struct LoadOutput {
+  uint8_t* data = nullptr;
+  int64_t data_row_stride = 0;  // bytes
+  uint8_t* scales = nullptr;
+  int64_t scale_row_stride = 0;  // bytes
+  int64_t rows = 0;
+};
+
+/// A load segment (SPEC §5.2): copy tokens [src_begin, src_end) of block
+/// src_block_id (-1: zeros) to output rows [dst_offset, dst_offset+len).
+/// Stored as 4 consecutive int32 in this order in `load_segments` spans.
+struct LoadSegment {
+  int32_t src_block_id, src_begin, src_end, dst_offset;
+  bool operator==(const LoadSegment&) const = default;
+};
+static_assert(sizeof(LoadSegment) == 16);
+
+/// convert_kv_index (SPEC §5.5) arguments. topk[num_q][k] holds logical token
+/// indices (or -1); row q looks up block_table row seq_ids[q] (an empty seq_ids
+/// means seq_ids[q] == q) and is valid below context_lens[q].
+struct ConvertKvIndexArgs {
+  std::span<const int32_t> topk;          // [num_q * k]
+  int32_t num_q = 0, k = 0;
+  std::span<const int32_t> block_table;   // [num_seqs * max_blocks]
+  int32_t max_blocks = 0;
+  std::span<const int32_t> seq_ids;       // [num_q] or empty
+  std::span<const int32_t> context_lens;  // [num_q], tokens
+  int32_t block_size = 0;
+};
+
+}  // namespace kvcheck
