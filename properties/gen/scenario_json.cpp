@@ -63,7 +63,8 @@ float exact_float_from(const nlohmann::json& j) {
 }
 
 ErrorCode error_code_from_name(const std::string& name) {
-  return enum_from_name(name, ErrorCode::kInvalidFormat, ErrorCode::kUnsupported,
+  // kBlockOutOfRange is the last code (error.h appends new codes at the end).
+  return enum_from_name(name, ErrorCode::kInvalidFormat, ErrorCode::kBlockOutOfRange,
                         [](ErrorCode c) { return to_string(c); }, "error code");
 }
 
