@@ -39,9 +39,12 @@ bool says_x_is_ten(const std::string& message) {
   return at != std::string::npos && (at + 6 == message.size() || !std::isdigit(static_cast<unsigned char>(message[at + 6])));
 }
 
-// Everything `fn` writes to stderr and stdout (fds 1 and 2).
+// Everything `fn` writes to stderr and stdout (fds 1 and 2). RapidCheck reads its
+// configuration (and echoes "Using configuration: seed=...") once per process, on the
+// first run: that is not a run's output, so it happens before.
 template <class F>
 std::string captured_output(F fn) {
+  run_rapidcheck(params("bridge/warm-up", 1), [] {});
   std::fflush(nullptr);
   char path[] = "/tmp/kvcheck_bridge_XXXXXX";
   const int fd = mkstemp(path);
@@ -64,9 +67,6 @@ std::string captured_output(F fn) {
 }
 
 TEST(RapidcheckBridge, PassingRunCountsItsCasesAndPrintsNothing) {
-  // RapidCheck reads its configuration (and echoes "Using configuration: ..." when
-  // RC_PARAMS is set) once per process, on the first run: not part of the run's output.
-  run_rapidcheck(params("bridge/warm-up", 1), [] {});
   int calls = 0;
   RcRunResult r;
   const std::string out = captured_output([&] { r = run_rapidcheck(params("bridge/pass", 37), [&] { ++calls; }); });
