@@ -1,7 +1,6 @@
 #include "properties/case_isolation.h"
 
 #include <fmt/format.h>
-#include <rapidcheck.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "impl/error.h"
 #include "impl/plugin/watchdog.h"
 #include "properties/harness.h"
+#include "properties/rapidcheck_bridge.h"
 
 namespace kvcheck::props {
 namespace {
@@ -39,11 +39,6 @@ std::string run_here(const std::function<void()>& check) {
     return tagged(kPassed, "");
   } catch (const UnsupportedCase& r) {
     return tagged(kUnsupported, r.description);
-  } catch (const rc::detail::CaseResult& r) {
-    const Kind k = r.type == rc::detail::CaseResult::Type::Failure   ? kFailed
-                   : r.type == rc::detail::CaseResult::Type::Discard ? kDiscarded
-                                                                     : kSucceeded;
-    return tagged(k, r.description);
   } catch (const Error& e) {
     std::string msg = e.what();
     const std::string prefix = std::string(to_string(e.code())) + ": ";
@@ -52,6 +47,13 @@ std::string run_here(const std::function<void()>& check) {
   } catch (const std::exception& e) {
     return tagged(kException, e.what());
   } catch (...) {
+    // RapidCheck's case result (RC_FAIL, RC_ASSERT, RC_DISCARD, RC_SUCCEED) is no
+    // std::exception: it lands here.
+    if (const auto r = rapidcheck_case_result(std::current_exception()))
+      return tagged(r->type == RcCaseType::kFailure   ? kFailed
+                    : r->type == RcCaseType::kDiscard ? kDiscarded
+                                                      : kSucceeded,
+                    r->description);
     return tagged(kException, "an unknown object was thrown");
   }
 }
@@ -60,11 +62,11 @@ std::string run_here(const std::function<void()>& check) {
   const std::string desc = r.substr(1);
   switch (r[0]) {
     case kSucceeded:
-      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Success, desc);
+      throw_rapidcheck_case_result(RcCaseType::kSuccess, desc);
     case kFailed:
-      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, desc);
+      throw_rapidcheck_case_result(RcCaseType::kFailure, desc);
     case kDiscarded:
-      throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, desc);
+      throw_rapidcheck_case_result(RcCaseType::kDiscard, desc);
     case kUnsupported:
       throw UnsupportedCase(desc);
     case kKvcheckError:
@@ -75,7 +77,7 @@ std::string run_here(const std::function<void()>& check) {
 }
 
 [[noreturn]] void fail(const std::string& why) {
-  throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, why + " (this case ran in its own process)");
+  throw_rapidcheck_case_result(RcCaseType::kFailure, why + " (this case ran in its own process)");
 }
 
 }  // namespace

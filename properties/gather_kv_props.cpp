@@ -3,36 +3,39 @@
 #include <rapidcheck.h>
 
 #include "properties/class_bounds.h"
-#include "properties/classes.h"
 #include "properties/kv_check.h"
-#include "properties/kv_harness.h"
+#include "properties/regression.h"
 #include "properties/registry.h"
 
 namespace kvcheck::props {
 namespace {
 
-void prop_gather_kv_matches_reference(const Backend& b) {
-  const auto s = *gen_gather_kv_scenario();
-  note_kv_classes(s);
-  require_isolated([&] { return check_gather_kv(b, s, kGatherKvMatchesReference | kGatherKvTouchesOnlyRows); });
+// Each property checks one drawn scenario: the draw is separate so that a failing case
+// can be saved as a regression file and replayed (regression.h).
+GatherKvScenario draw_gather_kv_scenario() { return *gen_gather_kv_scenario(); }
+GatherKvScenario draw_gather_kv_fault_scenario() { return *gen_gather_kv_fault_scenario(); }
+
+void prop_gather_kv_matches_reference(const Backend& b, const GatherKvScenario& s) {
+  require(check_gather_kv(b, s, kGatherKvMatchesReference | kGatherKvTouchesOnlyRows));
 }
 
-void prop_gather_kv_invalid_input_throws_and_writes_nothing(const Backend& b) {
-  const auto s = *gen_gather_kv_fault_scenario();
-  note_class("error");
-  require_isolated([&] { return check_gather_kv(b, s, kGatherKvErrorChangesNothing); });
+void prop_gather_kv_invalid_input_throws_and_writes_nothing(const Backend& b, const GatherKvScenario& s) {
+  require(check_gather_kv(b, s, kGatherKvErrorChangesNothing));
 }
 
 }  // namespace
 
 void register_gather_kv_properties(Registry& r) {
-  r.add({"prop_gather_kv_matches_reference", "gather_kv",
-         "both outputs (rows, row padding, rows past cu_seqlens_k[b], tail) are bit-identical to the reference, "
-         "and only the gathered rows' elements changed", true,
-         prop_gather_kv_matches_reference, {}, nullptr, bounds::gather_kv()});
-  r.add({"prop_gather_kv_invalid_input_throws_and_writes_nothing", "gather_kv",
-         "a bad table entry, cu_seqlens_k, output or scale throws the right kvcheck::Error and writes nothing", true,
-         prop_gather_kv_invalid_input_throws_and_writes_nothing, {}, nullptr, bounds::gather_kv_fault()});
+  r.add(scenario_property(
+      "prop_gather_kv_matches_reference", "gather_kv",
+      "both outputs (rows, row padding, rows past cu_seqlens_k[b], tail) are bit-identical to the reference, "
+      "and only the gathered rows' elements changed",
+      draw_gather_kv_scenario, prop_gather_kv_matches_reference, bounds::gather_kv()));
+  r.add(scenario_property(
+      "prop_gather_kv_invalid_input_throws_and_writes_nothing", "gather_kv",
+      "a bad table entry, cu_seqlens_k, output or scale throws the right kvcheck::Error and writes nothing",
+      draw_gather_kv_fault_scenario, prop_gather_kv_invalid_input_throws_and_writes_nothing,
+      bounds::gather_kv_fault()));
 }
 
 }  // namespace kvcheck::props

@@ -292,8 +292,6 @@ void require_isolated(const std::function<Verdict()>& check) {
   run_case([&] { require(check()); });
 }
 
-UnsupportedCase::UnsupportedCase(std::string reason) : CaseResult(Type::Failure, std::move(reason)) {}
-
 void require(const Verdict& v) {
   if (!v.failure.empty()) RC_FAIL(v.failure);
   if (!v.skipped.empty()) throw UnsupportedCase("the backend cannot run this scenario (kUnsupported): " + v.skipped);

@@ -13,8 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#include <rapidcheck/detail/Results.h>
-
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "impl/kv_cache.h"
@@ -189,11 +187,13 @@ bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheForm
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size);
 
 /// What require() throws for a case the backend refused with kUnsupported: inside a
-/// RapidCheck run an ordinary failure (the generators draw inside the capabilities, so
-/// a refusal there is a bug); a replay (replay_regression) reports it as "not supported
-/// by this backend" instead.
-struct UnsupportedCase : rc::detail::CaseResult {
-  explicit UnsupportedCase(std::string reason);
+/// RapidCheck run (run_property) an ordinary failure with this description (the
+/// generators draw inside the capabilities, so a refusal there is a bug); a replay
+/// (replay_regression) reports it as "not supported by this backend" instead. Not a
+/// std::exception, so no generic handler mistakes it for a backend's exception.
+struct UnsupportedCase {
+  explicit UnsupportedCase(std::string reason) : description(std::move(reason)) {}
+  std::string description;
 };
 
 /// Inside a property: fails the case with the report; a skip fails too (a property's

@@ -13,6 +13,7 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "properties/case_isolation.h"
+#include "properties/gen/kv_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/registry.h"
 
@@ -21,18 +22,8 @@ namespace kvcheck::props {
 /// Version of the regression file layout ("kvcheck_regression" key).
 inline constexpr int kRegressionVersion = 1;
 
-// JSON forms (nlohmann ADL). bf16 rows are hex strings, one per kv row. Fault scenarios
-// (gen/store_load_gen.h) add "fault" and "expected_error" (absent: raw values).
-void to_json(nlohmann::json& j, const CacheShape& s);
-void from_json(const nlohmann::json& j, CacheShape& s);
-void to_json(nlohmann::json& j, const StoreScenario& s);
-void from_json(const nlohmann::json& j, StoreScenario& s);
-void to_json(nlohmann::json& j, const LoadScenario& s);
-void from_json(const nlohmann::json& j, LoadScenario& s);
-void to_json(nlohmann::json& j, const StoreFaultScenario& s);
-void from_json(const nlohmann::json& j, StoreFaultScenario& s);
-void to_json(nlohmann::json& j, const LoadFaultScenario& s);
-void from_json(const nlohmann::json& j, LoadFaultScenario& s);
+// The scenario types' JSON forms (to_json / from_json) are declared with the types:
+// gen/store_load_gen.h, gen/kv_gen.h.
 
 /// Notes the case classes (classes.h) a scenario exercises: "padding rows", "kv longer
 /// than slot_mapping", "custom format", "odd stride", "error", ... (scenario_classes.cpp).
@@ -40,6 +31,9 @@ void note_scenario_classes(const StoreScenario& s);
 void note_scenario_classes(const LoadScenario& s);
 void note_scenario_classes(const StoreFaultScenario& s);
 void note_scenario_classes(const LoadFaultScenario& s);
+/// K/V family: "error" for a scenario with a fault, else note_kv_classes (kv_harness.h).
+void note_scenario_classes(const StoreKvScenario& s);
+void note_scenario_classes(const GatherKvScenario& s);
 
 /// Records the scenario of the case that just failed on this thread (the last one
 /// recorded during a RapidCheck run is its minimal case: RapidCheck re-runs it last).

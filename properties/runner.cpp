@@ -1,27 +1,17 @@
 #include "properties/runner.h"
 
 #include "properties/gen/gen_caps.h"
-
-#include <rapidcheck.h>
-
+#include "properties/harness.h"
+#include "properties/rapidcheck_bridge.h"
 #include "properties/regression.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <sstream>
 
 namespace kvcheck::props {
 namespace {
-
-class QuietListener final : public rc::detail::TestListener {
- public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
 
 // Forwards every operation to the backend under test and counts the calls, so a row
 // whose cases all returned before reaching the backend is "not exercised", not "passed".
@@ -88,12 +78,7 @@ std::string backend_label(const Property& p, const Backend& b) {
 
 std::string test_id(const Property& p, const Backend& b) { return p.name + "/" + backend_label(p, b); }
 
-uint64_t configured_seed(uint64_t fallback) {
-  const char* env = std::getenv("RC_PARAMS");
-  if (env != nullptr && std::string(env).find("seed=") != std::string::npos)
-    return rc::detail::configuration().testParams.seed;
-  return fallback;
-}
+uint64_t configured_seed(uint64_t fallback) { return rc_params_seed().value_or(fallback); }
 
 std::string no_calls_reason(const Property& p, const Backend& b, int64_t cases, int64_t calls) {
   if (!p.per_backend || cases == 0 || calls > 0) return "";
@@ -119,16 +104,14 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   o.property = p.name;
   o.op = p.op;
   o.backend = backend_label(p, b);
-  rc::detail::TestMetadata metadata;
-  metadata.id = test_id(p, b);
-  metadata.description = p.name;
-  rc::detail::TestParams params;
+  RcRunParams params;
+  params.id = test_id(p, b);
+  params.description = p.name;
   params.seed = budget.seed;
-  params.maxSuccess = p.max_cases_per_run > 0 ? std::min(budget.cases, p.max_cases_per_run) : budget.cases;
-  params.maxSize = budget.max_size;
-  params.disableShrinking = p.max_cases_per_run > 0;
-  params.maxDiscardRatio = 10;
-  QuietListener listener;
+  params.max_success = p.max_cases_per_run > 0 ? std::min(budget.cases, p.max_cases_per_run) : budget.cases;
+  params.max_size = budget.max_size;
+  params.disable_shrinking = p.max_cases_per_run > 0;
+  params.max_discard_ratio = 10;
   if (o.not_exercised = why_not_exercised(p, b); !o.not_exercised.empty()) return o;  // nothing to run
   // Generators draw only what the backend supports (plugin capabilities).
   const BackendCapabilities backend_caps = p.per_backend ? b.capabilities() : BackendCapabilities{};
@@ -139,36 +122,25 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   take_class_counts();
   const CountingBackend counted(b);
   const auto start = std::chrono::steady_clock::now();
-  const auto result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] {
-        begin_case();
-        p.body(counted);
-        end_case();  // only cases that held are counted
-      }),
-      metadata, params, listener, rc::detail::configuration().reproduce);
+  const RcRunResult result = run_rapidcheck(params, [&] {
+    begin_case();
+    try {
+      p.body(counted);
+    } catch (const UnsupportedCase& r) {
+      // Inside a RapidCheck run a kUnsupported refusal is an ordinary failure (harness.h).
+      throw_rapidcheck_case_result(RcCaseType::kFailure, r.description);
+    }
+    end_case();  // only cases that held are counted
+  });
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   o.classes = take_class_counts();
   o.backend_calls = counted.calls();
-  rc::detail::SuccessResult ok;
-  if (result.match(ok)) {
-    o.cases = ok.numSuccess;
-    return o;
-  }
+  o.cases = result.num_success;
+  if (result.kind == RcRunResult::Kind::kPassed) return o;
   o.failed = true;
   if (auto scenario = take_failing_scenario()) o.scenario = scenario->dump();
-  std::ostringstream msg;
-  rc::detail::printResultMessage(result, msg);
-  o.message = msg.str();
-  rc::detail::FailureResult fail;
-  rc::detail::GaveUpResult gave_up;
-  if (result.match(fail)) {
-    o.cases = fail.numSuccess;
-    rc::detail::Configuration config;
-    config.reproduce[metadata.id] = fail.reproduce;
-    o.reproduce = rc::detail::configToMinimalString(config);
-  } else if (result.match(gave_up)) {
-    o.cases = gave_up.numSuccess;
-  }
+  o.message = result.message;
+  o.reproduce = result.reproduce;
   return o;
 }
 

@@ -1,6 +1,7 @@
 // The case classes of the store / load scenarios (properties/classes.h): what each
 // case exercised, counted by the runner against the properties' declared bounds.
 #include "properties/classes.h"
+#include "properties/kv_harness.h"
 #include "properties/regression.h"
 
 #include <algorithm>
@@ -78,6 +79,22 @@ void note_scenario_classes(const LoadFaultScenario& s) {
   note_class("error");
   if (s.code) note_class(std::string("error ").append(to_string(*s.code)));
   note_format_classes(s.scenario.shape);
+}
+
+// A K/V scenario with an injected fault is an "error" case (the fault properties'
+// bounds count nothing else); a valid one notes its geometry (note_kv_classes).
+void note_scenario_classes(const StoreKvScenario& s) {
+  if (!s.fault.empty())
+    note_class("error");
+  else
+    note_kv_classes(s);
+}
+
+void note_scenario_classes(const GatherKvScenario& s) {
+  if (!s.fault.empty())
+    note_class("error");
+  else
+    note_kv_classes(s);
 }
 
 }  // namespace kvcheck::props

@@ -3,7 +3,6 @@
 // budget so CI is reproducible. RC_PARAMS (seed=, max_success=, reproduce=) and
 // KVCHECK_PROPERTY_CASES override the budget.
 #include <gtest/gtest.h>
-#include <rapidcheck.h>
 
 #include <cctype>
 #include <map>
@@ -13,6 +12,7 @@
 #include <string>
 
 #include "impl/backends.h"
+#include "properties/rapidcheck_bridge.h"
 #include "properties/registry.h"
 #include "properties/runner.h"
 
@@ -22,10 +22,7 @@ constexpr uint64_t kCiSeed = 0x6B76636865636Bull;  // "kvcheck"
 
 int case_budget() {
   if (const char* env = std::getenv("KVCHECK_PROPERTY_CASES")) return std::atoi(env);
-  const char* rc_params = std::getenv("RC_PARAMS");
-  if (rc_params && std::string(rc_params).find("max_success=") != std::string::npos)
-    return rc::detail::configuration().testParams.maxSuccess;
-  return 300;
+  return kvcheck::props::rc_params_max_success().value_or(300);
 }
 
 class PropertyTest : public testing::Test {

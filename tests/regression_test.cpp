@@ -3,13 +3,18 @@
 // fails exactly where the bug is, and the campaign's run records (summary.json,
 // JUnit) carry what a nightly script reads.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
 #include <unistd.h>
 
+#include <bit>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "fuzzers/decoders.h"
 #include "impl/backends.h"
 #include "tests/test_util.h"
 #include "properties/registry.h"
@@ -157,6 +162,251 @@ TEST(Regression, MinimalCounterexampleReplaysWithoutRapidCheck) {
   const auto doc = props::regression_document(p, "broken-store", scenario, {}, o.message);
   EXPECT_NE(props::replay_regression(doc, broken), "");
   EXPECT_EQ(props::replay_regression(doc, *available_backends().front()), "");
+}
+
+// ---- The K/V family (store_kv, gather_kv): JSON forms, exact, and the whole path.
+
+// Field by field, floats by their bits (a NaN scale equals itself).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return false;
+  return true;
+}
+
+bool same(const props::KvCacheShape& a, const props::KvCacheShape& b) {
+  return a.dtype == b.dtype && a.order == b.order && a.num_blocks == b.num_blocks && a.block_size == b.block_size &&
+         a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.pad_head == b.pad_head &&
+         a.pad_token == b.pad_token && a.pad_page == b.pad_page && a.alloc == b.alloc &&
+         a.num_layers == b.num_layers && a.layer == b.layer && a.scale_kind == b.scale_kind &&
+         same_bits(a.k_scale, b.k_scale) && same_bits(a.v_scale, b.v_scale) && a.fill_seed == b.fill_seed &&
+         a.capacity_cut == b.capacity_cut;
+}
+
+bool same(const props::KvRows& a, const props::KvRows& b) {
+  return a.dtype == b.dtype && a.rows == b.rows && a.token_stride == b.token_stride &&
+         a.head_stride == b.head_stride && a.data == b.data;
+}
+
+bool same(const props::StoreKvScenario& a, const props::StoreKvScenario& b) {
+  return same(a.cache, b.cache) && a.slot_mapping == b.slot_mapping && same(a.key, b.key) &&
+         same(a.value, b.value) && a.fault == b.fault && a.code == b.code && a.threads == b.threads &&
+         a.slot_tail == b.slot_tail;
+}
+
+bool same(const props::GatherKvScenario& a, const props::GatherKvScenario& b) {
+  return same(a.cache, b.cache) && a.block_table == b.block_table && a.max_blocks == b.max_blocks &&
+         a.cu_seqlens_k == b.cu_seqlens_k && a.out_k_dtype == b.out_k_dtype && a.out_v_dtype == b.out_v_dtype &&
+         a.out_rows == b.out_rows && a.out_pad_head == b.out_pad_head && a.out_pad_token == b.out_pad_token &&
+         a.out_seed == b.out_seed && a.fault == b.fault && a.code == b.code && a.threads == b.threads &&
+         a.out_offset == b.out_offset;
+}
+
+// to_json, the text a file holds, from_json.
+template <class S>
+S through_file(const S& s) {
+  return nlohmann::json::parse(nlohmann::json(s).dump(2)).get<S>();
+}
+
+bool has_non_finite(const props::KvCacheShape& c) {
+  for (const auto* v : {&c.k_scale, &c.v_scale})
+    for (float f : *v)
+      if (!std::isfinite(f)) return true;
+  return false;
+}
+
+props::StoreKvScenario small_store_kv() {
+  props::StoreKvScenario s;
+  s.cache.dtype = KvDtype::kE4M3;
+  s.cache.num_blocks = 2;
+  s.cache.block_size = 3;
+  s.cache.num_kv_heads = 2;
+  s.cache.head_dim = 4;
+  s.cache.scale_kind = KvScaleKind::kPerHead;
+  s.cache.k_scale = {0.5f, -0.0f};
+  s.cache.v_scale = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
+  s.slot_mapping = {-1, 4};
+  s.key = props::make_kv_rows(KvDtype::kBF16, 2, 8, 4, 2, 4, 7);
+  s.key.data[0] = 0x3F80;  // 1.0
+  s.key.data[1] = 0xC0A0;  // -5.0
+  s.value = props::make_kv_rows(KvDtype::kFP16, 2, 8, 4, 2, 4, 8);
+  s.fault = "a scale is nan";
+  s.code = ErrorCode::kInvalidArgument;
+  return s;
+}
+
+TEST(Regression, KvScenarioJsonIsReadable) {
+  const nlohmann::json j = small_store_kv();
+  EXPECT_EQ(j["type"], "store_kv");
+  EXPECT_EQ(j["cache"]["dtype"], "e4m3");
+  EXPECT_EQ(j["cache"]["scale_kind"], "per-head");
+  EXPECT_EQ(j["cache"]["k_scale"][0], 0.5);
+  EXPECT_EQ(j["cache"]["v_scale"], nlohmann::json({"0x7fc00000", "0x7f800000"}));  // bits: JSON has no NaN
+  EXPECT_EQ(j["key"]["dtype"], "bf16");
+  EXPECT_EQ(j["key"]["data"].size(), 2u);  // one string per token row (token_stride 8 values)
+  EXPECT_EQ(j["key"]["data"][0].get<std::string>().substr(0, 9), "3f80 c0a0");
+  EXPECT_EQ(j["fault"], "a scale is nan");
+  EXPECT_EQ(j["expected_error"], "invalid-argument");
+  EXPECT_FALSE(j.contains("threads"));  // defaults are left out
+
+  props::GatherKvScenario g;
+  g.cache = small_store_kv().cache;
+  g.max_blocks = 2;
+  g.block_table = {1, -1, 0, 1, 0};  // two rows of max_blocks, then one entry too many
+  g.cu_seqlens_k = {0, 2, 5};
+  g.out_rows = 5;
+  const nlohmann::json jg = g;
+  EXPECT_EQ(jg["block_table"], nlohmann::json::parse("[[1, -1], [0, 1], 0]"));
+  EXPECT_TRUE(same(through_file(g), g));
+}
+
+TEST(Regression, MalformedKvScenarioIsRejected) {
+  nlohmann::json j = small_store_kv();
+  j["key"]["data"][1] = "3f80 zz";
+  EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
+  j = small_store_kv();
+  j["cache"]["v_scale"][0] = "nan";
+  EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
+  j = small_store_kv();
+  j["cache"]["dtype"] = "int8";
+  EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
+  j = small_store_kv();
+  j["type"] = "gather_kv";
+  EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
+}
+
+// Every scenario the builders make, valid, with a fault and with raw values (raw scale
+// bits: NaN payloads, infinities, subnormals), comes back from its file unchanged.
+TEST(Regression, KvScenariosRoundTripExactly) {
+  int fp8_scaled = 0, faults = 0, raw = 0, non_finite = 0, gathers = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed)
+    for (size_t len : {size_t{16}, size_t{700}, size_t{4000}}) {
+      const auto bytes = random_bytes(seed, len);
+      fuzz::ByteSource a(bytes.data(), len), b(bytes.data(), len);
+      const props::StoreKvScenario s = fuzz::decode_store_kv(a);
+      const props::GatherKvScenario g = fuzz::decode_gather_kv(b);
+      ASSERT_TRUE(same(through_file(s), s)) << nlohmann::json(s).dump();
+      ASSERT_TRUE(same(through_file(g), g)) << nlohmann::json(g).dump();
+      for (const props::KvCacheShape* c : {&s.cache, &g.cache}) {
+        fp8_scaled += is_fp8(c->dtype) && !c->k_scale.empty();
+        non_finite += has_non_finite(*c);
+      }
+      faults += s.code.has_value() + g.code.has_value();
+      raw += (!s.fault.empty() && !s.code) + (!g.fault.empty() && !g.code);
+      gathers += !g.cu_seqlens_k.empty() && g.cu_seqlens_k.back() > 0;
+    }
+  EXPECT_GE(fp8_scaled, 100);
+  EXPECT_GE(faults, 100);
+  EXPECT_GE(raw, 20);
+  EXPECT_GE(non_finite, 5);
+  EXPECT_GE(gathers, 100);
+  // The RapidCheck generators of the properties (the same builders on RapidCheck draws).
+  EXPECT_TRUE(rc::check("store_kv scenarios survive JSON", [] {
+    const auto s = *rc::gen::oneOf(props::gen_store_kv_scenario(), props::gen_store_kv_fault_scenario());
+    RC_ASSERT(same(through_file(s), s));
+  }));
+  EXPECT_TRUE(rc::check("gather_kv scenarios survive JSON", [] {
+    const auto g = *rc::gen::oneOf(props::gen_gather_kv_scenario(), props::gen_gather_kv_fault_scenario());
+    RC_ASSERT(same(through_file(g), g));
+  }));
+}
+
+// The cpu backend with a planted store_kv bug: after a correct store, the first byte
+// of the first valid slot's K record has its low bit flipped.
+class BrokenStoreKvBackend final : public PlantedStoreBackend {
+ public:
+  std::string_view name() const override { return "broken-store-kv"; }
+  BackendCapabilities capabilities() const override { return cpu().capabilities(); }
+  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
+    cpu().store_kv_cache(kv, slots, cache);
+  }
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
+                const KvCacheView& cache) const override {
+    cpu().store_kv(key, value, slots, cache);
+    const KvCacheLayout& l = cache.layout;
+    for (int32_t slot : slots)
+      if (slot >= 0) {
+        cache.k[(slot / l.block_size * l.stride_page + slot % l.block_size * l.stride_token) * kv_dtype_bytes(l.dtype)] ^= 1;
+        return;
+      }
+  }
+  void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
+                 const KvTokensOut& k, const KvTokensOut& v) const override {
+    cpu().gather_kv(c, t, m, cu, k, v);
+  }
+};
+
+// ... and one with a planted gather_kv bug: the first element of out_k row 0 is off
+// by one bit whenever a row was gathered.
+class BrokenGatherKvBackend final : public PlantedStoreBackend {
+ public:
+  std::string_view name() const override { return "broken-gather-kv"; }
+  BackendCapabilities capabilities() const override { return cpu().capabilities(); }
+  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
+    cpu().store_kv_cache(kv, slots, cache);
+  }
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
+                const KvCacheView& cache) const override {
+    cpu().store_kv(key, value, slots, cache);
+  }
+  void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
+                 const KvTokensOut& k, const KvTokensOut& v) const override {
+    cpu().gather_kv(c, t, m, cu, k, v);
+    if (!cu.empty() && cu.back() > 0) k.data[0] ^= 1;
+  }
+};
+
+// The whole path for the K/V family: RapidCheck shrinks the planted bug, the runner
+// keeps the minimal scenario as JSON, and the regression document alone (no RapidCheck)
+// fails on the broken backend and holds on cpu.
+TEST(Regression, StoreKvMinimalCounterexampleReplaysWithoutRapidCheck) {
+  const BrokenStoreKvBackend broken;
+  const auto& p = property("prop_store_kv_matches_reference");
+  const auto o = props::run_property(p, broken, {12345, 100, 100});
+  ASSERT_TRUE(o.failed);
+  ASSERT_FALSE(o.scenario.empty()) << "no regression scenario recorded:\n" << o.message;
+  const auto scenario = nlohmann::json::parse(o.scenario);
+  const auto s = scenario.get<props::StoreKvScenario>();
+  int valid = 0;
+  for (int32_t slot : s.slot_mapping) valid += slot >= 0;
+  EXPECT_EQ(valid, 1) << "RapidCheck shrinks to one stored row: " << scenario.dump();
+  const auto doc = props::regression_document(p, "broken-store-kv", scenario, {}, o.message);
+  const std::string failure = props::replay_regression(doc, broken);
+  EXPECT_NE(failure.find("op=store_kv"), std::string::npos) << failure;
+  EXPECT_EQ(props::replay_regression(doc, *available_backends().front()), "");
+  EXPECT_TRUE(std::regex_match(props::regression_file_name(doc), std::regex("store_kv_matches_reference-[0-9a-f]{16}\\.json")));
+}
+
+TEST(Regression, GatherKvMinimalCounterexampleReplaysWithoutRapidCheck) {
+  const BrokenGatherKvBackend broken;
+  const auto& p = property("prop_gather_kv_matches_reference");
+  const auto o = props::run_property(p, broken, {12345, 100, 100});
+  ASSERT_TRUE(o.failed);
+  ASSERT_FALSE(o.scenario.empty()) << "no regression scenario recorded:\n" << o.message;
+  const auto scenario = nlohmann::json::parse(o.scenario);
+  const auto g = scenario.get<props::GatherKvScenario>();
+  EXPECT_EQ(g.cu_seqlens_k, (std::vector<int32_t>{0, 1})) << "RapidCheck shrinks to one gathered row: " << scenario.dump();
+  const auto doc = props::regression_document(p, "broken-gather-kv", scenario, {}, o.message);
+  EXPECT_NE(props::replay_regression(doc, broken), "");
+  EXPECT_EQ(props::replay_regression(doc, *available_backends().front()), "");
+}
+
+// A fault scenario's file demands its error: the replay fails while the code is wrong.
+TEST(Regression, KvFaultReplayChecksTheExpectedError) {
+  props::GatherKvScenario g;
+  g.cache.num_blocks = 2;
+  g.cache.block_size = 2;
+  g.max_blocks = 1;
+  g.block_table = {5};  // block 5 of 2: out of range
+  g.cu_seqlens_k = {0, 1};
+  g.out_rows = 1;
+  g.fault = "block_table[0][0] = 5 is needed";
+  g.code = ErrorCode::kRangeOutOfTable;  // wrong: SPEC §7.5 says kBlockOutOfRange
+  const auto& p = property("prop_gather_kv_invalid_input_throws_and_writes_nothing");
+  const auto cpu = available_backends().front();
+  EXPECT_NE(props::replay_regression(props::regression_document(p, "cpu", g, {}, ""), *cpu), "");
+  g.code = ErrorCode::kBlockOutOfRange;
+  EXPECT_EQ(props::replay_regression(props::regression_document(p, "cpu", g, {}, ""), *cpu), "");
 }
 
 TEST(RunRecord, SummaryHasTheSchemaAScriptReads) {

@@ -3,9 +3,10 @@
 // generator (gen_*), on a fuzz::ByteSource the fuzz decoder (fuzzers/decode_kv.cpp).
 // One check per op (properties/kv_check.h) runs them, so properties, fuzzers, replay
 // and explain agree. Builders: kv_gen.cpp; fault injectors: kv_faults.cpp; printers:
-// kv_show.cpp.
+// kv_show.cpp; JSON forms (regression files): kv_json.cpp.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -96,6 +97,22 @@ std::string describe(const KvCacheShape& s);
 std::string describe(const StoreKvScenario& s);
 std::string describe(const GatherKvScenario& s);
 std::string describe(const KvStepScenario& s);
+
+// JSON forms (nlohmann ADL; regression files, SPEC §6; kv_json.cpp): "type" store_kv |
+// gather_kv, "cache" {dtype, order, num_blocks, block_size, num_kv_heads, head_dim,
+// pad_*, alloc, scale_kind, fill_seed; num_layers/layer, k_scale/v_scale (finite floats
+// as numbers, others as "0x%08x" bits), capacity_cut when set}, rows {dtype, rows,
+// token_stride, head_stride, data: hex 16-bit values, token_stride a string}; "fault"
+// and "expected_error" when set. Round-trips exactly; from_json throws
+// std::exception on a malformed scenario.
+void to_json(nlohmann::json& j, const KvCacheShape& s);
+void from_json(const nlohmann::json& j, KvCacheShape& s);
+void to_json(nlohmann::json& j, const KvRows& r);
+void from_json(const nlohmann::json& j, KvRows& r);
+void to_json(nlohmann::json& j, const StoreKvScenario& s);
+void from_json(const nlohmann::json& j, StoreKvScenario& s);
+void to_json(nlohmann::json& j, const GatherKvScenario& s);
+void from_json(const nlohmann::json& j, GatherKvScenario& s);
 
 /// How large one case may get. The properties' limits allow multi-MiB caches; the fuzz
 /// decoders' keep an input fast (a few hundred KiB per buffer).

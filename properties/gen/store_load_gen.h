@@ -5,6 +5,7 @@
 // builder on the input bytes). Builders use earlier draws rather than filtering.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -87,6 +88,21 @@ void showValue(const StoreFaultScenario& s, std::ostream& os);
 void showValue(const LoadFaultScenario& s, std::ostream& os);
 std::string describe(const StoreFaultScenario& s);
 std::string describe(const LoadFaultScenario& s);
+
+// JSON forms (nlohmann ADL; regression files, SPEC §6; store_load_json.cpp). bf16 rows
+// are hex strings, one per kv row. Fault scenarios add "fault" and "expected_error"
+// (absent: raw values). from_json throws on a malformed scenario (kvcheck::Error for a
+// format that fails validation, else std::exception).
+void to_json(nlohmann::json& j, const CacheShape& s);
+void from_json(const nlohmann::json& j, CacheShape& s);
+void to_json(nlohmann::json& j, const StoreScenario& s);
+void from_json(const nlohmann::json& j, StoreScenario& s);
+void to_json(nlohmann::json& j, const LoadScenario& s);
+void from_json(const nlohmann::json& j, LoadScenario& s);
+void to_json(nlohmann::json& j, const StoreFaultScenario& s);
+void from_json(const nlohmann::json& j, StoreFaultScenario& s);
+void to_json(nlohmann::json& j, const LoadFaultScenario& s);
+void from_json(const nlohmann::json& j, LoadFaultScenario& s);
 
 // The builders (one per type) and the fault injectors (SPEC §5.1/§5.2 rules, one fault
 // each, with the code it must raise).

@@ -30,10 +30,16 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
 }
 
 #ifdef CRASH_KV
-/* CRASH_KV: the K/V family's store crashes instead (a plugin of store_kv only). */
+/* CRASH_KV: the K/V family's store and gather crash instead (a plugin of store_kv and
+ * gather_kv only); gather_kv on every call that gathers a row. */
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)stream, (void)msg, (void)n;
   return misbehave(a->num_tokens);
+}
+
+static int gather_kv(void* ctx, const kvcheck_gather_kv_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx, (void)stream, (void)msg, (void)n;
+  return misbehave(a->cu_seqlens_entries > 1 ? a->cu_seqlens_k[a->cu_seqlens_entries - 1] : 0);
 }
 #endif
 
@@ -60,9 +66,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.formats = ~0u;
   table.store_kv_cache = store;
 #ifdef CRASH_KV
-  table.capabilities.ops = KVCHECK_OP_STORE_KV; /* its store_kv_cache is never called */
+  table.capabilities.ops = KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV; /* its store_kv_cache is never called */
   table.capabilities.kv_dtypes = ~0u;
   table.store_kv = store_kv;
+  table.gather_kv = gather_kv;
 #endif
   *out = &table;
   return KVCHECK_STATUS_OK;

@@ -12,6 +12,7 @@
 
 #include "fuzzers/checks.h"
 #include "impl/error.h"
+#include "properties/gen/kv_gen.h"
 #include "properties/gen/store_load_gen.h"
 #include "properties/regression.h"
 
@@ -82,7 +83,7 @@ void print_fields(const nlohmann::json& v, int indent, std::ostream& out) {
   }
 }
 
-// The project's one printer of the scenario type (store_load_show.cpp), as RapidCheck
+// The project's one printer of the scenario type (store_load_show.cpp, kv_show.cpp), as RapidCheck
 // and the fuzz targets show it; "" for a type it does not know or a bad scenario.
 std::string decoded_scenario(const nlohmann::json& s) {
   std::ostringstream o;
@@ -92,6 +93,8 @@ std::string decoded_scenario(const nlohmann::json& s) {
     else if (type == "load") props::showValue(s.get<props::LoadScenario>(), o);
     else if (type == "store_fault") props::showValue(s.get<props::StoreFaultScenario>(), o);
     else if (type == "load_fault") props::showValue(s.get<props::LoadFaultScenario>(), o);
+    else if (type == "store_kv") props::showValue(s.get<props::StoreKvScenario>(), o);
+    else if (type == "gather_kv") props::showValue(s.get<props::GatherKvScenario>(), o);
   } catch (const std::exception&) {
     return "";  // the replay below says what is wrong with it
   }

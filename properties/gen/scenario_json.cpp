@@ -1,0 +1,71 @@
+#include "properties/gen/scenario_json.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+
+namespace kvcheck::props {
+
+std::string hex_row(const uint16_t* row, int64_t n) {
+  std::string s;
+  s.reserve(static_cast<size_t>(5 * n));
+  char buf[8];
+  for (int64_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%s%04x", i ? " " : "", row[i]);
+    s += buf;
+  }
+  return s;
+}
+
+void parse_hex_row(const std::string& s, std::vector<uint16_t>& out) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    if (s[pos] == ' ') {
+      ++pos;
+      continue;
+    }
+    size_t used = 0;
+    const unsigned long v = std::stoul(s.substr(pos, 4), &used, 16);
+    if (used != 4 || v > 0xFFFF) throw std::runtime_error("bad 16-bit hex value at '" + s.substr(pos, 8) + "'");
+    out.push_back(static_cast<uint16_t>(v));
+    pos += 4;
+  }
+}
+
+nlohmann::json hex_rows(const std::vector<uint16_t>& values, int64_t per_row) {
+  nlohmann::json rows = nlohmann::json::array();
+  const size_t step = per_row > 0 ? static_cast<size_t>(per_row) : values.size();
+  for (size_t i = 0; i < values.size(); i += step)
+    rows.push_back(hex_row(values.data() + i, static_cast<int64_t>(std::min(step, values.size() - i))));
+  return rows;
+}
+
+std::vector<uint16_t> parse_hex_rows(const nlohmann::json& rows) {
+  std::vector<uint16_t> out;
+  for (const auto& row : rows) parse_hex_row(row.get<std::string>(), out);
+  return out;
+}
+
+nlohmann::json exact_float(float f) {
+  if (std::isfinite(f)) return static_cast<double>(f);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", std::bit_cast<uint32_t>(f));
+  return buf;
+}
+
+float exact_float_from(const nlohmann::json& j) {
+  if (j.is_number()) return static_cast<float>(j.get<double>());
+  const std::string s = j.get<std::string>();
+  size_t used = 0;
+  const unsigned long bits = s.size() == 10 && s.rfind("0x", 0) == 0 ? std::stoul(s.substr(2), &used, 16) : 0;
+  if (used != 8) throw std::runtime_error("a float is a number or its bits as 0x%08x, not '" + s + "'");
+  return std::bit_cast<float>(static_cast<uint32_t>(bits));
+}
+
+ErrorCode error_code_from_name(const std::string& name) {
+  // kBlockOutOfRange is the last code (error.h appends new codes at the end).
+  return enum_from_name(name, ErrorCode::kInvalidFormat, ErrorCode::kBlockOutOfRange,
+                        [](ErrorCode c) { return to_string(c); }, "error code");
+}
+
+}  // namespace kvcheck::props
