@@ -424,7 +424,7 @@ namespace {
 // The K/V launchers refuse a dtype pair the host validation refuses (SPEC §7.1) before
 // any launch, so these run without a GPU: a bf16 cache fed fp16 rows was once copied as
 // raw bits, and a bf16 key with an fp16 value was quantised side by side.
-using D = cuda::KvDevDtype;
+using D = KvDevDtype;
 
 std::string store_refusal(D cache, D key, D value) {
   cuda::StoreKvLaunch s;
@@ -437,7 +437,7 @@ std::string store_refusal(D cache, D key, D value) {
 
 std::string gather_refusal(D cache, D out_k, D out_v) {
   cuda::GatherKvLaunch g;
-  g.total_tokens = 1;
+  g.max_tokens = 1;
   g.layout.dtype = cache;
   g.out_k.dtype = out_k;
   g.out_v.dtype = out_v;
