@@ -19,6 +19,7 @@
 #include "impl/cuda/device_api.h"
 #include "impl/cuda/kv_family.h"
 #include "impl/plugin/device_memory.h"
+#include "tests/cuda/device_test_util.h"
 #include "impl/error.h"
 #include "reference/store.h"
 #include "tests/cuda/pdl_kernels.h"
@@ -28,23 +29,8 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-#define KVCHECK_NEED_GPU()                                                                      \
-  do {                                                                                          \
-    const std::string why = cuda::probe_device();                                               \
-    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device here (" << why << "); runs on the GPU machine"; \
-  } while (0)
-
-void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
-
-/// What a call did: "" when it returned, else "<code>: <message>" of its Error.
-std::string outcome(const std::function<void()>& op) {
-  try {
-    op();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using cuda_test::ck;
+using cuda_test::outcome;
 
 const cpu::CpuBackend kCpu;
 

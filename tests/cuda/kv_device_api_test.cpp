@@ -24,29 +24,15 @@
 #include "impl/error.h"
 #include "impl/kv_layout.h"
 #include "impl/plugin/device_memory.h"
+#include "tests/cuda/device_test_util.h"
 
 namespace kvcheck {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-#define KVCHECK_NEED_GPU()                                                                                     \
-  do {                                                                                                         \
-    const std::string why = cuda::probe_device();                                                              \
-    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device here (" << why << "); runs on the GPU machine"; \
-  } while (0)
-
-void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
-
-/// "" when the call returned, else "<code>: <message>" of its Error.
-std::string outcome(const std::function<void()>& op) {
-  try {
-    op();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using cuda_test::ck;
+using cuda_test::outcome;
 
 const cpu::CpuBackend kCpu;
 constexpr int64_t kGuard = 64;  // bytes before, between and after the views of a buffer
