@@ -176,6 +176,7 @@ Result run_device(const KvScenario& s, bool store, uint64_t seed) {
   upload(rows, h.rows);
   upload(scales, h.scales);
   upload(meta, h.meta);
+  ck(cudaDeviceSynchronize());  // the legacy-stream uploads are done before `stream` runs
   const Views v = views_of(s, cache.get(), rows.get(), scales.as<float>(), meta.as<int32_t>());
   cudaStream_t stream;
   ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
