@@ -258,11 +258,10 @@ int main(int argc, char** argv) {
     const std::vector<float> scale(static_cast<size_t>(kc.heads), 0.0625f);
     auto* d_scale = static_cast<float*>(dmalloc(scale.size() * 4));
     CK(cudaMemcpy(d_scale, scale.data(), scale.size() * 4, cudaMemcpyHostToDevice));
-    const cuda::KvDevLayout dl{static_cast<cuda::KvDevDtype>(kc.dtype), bs, kc.heads, kc.head_dim,
-                               l.stride_page, l.stride_token, l.stride_head};
+    const KvPagedLayout dl = kv_paged_layout(l);
     cuda::StoreKvLaunch st;
-    st.key = {d_key, cuda::KvDevDtype::kBF16, row, kc.head_dim};
-    st.value = {d_value, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    st.key = {d_key, KvDevDtype::kBF16, row, kc.head_dim};
+    st.value = {d_value, KvDevDtype::kBF16, row, kc.head_dim};
     st.slot_mapping = d_slots;
     st.n = n;
     st.k_cache = d_k;
@@ -290,9 +289,9 @@ int main(int argc, char** argv) {
     ga.max_blocks = max_blocks;
     ga.cu_seqlens_k = d_cu;
     ga.num_seqs = num_seqs;
-    ga.total_tokens = cu.back();
-    ga.out_k = {d_key, cuda::KvDevDtype::kBF16, row, kc.head_dim};
-    ga.out_v = {d_value, cuda::KvDevDtype::kBF16, row, kc.head_dim};
+    ga.max_tokens = cu.back();
+    ga.out_k = {d_key, KvDevDtype::kBF16, row, kc.head_dim};
+    ga.out_v = {d_value, KvDevDtype::kBF16, row, kc.head_dim};
     const auto run = [](const std::string& err) {
       if (!err.empty()) {
         std::fprintf(stderr, "bench_cuda: %s\n", err.c_str());

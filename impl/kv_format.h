@@ -1,7 +1,8 @@
 // The vLLM-style K/V cache family (SPEC §7): element dtypes and the plain argument
 // types of store_kv / gather_kv. Like impl/format.h this is shared by reference/ and
-// the backends; it holds fields only. Offsets and validation live in impl/kv_layout.h
-// (production) and are written out again in reference/ (the reference's own).
+// the backends; it holds fields only. Offsets live in impl/kv_paged_layout.h and
+// validation in impl/kv_layout.h (production); reference/ writes both out again (the
+// reference's own).
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,13 @@
 #include "impl/kv_layout.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "impl/error.h"
+#include "impl/kv_rules.h"
+#include "impl/validate_errors.h"
 
 namespace kvcheck {
 namespace {
@@ -23,9 +24,17 @@ std::string geometry(const KvCacheLayout& l) {
          to_string(l.stride_token) + " head " + to_string(l.stride_head);
 }
 
-std::vector<KvAxis> axes_of(const KvCacheLayout& l) {
-  return {{l.stride_page, l.num_blocks}, {l.stride_token, l.block_size},
-          {l.stride_head, l.num_kv_heads}, {1, l.head_dim}};
+static_assert(static_cast<int>(KvDevDtype::kBF16) == static_cast<int>(KvDtype::kBF16) &&
+                  static_cast<int>(KvDevDtype::kFP16) == static_cast<int>(KvDtype::kFP16) &&
+                  static_cast<int>(KvDevDtype::kE4M3) == static_cast<int>(KvDtype::kE4M3) &&
+                  static_cast<int>(KvDevDtype::kE5M2) == static_cast<int>(KvDtype::kE5M2),
+              "KvDevDtype mirrors KvDtype: backends cast between them");
+
+/// The page, token, head and element axes of cache `side`.
+std::vector<KvAxis> axes_of(const KvPagedLayout& l, int side) {
+  const KvStrides& s = l.strides(side);
+  return {{s.stride_page, l.num_blocks}, {s.stride_token, l.block_size},
+          {s.stride_head, l.num_kv_heads}, {1, l.head_dim}};
 }
 
 // 1 + sum (extent-1)*stride, or -1 on int64 overflow.
@@ -60,24 +69,14 @@ KvCacheLayout kv_dense_layout(KvDtype dtype, KvHeadLayout order, int64_t num_blo
   return l;
 }
 
-int64_t kv_span_elements(const KvCacheLayout& l) {
-  const auto axes = axes_of(l);
-  return span_or_overflow(axes);
+KvPagedLayout kv_paged_layout(const KvCacheLayout& l) {
+  const KvStrides s{l.stride_page, l.stride_token, l.stride_head};
+  return {static_cast<KvDevDtype>(l.dtype), l.num_blocks, l.block_size, l.num_kv_heads, l.head_dim, s, s};
 }
 
-bool kv_axes_non_overlapping(std::span<const KvAxis> axes) {
-  std::vector<KvAxis> sorted(axes.begin(), axes.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const KvAxis& a, const KvAxis& b) { return a.stride < b.stride; });
-  int64_t inner = 1;  // 1 + span of the axes before: the smallest stride the next may have
-  for (const KvAxis& a : sorted) {
-    if (a.extent <= 1) continue;
-    if (a.stride < inner) return false;
-    if (a.extent - 1 > (kInt64Max - inner) / a.stride) return false;  // overflows: reject
-    inner += (a.extent - 1) * a.stride;
-  }
-  return true;
-}
+int64_t kv_span_elements(const KvPagedLayout& l, int side) { return span_or_overflow(axes_of(l, side)); }
+
+int64_t kv_span_elements(const KvCacheLayout& l) { return kv_span_elements(kv_paged_layout(l), kKvSideK); }
 
 void validate_kv_layout(const KvCacheLayout& l) {
   if (l.num_blocks < 1 || l.block_size < 1 || l.num_kv_heads < 1 || l.head_dim < 1)
@@ -86,43 +85,51 @@ void validate_kv_layout(const KvCacheLayout& l) {
   if (l.num_blocks > std::numeric_limits<int32_t>::max() / l.block_size)
     fail(ErrorCode::kInvalidArgument, "num_blocks * block_size must fit in int32 (slots are int32): " +
                                           geometry(l));
-  if (l.stride_page < 0 || l.stride_token < 0 || l.stride_head < 0)
-    fail(ErrorCode::kInvalidArgument, "negative stride: " + geometry(l));
-  const auto axes = axes_of(l);
-  if (!kv_axes_non_overlapping(axes))
-    fail(ErrorCode::kInvalidArgument,
-         "the view overlaps itself (two (block, token, head, d) share an element; SPEC §7.2): " +
-             geometry(l));
-  const int64_t span = span_or_overflow(axes);
-  if (span < 0 || span > kInt64Max / kv_dtype_bytes(l.dtype))
-    fail(ErrorCode::kInvalidArgument, "the view's byte span overflows int64: " + geometry(l));
+  // Each cache's strides, K's first (with one stride set, as here, V's repeat K's).
+  const KvPagedLayout p = kv_paged_layout(l);
+  for (const int side : {kKvSideK, kKvSideV}) {
+    const KvStrides& s = p.strides(side);
+    if (s.stride_page < 0 || s.stride_token < 0 || s.stride_head < 0)
+      fail(ErrorCode::kInvalidArgument, "negative stride: " + geometry(l));
+    const auto axes = axes_of(p, side);
+    if (!kv_axes_non_overlapping(axes))
+      fail(ErrorCode::kInvalidArgument,
+           "the view overlaps itself (two (block, token, head, d) share an element; SPEC §7.2): " +
+               geometry(l));
+    const int64_t span = span_or_overflow(axes);
+    if (span < 0 || span > kInt64Max / p.element_bytes())
+      fail(ErrorCode::kInvalidArgument, "the view's byte span overflows int64: " + geometry(l));
+  }
 }
 
 void validate_kv_cache(const ConstKvCacheView& c) {
   const KvCacheLayout& l = c.layout;
   validate_kv_layout(l);
-  const int64_t bytes = kv_dtype_bytes(l.dtype), span = kv_span_elements(l);
-  const struct { const uint8_t* p; int64_t capacity; const char* name; } sides[] = {
-      {c.k, c.k_capacity, "k_cache"}, {c.v, c.v_capacity, "v_cache"}};
+  const KvPagedLayout p = kv_paged_layout(l);
+  const int64_t bytes = p.element_bytes();
+  const struct { const uint8_t* p; int64_t capacity; const char* name; int64_t span; } sides[] = {
+      {c.k, c.k_capacity, "k_cache", kv_span_elements(p, kKvSideK)},
+      {c.v, c.v_capacity, "v_cache", kv_span_elements(p, kKvSideV)}};
   for (const auto& s : sides) {
     if (s.p == nullptr) fail(ErrorCode::kShapeMismatch, std::string(s.name) + " is null");
     if (!aligned(s.p, bytes))
       fail(ErrorCode::kInvalidArgument, std::string(s.name) + " is not aligned to its " +
                                             to_string(bytes) + "-byte " + to_string(l.dtype) +
                                             " elements");
-    if (s.capacity < span)
-      fail(ErrorCode::kShapeMismatch, std::string(s.name) + " view spans " + to_string(span) +
+    if (s.capacity < s.span)
+      fail(ErrorCode::kShapeMismatch, std::string(s.name) + " view spans " + to_string(s.span) +
                                           " elements but its buffer holds " +
                                           to_string(s.capacity) + ": " + geometry(l));
   }
-  // K and V: disjoint byte ranges, or one strided view with a K/V axis (FlashInfer).
+  // K and V: disjoint byte ranges, or (same strides) one strided view with a K/V axis
+  // (FlashInfer).
   const uintptr_t k = reinterpret_cast<uintptr_t>(c.k), v = reinterpret_cast<uintptr_t>(c.v);
   const uintptr_t lo = std::min(k, v), hi = std::max(k, v);
-  const uintptr_t span_bytes = static_cast<uintptr_t>(span * bytes);
-  if (lo + span_bytes <= hi) return;
+  const uintptr_t lo_span_bytes = static_cast<uintptr_t>((k <= v ? sides[0].span : sides[1].span) * bytes);
+  if (lo + lo_span_bytes <= hi) return;
   const uintptr_t distance = hi - lo;
-  if (distance % static_cast<uintptr_t>(bytes) == 0 && distance > 0) {
-    auto axes = axes_of(l);
+  if (p.k == p.v && distance % static_cast<uintptr_t>(bytes) == 0 && distance > 0) {
+    auto axes = axes_of(p, kKvSideK);
     axes.push_back({static_cast<int64_t>(distance / static_cast<uintptr_t>(bytes)), 2});
     if (kv_axes_non_overlapping(axes)) return;
   }
@@ -131,7 +138,7 @@ void validate_kv_cache(const ConstKvCacheView& c) {
                                         " bytes): " + geometry(l));
 }
 
-void validate_kv_scales(const KvCacheLayout& l, const KvScales& s) {
+void validate_kv_scales_shape(const KvCacheLayout& l, const KvScales& s) {
   if (!is_fp8(l.dtype)) return;  // bf16/fp16 caches ignore scales (SPEC §7.3)
   if (s.kind == KvScaleKind::kNone)
     fail(ErrorCode::kInvalidArgument,
@@ -144,12 +151,15 @@ void validate_kv_scales(const KvCacheLayout& l, const KvScales& s) {
       fail(ErrorCode::kShapeMismatch, std::string(side.name) + " has " +
                                           to_string(side.v.size()) + " floats; " +
                                           to_string(s.kind) + " needs " + to_string(want));
-  for (const auto& side : sides)
-    for (size_t h = 0; h < side.v.size(); ++h)
-      if (!(side.v[h] > 0.0f) || std::isinf(side.v[h]))
-        fail(ErrorCode::kInvalidArgument, std::string(side.name) + "[" + to_string(h) + "] = " +
-                                              std::to_string(side.v[h]) +
-                                              ": a scale must be positive and finite");
+}
+
+void validate_kv_scales(const KvCacheLayout& l, const KvScales& s) {
+  validate_kv_scales_shape(l, s);
+  if (!is_fp8(l.dtype)) return;
+  const std::span<const float> values[] = {s.k_scale, s.v_scale};
+  for (const int side : {kKvSideK, kKvSideV})
+    for (size_t h = 0; h < values[side].size(); ++h)
+      if (!kv_scale_ok(values[side][h])) throw kv_scale_value_error(side, static_cast<int64_t>(h), values[side][h]);
 }
 
 }  // namespace kvcheck

@@ -1,13 +1,15 @@
-// KvCacheLayout in production code (SPEC §7.2): the one owner of the K/V family's
-// strides and element offsets, and of the validity of a view. Every address a
-// backend computes goes through kv_offset / kv_slot_offset; reference/ writes the
-// formula out on its own and a property checks that the two agree.
+// The K/V family's layout rules in production code (SPEC §7.2, §7.3): the validity of
+// a layout, a view and its scales, and the bridge from the views' KvCacheLayout to
+// KvPagedLayout (impl/kv_paged_layout.h), the one owner of this family's offsets that
+// every backend addresses through (cpu kernels, CUDA kernels, validators). reference/
+// writes the formula out on its own and a property checks that the two agree.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "impl/kv_format.h"
+#include "impl/kv_paged_layout.h"
 
 namespace kvcheck {
 
@@ -16,26 +18,19 @@ namespace kvcheck {
 KvCacheLayout kv_dense_layout(KvDtype dtype, KvHeadLayout order, int64_t num_blocks,
                               int32_t block_size, int32_t num_kv_heads, int32_t head_dim);
 
-/// Element offset of (block, token, head, 0) from a cache's base.
-inline int64_t kv_offset(const KvCacheLayout& l, int64_t block, int64_t token, int64_t head) {
-  return block * l.stride_page + token * l.stride_token + head * l.stride_head;
-}
-/// Element offset of head `head` of slot `slot` (= block*block_size + token).
-inline int64_t kv_slot_offset(const KvCacheLayout& l, int64_t slot, int64_t head) {
-  return kv_offset(l, slot / l.block_size, slot % l.block_size, head);
-}
-/// Elements a valid layout can touch from its base: 1 + sum (extent-1)*stride over
-/// the page, token, head and element axes.
-int64_t kv_span_elements(const KvCacheLayout& l);
+/// The KvPagedLayout of a view's layout: K and V get the same strides (the v1 ABI and
+/// KvCacheLayout have one set). Copies fields; does not validate.
+KvPagedLayout kv_paged_layout(const KvCacheLayout& l);
 
-/// One axis of a strided view: stride and extent, in elements.
-struct KvAxis {
-  int64_t stride = 0, extent = 1;
-};
-/// SPEC §7.2 non-overlap rule: sorted by stride, every axis of extent > 1 has a
-/// stride >= 1 + sum (extent-1)*stride of the axes before it (computed without
-/// overflow). Sufficient for every index tuple to address a distinct element.
-bool kv_axes_non_overlapping(std::span<const KvAxis> axes);
+/// Elements a valid layout can touch from a cache's base: 1 + sum (extent-1)*stride
+/// over the page, token, head and element axes (of cache `side` for a KvPagedLayout).
+int64_t kv_span_elements(const KvCacheLayout& l);
+int64_t kv_span_elements(const KvPagedLayout& l, int side);
+
+/// kv_axes_non_overlapping (impl/kv_paged_layout.h) of a span of axes.
+inline bool kv_axes_non_overlapping(std::span<const KvAxis> axes) {
+  return kv_axes_non_overlapping(axes.data(), static_cast<int>(axes.size()));
+}
 
 /// SPEC §7.2 layout rules: num_blocks, block_size, num_kv_heads, head_dim >= 1,
 /// num_blocks*block_size <= INT32_MAX, strides >= 0, non-overlapping, span*bytes in
@@ -48,13 +43,13 @@ void validate_kv_layout(const KvCacheLayout& layout);
 /// dereferenced (device pointers are fine).
 void validate_kv_cache(const ConstKvCacheView& cache);
 
-/// SPEC §7.3 for FP8 layouts (no-op for bf16/fp16): kind not kNone and values > 0 and
-/// finite (kInvalidArgument), spans of 1 or num_kv_heads floats (kShapeMismatch).
+/// SPEC §7.3 for FP8 layouts (no-op for bf16/fp16): kind not kNone (kInvalidArgument),
+/// spans of 1 or num_kv_heads floats (kShapeMismatch), then the values: k_scale's,
+/// then v_scale's, each > 0 and finite (kv_scale_ok; kInvalidArgument). Reads the
+/// values, so the scales must be host memory.
 void validate_kv_scales(const KvCacheLayout& layout, const KvScales& scales);
-
-/// The scale of head `head` in `scales` (k_scale or v_scale) of a validated view.
-inline float kv_head_scale(KvScaleKind kind, std::span<const float> scales, int64_t head) {
-  return scales[kind == KvScaleKind::kPerHead ? static_cast<size_t>(head) : 0];
-}
+/// The checks of validate_kv_scales that read no value (kind, sizes): for backends
+/// whose scales are device memory and checked there (impl/cuda/device_api.h).
+void validate_kv_scales_shape(const KvCacheLayout& layout, const KvScales& scales);
 
 }  // namespace kvcheck

@@ -7,11 +7,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define KVCHECK_HD __host__ __device__ __forceinline__
-#else
-#define KVCHECK_HD inline
-#endif
+#include "impl/host_device.h"
 
 namespace kvcheck {
 

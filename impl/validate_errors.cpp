@@ -119,4 +119,51 @@ Error swa_decode_ring_overflow_error(int64_t q, int32_t start) {
                "start_len[" + str(q) + "]: ring of start_slot " + str(start) + " overflows int32");
 }
 
+Error kv_scale_value_error(int side, int64_t h, float value) {
+  return Error(ErrorCode::kInvalidArgument, std::string(side == kKvSideV ? "v_scale" : "k_scale") + "[" + str(h) +
+                                                "] = " + std::to_string(value) +
+                                                ": a scale must be positive and finite");
+}
+
+Error cu_seqlens_first_error(int32_t first) {
+  return Error(ErrorCode::kInvalidArgument, "cu_seqlens_k[0] = " + str(first) + ", not 0");
+}
+
+Error cu_seqlens_decrease_error(int64_t i, int32_t next, int32_t cur) {
+  return Error(ErrorCode::kInvalidArgument, "cu_seqlens_k decreases: cu_seqlens_k[" + str(i + 1) + "] = " +
+                                                str(next) + " < cu_seqlens_k[" + str(i) + "] = " + str(cur));
+}
+
+Error gather_output_error(KvOutRule rule, int side, int64_t rows, int64_t total, int64_t token_stride,
+                          int64_t head_stride, int32_t num_kv_heads, int32_t head_dim) {
+  const std::string name = side == kKvSideV ? "out_v" : "out_k";
+  switch (rule) {
+    case KvOutRule::kRows:
+      return Error(ErrorCode::kShapeMismatch,
+                   name + " has " + str(rows) + " rows but cu_seqlens_k ends at " + str(total));
+    case KvOutRule::kNull: return Error(ErrorCode::kShapeMismatch, name + " data is null");
+    case KvOutRule::kMisaligned:
+      return Error(ErrorCode::kInvalidArgument, name + " data is not aligned to its 2-byte elements");
+    case KvOutRule::kOverlap:
+    case KvOutRule::kOk: break;
+  }
+  return Error(ErrorCode::kInvalidArgument, name + " rows overlap (token_stride " + str(token_stride) +
+                                                ", head_stride " + str(head_stride) + ", " + str(num_kv_heads) +
+                                                " heads x " + str(head_dim) + ")");
+}
+
+Error gather_sequence_too_long_error(int64_t i, int64_t len, int32_t max_blocks, int32_t block_size) {
+  return Error(ErrorCode::kRangeOutOfTable, "sequence " + str(i) + " has " + str(len) +
+                                                " tokens but its table row holds " + str(max_blocks) +
+                                                " blocks of " + str(block_size));
+}
+
+Error gather_table_entry_error(KvTableRule rule, int64_t i, int64_t j, int32_t block, int32_t block_size,
+                               int64_t num_blocks) {
+  const std::string where = "block_table[" + str(i) + "][" + str(j) + "] = " + str(block) +
+                            " (needed by token " + str(j * block_size) + " of sequence " + str(i) + ")";
+  if (rule == KvTableRule::kMissing) return Error(ErrorCode::kRangeOutOfTable, where + " is -1");
+  return Error(ErrorCode::kBlockOutOfRange, where + " is not in [0, num_blocks = " + str(num_blocks) + ")");
+}
+
 }  // namespace kvcheck

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "impl/error.h"
+#include "impl/kv_rules.h"
 
 namespace kvcheck {
 
@@ -41,5 +42,20 @@ Error expand_piece_error(int64_t q, const int32_t* p, int piece);
 Error swa_decode_len_error(int64_t q, int32_t len, int32_t width, int32_t ring_size);
 Error swa_decode_start_error(int64_t q, int32_t start);
 Error swa_decode_ring_overflow_error(int64_t q, int32_t start);
+
+// store_kv / gather_kv (SPEC §7.3-§7.5): the checks that read scale values,
+// cu_seqlens_k or block_table, which the CUDA entries make on the device.
+/// side kKvSideK names k_scale, kKvSideV v_scale.
+Error kv_scale_value_error(int side, int64_t h, float value);
+Error cu_seqlens_first_error(int32_t first);
+/// cu_seqlens_k[i+1] = next < cu_seqlens_k[i] = cur.
+Error cu_seqlens_decrease_error(int64_t i, int32_t next, int32_t cur);
+/// rule != kOk; side kKvSideK names out_k, kKvSideV out_v.
+Error gather_output_error(KvOutRule rule, int side, int64_t rows, int64_t total, int64_t token_stride,
+                          int64_t head_stride, int32_t num_kv_heads, int32_t head_dim);
+Error gather_sequence_too_long_error(int64_t i, int64_t len, int32_t max_blocks, int32_t block_size);
+/// rule != kOk: entry block_table[i][j] = block.
+Error gather_table_entry_error(KvTableRule rule, int64_t i, int64_t j, int32_t block, int32_t block_size,
+                               int64_t num_blocks);
 
 }  // namespace kvcheck

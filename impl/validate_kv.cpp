@@ -4,6 +4,8 @@
 
 #include "impl/error.h"
 #include "impl/kv_layout.h"
+#include "impl/kv_rules.h"
+#include "impl/validate_errors.h"
 #include "impl/validate_slots.h"
 
 namespace kvcheck {
@@ -22,7 +24,7 @@ void validate_rows(const KvTokensIn& rows, int64_t n, const char* what) {
                                           to_string(rows.token_stride) + ", head " +
                                           to_string(rows.head_stride) + ")");
   if (rows.data == nullptr) fail(ErrorCode::kShapeMismatch, std::string(what) + " data is null");
-  if (reinterpret_cast<uintptr_t>(rows.data) % 2 != 0)
+  if (kv_rows_misaligned(rows.data))
     fail(ErrorCode::kInvalidArgument, std::string(what) + " data is not aligned to its 2-byte elements");
 }
 
@@ -43,26 +45,48 @@ void validate_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const c
                                           to_string(v) + ": key and value share one model dtype (SPEC §7.1)");
 }
 
-void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
-                             const ConstKvCacheView& cache) {
-  const KvCacheLayout& l = cache.layout;
-  validate_kv_cache(cache);
-  validate_kv_scales(l, cache.scales);
-  validate_model_dtype(l.dtype, key.dtype, "key");
-  validate_model_dtype(l.dtype, value.dtype, "value");
+void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype) {
+  validate_model_dtype(cache_dtype, key.dtype, "key");
+  validate_model_dtype(cache_dtype, value.dtype, "value");
   validate_same_model_dtype(key.dtype, value.dtype, "key", "value");
   if (n == 0) return;
   validate_rows(key, n, "key");
   validate_rows(value, n, "value");
 }
 
+void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
+                             const ConstKvCacheView& cache) {
+  validate_kv_cache(cache);
+  validate_kv_scales(cache.layout, cache.scales);
+  validate_store_kv_rows(key, value, n, cache.layout.dtype);
+}
+
 void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
                        std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache) {
   const KvCacheLayout& l = cache.layout;
   validate_store_kv_shape(key, value, static_cast<int64_t>(slot_mapping.size()), cache);
-
   validate_slot_mapping(slot_mapping, l.num_blocks, l.block_size);
 }
+
+void validate_gather_kv_dtypes(KvDtype cache_dtype, const KvTokensOut& out_k, const KvTokensOut& out_v,
+                               size_t cu_seqlens_entries) {
+  validate_model_dtype(cache_dtype, out_k.dtype, "out_k");
+  validate_model_dtype(cache_dtype, out_v.dtype, "out_v");
+  validate_same_model_dtype(out_k.dtype, out_v.dtype, "out_k", "out_v");
+  if (cu_seqlens_entries == 0)
+    fail(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty (it has num_seqs + 1 entries)");
+}
+
+void validate_gather_kv_table_shape(int32_t max_blocks, int64_t block_table_entries, int64_t num_seqs) {
+  if (max_blocks < 0)
+    fail(ErrorCode::kInvalidArgument, "max_blocks = " + to_string(max_blocks) + " < 0");
+  if (block_table_entries != num_seqs * max_blocks)
+    fail(ErrorCode::kShapeMismatch, "block_table has " + to_string(block_table_entries) +
+                                        " entries, not num_seqs " + to_string(num_seqs) +
+                                        " * max_blocks " + to_string(max_blocks));
+}
+
+bool kv_rows_misaligned(const void* data) { return reinterpret_cast<uintptr_t>(data) % 2 != 0; }
 
 int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
                            int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
@@ -70,62 +94,34 @@ int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_
   const KvCacheLayout& l = cache.layout;
   validate_kv_cache(cache);
   validate_kv_scales(l, cache.scales);
-  validate_model_dtype(l.dtype, out_k.dtype, "out_k");
-  validate_model_dtype(l.dtype, out_v.dtype, "out_v");
-  validate_same_model_dtype(out_k.dtype, out_v.dtype, "out_k", "out_v");
-  if (cu_seqlens_k.empty())
-    fail(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty (it has num_seqs + 1 entries)");
-  if (cu_seqlens_k[0] != 0)
-    fail(ErrorCode::kInvalidArgument, "cu_seqlens_k[0] = " + to_string(cu_seqlens_k[0]) + ", not 0");
+  validate_gather_kv_dtypes(l.dtype, out_k, out_v, cu_seqlens_k.size());
+  if (cu_seqlens_k[0] != 0) throw cu_seqlens_first_error(cu_seqlens_k[0]);
   for (size_t i = 0; i + 1 < cu_seqlens_k.size(); ++i)
     if (cu_seqlens_k[i + 1] < cu_seqlens_k[i])
-      fail(ErrorCode::kInvalidArgument,
-           "cu_seqlens_k decreases: cu_seqlens_k[" + to_string(i + 1) + "] = " +
-               to_string(cu_seqlens_k[i + 1]) + " < cu_seqlens_k[" + to_string(i) +
-               "] = " + to_string(cu_seqlens_k[i]));
-  if (max_blocks < 0)
-    fail(ErrorCode::kInvalidArgument, "max_blocks = " + to_string(max_blocks) + " < 0");
+      throw cu_seqlens_decrease_error(static_cast<int64_t>(i), cu_seqlens_k[i + 1], cu_seqlens_k[i]);
   const int64_t num_seqs = static_cast<int64_t>(cu_seqlens_k.size()) - 1;
-  if (static_cast<int64_t>(block_table.size()) != num_seqs * max_blocks)
-    fail(ErrorCode::kShapeMismatch, "block_table has " + to_string(block_table.size()) +
-                                        " entries, not num_seqs " + to_string(num_seqs) +
-                                        " * max_blocks " + to_string(max_blocks));
+  validate_gather_kv_table_shape(max_blocks, static_cast<int64_t>(block_table.size()), num_seqs);
   const int64_t total = cu_seqlens_k[static_cast<size_t>(num_seqs)];
   if (total > 0) {
     const KvTokensOut* outs[] = {&out_k, &out_v};
-    const char* names[] = {"out_k", "out_v"};
-    for (int s = 0; s < 2; ++s) {
-      const KvTokensOut& o = *outs[s];
-      if (o.rows < total)
-        fail(ErrorCode::kShapeMismatch, std::string(names[s]) + " has " + to_string(o.rows) +
-                                            " rows but cu_seqlens_k ends at " + to_string(total));
-      if (o.data == nullptr) fail(ErrorCode::kShapeMismatch, std::string(names[s]) + " data is null");
-      if (reinterpret_cast<uintptr_t>(o.data) % 2 != 0)
-        fail(ErrorCode::kInvalidArgument, std::string(names[s]) + " data is not aligned to its 2-byte elements");
-      const KvAxis axes[] = {{o.token_stride, total}, {o.head_stride, l.num_kv_heads}, {1, l.head_dim}};
-      if (o.token_stride < 0 || o.head_stride < 0 || !kv_axes_non_overlapping(axes))
-        fail(ErrorCode::kInvalidArgument,
-             std::string(names[s]) + " rows overlap (token_stride " + to_string(o.token_stride) +
-                 ", head_stride " + to_string(o.head_stride) + ", " +
-                 to_string(l.num_kv_heads) + " heads x " + to_string(l.head_dim) + ")");
+    for (const int side : {kKvSideK, kKvSideV}) {
+      const KvTokensOut& o = *outs[side];
+      const KvOutRule rule = kv_output_rule(o.rows, total, o.data == nullptr, kv_rows_misaligned(o.data),
+                                            o.token_stride, o.head_stride, l.num_kv_heads, l.head_dim);
+      if (rule != KvOutRule::kOk)
+        throw gather_output_error(rule, side, o.rows, total, o.token_stride, o.head_stride, l.num_kv_heads,
+                                  l.head_dim);
     }
   }
-  const int64_t bs = l.block_size;
   for (int64_t i = 0; i < num_seqs; ++i) {
     const int64_t len = int64_t{cu_seqlens_k[static_cast<size_t>(i + 1)]} - cu_seqlens_k[static_cast<size_t>(i)];
-    if (len > int64_t{max_blocks} * bs)
-      fail(ErrorCode::kRangeOutOfTable, "sequence " + to_string(i) + " has " + to_string(len) +
-                                            " tokens but its table row holds " +
-                                            to_string(max_blocks) + " blocks of " + to_string(bs));
-    for (int64_t j = 0; j * bs < len; ++j) {
+    if (kv_sequence_too_long(len, max_blocks, l.block_size))
+      throw gather_sequence_too_long_error(i, len, max_blocks, l.block_size);
+    for (int64_t j = 0; j < kv_needed_blocks(len, l.block_size); ++j) {
       const int32_t block = block_table[static_cast<size_t>(i * max_blocks + j)];
-      const std::string where = "block_table[" + to_string(i) + "][" + to_string(j) + "] = " +
-                                to_string(block) + " (needed by token " + to_string(j * bs) +
-                                " of sequence " + to_string(i) + ")";
-      if (block == -1) fail(ErrorCode::kRangeOutOfTable, where + " is -1");
-      if (block < 0 || block >= l.num_blocks)
-        fail(ErrorCode::kBlockOutOfRange,
-             where + " is not in [0, num_blocks = " + to_string(l.num_blocks) + ")");
+      const KvTableRule rule = kv_table_entry_rule(block, l.num_blocks);
+      if (rule != KvTableRule::kOk)
+        throw gather_table_entry_error(rule, i, j, block, l.block_size, l.num_blocks);
     }
   }
   return total;

@@ -19,14 +19,16 @@ namespace {
 void prop_kv_layout_offsets_match_reference(const Backend&) {
   const auto shape = *gen_kv_cache_shape();
   const KvCacheLayout l = kv_layout_of(shape);
+  const KvPagedLayout p = kv_paged_layout(l);
   for (int i = 0; i < 16; ++i) {
     const int64_t b = *rc::gen::inRange<int64_t>(0, l.num_blocks), t = *rc::gen::inRange<int64_t>(0, l.block_size);
     const int64_t h = *rc::gen::inRange<int64_t>(0, l.num_kv_heads), d = *rc::gen::inRange<int64_t>(0, l.head_dim);
-    const int64_t impl = kv_offset(l, b, t, h) + d, slot = kv_slot_offset(l, b * l.block_size + t, h) + d;
+    const int side = *rc::gen::inRange(0, 2);  // K or V: the v1 ABI gives both the view's strides
+    const int64_t impl = p.offset(side, b, t, h) + d, slot = p.slot_offset(side, b * l.block_size + t, h) + d;
     const int64_t ref = ref::kv_element_offset(l, b, t, h, d);
     if (impl != ref || slot != ref)
-      RC_FAIL(fmt::format("{}\n(block {}, token {}, head {}, d {}): kv_offset {} kv_slot_offset {} reference {}",
-                          describe(shape), b, t, h, d, impl, slot, ref));
+      RC_FAIL(fmt::format("{}\n(block {}, token {}, head {}, d {}, side {}): offset {} slot_offset {} reference {}",
+                          describe(shape), b, t, h, d, side, impl, slot, ref));
   }
 }
 
@@ -77,7 +79,7 @@ void prop_kv_slot_mapping_matches_reference(const Backend&) {
 
 void register_kv_layout_properties(Registry& r) {
   r.add({"prop_kv_layout_offsets_match_reference", "kv_layout",
-         "impl kv_offset / kv_slot_offset equal the reference's own offset formula for every shape", false,
+         "impl KvPagedLayout offset / slot_offset equal the reference's own offset formula for every shape", false,
          prop_kv_layout_offsets_match_reference});
   r.add({"prop_kv_view_validation_matches_reference", "kv_layout",
          "impl and reference accept or reject the same K/V views (strides, capacities, K/V aliasing) with the same code",

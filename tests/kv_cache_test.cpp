@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
-#include "impl/cuda/kv_family.h"  // C++17, no CUDA headers: the launch structs only
 #include "impl/kv_layout.h"
 #include "reference/gather_kv.h"
 #include "reference/kv_layout.h"
@@ -22,28 +21,94 @@ namespace {
 using V = std::vector<int32_t>;
 
 // The CUDA launchers' dtype codes mirror KvDtype, so a backend can cast between them.
-static_assert(static_cast<int>(cuda::KvDevDtype::kBF16) == static_cast<int>(KvDtype::kBF16));
-static_assert(static_cast<int>(cuda::KvDevDtype::kFP16) == static_cast<int>(KvDtype::kFP16));
-static_assert(static_cast<int>(cuda::KvDevDtype::kE4M3) == static_cast<int>(KvDtype::kE4M3));
-static_assert(static_cast<int>(cuda::KvDevDtype::kE5M2) == static_cast<int>(KvDtype::kE5M2));
+static_assert(static_cast<int>(KvDevDtype::kBF16) == static_cast<int>(KvDtype::kBF16));
+static_assert(static_cast<int>(KvDevDtype::kFP16) == static_cast<int>(KvDtype::kFP16));
+static_assert(static_cast<int>(KvDevDtype::kE4M3) == static_cast<int>(KvDtype::kE4M3));
+static_assert(static_cast<int>(KvDevDtype::kE5M2) == static_cast<int>(KvDtype::kE5M2));
 
 TEST(KvLayout, SpecKnownAnswers) {
   const KvCacheLayout nhd = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kNHD, 4, 16, 8, 128);
   EXPECT_EQ(nhd.stride_page, 16384);
   EXPECT_EQ(nhd.stride_token, 1024);
   EXPECT_EQ(nhd.stride_head, 128);
-  EXPECT_EQ(kv_offset(nhd, 2, 3, 5) + 7, 36487);
+  const KvPagedLayout pn = kv_paged_layout(nhd);
+  EXPECT_EQ(pn.offset(kKvSideK, 2, 3, 5) + 7, 36487);
+  EXPECT_EQ(pn.offset(kKvSideV, 2, 3, 5) + 7, 36487);  // the v1 ABI: V has K's strides
   EXPECT_EQ(ref::kv_element_offset(nhd, 2, 3, 5, 7), 36487);
-  EXPECT_EQ(kv_slot_offset(nhd, 2 * 16 + 3, 5) + 7, 36487);
+  EXPECT_EQ(pn.slot_offset(kKvSideK, 2 * 16 + 3, 5) + 7, 36487);
   const KvCacheLayout hnd = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kHND, 4, 16, 8, 128);
   EXPECT_EQ(hnd.stride_token, 128);
   EXPECT_EQ(hnd.stride_head, 2048);
   EXPECT_EQ(hnd.stride_page, 16384);
-  EXPECT_EQ(kv_offset(hnd, 2, 3, 5) + 7, 43399);
+  const KvPagedLayout ph = kv_paged_layout(hnd);
+  EXPECT_EQ(ph.offset(kKvSideK, 2, 3, 5) + 7, 43399);
+  EXPECT_EQ(ph.slot_offset(kKvSideV, 2 * 16 + 3, 5) + 7, 43399);
   EXPECT_EQ(ref::kv_element_offset(hnd, 2, 3, 5, 7), 43399);
   const KvCacheLayout big = kv_dense_layout(KvDtype::kE4M3, KvHeadLayout::kNHD, 2, 256, 40, 128);
   EXPECT_EQ(big.stride_page, 1310720);
   EXPECT_EQ(kv_span_elements(big), 2 * 1310720);
+}
+
+// KvPagedLayout with K and V of different strides (a later ABI may give them; SPEC
+// §7.2's formula per cache). By hand: K is NHD bs 16, H 8, D 128 (stride_page 16384,
+// token 1024, head 128); V is HND of the same shape with padded pages (stride_page
+// 20000, token 128, head 2048).
+TEST(KvPagedLayout, KAndVOfDifferentStridesByHand) {
+  KvPagedLayout l;
+  l.dtype = KvDevDtype::kE4M3;
+  l.num_blocks = 4;
+  l.block_size = 16;
+  l.num_kv_heads = 8;
+  l.head_dim = 128;
+  l.k = {16384, 1024, 128};
+  l.v = {20000, 128, 2048};
+  EXPECT_EQ(l.num_slots(), 64);
+  EXPECT_EQ(l.element_bytes(), 1);
+  // Slot 35 = block 2, token 3.
+  EXPECT_EQ(l.split(35).block, 2);
+  EXPECT_EQ(l.split(35).token, 3);
+  EXPECT_EQ(l.slot_offset(kKvSideK, 35, 5), 2 * 16384 + 3 * 1024 + 5 * 128);  // 36480
+  EXPECT_EQ(l.slot_offset(kKvSideK, 35, 5), 36480);
+  EXPECT_EQ(l.slot_offset(kKvSideV, 35, 5), 2 * 20000 + 3 * 128 + 5 * 2048);  // 50624
+  EXPECT_EQ(l.slot_offset(kKvSideV, 35, 5), 50624);
+  EXPECT_EQ(l.offset(kKvSideV, 2, 3, 5), 50624);
+  // The first and last slot of a block: slot 16 = (1, 0), slot 31 = (1, 15).
+  EXPECT_EQ(l.slot_offset(kKvSideK, 16, 0), 16384);
+  EXPECT_EQ(l.slot_offset(kKvSideV, 16, 0), 20000);
+  EXPECT_EQ(l.slot_offset(kKvSideK, 31, 7), 16384 + 15 * 1024 + 7 * 128);  // 32640
+  EXPECT_EQ(l.slot_offset(kKvSideV, 31, 7), 20000 + 15 * 128 + 7 * 2048);  // 36256
+  EXPECT_EQ(l.slot_offset(kKvSideK, 31, 7), 32640);
+  EXPECT_EQ(l.slot_offset(kKvSideV, 31, 7), 36256);
+  // Spans: K 1 + 3*16384 + 15*1024 + 7*128 + 127 = 65536; V 1 + 3*20000 + 15*128 +
+  // 7*2048 + 127 = 76384.
+  EXPECT_EQ(kv_span_elements(l, kKvSideK), 65536);
+  EXPECT_EQ(kv_span_elements(l, kKvSideV), 76384);
+  // A gather position splits the same way: token 40 of a sequence = table column 2,
+  // token 8 of that block (block_size 16).
+  EXPECT_EQ(l.split(40).block, 2);
+  EXPECT_EQ(l.split(40).token, 8);
+  // A block_size that is not a power of two: 7, slot 23 = (3, 2).
+  l.block_size = 7;
+  EXPECT_EQ(l.split(23).block, 3);
+  EXPECT_EQ(l.split(23).token, 2);
+  EXPECT_EQ(l.slot_offset(kKvSideK, 23, 1), 3 * 16384 + 2 * 1024 + 128);
+}
+
+// kv_paged_layout copies a view's one stride set into both K and V, and the dtype code.
+TEST(KvPagedLayout, FromAViewLayout) {
+  const KvCacheLayout hnd = kv_dense_layout(KvDtype::kE5M2, KvHeadLayout::kHND, 3, 5, 2, 4);
+  const KvPagedLayout p = kv_paged_layout(hnd);
+  EXPECT_EQ(p.dtype, KvDevDtype::kE5M2);
+  EXPECT_EQ(p.num_blocks, 3);
+  EXPECT_EQ(p.block_size, 5);
+  EXPECT_EQ(p.num_kv_heads, 2);
+  EXPECT_EQ(p.head_dim, 4);
+  // HND bs 5, H 2, D 4: stride_token 4, stride_head 20, stride_page 40.
+  const KvStrides want{40, 4, 20};
+  EXPECT_TRUE(p.k == want);
+  EXPECT_TRUE(p.v == want);
+  // slot 13 = block 2, token 3, head 1: 2*40 + 3*4 + 20 = 112.
+  EXPECT_EQ(p.slot_offset(kKvSideV, 13, 1), 112);
 }
 
 TEST(KvLayout, NonOverlapRule) {

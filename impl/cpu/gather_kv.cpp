@@ -29,7 +29,7 @@ struct GatherKvJob {
   int32_t max_blocks;
   const int32_t* cu;  // cu_seqlens_k
   int64_t num_seqs;
-  const KvCacheLayout* layout;
+  const KvPagedLayout* layout;
 };
 
 template <KvDtype Cache>
@@ -59,21 +59,20 @@ KVCHECK_CPU_INLINE void dequantize_head(const uint8_t* src, uint8_t* dst, int64_
 
 template <KvDtype Cache, KvDtype Out>
 KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, int64_t end) {
-  const KvCacheLayout& l = *job.layout;
+  const KvPagedLayout& l = *job.layout;
   constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
   constexpr int64_t kIn = kFp8 ? 1 : 2;
-  const int64_t d = l.head_dim, bs = l.block_size;
+  const int64_t d = l.head_dim;
   // The sequence holding row `begin`: the last i with cu[i] <= begin and a non-empty range.
   int64_t seq = std::upper_bound(job.cu, job.cu + job.num_seqs + 1, static_cast<int32_t>(begin)) - job.cu - 1;
   for (int64_t r = begin; r < end; ++r) {
     while (job.cu[seq + 1] <= r) ++seq;
-    const int64_t t = r - job.cu[seq];
-    const int64_t block = job.block_table[seq * job.max_blocks + t / bs];
-    const int64_t token = t - (t / bs) * bs;
+    const KvSlotPos p = l.split(r - job.cu[seq]);  // (table column, token in its block)
+    const int64_t block = job.block_table[seq * job.max_blocks + p.block];
     for (int side = job.first_side; side < job.end_side; ++side) {
       const KvTokensOut& o = *job.out[side];
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
-        const uint8_t* src = job.base[side] + kIn * kv_offset(l, block, token, h);
+        const uint8_t* src = job.base[side] + kIn * l.offset(side, block, p.token, h);
         uint8_t* dst = o.data + 2 * (r * o.token_stride + h * o.head_stride);
         if constexpr (kFp8)
           dequantize_head<Cache, Out>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
@@ -118,6 +117,7 @@ void CpuBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_
       validate_gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
   if (total == 0) return;
   const KvCacheLayout& l = cache.layout;
+  const KvPagedLayout paged = kv_paged_layout(l);
   const bool fp8 = is_fp8(l.dtype), avx2 = use_avx2();
   GatherKvJob job{{&out_k, &out_v},
                   {cache.k, cache.v},
@@ -125,7 +125,7 @@ void CpuBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_
                   cache.scales.kind == KvScaleKind::kPerHead,
                   0, 2,
                   block_table.data(), max_blocks, cu_seqlens_k.data(),
-                  static_cast<int64_t>(cu_seqlens_k.size()) - 1, &l};
+                  static_cast<int64_t>(cu_seqlens_k.size()) - 1, &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
   if (out_k.dtype == out_v.dtype) {
     const RowsFn rows = pick(l.dtype, out_k.dtype, avx2);

@@ -26,7 +26,7 @@ struct StoreKvJob {
   bool per_head = false;
   int first_side = 0, end_side = 2;  // sides [first, end) of {K, V}
   const int32_t* slots;
-  const KvCacheLayout* layout;
+  const KvPagedLayout* layout;
 };
 
 template <KvDtype In>
@@ -56,7 +56,7 @@ KVCHECK_CPU_INLINE void quantize_head(const uint8_t* src, uint8_t* dst, int64_t 
 
 template <KvDtype In, KvDtype Cache>
 KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, int64_t end) {
-  const KvCacheLayout& l = *job.layout;
+  const KvPagedLayout& l = *job.layout;
   constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
   constexpr int64_t kOut = kFp8 ? 1 : 2;
   const int64_t d = l.head_dim;
@@ -67,7 +67,7 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
       const KvTokensIn& in = *job.rows[side];
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
         const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
-        uint8_t* dst = job.base[side] + kOut * kv_slot_offset(l, slot, h);
+        uint8_t* dst = job.base[side] + kOut * l.slot_offset(side, slot, h);
         if constexpr (kFp8)
           quantize_head<In, Cache>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
         else
@@ -105,6 +105,7 @@ void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   const KvCacheLayout& l = cache.layout;
+  const KvPagedLayout paged = kv_paged_layout(l);
   const bool avx2 = use_avx2();
   // validate_store_kv checked that key and value have the cache's model dtype rule;
   // key and value may still differ from each other only for FP8 caches.
@@ -115,7 +116,7 @@ void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
                  cache.scales.kind == KvScaleKind::kPerHead,
                  0, 2,
                  slot_mapping.data(),
-                 &l};
+                 &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * kv_dtype_bytes(l.dtype);
   if (key.dtype == value.dtype) {
     const RowsFn rows = key.dtype == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(l.dtype, avx2)

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -13,10 +15,13 @@
 #include "impl/op_args.h"
 #include "impl/validate_store_load.h"
 #include "impl/cuda/kernels.h"
+#include "impl/cuda/kv_family.h"
 #include "impl/error.h"
+#include "impl/kv_layout.h"
 #include "impl/validate_cache.h"
 #include "impl/validate_errors.h"
 #include "impl/validate_index.h"
+#include "impl/validate_kv.h"
 
 namespace kvcheck::cuda {
 namespace {
@@ -97,10 +102,67 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
     case Check::kSwaLen: return swa_decode_len_error(v[0], i32(v[1]), i32(pc.ctx[0]), i32(pc.ctx[1]));
     case Check::kSwaStart: return swa_decode_start_error(v[0], i32(v[1]));
     case Check::kSwaRing: return swa_decode_ring_overflow_error(v[0], i32(v[1]));
+    case Check::kKvScale: {
+      const uint32_t bits = static_cast<uint32_t>(v[2]);
+      float value;
+      std::memcpy(&value, &bits, sizeof value);
+      return kv_scale_value_error(static_cast<int>(v[0]), v[1], value);
+    }
+    case Check::kKvCuFirst: return cu_seqlens_first_error(i32(v[0]));
+    case Check::kKvCuDecrease: return cu_seqlens_decrease_error(v[0], i32(v[1]), i32(v[2]));
+    case Check::kKvOutput:
+      return gather_output_error(static_cast<KvOutRule>(v[1]), static_cast<int>(v[0]), v[2], v[3], v[4], v[5],
+                                 i32(v[6]), i32(v[7]));
+    case Check::kKvSeqTooLong: return gather_sequence_too_long_error(v[0], v[1], i32(v[2]), i32(v[3]));
+    case Check::kKvTableEntry:
+      return gather_table_entry_error(static_cast<KvTableRule>(v[3]), v[0], v[1], i32(v[2]), i32(v[4]), v[5]);
     case Check::kNone: break;
   }
   throw std::logic_error("cuda validation: status names position " + std::to_string(st.first) +
                          " but no rule (check " + std::to_string(st.check) + ")");
+}
+
+// ---- the K/V family ----
+
+/// The scale values the device checks: an FP8 cache's k_scale and v_scale (sizes
+/// validated on the host), none for bf16/fp16 caches (SPEC §7.3: ignored).
+KvScaleCheck scale_check(const KvCacheLayout& l, const KvScales& s) {
+  if (!is_fp8(l.dtype)) return {};
+  return {s.k_scale.data(), s.v_scale.data(), static_cast<int32_t>(s.k_scale.size()),
+          static_cast<int32_t>(s.v_scale.size())};
+}
+
+/// Runs a host check that comes after `device_positions` positions the device checks
+/// (SPEC order). With none before it, its error is thrown at once (nothing enqueued);
+/// else the error is kept: the device may still find an earlier one. False on error.
+template <typename F>
+bool host_check(int64_t device_positions, std::optional<Error>& deferred, F&& check) {
+  try {
+    check();
+    return true;
+  } catch (const Error& e) {
+    if (device_positions == 0) throw;
+    deferred = e;
+    return false;
+  }
+}
+
+KvDevRows dev_rows(const KvTokensIn& t) {
+  return {t.data, static_cast<KvDevDtype>(t.dtype), t.token_stride, t.head_stride};
+}
+KvDevRowsOut dev_rows(const KvTokensOut& t) {
+  return {t.data, static_cast<KvDevDtype>(t.dtype), t.token_stride, t.head_stride};
+}
+
+/// The cache side of a store_kv / gather_kv launch (views validated).
+template <typename Launch, typename View>
+void set_caches(Launch& a, const View& cache) {
+  a.k_cache = cache.k;
+  a.v_cache = cache.v;
+  a.layout = kv_paged_layout(cache.layout);
+  a.k_scale = cache.scales.k_scale.data();
+  a.v_scale = cache.scales.v_scale.data();
+  a.per_head_scale = cache.scales.kind == KvScaleKind::kPerHead;
 }
 
 }  // namespace
@@ -112,6 +174,7 @@ void PendingCheck::throw_if_error(void* stream) const {
   check_rt(cudaMemcpyAsync(&host, status, sizeof host, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(status)");
   check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   if (host.first != kStatusOk) throw error_from(host, *this);
+  if (deferred) throw *deferred;
 }
 
 size_t store_workspace_bytes(const PagedLayout& layout) { return count(layout.num_slots()) * 8; }
@@ -126,20 +189,12 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
                                     void* workspace, const LaunchOptions& opts) {
   store_shape(cache, args, true);
   if (args.num_tokens == 0) return {};
-  const PendingCheck pc = check_slot_mapping(args.slot_mapping, args.num_tokens, cache.layout.num_blocks,
-                                             cache.layout.block_size, status, workspace, opts);
-  check_launch(launch_store(cache, args, status, opts));
-  return pc;
-}
-
-PendingCheck check_slot_mapping(const int32_t* slot_mapping, int64_t n, int64_t num_blocks, int32_t block_size,
-                                DeviceStatus* status, void* workspace, const LaunchOptions& opts) {
-  if (n == 0) return {};
   if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
   reset(status, opts);
-  check_launch(launch_validate_slots(slot_mapping, n, num_blocks * block_size,
+  check_launch(launch_validate_slots({}, args.slot_mapping, args.num_tokens, cache.layout.num_slots(),
                                      static_cast<unsigned long long*>(workspace), status, opts));
-  return {status, static_cast<int32_t>(CheckedOp::kStore), {num_blocks, block_size, 0}};
+  check_launch(launch_store(cache, args, status, opts));
+  return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
 }
 
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts) {
@@ -158,7 +213,8 @@ PendingCheck load_paged_kv_cache_checked(const DeviceCache& cache, const LoadArg
   check_launch(launch_load(cache, args, status, opts));
   return {status,
           static_cast<int32_t>(CheckedOp::kLoad),
-          {cache.layout.num_blocks, cache.layout.block_size, args.total_k}};
+          {cache.layout.num_blocks, cache.layout.block_size, args.total_k},
+          {}};
 }
 
 PendingCheck convert_kv_index(const ConvertArgs& a, bool checked, DeviceStatus* status, const LaunchOptions& opts) {
@@ -178,7 +234,7 @@ PendingCheck convert_kv_index(const ConvertArgs& a, bool checked, DeviceStatus* 
   if (checked) {
     reset(status, opts);
     check_launch(launch_validate_convert(a, num_seqs, status, opts));
-    pc = {status, static_cast<int32_t>(CheckedOp::kConvert), {num_seqs, a.max_blocks, 0}};
+    pc = {status, static_cast<int32_t>(CheckedOp::kConvert), {num_seqs, a.max_blocks, 0}, {}};
   }
   check_launch(launch_convert_kv_index(a, checked ? status : nullptr, opts));
   return pc;
@@ -197,7 +253,7 @@ PendingCheck kv_index_cat(const int32_t* left, int32_t wl, const int32_t* right,
   if (checked) {
     reset(status, opts);
     check_launch(launch_validate_cat(right, wr, num_q, wide_shift, status, opts));
-    pc = {status, static_cast<int32_t>(CheckedOp::kCat), {wr, wide_shift, 0}};
+    pc = {status, static_cast<int32_t>(CheckedOp::kCat), {wr, wide_shift, 0}, {}};
   }
   check_launch(launch_kv_index_cat(left, wl, right, wr, num_q, shift, out, checked ? status : nullptr, opts));
   return pc;
@@ -211,7 +267,7 @@ PendingCheck expand_swa_index(const int32_t* pivots, int32_t num_q, int32_t widt
   if (checked) {
     reset(status, opts);
     check_launch(launch_validate_expand(pivots, num_q, width, status, opts));
-    pc = {status, static_cast<int32_t>(CheckedOp::kExpand), {width, 0, 0}};
+    pc = {status, static_cast<int32_t>(CheckedOp::kExpand), {width, 0, 0}, {}};
   }
   check_launch(launch_expand_swa_index(pivots, num_q, width, out, checked ? status : nullptr, opts));
   return pc;
@@ -226,9 +282,106 @@ PendingCheck swa_decode_index(const int32_t* start_len, int32_t num_q, int32_t w
   if (checked) {
     reset(status, opts);
     check_launch(launch_validate_swa_decode(start_len, num_q, width, ring_size, status, opts));
-    pc = {status, static_cast<int32_t>(CheckedOp::kSwaDecode), {width, ring_size, 0}};
+    pc = {status, static_cast<int32_t>(CheckedOp::kSwaDecode), {width, ring_size, 0}, {}};
   }
   check_launch(launch_swa_decode_index(start_len, num_q, width, ring_size, out, checked ? status : nullptr, opts));
+  return pc;
+}
+
+size_t store_kv_workspace_bytes(const KvCacheLayout& layout) {
+  validate_kv_layout(layout);
+  return count(kv_paged_layout(layout).num_slots()) * 8;
+}
+
+PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                              const KvCacheView& cache, DeviceStatus* status, void* workspace,
+                              const LaunchOptions& opts) {
+  const KvCacheLayout& l = cache.layout;
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  validate_kv_cache(cache);
+  validate_kv_scales_shape(l, cache.scales);
+  const KvScaleCheck scales = scale_check(l, cache.scales);
+  std::optional<Error> deferred;
+  const bool rows_ok = host_check(scales.positions(), deferred, [&] {
+    validate_store_kv_rows(key, value, n, l.dtype);
+    if (n > 0 && slot_mapping.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
+  });
+  const int64_t slots = rows_ok ? n : 0;  // a failed row check: the slots come after it
+  if (scales.positions() + slots == 0) return {};
+  if (slots > 0 && workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
+  const KvPagedLayout paged = kv_paged_layout(l);
+  reset(status, opts);
+  check_launch(launch_validate_slots(scales, slot_mapping.data(), slots, paged.num_slots(),
+                                     static_cast<unsigned long long*>(workspace), status, opts));
+  PendingCheck pc{status, static_cast<int32_t>(CheckedOp::kStoreKv), {l.num_blocks, l.block_size, 0}, deferred};
+  if (deferred || n == 0) return pc;  // an error is certain / nothing to write
+  StoreKvLaunch s;
+  s.key = dev_rows(key);
+  s.value = dev_rows(value);
+  s.slot_mapping = slot_mapping.data();
+  s.n = n;
+  set_caches(s, cache);
+  check_launch(launch_store_kv(s, status, opts));
+  return pc;
+}
+
+PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                               const KvTokensOut& out_v, DeviceStatus* status, const LaunchOptions& opts) {
+  const KvCacheLayout& l = cache.layout;
+  validate_kv_cache(cache);
+  validate_kv_scales_shape(l, cache.scales);
+  GatherKvCheck c;
+  c.scales = scale_check(l, cache.scales);
+  std::optional<Error> deferred;
+  // The positions the device checks, cut at the first host check that fails.
+  int64_t end = c.scales.positions();
+  const int64_t cu_entries = static_cast<int64_t>(cu_seqlens_k.size()), num_seqs = cu_entries - 1;
+  if (host_check(end, deferred, [&] {
+        validate_gather_kv_dtypes(l.dtype, out_k, out_v, cu_seqlens_k.size());
+        if (cu_seqlens_k.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is null");
+      })) {
+    end += cu_entries;
+    if (host_check(end, deferred, [&] {
+          validate_gather_kv_table_shape(max_blocks, static_cast<int64_t>(block_table.size()), num_seqs);
+          if (!block_table.empty() && block_table.data() == nullptr)
+            throw Error(ErrorCode::kShapeMismatch, "block_table is null");
+        }))
+      end += 2 + num_seqs * (int64_t{max_blocks} + 1);
+  }
+  c.cu_seqlens_k = cu_seqlens_k.data();
+  c.cu_entries = cu_entries;
+  const KvTokensOut* outs[] = {&out_k, &out_v};
+  for (const int side : {kKvSideK, kKvSideV}) {
+    const KvTokensOut& o = *outs[side];
+    c.out_rows[side] = o.rows;
+    c.out_token_stride[side] = o.token_stride;
+    c.out_head_stride[side] = o.head_stride;
+    c.out_null[side] = o.data == nullptr;
+    c.out_misaligned[side] = kv_rows_misaligned(o.data);
+  }
+  c.num_kv_heads = l.num_kv_heads;
+  c.head_dim = l.head_dim;
+  c.block_size = l.block_size;
+  c.num_blocks = l.num_blocks;
+  c.block_table = block_table.data();
+  c.max_blocks = max_blocks;
+  c.end = end;
+  reset(status, opts);
+  check_launch(launch_validate_gather_kv(c, status, opts));
+  PendingCheck pc{status, static_cast<int32_t>(CheckedOp::kGatherKv), {0, 0, 0}, deferred};
+  if (deferred) return pc;  // an error is certain: no data kernel
+  GatherKvLaunch g;
+  set_caches(g, cache);
+  g.block_table = block_table.data();
+  g.max_blocks = max_blocks;
+  g.cu_seqlens_k = cu_seqlens_k.data();
+  g.num_seqs = static_cast<int32_t>(num_seqs);
+  // Valid input has cu[b] <= both outputs' rows, so that many rows bound the grid.
+  g.max_tokens = std::max<int64_t>(0, std::min(out_k.rows, out_v.rows));
+  g.out_k = dev_rows(out_k);
+  g.out_v = dev_rows(out_v);
+  check_launch(launch_gather_kv(g, status, opts));
   return pc;
 }
 

@@ -17,14 +17,20 @@
 // previous grid in the stream before it reads metadata or inputs (they may be
 // produced by that grid) and lets its dependents launch after its last write.
 //
+// The K/V family (SPEC §7: store_kv_checked, gather_kv_checked, at the end) takes
+// kvcheck's views (impl/kv_format.h: std::span, so C++20 callers only) and addresses
+// through KvPagedLayout (impl/kv_paged_layout.h).
+//
 // Errors: kvcheck::Error for bad arguments; std::runtime_error("cuda ...") when the
 // CUDA runtime refuses a launch.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "impl/error.h"
 #include "impl/paged_layout.h"
 
 namespace kvcheck::cuda {
@@ -51,6 +57,11 @@ struct PendingCheck {
   const DeviceStatus* status = nullptr;  // nullptr: nothing to check (e.g. n == 0)
   int32_t op = 0;
   int64_t ctx[3] = {0, 0, 0};
+  /// A host check that failed after checks the device makes (SPEC order: the K/V
+  /// family's scale values and cu_seqlens_k come before some size checks). The call
+  /// then launched no data kernel; this is the verdict unless the device found an
+  /// earlier error.
+  std::optional<Error> deferred;
   /// Waits for `stream`, copies the status to the host and throws the kvcheck::Error
   /// the cpu backend throws for the same input (same code and message).
   void throw_if_error(void* stream) const;
@@ -107,13 +118,6 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
                                     DeviceStatus* status, void* workspace,
                                     const LaunchOptions& opts);
 
-/// The slot_mapping checks of SPEC §5.1 / §7.4 alone, on the device: each entry -1
-/// or in [0, num_blocks*block_size), no slot twice; the first offending row into
-/// `status` (reset here). A data kernel launched after it with the same status skips
-/// on error (the K/V family's store_kv uses it). workspace: 8 bytes per slot.
-PendingCheck check_slot_mapping(const int32_t* slot_mapping, int64_t n, int64_t num_blocks, int32_t block_size,
-                                DeviceStatus* status, void* workspace, const LaunchOptions& opts);
-
 /// SPEC §5.2, metadata assumed valid (every segment length <= block_size), layout as
 /// for store_kv_cache.
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts);
@@ -164,3 +168,48 @@ std::string probe_device();
 int64_t device_free_bytes();
 
 }  // namespace kvcheck::cuda
+
+#if __cplusplus >= 202002L  // the views of impl/kv_format.h use std::span
+#include <span>
+
+#include "impl/kv_format.h"
+
+namespace kvcheck::cuda {
+
+/// Bytes of scratch device memory a checked store_kv needs (8-byte aligned): 8 per
+/// cache slot (num_blocks * block_size). Throws validate_kv_layout's error for an
+/// invalid layout, the first error store_kv_checked would throw.
+size_t store_kv_workspace_bytes(const KvCacheLayout& layout);
+
+/// store_kv (SPEC §7.4), checked as the cpu backend checks it, on device memory:
+/// key, value, slot_mapping (n = its size), the caches and the scales are DEVICE
+/// pointers (never read on the host). On the host, in SPEC order: the cache
+/// (validate_kv_cache), the scales' kind and sizes, then (after the scale values,
+/// which the device checks) the model dtypes and rows (validate_store_kv_rows; a
+/// bf16/fp16 cache takes rows of its own dtype only) and a null slot_mapping
+/// (kShapeMismatch): an error with no device check before it is thrown at once,
+/// nothing enqueued. On the device: the scale values (FP8), then each slot (range,
+/// duplicates), into `status`; the store kernel skips on error, so a refusal writes
+/// nothing. Both K and V share the view's strides (kv_paged_layout). workspace:
+/// store_kv_workspace_bytes(cache.layout) bytes of device memory.
+PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                              const KvCacheView& cache, DeviceStatus* status, void* workspace,
+                              const LaunchOptions& opts);
+
+/// gather_kv (SPEC §7.5), checked as the cpu backend checks it, on device memory
+/// (block_table, cu_seqlens_k, caches, scales, outputs: DEVICE pointers). On the
+/// host: the cache, the scales' kind and sizes, the outputs' model dtypes,
+/// cu_seqlens_k not empty (nor null), max_blocks and the table's size (and not
+/// null). On the device, in the cpu's order between those: the scale values,
+/// cu_seqlens_k (first 0, never decreasing), the outputs against cu[b] (rows, null,
+/// alignment, overlap), each sequence's length and needed table entries. A host
+/// error that follows device checks is kept in PendingCheck::deferred (the data
+/// kernel is then not launched); otherwise the gather kernel skips on error. The
+/// rows written, cu[b], are read on the device: the grid is sized for the rows the
+/// outputs hold. No workspace.
+PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
+                               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
+                               const KvTokensOut& out_v, DeviceStatus* status, const LaunchOptions& opts);
+
+}  // namespace kvcheck::cuda
+#endif

@@ -17,13 +17,45 @@ std::string launch_store(const DeviceCache& cache, const StoreArgs& a, const Dev
 std::string launch_load(const DeviceCache& cache, const LoadArgs& a, const DeviceStatus* status,
                         const LaunchOptions& opts);
 
+/// The scale values an FP8 K/V call checks on the device (SPEC §7.3): positions
+/// [0, num_k) are k_scale[h], then [num_k, num_k + num_v) v_scale[h]. Empty (no
+/// positions) for bf16/fp16 caches and for store_kv_cache.
+struct KvScaleCheck {
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int32_t num_k = 0, num_v = 0;
+  int64_t positions() const { return int64_t{num_k} + num_v; }
+};
+
 /// Validation kernels (validate.cu). `owner`: one uint64 per cache slot (slots) or
 /// output row (load); status already reset to kStatusOk. launch_validate_slots
-/// checks slot_mapping[n] against [0, num_slots) and for duplicates (SPEC §5.1,
-/// §7.4: store_kv_cache and store_kv).
-std::string launch_validate_slots(const int32_t* slot_mapping, int64_t n, int64_t num_slots,
-                                  unsigned long long* owner, DeviceStatus* status,
+/// checks the scale values (positions [0, S), S = scales.positions()), then
+/// slot_mapping[n] against [0, num_slots) and for duplicates (positions S + row;
+/// SPEC §5.1, §7.3, §7.4: store_kv_cache and store_kv).
+std::string launch_validate_slots(const KvScaleCheck& scales, const int32_t* slot_mapping, int64_t n,
+                                  int64_t num_slots, unsigned long long* owner, DeviceStatus* status,
                                   const LaunchOptions& opts);
+
+/// gather_kv's checks that read device memory (SPEC §7.5), as one sequence of
+/// positions in the cpu's order: the scale values [0, S); cu_seqlens_k [S, S + C)
+/// (C = cu_entries: position S is cu[0] != 0, S + i + 1 is cu[i+1] < cu[i]); out_k,
+/// out_v (S + C, S + C + 1: kv_output_rule against total = cu[C - 1], when > 0); then
+/// per sequence i, max_blocks + 1 positions: its length, then table column j. Only
+/// positions [0, end) are checked: a host check that failed in between (the host
+/// knows which) cuts the sequence there, so nothing past it is read.
+struct GatherKvCheck {
+  KvScaleCheck scales;
+  const int32_t* cu_seqlens_k = nullptr;
+  int64_t cu_entries = 0;
+  int64_t out_rows[2] = {0, 0}, out_token_stride[2] = {0, 0}, out_head_stride[2] = {0, 0};
+  bool out_null[2] = {false, false}, out_misaligned[2] = {false, false};
+  int32_t num_kv_heads = 0, head_dim = 0, block_size = 0;
+  int64_t num_blocks = 0;
+  const int32_t* block_table = nullptr;
+  int32_t max_blocks = 0;
+  int64_t end = 0;
+};
+std::string launch_validate_gather_kv(const GatherKvCheck& a, DeviceStatus* status, const LaunchOptions& opts);
 std::string launch_validate_load(const DeviceCache& cache, const LoadArgs& a,
                                  unsigned long long* owner, DeviceStatus* status,
                                  const LaunchOptions& opts);
@@ -73,9 +105,15 @@ enum class Check : int32_t {
   kSwaLen,            // v: q, len
   kSwaStart,          // v: q, start
   kSwaRing,           // v: q, start
+  kKvScale,           // v: side, h, the float's bits
+  kKvCuFirst,         // v: cu[0]
+  kKvCuDecrease,      // v: i, cu[i+1], cu[i]
+  kKvOutput,          // v: side, KvOutRule, rows, total, token_stride, head_stride, H, D
+  kKvSeqTooLong,      // v: i, len, max_blocks, block_size
+  kKvTableEntry,      // v: i, j, block, KvTableRule, block_size, num_blocks
 };
 
 /// PendingCheck::op values.
-enum class CheckedOp : int32_t { kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode };
+enum class CheckedOp : int32_t { kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode, kStoreKv, kGatherKv };
 
 }  // namespace kvcheck::cuda

@@ -5,7 +5,8 @@
 // the host at launch), else one element per step. Grid-stride over units; the only
 // integer divisions are per unit (row/side/head, token/block), never per element.
 // Templated on what changes the code (model dtype, cache dtype, vector width);
-// layout travels as runtime strides. Launched like every kvcheck kernel
+// layout travels as runtime strides in a KvPagedLayout, whose helpers (split,
+// slot_offset, offset) are the only address formula used here. Launched like every kvcheck kernel
 // (launch.cuh: PDL wait/trigger, the device status, dev::grid_for's grid cap). Numerics: NVIDIA's conversions (SATFINITE
 // e4m3/e5m2, RN bf16/fp16) with NaN results pinned to SPEC §7.3's codes,
 // __fdiv_rn / __fmul_rn, built with -fmad=false.
@@ -23,7 +24,7 @@ using dev::kThreads;
 constexpr int kVec = 8;
 
 template <KvDevDtype D>
-constexpr bool kIsFp8 = D == KvDevDtype::kE4M3 || D == KvDevDtype::kE5M2;
+constexpr bool kIsFp8 = kv_dev_is_fp8(D);
 
 template <KvDevDtype In>
 __device__ __forceinline__ float model_to_f32(uint16_t x) {
@@ -125,8 +126,8 @@ template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V>
 __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
-  const KvDevLayout& L = a.layout;
-  constexpr int64_t kCacheBytes = kIsFp8<Cache> ? 1 : 2;
+  const KvPagedLayout& L = a.layout;
+  constexpr int64_t kCacheBytes = kv_dev_bytes(Cache);
   const int group = threadIdx.x / width, lane = threadIdx.x % width, groups = blockDim.x / width;
   const int64_t units = a.n * 2 * L.num_kv_heads;
   for (int64_t u = int64_t{blockIdx.x} * groups + group; u < units; u += int64_t{gridDim.x} * groups) {
@@ -138,9 +139,7 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
     // the slot load is in flight, so the two round trips overlap.
     for (int32_t c = lane * V; c < L.head_dim; c += width * V) asm volatile("prefetch.global.L2 [%0];" ::"l"(src + 2 * c));
     if (slot < 0) continue;  // -1 padding: nothing written, slot 0 included
-    const int64_t block = slot / L.block_size, token = slot - block * L.block_size;
-    const int64_t cache_off = block * L.stride_page + token * L.stride_token + w.head * L.stride_head;
-    uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * cache_off;
+    uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * L.slot_offset(w.side, slot, w.head);
     float scale = 1.0f;
     if constexpr (kIsFp8<Cache>) scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
     if (w.side == 0)
@@ -155,10 +154,12 @@ template <KvDevDtype Cache, KvDevDtype KeyOut, KvDevDtype ValueOut, int V>
 __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
-  const KvDevLayout& L = a.layout;
-  constexpr int64_t kCacheBytes = kIsFp8<Cache> ? 1 : 2;
+  const KvPagedLayout& L = a.layout;
+  constexpr int64_t kCacheBytes = kv_dev_bytes(Cache);
   const int group = threadIdx.x / width, lane = threadIdx.x % width, groups = blockDim.x / width;
-  const int64_t units = a.total_tokens * 2 * L.num_kv_heads;
+  // The rows to write: cu_seqlens_k's last entry, read here (the host need not know
+  // it); max_tokens only sized the grid, the loop strides over every unit.
+  const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads;
   for (int64_t u = int64_t{blockIdx.x} * groups + group; u < units; u += int64_t{gridDim.x} * groups) {
     const Unit w = unit_of(u, L.num_kv_heads);
     // The sequence of row w.row: the last i with cu[i] <= row (binary search).
@@ -167,12 +168,10 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
       const int32_t mid = (lo + hi) / 2;
       if (a.cu_seqlens_k[mid] <= w.row) lo = mid; else hi = mid;
     }
-    const int64_t t = w.row - a.cu_seqlens_k[lo];
-    const int64_t j = t / L.block_size;
-    const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + j];
-    const int64_t token = t - j * L.block_size;
-    const int64_t cache_off = block * L.stride_page + token * L.stride_token + w.head * L.stride_head;
-    const uint8_t* src = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * cache_off;
+    const KvSlotPos p = L.split(w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
+    const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + p.block];
+    const uint8_t* src = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
+                         kCacheBytes * L.offset(w.side, block, p.token, w.head);
     const KvDevRowsOut& o = w.side ? a.out_v : a.out_k;
     uint8_t* dst = static_cast<uint8_t*>(o.data) + 2 * (w.row * o.token_stride + w.head * o.head_stride);
     float scale = 1.0f;
@@ -189,12 +188,13 @@ bool aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(
 
 // 8-element vectors are legal when every head's first element is 16-byte aligned on
 // the 2-byte side and 8-byte aligned on the FP8 side (both: 16 for 2-byte caches).
-bool vector_ok(const void* rows, int64_t ts, int64_t hs, const void* cache, const KvDevLayout& L) {
-  const int64_t cb = L.dtype == KvDevDtype::kE4M3 || L.dtype == KvDevDtype::kE5M2 ? 1 : 2;
-  const int64_t ca = 8 * cb;
+// `side` picks the cache (and its strides) the rows go to or come from.
+bool vector_ok(const void* rows, int64_t ts, int64_t hs, const void* cache, const KvPagedLayout& L, int side) {
+  const int64_t cb = L.element_bytes(), ca = 8 * cb;
+  const KvStrides& s = L.strides(side);
   return L.head_dim % kVec == 0 && aligned(rows, 16) && (2 * ts) % 16 == 0 && (2 * hs) % 16 == 0 &&
-         aligned(cache, ca) && (cb * L.stride_page) % ca == 0 && (cb * L.stride_token) % ca == 0 &&
-         (cb * L.stride_head) % ca == 0;
+         aligned(cache, ca) && (cb * s.stride_page) % ca == 0 && (cb * s.stride_token) % ca == 0 &&
+         (cb * s.stride_head) % ca == 0;
 }
 
 // Threads per unit: enough for one step over head_dim, a power of two in [1, 32].
@@ -213,8 +213,8 @@ int64_t grid(int64_t units, int width) {
 
 template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C>
 std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
-  const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout) &&
-                   vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout);
+  const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout, kKvSideK) &&
+                   vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
   return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec>, g, o, a, width, st)
@@ -247,10 +247,10 @@ std::string store_by_cache(const StoreKvLaunch& a, const DeviceStatus* st, const
 
 template <KvDevDtype C, KvDevDtype K, KvDevDtype Vd>
 std::string gather_launch(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
-  const bool vec = vector_ok(a.out_k.data, a.out_k.token_stride, a.out_k.head_stride, a.k_cache, a.layout) &&
-                   vector_ok(a.out_v.data, a.out_v.token_stride, a.out_v.head_stride, a.v_cache, a.layout);
+  const bool vec = vector_ok(a.out_k.data, a.out_k.token_stride, a.out_k.head_stride, a.k_cache, a.layout, kKvSideK) &&
+                   vector_ok(a.out_v.data, a.out_v.token_stride, a.out_v.head_stride, a.v_cache, a.layout, kKvSideV);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
-  const int64_t g = grid(a.total_tokens * 2 * a.layout.num_kv_heads, width);
+  const int64_t g = grid(a.max_tokens * 2 * a.layout.num_kv_heads, width);
   return vec ? dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, kVec>, g, o, a, width, st)
              : dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, 1>, g, o, a, width, st);
 }
@@ -282,7 +282,7 @@ std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* st, cons
 }
 
 std::string launch_gather_kv(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
-  if (a.total_tokens == 0) return "";
+  if (a.max_tokens <= 0) return "";
   if (!is_model(a.out_k.dtype) || !is_model(a.out_v.dtype)) return "gather_kv: outputs must be bf16 or fp16";
   if (a.out_k.dtype != a.out_v.dtype)
     return std::string("gather_kv: out_k is ") + dtype_name(a.out_k.dtype) + " but out_v is " +

@@ -1,7 +1,10 @@
-// Validation kernels of the checked entry points (SPEC §5): the rules and order of
-// the shared validators (impl/validate_store_load.cpp, impl/validate_index.cpp) on the device.
+// Validation kernels of the checked entry points (SPEC §5, §7): the rules and order of
+// the shared validators (impl/validate_store_load.cpp, impl/validate_index.cpp,
+// impl/validate_kv.cpp with impl/kv_rules.h's predicates) on the device.
 //
-// Each input position gets an order key (row, segment, or q*(k+1)+column); a position
+// Each input position gets an order key (row, segment, q*(k+1)+column, or the K/V
+// family's sequence of scale values, cu_seqlens_k, outputs and table entries,
+// kernels.h's GatherKvCheck); a position
 // that breaks a rule atomicMin's its key into DeviceStatus::first, so the smallest
 // offending position wins, as in the cpu's front-to-back scan. A one-thread blame
 // kernel then re-checks that position and writes which rule failed and the values
@@ -12,6 +15,7 @@
 
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
+#include "impl/kv_rules.h"
 
 namespace kvcheck::cuda {
 namespace {
@@ -26,7 +30,31 @@ __device__ __forceinline__ void flag(DeviceStatus* st, int64_t pos) {
 __device__ __forceinline__ int64_t tid() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t nthreads() { return int64_t{gridDim.x} * blockDim.x; }
 
-// ---- store_kv_cache / store_kv: rows, by slot_mapping ----
+// ---- the K/V family's scale values (SPEC §7.3): k_scale[h], then v_scale[h] ----
+
+__device__ __forceinline__ int64_t scale_positions(const KvScaleCheck& sc) { return int64_t{sc.num_k} + sc.num_v; }
+
+__device__ Check scale_rule(const KvScaleCheck& sc, int64_t p, int64_t* v) {
+  const int side = p < sc.num_k ? kKvSideK : kKvSideV;
+  const int64_t h = side == kKvSideK ? p : p - sc.num_k;
+  const float x = side == kKvSideK ? sc.k_scale[h] : sc.v_scale[h];
+  if (kv_scale_ok(x)) return Check::kNone;
+  v[0] = side;
+  v[1] = h;
+  v[2] = __float_as_uint(x);
+  return Check::kKvScale;
+}
+
+__global__ void __launch_bounds__(kThreads) scale_check_kernel(KvScaleCheck sc, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t p = tid(); p < scale_positions(sc); p += nthreads()) {
+    int64_t v[3];
+    if (scale_rule(sc, p, v) != Check::kNone) flag(st, p);
+  }
+  dev::pdl_trigger();
+}
+
+// ---- store_kv_cache / store_kv: rows, by slot_mapping (positions base + row) ----
 
 __device__ __forceinline__ bool slot_in_range(int32_t s, int64_t num_slots) { return s >= 0 && s < num_slots; }
 
@@ -34,35 +62,115 @@ enum class Pass { kClaim, kOwn, kCompare };
 
 template <Pass P>
 __global__ void __launch_bounds__(kThreads)
-    store_check_kernel(const int32_t* slots, int64_t n, int64_t num_slots, unsigned long long* owner,
+    store_check_kernel(const int32_t* slots, int64_t n, int64_t num_slots, unsigned long long* owner, int64_t base,
                        DeviceStatus* st) {
   dev::pdl_wait();
   for (int64_t i = tid(); i < n; i += nthreads()) {
     const int32_t s = slots[i];
     if (s == -1) continue;
     if (!slot_in_range(s, num_slots)) {
-      if (P == Pass::kClaim) flag(st, i);
+      if (P == Pass::kClaim) flag(st, base + i);
       continue;
     }
     if (P == Pass::kClaim) owner[s] = kUnowned;  // every claimant writes the same value
     if (P == Pass::kOwn) atomicMin(&owner[s], static_cast<unsigned long long>(i));
-    if (P == Pass::kCompare && owner[s] != static_cast<unsigned long long>(i)) flag(st, i);
+    if (P == Pass::kCompare && owner[s] != static_cast<unsigned long long>(i)) flag(st, base + i);
   }
   dev::pdl_trigger();
 }
 
-__global__ void store_blame_kernel(const int32_t* slots, int64_t num_slots, const unsigned long long* owner,
-                                   DeviceStatus* st) {
+/// Positions below `sc`'s are scale values (store_kv on an FP8 cache), the rest rows.
+__global__ void store_blame_kernel(KvScaleCheck sc, const int32_t* slots, int64_t num_slots,
+                                   const unsigned long long* owner, DeviceStatus* st) {
   dev::pdl_wait();
   if (st->first != kStatusOk) {
-    const int64_t i = static_cast<int64_t>(st->first);
-    const int32_t s = slots[i];
-    const bool range = !slot_in_range(s, num_slots);
-    st->check = static_cast<int32_t>(range ? Check::kSlotRange : Check::kSlotDuplicate);
-    st->v[0] = i;
-    st->v[1] = s;
-    st->v[2] = range ? 0 : static_cast<int64_t>(owner[s]);
+    const int64_t p = static_cast<int64_t>(st->first), base = scale_positions(sc);
+    if (p < base) {
+      st->check = static_cast<int32_t>(scale_rule(sc, p, st->v));
+    } else {
+      const int64_t i = p - base;
+      const int32_t s = slots[i];
+      const bool range = !slot_in_range(s, num_slots);
+      st->check = static_cast<int32_t>(range ? Check::kSlotRange : Check::kSlotDuplicate);
+      st->v[0] = i;
+      st->v[1] = s;
+      st->v[2] = range ? 0 : static_cast<int64_t>(owner[s]);
+    }
   }
+  dev::pdl_trigger();
+}
+
+// ---- gather_kv: scales, cu_seqlens_k, outputs, block_table (GatherKvCheck's order) ----
+
+__device__ Check gather_rule(const GatherKvCheck& a, int64_t p, int64_t* v) {
+  const int64_t scales = scale_positions(a.scales);
+  if (p < scales) return scale_rule(a.scales, p, v);
+  p -= scales;
+  const int32_t* cu = a.cu_seqlens_k;
+  if (p < a.cu_entries) {
+    if (p == 0) {
+      if (cu[0] == 0) return Check::kNone;
+      v[0] = cu[0];
+      return Check::kKvCuFirst;
+    }
+    if (cu[p] >= cu[p - 1]) return Check::kNone;
+    v[0] = p - 1;
+    v[1] = cu[p];
+    v[2] = cu[p - 1];
+    return Check::kKvCuDecrease;
+  }
+  p -= a.cu_entries;
+  if (p < 2) {
+    const int side = static_cast<int>(p);
+    const int64_t total = cu[a.cu_entries - 1];
+    if (total <= 0) return Check::kNone;  // no rows: the outputs are not checked
+    const KvOutRule rule = kv_output_rule(a.out_rows[side], total, a.out_null[side], a.out_misaligned[side],
+                                          a.out_token_stride[side], a.out_head_stride[side], a.num_kv_heads,
+                                          a.head_dim);
+    if (rule == KvOutRule::kOk) return Check::kNone;
+    const int64_t values[] = {side, static_cast<int64_t>(rule), a.out_rows[side], total, a.out_token_stride[side],
+                              a.out_head_stride[side], a.num_kv_heads, a.head_dim};
+    for (int k = 0; k < 8; ++k) v[k] = values[k];
+    return Check::kKvOutput;
+  }
+  p -= 2;
+  const int64_t per_seq = int64_t{a.max_blocks} + 1, i = p / per_seq, col = p % per_seq;
+  const int64_t len = int64_t{cu[i + 1]} - cu[i];
+  const bool too_long = kv_sequence_too_long(len, a.max_blocks, a.block_size);
+  if (col == 0) {
+    if (!too_long) return Check::kNone;
+    v[0] = i;
+    v[1] = len;
+    v[2] = a.max_blocks;
+    v[3] = a.block_size;
+    return Check::kKvSeqTooLong;
+  }
+  const int64_t j = col - 1;
+  if (too_long || j >= kv_needed_blocks(len, a.block_size)) return Check::kNone;  // column 0 reports / not needed
+  const int32_t block = a.block_table[i * a.max_blocks + j];
+  const KvTableRule rule = kv_table_entry_rule(block, a.num_blocks);
+  if (rule == KvTableRule::kOk) return Check::kNone;
+  v[0] = i;
+  v[1] = j;
+  v[2] = block;
+  v[3] = static_cast<int64_t>(rule);
+  v[4] = a.block_size;
+  v[5] = a.num_blocks;
+  return Check::kKvTableEntry;
+}
+
+__global__ void __launch_bounds__(kThreads) gather_check_kernel(GatherKvCheck a, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t p = tid(); p < a.end; p += nthreads()) {
+    int64_t v[8];
+    if (gather_rule(a, p, v) != Check::kNone) flag(st, p);
+  }
+  dev::pdl_trigger();
+}
+
+__global__ void gather_blame_kernel(GatherKvCheck a, DeviceStatus* st) {
+  dev::pdl_wait();
+  if (st->first != kStatusOk) st->check = static_cast<int32_t>(gather_rule(a, static_cast<int64_t>(st->first), st->v));
   dev::pdl_trigger();
 }
 
@@ -271,14 +379,24 @@ std::string chain(F&&... launches) {
 
 }  // namespace
 
-std::string launch_validate_slots(const int32_t* slots, int64_t n, int64_t num_slots, unsigned long long* owner,
-                                  DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t g = grid(n);
+std::string launch_validate_slots(const KvScaleCheck& sc, const int32_t* slots, int64_t n, int64_t num_slots,
+                                  unsigned long long* owner, DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t g = grid(n), base = sc.positions();
+  const auto scales = [&] {
+    return base == 0 ? std::string() : dev::launch("scale_check_kernel", scale_check_kernel, grid(base), o, sc, st);
+  };
+  const auto pass = [&](auto kernel) {
+    return n == 0 ? std::string() : dev::launch("store_check_kernel", kernel, g, o, slots, n, num_slots, owner, base, st);
+  };
   return chain(
-      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kClaim>, g, o, slots, n, num_slots, owner, st); },
-      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kOwn>, g, o, slots, n, num_slots, owner, st); },
-      [&] { return dev::launch("store_check_kernel", store_check_kernel<Pass::kCompare>, g, o, slots, n, num_slots, owner, st); },
-      [&] { return dev::launch_one_thread("store_blame_kernel", store_blame_kernel, o, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
+      scales, [&] { return pass(store_check_kernel<Pass::kClaim>); }, [&] { return pass(store_check_kernel<Pass::kOwn>); },
+      [&] { return pass(store_check_kernel<Pass::kCompare>); },
+      [&] { return dev::launch_one_thread("store_blame_kernel", store_blame_kernel, o, sc, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
+}
+
+std::string launch_validate_gather_kv(const GatherKvCheck& a, DeviceStatus* st, const LaunchOptions& o) {
+  return chain([&] { return dev::launch("gather_check_kernel", gather_check_kernel, grid(a.end), o, a, st); },
+               [&] { return dev::launch_one_thread("gather_blame_kernel", gather_blame_kernel, o, a, st); });
 }
 
 std::string launch_validate_load(const DeviceCache& c, const LoadArgs& a, unsigned long long* owner,

@@ -19,6 +19,7 @@
 #include "impl/cuda/device_api.h"
 #include "impl/cuda/kv_family.h"
 #include "impl/plugin/device_memory.h"
+#include "tests/cuda/device_test_util.h"
 #include "impl/error.h"
 #include "reference/store.h"
 #include "tests/cuda/pdl_kernels.h"
@@ -28,23 +29,8 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-#define KVCHECK_NEED_GPU()                                                                      \
-  do {                                                                                          \
-    const std::string why = cuda::probe_device();                                               \
-    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device here (" << why << "); runs on the GPU machine"; \
-  } while (0)
-
-void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
-
-/// What a call did: "" when it returned, else "<code>: <message>" of its Error.
-std::string outcome(const std::function<void()>& op) {
-  try {
-    op();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using cuda_test::ck;
+using cuda_test::outcome;
 
 const cpu::CpuBackend kCpu;
 
@@ -424,7 +410,7 @@ namespace {
 // The K/V launchers refuse a dtype pair the host validation refuses (SPEC §7.1) before
 // any launch, so these run without a GPU: a bf16 cache fed fp16 rows was once copied as
 // raw bits, and a bf16 key with an fp16 value was quantised side by side.
-using D = cuda::KvDevDtype;
+using D = KvDevDtype;
 
 std::string store_refusal(D cache, D key, D value) {
   cuda::StoreKvLaunch s;
@@ -437,7 +423,7 @@ std::string store_refusal(D cache, D key, D value) {
 
 std::string gather_refusal(D cache, D out_k, D out_v) {
   cuda::GatherKvLaunch g;
-  g.total_tokens = 1;
+  g.max_tokens = 1;
   g.layout.dtype = cache;
   g.out_k.dtype = out_k;
   g.out_v.dtype = out_v;

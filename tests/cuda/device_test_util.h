@@ -1,0 +1,35 @@
+// Shared by the CUDA device-API tests: the GPU skip, the CUDA status assertion, and
+// a call's outcome as the text the cpu backend's error would give.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "impl/cuda/device_api.h"
+#include "impl/error.h"
+
+/// Skips the test, with the reason, where no device runs this build's kernels.
+#define KVCHECK_NEED_GPU()                                                                                     \
+  do {                                                                                                         \
+    const std::string why = ::kvcheck::cuda::probe_device();                                                   \
+    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device here (" << why << "); runs on the GPU machine"; \
+  } while (0)
+
+namespace kvcheck::cuda_test {
+
+inline void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
+
+/// What a call did: "" when it returned, else "<code>: <message>" of its Error.
+inline std::string outcome(const std::function<void()>& op) {
+  try {
+    op();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace kvcheck::cuda_test
