@@ -19,7 +19,7 @@ import sys
 CHECKED = ("impl", "include", "reference", "properties", "fuzzers", "tools", "plugins", "bench")
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".cu", ".cuh")
 # Headers written into the build tree by CMake, with the layer of the code that includes them.
-GENERATED = {"kvcheck_options_text.h": "tools"}
+GENERATED = {"kvcheck_options_text.h": "tools", "fuzzers/fuzz_targets.inc": "fuzzers"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -151,6 +151,7 @@ def read_sources(root):
 def read_targets(root, tsv):
     """The top CMakeLists.txt's kvcheck_targets.tsv: target, folder, sources, links."""
     targets, names = {}, []
+    build = os.path.dirname(os.path.abspath(tsv))
     with open(tsv) as f:
         rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     for name, folder, sources, links in rows:
@@ -158,8 +159,11 @@ def read_targets(root, tsv):
         for s in sources.split(";"):
             if not s or s.startswith("$<"):
                 continue
-            p = os.path.relpath(os.path.normpath(os.path.join(folder, s)), root)
-            if not p.startswith(".."):  # generated sources in the build tree have no layer of their own
+            full = os.path.normpath(os.path.join(folder, s))
+            if full.startswith(build + os.sep):  # generated in the build tree: no layer of its own
+                continue
+            p = os.path.relpath(full, root)
+            if not p.startswith(".."):
                 rel.append(p)
         targets[name] = (rel, re.findall(r"[A-Za-z0-9_.+-]+", links))
         names.append(name)
