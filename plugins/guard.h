@@ -1,8 +1,10 @@
 // The project's own plugins' side of the ABI: run a C++ call and turn its outcome into
 // a status (kvcheck::Error -> its code, anything else -> INTERNAL), the message into
-// the harness's buffer. No exception crosses the C boundary.
+// the harness's buffer (no exception crosses the C boundary); and the table's entries
+// filled from KVCHECK_OPS.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 
 #include "impl/error.h"
@@ -27,4 +29,20 @@ int guarded(char* msg, size_t msg_size, F&& f) noexcept {
   }
 }
 
+/// Every KVCHECK_OP_* bit of KVCHECK_OPS.
+inline constexpr uint32_t kAllOps = 0u
+#define KVCHECK_OP_BIT(entry, bit, args_t) | (bit)
+    KVCHECK_OPS(KVCHECK_OP_BIT)
+#undef KVCHECK_OP_BIT
+    ;
+
 }  // namespace kvcheck::plugin
+
+/// Sets every entry of table `t` to the function of the same name in scope (a plugin
+/// that implements each operation of KVCHECK_OPS names its entry function after it).
+#define KVCHECK_PLUGIN_SET_ENTRY(entry, bit, args_t) t_.entry = entry;
+#define KVCHECK_PLUGIN_FILL_ENTRIES(t)            \
+  do {                                            \
+    kvcheck_backend_v1_t& t_ = (t);               \
+    KVCHECK_OPS(KVCHECK_PLUGIN_SET_ENTRY)         \
+  } while (0)

@@ -311,11 +311,9 @@ TEST(Regression, KvScenariosRoundTripExactly) {
   }));
 }
 
-// The cpu backend with a planted store_kv bug: after a correct store, the first byte
-// of the first valid slot's K record has its low bit flipped.
-class BrokenStoreKvBackend final : public PlantedStoreBackend {
+// The cpu backend, every operation forwarded; the two below each plant one K/V bug.
+class CpuKvBackend : public PlantedStoreBackend {
  public:
-  std::string_view name() const override { return "broken-store-kv"; }
   BackendCapabilities capabilities() const override { return cpu().capabilities(); }
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
     cpu().store_kv_cache(kv, slots, cache);
@@ -323,12 +321,6 @@ class BrokenStoreKvBackend final : public PlantedStoreBackend {
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
                 const KvCacheView& cache) const override {
     cpu().store_kv(key, value, slots, cache);
-    const KvCacheLayout& l = cache.layout;
-    for (int32_t slot : slots)
-      if (slot >= 0) {
-        cache.k[(slot / l.block_size * l.stride_page + slot % l.block_size * l.stride_token) * kv_dtype_bytes(l.dtype)] ^= 1;
-        return;
-      }
   }
   void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
                  const KvTokensOut& k, const KvTokensOut& v) const override {
@@ -336,22 +328,31 @@ class BrokenStoreKvBackend final : public PlantedStoreBackend {
   }
 };
 
-// ... and one with a planted gather_kv bug: the first element of out_k row 0 is off
-// by one bit whenever a row was gathered.
-class BrokenGatherKvBackend final : public PlantedStoreBackend {
+// A planted store_kv bug: after a correct store, the first byte of the first valid
+// slot's K record has its low bit flipped.
+class BrokenStoreKvBackend final : public CpuKvBackend {
  public:
-  std::string_view name() const override { return "broken-gather-kv"; }
-  BackendCapabilities capabilities() const override { return cpu().capabilities(); }
-  void store_kv_cache(const KVInput& kv, std::span<const int32_t> slots, const CacheView& cache) const override {
-    cpu().store_kv_cache(kv, slots, cache);
-  }
+  std::string_view name() const override { return "broken-store-kv"; }
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
                 const KvCacheView& cache) const override {
-    cpu().store_kv(key, value, slots, cache);
+    CpuKvBackend::store_kv(key, value, slots, cache);
+    const KvCacheLayout& l = cache.layout;
+    for (int32_t slot : slots)
+      if (slot >= 0) {
+        cache.k[(slot / l.block_size * l.stride_page + slot % l.block_size * l.stride_token) * kv_dtype_bytes(l.dtype)] ^= 1;
+        return;
+      }
   }
+};
+
+// A planted gather_kv bug: the first element of out_k row 0 is off by one bit
+// whenever a row was gathered.
+class BrokenGatherKvBackend final : public CpuKvBackend {
+ public:
+  std::string_view name() const override { return "broken-gather-kv"; }
   void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
                  const KvTokensOut& k, const KvTokensOut& v) const override {
-    cpu().gather_kv(c, t, m, cu, k, v);
+    CpuKvBackend::gather_kv(c, t, m, cu, k, v);
     if (!cu.empty() && cu.back() > 0) k.data[0] ^= 1;
   }
 };

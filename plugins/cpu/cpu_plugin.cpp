@@ -20,14 +20,14 @@ std::span<int32_t> ints(int32_t* p, int64_t n) {
   return p ? std::span<int32_t>(p, static_cast<size_t>(n)) : std::span<int32_t>();
 }
 
-int store(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
+int store_kv_cache(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.store_kv_cache({a->kv, a->kv_rows, a->kv_row_stride}, ints(a->slot_mapping, a->num_tokens),
                            {a->cache.base, from_abi(a->cache), a->cache.size_bytes});
   });
 }
 
-int load(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
+int load_paged_kv_cache(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.load_paged_kv_cache({a->cache.base, from_abi(a->cache), a->cache.size_bytes}, ints(a->load_segments, a->num_segment_ints),
                                 a->total_k,
@@ -35,7 +35,7 @@ int load(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
   });
 }
 
-int convert(void*, const kvcheck_convert_kv_index_args* a, void*, char* msg, size_t size) {
+int convert_kv_index(void*, const kvcheck_convert_kv_index_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     ConvertKvIndexArgs c;
     c.topk = ints(a->topk, a->topk_entries);
@@ -50,20 +50,20 @@ int convert(void*, const kvcheck_convert_kv_index_args* a, void*, char* msg, siz
   });
 }
 
-int cat(void*, const kvcheck_kv_index_cat_args* a, void*, char* msg, size_t size) {
+int kv_index_cat(void*, const kvcheck_kv_index_cat_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.kv_index_cat(ints(a->left, a->left_entries), a->wl, ints(a->right, a->right_entries), a->wr, a->num_q,
                          a->total_k_swa_cached, a->total_k_swa_cur, ints(a->out, a->out_entries));
   });
 }
 
-int expand(void*, const kvcheck_expand_swa_index_args* a, void*, char* msg, size_t size) {
+int expand_swa_index(void*, const kvcheck_expand_swa_index_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.expand_swa_index(ints(a->pivots, a->pivots_entries), a->num_q, a->width, ints(a->out, a->out_entries));
   });
 }
 
-int decode(void*, const kvcheck_swa_decode_index_args* a, void*, char* msg, size_t size) {
+int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     backend.swa_decode_index(ints(a->start_len, a->start_len_entries), a->num_q, a->width, a->ring_size,
                              ints(a->out, a->out_entries));
@@ -95,15 +95,8 @@ kvcheck_backend_v1_t make_table() {
   t.struct_size = sizeof t;
   t.name = "cpu";
   t.memory_space = KVCHECK_MEMORY_HOST;
-  t.capabilities = {~0u, ~0u, ~0u, 1, 0};
-  t.store_kv_cache = store;
-  t.load_paged_kv_cache = load;
-  t.convert_kv_index = convert;
-  t.kv_index_cat = cat;
-  t.expand_swa_index = expand;
-  t.swa_decode_index = decode;
-  t.store_kv = store_kv;
-  t.gather_kv = gather_kv;
+  t.capabilities = {plugin::kAllOps, ~0u, ~0u, 1, 0};
+  KVCHECK_PLUGIN_FILL_ENTRIES(t);  // every op of KVCHECK_OPS, by its name
   t.set_test_parallelism = set_test_parallelism;
   return t;
 }

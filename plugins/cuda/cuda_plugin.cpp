@@ -29,7 +29,7 @@ int probe(void*, char* msg, size_t size) {
   return KVCHECK_STATUS_UNSUPPORTED;
 }
 
-int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
+int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     const PagedLayout layout = from_abi(a->cache).paged();
     cuda::StoreArgs s;
@@ -45,7 +45,7 @@ int store(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t si
   });
 }
 
-int load(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
+int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     const PagedLayout layout = from_abi(a->cache).paged();
     cuda::LoadArgs l;
@@ -64,7 +64,7 @@ int load(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size
   });
 }
 
-int convert(void*, const kvcheck_convert_kv_index_args* a, void* stream, char* msg, size_t size) {
+int convert_kv_index(void*, const kvcheck_convert_kv_index_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     cuda::ConvertArgs c;
     c.topk = a->topk;
@@ -82,7 +82,7 @@ int convert(void*, const kvcheck_convert_kv_index_args* a, void* stream, char* m
   });
 }
 
-int cat(void*, const kvcheck_kv_index_cat_args* a, void* stream, char* msg, size_t size) {
+int kv_index_cat(void*, const kvcheck_kv_index_cat_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     DeviceBuffer status(sizeof(DeviceStatus));
     cuda::kv_index_cat(a->left, a->wl, a->right, a->wr, a->num_q, a->total_k_swa_cached, a->total_k_swa_cur, a->out,
@@ -91,7 +91,7 @@ int cat(void*, const kvcheck_kv_index_cat_args* a, void* stream, char* msg, size
   });
 }
 
-int expand(void*, const kvcheck_expand_swa_index_args* a, void* stream, char* msg, size_t size) {
+int expand_swa_index(void*, const kvcheck_expand_swa_index_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     DeviceBuffer status(sizeof(DeviceStatus));
     cuda::expand_swa_index(a->pivots, a->num_q, a->width, a->out, true, status.as<DeviceStatus>(), opts(stream))
@@ -99,7 +99,7 @@ int expand(void*, const kvcheck_expand_swa_index_args* a, void* stream, char* ms
   });
 }
 
-int decode(void*, const kvcheck_swa_decode_index_args* a, void* stream, char* msg, size_t size) {
+int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void* stream, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     DeviceBuffer status(sizeof(DeviceStatus));
     cuda::swa_decode_index(a->start_len, a->num_q, a->width, a->ring_size, a->out, true, status.as<DeviceStatus>(),
@@ -138,19 +138,9 @@ kvcheck_backend_v1_t make_table() {
   t.struct_size = sizeof t;
   t.name = "cuda";
   t.memory_space = KVCHECK_MEMORY_CUDA_DEVICE;
-  t.capabilities = {KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_CONVERT_KV_INDEX |
-                        KVCHECK_OP_KV_INDEX_CAT | KVCHECK_OP_EXPAND_SWA_INDEX | KVCHECK_OP_SWA_DECODE_INDEX |
-                        KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV,
-                    ~0u, ~0u, 1, 0};
+  t.capabilities = {plugin::kAllOps, ~0u, ~0u, 1, 0};
   t.probe = probe;
-  t.store_kv_cache = store;
-  t.load_paged_kv_cache = load;
-  t.convert_kv_index = convert;
-  t.kv_index_cat = cat;
-  t.expand_swa_index = expand;
-  t.swa_decode_index = decode;
-  t.store_kv = store_kv;
-  t.gather_kv = gather_kv;
+  KVCHECK_PLUGIN_FILL_ENTRIES(t);  // every op of KVCHECK_OPS, by its name
   return t;
 }
 
