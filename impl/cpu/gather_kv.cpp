@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "impl/cpu/cpu_backend.h"
-#include "impl/cpu/isa.h"
+#include "impl/cpu/kv_dispatch.h"
 #include "impl/cpu/kv_numerics.h"
 #include "impl/cpu/parallel.h"
 #include "impl/kv_layout.h"
@@ -24,7 +24,6 @@ struct GatherKvJob {
   const uint8_t* base[2];     // k_cache, v_cache
   const float* scale[2];      // FP8 only
   bool per_head = false;
-  int first_side = 0, end_side = 2;
   const int32_t* block_table;
   int32_t max_blocks;
   const int32_t* cu;  // cu_seqlens_k
@@ -69,7 +68,7 @@ KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, 
     while (job.cu[seq + 1] <= r) ++seq;
     const KvSlotPos p = l.split(r - job.cu[seq]);  // (table column, token in its block)
     const int64_t block = job.block_table[seq * job.max_blocks + p.block];
-    for (int side = job.first_side; side < job.end_side; ++side) {
+    for (int side = 0; side < 2; ++side) {
       const KvTokensOut& o = *job.out[side];
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
         const uint8_t* src = job.base[side] + kIn * l.offset(side, block, p.token, h);
@@ -83,30 +82,13 @@ KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, 
   }
 }
 
-using RowsFn = void (*)(const GatherKvJob&, int64_t, int64_t);
-
-template <KvDtype Cache, KvDtype Out>
-void rows_baseline(const GatherKvJob& job, int64_t begin, int64_t end) {
-  gather_rows_impl<Cache, Out>(job, begin, end);
-}
-template <KvDtype Cache, KvDtype Out>
-KVCHECK_CPU_TARGET_AVX2 void rows_avx2(const GatherKvJob& job, int64_t begin, int64_t end) {
-  gather_rows_impl<Cache, Out>(job, begin, end);
-}
-
-template <KvDtype Out>
-RowsFn pick_cache(KvDtype cache, bool avx2) {
-  switch (cache) {
-    case KvDtype::kE4M3: return avx2 ? &rows_avx2<KvDtype::kE4M3, Out> : &rows_baseline<KvDtype::kE4M3, Out>;
-    case KvDtype::kE5M2: return avx2 ? &rows_avx2<KvDtype::kE5M2, Out> : &rows_baseline<KvDtype::kE5M2, Out>;
-    default: return &rows_baseline<Out, Out>;  // bf16/fp16 cache = model dtype: a copy
+/// The row loop for the dispatch (kv_dispatch.h): rows of model dtype Out.
+template <KvDtype Out, KvDtype Cache>
+struct GatherRows {
+  static KVCHECK_CPU_INLINE void run(const GatherKvJob& job, int64_t begin, int64_t end) {
+    gather_rows_impl<Cache, Out>(job, begin, end);
   }
-}
-
-RowsFn pick(KvDtype cache, KvDtype out, bool avx2) {
-  return out == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(cache, avx2)
-                               : pick_cache<KvDtype::kFP16>(cache, avx2);
-}
+};
 
 }  // namespace
 
@@ -118,27 +100,17 @@ void CpuBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_
   if (total == 0) return;
   const KvCacheLayout& l = cache.layout;
   const KvPagedLayout paged = kv_paged_layout(l);
-  const bool fp8 = is_fp8(l.dtype), avx2 = use_avx2();
-  GatherKvJob job{{&out_k, &out_v},
-                  {cache.k, cache.v},
-                  {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
-                  cache.scales.kind == KvScaleKind::kPerHead,
-                  0, 2,
-                  block_table.data(), max_blocks, cu_seqlens_k.data(),
-                  static_cast<int64_t>(cu_seqlens_k.size()) - 1, &paged};
+  const bool fp8 = is_fp8(l.dtype);
+  const GatherKvJob job{{&out_k, &out_v},
+                        {cache.k, cache.v},
+                        {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
+                        cache.scales.kind == KvScaleKind::kPerHead,
+                        block_table.data(), max_blocks, cu_seqlens_k.data(),
+                        static_cast<int64_t>(cu_seqlens_k.size()) - 1, &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
-  if (out_k.dtype == out_v.dtype) {
-    const RowsFn rows = pick(l.dtype, out_k.dtype, avx2);
-    parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
-    return;
-  }
-  for (int side = 0; side < 2; ++side) {  // FP8 cache, outputs of different model dtypes
-    GatherKvJob one = job;
-    one.first_side = side;
-    one.end_side = side + 1;
-    const RowsFn rows = pick(l.dtype, side == 0 ? out_k.dtype : out_v.dtype, avx2);
-    parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(one, b, e); });
-  }
+  // validate_gather_kv checked that out_k and out_v share one model dtype.
+  const auto rows = pick_kv_rows<GatherRows, GatherKvJob>(out_k.dtype, l.dtype, use_avx2());
+  parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
 }
 
 }  // namespace kvcheck::cpu

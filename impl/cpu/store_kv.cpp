@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "impl/cpu/cpu_backend.h"
-#include "impl/cpu/isa.h"
+#include "impl/cpu/kv_dispatch.h"
 #include "impl/cpu/kv_numerics.h"
 #include "impl/cpu/parallel.h"
 #include "impl/kv_layout.h"
@@ -24,7 +24,6 @@ struct StoreKvJob {
   uint8_t* base[2];           // k_cache, v_cache
   const float* scale[2];      // k_scale, v_scale (FP8) or null
   bool per_head = false;
-  int first_side = 0, end_side = 2;  // sides [first, end) of {K, V}
   const int32_t* slots;
   const KvPagedLayout* layout;
 };
@@ -63,7 +62,7 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
     if (slot < 0) continue;  // -1 padding (validated: nothing else is negative)
-    for (int side = job.first_side; side < job.end_side; ++side) {
+    for (int side = 0; side < 2; ++side) {
       const KvTokensIn& in = *job.rows[side];
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
         const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
@@ -77,25 +76,13 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
   }
 }
 
-using RowsFn = void (*)(const StoreKvJob&, int64_t, int64_t);
-
+/// The row loop for the dispatch (kv_dispatch.h).
 template <KvDtype In, KvDtype Cache>
-void rows_baseline(const StoreKvJob& job, int64_t begin, int64_t end) {
-  store_rows_impl<In, Cache>(job, begin, end);
-}
-template <KvDtype In, KvDtype Cache>
-KVCHECK_CPU_TARGET_AVX2 void rows_avx2(const StoreKvJob& job, int64_t begin, int64_t end) {
-  store_rows_impl<In, Cache>(job, begin, end);
-}
-
-template <KvDtype In>
-RowsFn pick_cache(KvDtype cache, bool avx2) {
-  switch (cache) {
-    case KvDtype::kE4M3: return avx2 ? &rows_avx2<In, KvDtype::kE4M3> : &rows_baseline<In, KvDtype::kE4M3>;
-    case KvDtype::kE5M2: return avx2 ? &rows_avx2<In, KvDtype::kE5M2> : &rows_baseline<In, KvDtype::kE5M2>;
-    default: return &rows_baseline<In, In>;  // bf16/fp16 cache = model dtype: a copy
+struct StoreRows {
+  static KVCHECK_CPU_INLINE void run(const StoreKvJob& job, int64_t begin, int64_t end) {
+    store_rows_impl<In, Cache>(job, begin, end);
   }
-}
+};
 
 }  // namespace
 
@@ -106,34 +93,17 @@ void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
   if (n == 0) return;
   const KvCacheLayout& l = cache.layout;
   const KvPagedLayout paged = kv_paged_layout(l);
-  const bool avx2 = use_avx2();
-  // validate_store_kv checked that key and value have the cache's model dtype rule;
-  // key and value may still differ from each other only for FP8 caches.
+  // validate_store_kv checked that key and value share one model dtype the cache takes.
   const bool fp8 = is_fp8(l.dtype);
-  StoreKvJob job{{&key, &value},
-                 {cache.k, cache.v},
-                 {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
-                 cache.scales.kind == KvScaleKind::kPerHead,
-                 0, 2,
-                 slot_mapping.data(),
-                 &paged};
+  const StoreKvJob job{{&key, &value},
+                       {cache.k, cache.v},
+                       {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
+                       cache.scales.kind == KvScaleKind::kPerHead,
+                       slot_mapping.data(),
+                       &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * kv_dtype_bytes(l.dtype);
-  if (key.dtype == value.dtype) {
-    const RowsFn rows = key.dtype == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(l.dtype, avx2)
-                                                    : pick_cache<KvDtype::kFP16>(l.dtype, avx2);
-    parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
-    return;
-  }
-  // Mixed model dtypes (an FP8 cache fed bf16 keys and fp16 values): one side at a time.
-  for (int side = 0; side < 2; ++side) {
-    StoreKvJob one = job;
-    one.first_side = side;
-    one.end_side = side + 1;
-    const KvDtype in = side == 0 ? key.dtype : value.dtype;
-    const RowsFn rows = in == KvDtype::kBF16 ? pick_cache<KvDtype::kBF16>(l.dtype, avx2)
-                                             : pick_cache<KvDtype::kFP16>(l.dtype, avx2);
-    parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(one, b, e); });
-  }
+  const auto rows = pick_kv_rows<StoreRows, StoreKvJob>(key.dtype, l.dtype, use_avx2());
+  parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
 }
 
 }  // namespace kvcheck::cpu
