@@ -99,8 +99,8 @@ class ArgDecl {
   const std::vector<ArgGroup>& groups() const { return groups_; }
 
  private:
-  const BackendCapabilities& caps_;
-  const std::string& backend_;
+  const BackendCapabilities& caps_;  // the caller's, alive for the declaration
+  std::string backend_;
   const char* op_;
   bool device_;
   bool nothing_to_do_ = false;
