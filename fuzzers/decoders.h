@@ -21,6 +21,7 @@
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/copy_blocks_gen.h"
 #include "properties/gen/format_gen.h"
 #include "properties/gen/index_gen.h"
 #include "properties/gen/kv_gen.h"
@@ -73,6 +74,11 @@ props::PlanScenario decode_plan(ByteSource& src);
 /// one input in five gets an injected fault (its code known), one in five
 /// raw values (the SPEC §5.4 rules decide).
 props::SlotMappingScenario decode_slot_mapping(ByteSource& src);
+
+/// copy_blocks: the copy_blocks builder (properties/gen/copy_blocks_gen.h); one input
+/// in four gets an injected fault (its code known), one in eight raw mapping entries
+/// (the SPEC §8.1 rules decide).
+props::CopyBlocksScenario decode_copy_blocks(ByteSource& src);
 
 /// format: props::build_format_scenario with any fields (valid, one field changed,
 /// arbitrary; gen/format_gen.h).

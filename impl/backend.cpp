@@ -18,4 +18,8 @@ void Backend::gather_kv(const ConstKvCacheView&, std::span<const int32_t>, int32
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no gather_kv (SPEC §7.5)");
 }
 
+void Backend::copy_blocks(const CopyBlocksArgs&) const {
+  throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no copy_blocks (SPEC §8.1)");
+}
+
 }  // namespace kvcheck

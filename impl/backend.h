@@ -84,6 +84,12 @@ class Backend {
   virtual void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
                          int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
                          const KvTokensOut& out_k, const KvTokensOut& out_v) const;
+
+  /// SPEC §8.1 copy_blocks: in place, every view's block src to its block dst for
+  /// each (src, dst) of block_mapping without a -1. Throws (nothing written)
+  /// kInvalidArgument, kShapeMismatch, kBlockOutOfRange, kBlockConflict; default:
+  /// kUnsupported.
+  virtual void copy_blocks(const CopyBlocksArgs& args) const;
 };
 
 }  // namespace kvcheck

@@ -18,6 +18,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::kRangeOutOfTable: return "range-out-of-table";
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kBlockOutOfRange: return "block-out-of-range";
+    case ErrorCode::kBlockConflict: return "block-conflict";
   }
   return "unknown-error-code";
 }

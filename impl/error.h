@@ -24,7 +24,10 @@ enum class ErrorCode {
   kRangeOutOfTable,         // a token range or index needs a block the table lacks
   kUnsupported,             // valid, but this backend cannot run it
   kBlockOutOfRange,         // a block_table entry a token needs is not in [0, num_blocks) (SPEC §7.5)
+  kBlockConflict,           // copy_blocks: a destination written twice, or also a source (SPEC §8.1)
 };
+/// The last code: the ABI's statuses are the codes plus one up to it.
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kBlockConflict;
 
 /// Stable kebab-case name of a code, e.g. "slot-out-of-range".
 std::string_view to_string(ErrorCode code);

@@ -71,4 +71,17 @@ struct ConvertKvIndexArgs {
   int32_t block_size = 0;
 };
 
+/// copy_blocks (SPEC §8.1): one allocation of size_bytes bytes at base, written in
+/// place; views [num_views][2] int64 = (offset, block_bytes), bytes: view v's block b
+/// is [offset + b*block_stride, +block_bytes); block_mapping [num_pairs][2] int64 =
+/// (src, dst), a pair with a -1 is padding. Every view has num_blocks blocks.
+struct CopyBlocksArgs {
+  uint8_t* base = nullptr;
+  int64_t size_bytes = 0;
+  std::span<const int64_t> views;
+  int64_t num_blocks = 0;
+  int64_t block_stride = 0;  // bytes
+  std::span<const int64_t> block_mapping;
+};
+
 }  // namespace kvcheck

@@ -25,6 +25,7 @@ const Registry& registry() {
     register_gather_kv_properties(r);
     register_kv_step_properties(r);
     register_far_offset_properties(r);
+    register_copy_blocks_properties(r);
     return r;
   }();
   return r;

@@ -64,6 +64,10 @@ class CountingBackend final : public Backend {
     ++calls_;
     b_.gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
   }
+  void copy_blocks(const CopyBlocksArgs& args) const override {
+    ++calls_;
+    b_.copy_blocks(args);
+  }
 
  private:
   const Backend& b_;

@@ -29,7 +29,9 @@ TEST(PluginAbi, StatusCodesAreErrorCodesPlusOne) {
       {ErrorCode::kRangeOutOfTable, KVCHECK_STATUS_RANGE_OUT_OF_TABLE},
       {ErrorCode::kUnsupported, KVCHECK_STATUS_UNSUPPORTED},
       {ErrorCode::kBlockOutOfRange, KVCHECK_STATUS_BLOCK_OUT_OF_RANGE},
+      {ErrorCode::kBlockConflict, KVCHECK_STATUS_BLOCK_CONFLICT},
   };
+  EXPECT_EQ(std::size(table), static_cast<size_t>(kLastErrorCode) + 1);
   for (const auto& [code, status] : table) {
     EXPECT_EQ(plugin::to_status(code), status) << to_string(code);
     ErrorCode back{};
@@ -39,7 +41,7 @@ TEST(PluginAbi, StatusCodesAreErrorCodesPlusOne) {
   ErrorCode ignored{};
   EXPECT_FALSE(plugin::to_error_code(KVCHECK_STATUS_OK, &ignored));
   EXPECT_FALSE(plugin::to_error_code(KVCHECK_STATUS_INTERNAL, &ignored));
-  EXPECT_FALSE(plugin::to_error_code(15, &ignored));
+  EXPECT_FALSE(plugin::to_error_code(plugin::to_status(kLastErrorCode) + 1, &ignored));
 }
 
 TEST(PluginAbi, FormatIdsAndLayoutRoundTrip) {

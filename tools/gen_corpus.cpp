@@ -608,6 +608,33 @@ void slot_mapping_seeds(const fs::path& root) {
 
 }  // namespace
 
+void copy_blocks_seeds(const fs::path& root) {
+  using S = kvcheck::props::CopyBlocksScenario;
+  using L = S::Layout;
+  using E = kvcheck::ErrorCode;
+  const auto d = byte_decoder(kvcheck::fuzz::decode_copy_blocks);
+  const auto valid = [](const S& s) { return s.fault.empty() && s.block_mapping.size() >= 4; };
+  const std::pair<L, const char*> layouts[] = {{L::kOneView, "one-view"},
+                                               {L::kSeparate, "separate"},
+                                               {L::kInterleaved, "interleaved"},
+                                               {L::kPadded, "padded"},
+                                               {L::kOverlaid, "overlaid"}};
+  for (const auto& [layout, name] : layouts)
+    seed<S>(root, "copy_blocks", name, d, [&, layout = layout](const S& s) { return valid(s) && s.layout == layout; });
+  seed<S>(root, "copy_blocks", "padding-pair", d, [&](const S& s) {
+    for (size_t p = 0; p + 1 < s.block_mapping.size(); p += 2)
+      if (s.block_mapping[p] == -1 || s.block_mapping[p + 1] == -1) return valid(s);
+    return false;
+  });
+  seed<S>(root, "copy_blocks", "odd-block-bytes", d, [&](const S& s) { return valid(s) && s.views.size() >= 2 && s.views[1] % 2 == 1; });
+  seed<S>(root, "copy_blocks", "block-out-of-range", d, [](const S& s) { return s.code == E::kBlockOutOfRange; });
+  seed<S>(root, "copy_blocks", "duplicate-destination", d, [](const S& s) { return s.code == E::kBlockConflict && s.fault.find("two pairs") != std::string::npos; });
+  seed<S>(root, "copy_blocks", "destination-is-source", d, [](const S& s) { return s.code == E::kBlockConflict && s.fault.find("a source") != std::string::npos; });
+  seed<S>(root, "copy_blocks", "view-past-allocation", d, [](const S& s) { return s.code == E::kShapeMismatch; });
+  seed<S>(root, "copy_blocks", "view-straddles", d, [](const S& s) { return s.fault.find("spans a whole") != std::string::npos; });
+  seed<S>(root, "copy_blocks", "raw-mapping", d, [](const S& s) { return s.fault == "raw block_mapping" && s.block_mapping.size() >= 6; });
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
@@ -624,6 +651,7 @@ int main(int argc, char** argv) {
   prefill_seeds(root);
   kv_seeds(root);
   slot_mapping_seeds(root);
+  copy_blocks_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

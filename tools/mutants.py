@@ -45,6 +45,7 @@ build, 2 on a bad option or unknown mutant.
 import argparse
 import concurrent.futures
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -61,6 +62,8 @@ MUTANTS = os.path.join(ROOT, "mutants")
 
 # Which fuzz targets reach a source file (by path prefix); default: store, load, round_trip.
 FUZZ_TARGETS = [
+    ("impl/cpu/copy_blocks", ["copy_blocks"]),
+    ("impl/validate_copy_blocks", ["copy_blocks"]),
     ("impl/cpu/store_kv", ["store_kv"]),
     ("impl/cpu/gather_kv", ["gather_kv"]),
     ("impl/cpu/store", ["store", "round_trip", "prefill"]),
@@ -82,6 +85,8 @@ FUZZ_TARGETS = [
 # The property ops (`kvcheck run --property OP`) that exercise a source file (by path
 # prefix); default: the whole property layer.
 PROPERTY_OPS = [
+    ("impl/cpu/copy_blocks", ["copy_blocks"]),
+    ("impl/validate_copy_blocks", ["copy_blocks"]),
     ("impl/cpu/store_kv", ["store_kv", "kv_step"]),
     ("impl/cpu/gather_kv", ["gather_kv", "kv_step"]),
     ("impl/cpu/store", ["store", "round_trip", "prefill"]),
@@ -102,8 +107,9 @@ PROPERTY_OPS = [
     ("properties/prefill_step", ["prefill"]),
 ]
 
-FUZZ_BINARIES = [f"fuzz_{t}" for t in ("store", "load", "round_trip", "format", "numerics", "index",
-                                       "plan", "prefill", "store_kv", "gather_kv", "slot_mapping")]
+# One binary per fuzz target: the fuzzers/check_<name>.cpp files (as CMake finds them).
+FUZZ_BINARIES = sorted("fuzz_" + os.path.basename(p)[len("check_"):-len(".cpp")]
+                       for p in glob.glob(os.path.join(ROOT, "fuzzers", "check_*.cpp")))
 
 
 class UsageError(Exception):

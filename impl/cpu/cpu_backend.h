@@ -42,6 +42,8 @@ class CpuBackend final : public Backend {
   void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
                  int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
                  const KvTokensOut& out_k, const KvTokensOut& out_v) const override;
+  // impl/cpu/copy_blocks.cpp
+  void copy_blocks(const CopyBlocksArgs& args) const override;
 };
 
 }  // namespace kvcheck::cpu

@@ -11,6 +11,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "impl/op_args.h"
 #include "impl/validate_store_load.h"
@@ -19,6 +20,7 @@
 #include "impl/error.h"
 #include "impl/kv_layout.h"
 #include "impl/validate_cache.h"
+#include "impl/validate_copy_blocks.h"
 #include "impl/validate_errors.h"
 #include "impl/validate_index.h"
 #include "impl/validate_kv.h"
@@ -116,6 +118,9 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
     case Check::kKvSeqTooLong: return gather_sequence_too_long_error(v[0], v[1], i32(v[2]), i32(v[3]));
     case Check::kKvTableEntry:
       return gather_table_entry_error(static_cast<KvTableRule>(v[3]), v[0], v[1], i32(v[2]), i32(v[4]), v[5]);
+    case Check::kCopyRange: return copy_blocks_range_error(v[0], static_cast<int>(v[1]), v[2], pc.ctx[0]);
+    case Check::kCopyDuplicate: return copy_blocks_duplicate_error(v[0], v[1], v[2]);
+    case Check::kCopySource: return copy_blocks_source_error(v[0], v[1], v[2]);
     case Check::kNone: break;
   }
   throw std::logic_error("cuda validation: status names position " + std::to_string(st.first) +
@@ -383,6 +388,48 @@ PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const in
   g.out_v = dev_rows(out_v);
   check_launch(launch_gather_kv(g, status, opts));
   return pc;
+}
+
+// ---- copy_blocks ----
+
+namespace {
+
+/// Validates the views (host) and launches the copy of the merged views.
+void launch_copy(const CopyBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
+  const auto merged = merge_aliased_views(a.views);
+  std::vector<int64_t> views;
+  for (const auto& [offset, bytes] : merged) views.insert(views.end(), {offset, bytes});
+  CopyBlocksLaunch l;
+  l.base = a.base;
+  l.block_mapping = a.block_mapping.data();
+  l.num_pairs = static_cast<int64_t>(a.block_mapping.size()) / 2;
+  l.block_stride = a.block_stride;
+  l.views = views.data();
+  l.num_views = static_cast<int64_t>(merged.size());
+  check_launch(launch_copy_blocks(l, status, opts));
+}
+
+}  // namespace
+
+size_t copy_blocks_workspace_bytes(int64_t num_blocks) { return count(num_blocks) * 16; }
+
+void copy_blocks(const CopyBlocksArgs& args, const LaunchOptions& opts) {
+  validate_copy_blocks_shape(args);
+  launch_copy(args, nullptr, opts);
+}
+
+PendingCheck copy_blocks_checked(const CopyBlocksArgs& args, DeviceStatus* status, void* workspace,
+                                 const LaunchOptions& opts) {
+  validate_copy_blocks_shape(args);
+  const int64_t pairs = static_cast<int64_t>(args.block_mapping.size()) / 2;
+  if (pairs == 0) return {};
+  if (workspace == nullptr && args.num_blocks > 0)
+    throw Error(ErrorCode::kInvalidArgument, "a checked copy_blocks needs a workspace");
+  reset(status, opts);
+  check_launch(launch_validate_copy_blocks(args.block_mapping.data(), pairs, args.num_blocks,
+                                           static_cast<unsigned long long*>(workspace), status, opts));
+  launch_copy(args, status, opts);
+  return {status, static_cast<int32_t>(CheckedOp::kCopyBlocks), {args.num_blocks, 0, 0}, {}};
 }
 
 }  // namespace kvcheck::cuda

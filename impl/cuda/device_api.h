@@ -173,6 +173,7 @@ int64_t device_free_bytes();
 #include <span>
 
 #include "impl/kv_format.h"
+#include "impl/op_args.h"
 
 namespace kvcheck::cuda {
 
@@ -210,6 +211,21 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
 PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
                                int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
                                const KvTokensOut& out_v, DeviceStatus* status, const LaunchOptions& opts);
+
+
+/// copy_blocks (SPEC §8.1) on device memory: args.base and args.block_mapping are
+/// DEVICE pointers, args.views HOST memory (the engine's list of layer caches, known
+/// when it launches). The views are validated on the host in both entries (SPEC §8.1
+/// steps 1-2, kvcheck::Error at once, nothing enqueued); views of one offset are
+/// copied once. Unchecked: block_mapping assumed valid.
+void copy_blocks(const CopyBlocksArgs& args, const LaunchOptions& opts);
+/// Bytes of scratch device memory copy_blocks_checked needs: 16 per block.
+size_t copy_blocks_workspace_bytes(int64_t num_blocks);
+/// Checked: block_mapping validated on the device (step 3: the smallest failing
+/// position, the cpu's code and message) into `status`; the copy kernel skips on
+/// error, so a refusal writes nothing.
+PendingCheck copy_blocks_checked(const CopyBlocksArgs& args, DeviceStatus* status, void* workspace,
+                                 const LaunchOptions& opts);
 
 }  // namespace kvcheck::cuda
 #endif

@@ -111,9 +111,29 @@ enum class Check : int32_t {
   kKvOutput,          // v: side, KvOutRule, rows, total, token_stride, head_stride, H, D
   kKvSeqTooLong,      // v: i, len, max_blocks, block_size
   kKvTableEntry,      // v: i, j, block, KvTableRule, block_size, num_blocks
+  kCopyRange,         // v: p, k, value
+  kCopyDuplicate,     // v: p, dst, q
+  kCopySource,        // v: p, dst, q
 };
 
 /// PendingCheck::op values.
-enum class CheckedOp : int32_t { kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode, kStoreKv, kGatherKv };
+enum class CheckedOp : int32_t {
+  kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode, kStoreKv, kGatherKv, kCopyBlocks
+};
+
+/// copy_blocks (SPEC §8.1, copy_blocks.cu): DEVICE base and block_mapping
+/// [num_pairs][2]; `views` HOST [num_views][2] (offset, block_bytes), merged
+/// (impl/validate_copy_blocks.h: no two share a byte) and validated.
+struct CopyBlocksLaunch {
+  uint8_t* base = nullptr;
+  const int64_t* block_mapping = nullptr;
+  int64_t num_pairs = 0, block_stride = 0;
+  const int64_t* views = nullptr;
+  int64_t num_views = 0;
+};
+std::string launch_copy_blocks(const CopyBlocksLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
+/// The step-3 rules on the device: positions 2p / 2p+1; owner: 2*num_blocks uint64.
+std::string launch_validate_copy_blocks(const int64_t* block_mapping, int64_t num_pairs, int64_t num_blocks,
+                                       unsigned long long* owner, DeviceStatus* status, const LaunchOptions& opts);
 
 }  // namespace kvcheck::cuda

@@ -7,7 +7,7 @@ namespace kvcheck::plugin {
 int to_status(ErrorCode code) { return static_cast<int>(code) + 1; }
 
 bool to_error_code(int status, ErrorCode* code) {
-  if (status < KVCHECK_STATUS_INVALID_FORMAT || status > KVCHECK_STATUS_BLOCK_OUT_OF_RANGE) return false;
+  if (status < KVCHECK_STATUS_INVALID_FORMAT || status > to_status(kLastErrorCode)) return false;
   *code = static_cast<ErrorCode>(status - 1);
   return true;
 }
@@ -120,6 +120,24 @@ kvcheck_kv_tokens to_abi(const KvTokensIn& t) {
 
 KvTokensOut from_abi(const kvcheck_kv_tokens& t) {
   return {t.data, static_cast<KvDtype>(t.dtype), t.rows, t.token_stride, t.head_stride};
+}
+
+kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& c) {
+  return {c.base, c.size_bytes, c.views.data(), static_cast<int64_t>(c.views.size()), c.num_blocks, c.block_stride,
+          c.block_mapping.data(), static_cast<int64_t>(c.block_mapping.size())};
+}
+
+CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a) {
+  // No span holds a negative count or a null pointer with entries: refused here, with
+  // the validator's code and wording (SPEC §8.1 step 1).
+  const auto span = [](const int64_t* p, int64_t n, const char* what) {
+    if (n < 0)
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + " has " + std::to_string(n) + " entries, not [n][2]");
+    if (p == nullptr && n > 0) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is null");
+    return n > 0 ? std::span<const int64_t>(p, static_cast<size_t>(n)) : std::span<const int64_t>();
+  };
+  return {a.base,         a.size_bytes, span(a.views, a.views_entries, "views"), a.num_blocks,
+          a.block_stride, span(a.block_mapping, a.block_mapping_entries, "block_mapping")};
 }
 
 BackendCapabilities from_abi(const kvcheck_capabilities& c) {

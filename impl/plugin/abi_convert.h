@@ -32,6 +32,11 @@ KvCacheView from_abi(const kvcheck_kv_cache& c);
 kvcheck_kv_tokens to_abi(const KvTokensIn& t);
 KvTokensOut from_abi(const kvcheck_kv_tokens& t);
 
+/// copy_blocks arguments <-> views. from_abi throws kInvalidArgument for a negative
+/// entry count or a null pointer with entries (no span can hold them).
+kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& a);
+CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a);
+
 /// BackendCapabilities <-> kvcheck_capabilities.
 BackendCapabilities from_abi(const kvcheck_capabilities& c);
 kvcheck_capabilities to_abi(const BackendCapabilities& c);

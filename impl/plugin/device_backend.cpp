@@ -6,6 +6,7 @@
 // come back (also after a refusal), read groups must come back unchanged.
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -30,7 +31,16 @@ class CudaTransport final : public DeviceTransport {
            const std::function<void(void* stream)>& call) const override {
     void* s = stream();
     std::vector<std::unique_ptr<cuda::DeviceViews>> copies;
-    for (const ArgGroup& g : buffers) {
+    std::vector<std::vector<uint8_t>> host_before(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const ArgGroup& g = buffers[i];
+      if (g.host) {  // stays where it is; kept to compare
+        for (const ArgView& v : g.views)
+          host_before[i].insert(host_before[i].end(), static_cast<const uint8_t*>(v.host),
+                                static_cast<const uint8_t*>(v.host) + v.bytes);
+        copies.push_back(nullptr);
+        continue;
+      }
       std::vector<std::pair<const void*, size_t>> views;
       for (const ArgView& v : g.views) views.emplace_back(v.host, v.bytes);
       copies.push_back(std::make_unique<cuda::DeviceViews>(views, g.guard, g.what, s));
@@ -51,7 +61,14 @@ class CudaTransport final : public DeviceTransport {
     }
     const std::string who = "plugin '" + backend + "' " + op;
     for (size_t i = 0; i < buffers.size(); ++i) {
-      if (buffers[i].written)
+      if (buffers[i].host) {
+        size_t at = 0;
+        for (const ArgView& v : buffers[i].views) {
+          if (v.bytes && std::memcmp(host_before[i].data() + at, v.host, v.bytes) != 0)
+            throw std::runtime_error(who + " wrote into " + buffers[i].what + ", which it only reads");
+          at += v.bytes;
+        }
+      } else if (buffers[i].written)
         copies[i]->download();
       else
         copies[i]->expect_unchanged(who.c_str());

@@ -40,17 +40,22 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   if (t.memory_space != KVCHECK_MEMORY_HOST && t.memory_space != KVCHECK_MEMORY_CUDA_DEVICE)
     fail(path, "memory_space " + std::to_string(t.memory_space) + " is neither HOST (0) nor CUDA_DEVICE (1)");
   const auto has = [&](size_t offset) { return t.struct_size >= offset + sizeof(void*); };
+  // An entry past struct_size is not the plugin's memory: it is never read.
   struct Entry {
     uint32_t bit;
-    const void* fn;
     size_t offset;
     const char* name;
   };
-#define KVCHECK_ENTRY(f, bit, args_t) {bit, reinterpret_cast<const void*>(t.f), offsetof(kvcheck_backend_v1_t, f), #f},
+#define KVCHECK_ENTRY(f, bit, args_t) {bit, offsetof(kvcheck_backend_v1_t, f), #f},
   const Entry entries[] = {KVCHECK_OPS(KVCHECK_ENTRY)};
 #undef KVCHECK_ENTRY
+  const auto fn = [&](size_t offset) {
+    const void* p = nullptr;
+    std::memcpy(&p, reinterpret_cast<const char*>(&t) + offset, sizeof p);
+    return p;
+  };
   for (const auto& e : entries)
-    if ((t.capabilities.ops & e.bit) && (!has(e.offset) || e.fn == nullptr))
+    if ((t.capabilities.ops & e.bit) && (!has(e.offset) || fn(e.offset) == nullptr))
       fail(path, std::string("capabilities name ") + e.name + " but the table has no " + e.name + " function");
 }
 

@@ -11,6 +11,7 @@
 #include "impl/plugin/abi_convert.h"
 #include "impl/plugin/device_memory.h"
 #include "impl/validate_index.h"
+#include "impl/validate_copy_blocks.h"
 #include "impl/validate_kv.h"
 
 namespace kvcheck::plugin {
@@ -78,6 +79,12 @@ void ArgDecl::kv_cache(const kvcheck_kv_cache& c) const {
 }
 
 void ArgDecl::ints(const char* what, const int32_t*& p, int64_t n) { read(what, 0, {view(p, entries_bytes(n))}); }
+void ArgDecl::int64s(const char* what, const int64_t*& p, int64_t n) {
+  read(what, 0, {view(p, entries_bytes(n) * 2)});
+}
+void ArgDecl::host_int64s(const char* what, const int64_t* p, int64_t n) {
+  groups_.push_back({what, false, 0, {{p, entries_bytes(n) * 2, [](uint8_t*) {}}}, true});
+}
 void ArgDecl::floats(const char* what, const float*& p, int64_t n) {
   read(what, 0, {view(p, p ? entries_bytes(n) : 0)});
 }
@@ -214,6 +221,21 @@ void declare(kvcheck_gather_kv_args& a, ArgDecl& d) {
   d.write("out_k/out_v", guard_for(int64_t{a.cache.num_kv_heads} * a.cache.head_dim * 2),
           {view(a.out_k.data, kv_rows_bytes(a.out_k, std::min(a.out_k.rows, needed), a.cache, true)),
            view(a.out_v.data, kv_rows_bytes(a.out_v, std::min(a.out_v.rows, needed), a.cache, true))});
+}
+
+// copy_blocks (SPEC §8.1): the allocation written in place (the bytes no copy touches
+// travel both ways, so a stray write shows); block_mapping read in the plugin's
+// memory; views in host memory for every plugin (the host launches per view, as an
+// engine's list of layer caches). Nothing to do without a pair.
+void declare(kvcheck_copy_blocks_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_copy_blocks_shape(from_abi(a));
+        return a.block_mapping_entries > 0;
+      }))
+    return;
+  d.host_int64s("views", a.views, a.views_entries);
+  d.int64s("block_mapping", a.block_mapping, a.block_mapping_entries);
+  d.write("the cache", guard_for(a.block_stride), {view(a.base, static_cast<size_t>(a.size_bytes))});
 }
 
 }  // namespace kvcheck::plugin

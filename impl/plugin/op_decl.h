@@ -59,6 +59,8 @@ struct ArgGroup {
   size_t guard;      // guard band bytes on each side; 0 = the exact bytes (sanitizers
                      // then see an overread of small metadata)
   std::vector<ArgView> views;
+  bool host = false;  // host memory for every plugin (launch metadata such as
+                      // copy_blocks' views): never uploaded, must come back unchanged
 };
 
 /// What an operation declares about one call (op_decl.cpp: a `declare` per operation,
@@ -91,9 +93,12 @@ class ArgDecl {
   void write(const char* what, size_t guard, std::vector<ArgView> views) {
     groups_.push_back({what, true, guard, std::move(views)});
   }
-  /// `n` int32 / float entries of metadata the op reads (exact extent, no guard).
+  /// `n` int32 / int64 / float entries of metadata the op reads (exact extent, no guard).
   void ints(const char* what, const int32_t*& p, int64_t n);
+  void int64s(const char* what, const int64_t*& p, int64_t n);
   void floats(const char* what, const float*& p, int64_t n);
+  /// Metadata the op reads in HOST memory whatever the plugin's memory space.
+  void host_int64s(const char* what, const int64_t* p, int64_t n);
 
   bool nothing_to_do() const { return nothing_to_do_; }
   const std::vector<ArgGroup>& groups() const { return groups_; }

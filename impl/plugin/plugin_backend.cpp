@@ -114,4 +114,6 @@ void PluginBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int
   invoke(a);
 }
 
+void PluginBackend::copy_blocks(const CopyBlocksArgs& args) const { invoke(to_abi(args)); }
+
 }  // namespace kvcheck::plugin

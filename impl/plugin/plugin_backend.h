@@ -63,6 +63,7 @@ class PluginBackend final : public Backend {
   void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
                  std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
                  const KvTokensOut& out_v) const override;
+  void copy_blocks(const CopyBlocksArgs& args) const override;
 
  private:
   /// The one path of every operation (see the top of this file).

@@ -71,6 +71,7 @@ typedef enum kvcheck_status {
   KVCHECK_STATUS_RANGE_OUT_OF_TABLE = 12,
   KVCHECK_STATUS_UNSUPPORTED = 13,
   KVCHECK_STATUS_BLOCK_OUT_OF_RANGE = 14,
+  KVCHECK_STATUS_BLOCK_CONFLICT = 15,
   KVCHECK_STATUS_INTERNAL = 64
 } kvcheck_status;
 
@@ -88,6 +89,7 @@ typedef enum kvcheck_memory_space {
 #define KVCHECK_OP_SWA_DECODE_INDEX (1u << 5)
 #define KVCHECK_OP_STORE_KV (1u << 6)  /* SPEC §7.4 */
 #define KVCHECK_OP_GATHER_KV (1u << 7) /* SPEC §7.5 */
+#define KVCHECK_OP_COPY_BLOCKS (1u << 8) /* SPEC §8.1 */
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -261,15 +263,29 @@ typedef struct kvcheck_gather_kv_args {
   kvcheck_kv_tokens out_k, out_v; /* written */
 } kvcheck_gather_kv_args;
 
+/* copy_blocks (SPEC §8.1): in place in one allocation, for every view (offset,
+ * block_bytes) and every pair (src, dst) of block_mapping that is not padding (-1):
+ * bytes [offset + src*block_stride, +block_bytes) copied to [offset + dst*block_stride,
+ * +block_bytes). Views and block_mapping are metadata in the plugin's memory space. */
+typedef struct kvcheck_copy_blocks_args {
+  uint8_t* base; int64_t size_bytes;            /* the allocation, written */
+  const int64_t* views; int64_t views_entries;  /* [num_views][2] = offset, block_bytes (bytes) */
+  int64_t num_blocks;                           /* blocks of every view */
+  int64_t block_stride;                         /* bytes between a view's blocks */
+  const int64_t* block_mapping; int64_t block_mapping_entries; /* [num_pairs][2] = src, dst */
+} kvcheck_copy_blocks_args;
+
 #define KVCHECK_OP_FN(name, args_t) \
   int (*name)(void* context, const args_t* args, void* stream, char* msg, size_t msg_size)
 
-/* Every operation, once: X(entry, ops bit, argument struct), in table order. This list
- * makes the table's entries below, and on the harness side the loader's checks, the
- * op names in reports and the adapters (impl/plugin/op_decl.h declares each op's
- * argument roles). A new operation is appended here, with its bit and argument struct
- * above; appending keeps version 1 tables loading (struct_size). */
-#define KVCHECK_OPS(X)                                                  \
+/* Every operation, once: X(entry, ops bit, argument struct), in table order. These
+ * lists make the table's entries below, and on the harness side the loader's checks,
+ * the op names in reports and the adapters (impl/plugin/op_decl.h declares each op's
+ * argument roles). A new operation is appended to KVCHECK_OPS_ADDED, with its bit and
+ * argument struct above: its entry then follows every field of earlier tables, so
+ * tables built before it keep loading (struct_size; the loader reads an entry only
+ * when struct_size covers it). KVCHECK_OPS_V1 is frozen. */
+#define KVCHECK_OPS_V1(X)                                               \
   X(store_kv_cache, KVCHECK_OP_STORE_KV_CACHE, kvcheck_store_args)      \
   X(load_paged_kv_cache, KVCHECK_OP_LOAD_PAGED_KV_CACHE, kvcheck_load_args) \
   X(convert_kv_index, KVCHECK_OP_CONVERT_KV_INDEX, kvcheck_convert_kv_index_args) \
@@ -278,6 +294,9 @@ typedef struct kvcheck_gather_kv_args {
   X(swa_decode_index, KVCHECK_OP_SWA_DECODE_INDEX, kvcheck_swa_decode_index_args) \
   X(store_kv, KVCHECK_OP_STORE_KV, kvcheck_store_kv_args)               \
   X(gather_kv, KVCHECK_OP_GATHER_KV, kvcheck_gather_kv_args)
+#define KVCHECK_OPS_ADDED(X)                                            \
+  X(copy_blocks, KVCHECK_OP_COPY_BLOCKS, kvcheck_copy_blocks_args)
+#define KVCHECK_OPS(X) KVCHECK_OPS_V1(X) KVCHECK_OPS_ADDED(X)
 
 /* The table a plugin hands to the harness (see the top of this file). */
 typedef struct kvcheck_backend_v1_t {
@@ -291,12 +310,11 @@ typedef struct kvcheck_backend_v1_t {
   /* Optional (may be NULL): called once, in a child process, before any operation.
    * Returns OK or UNSUPPORTED with the reason in msg (e.g. "no CUDA device"). */
   int (*probe)(void* context, char* msg, size_t msg_size);
-  /* One entry per operation of KVCHECK_OPS, in its order; NULL = not supported (its
-   * ops bit must be clear). Entries from store_kv on are optional in version 1: read
-   * only when struct_size covers them. */
+  /* One entry per operation of KVCHECK_OPS_V1, in its order; NULL = not supported
+   * (its ops bit must be clear). Entries from store_kv on are optional in version 1:
+   * read only when struct_size covers them. */
 #define KVCHECK_OP_ENTRY(entry, bit, args_t) KVCHECK_OP_FN(entry, args_t);
-  KVCHECK_OPS(KVCHECK_OP_ENTRY)
-#undef KVCHECK_OP_ENTRY
+  KVCHECK_OPS_V1(KVCHECK_OP_ENTRY)
   /* Optional test hook of version 1 (NULL = none; no ops bit): the plugin's later calls
    * made on the CALLING thread split their work as if the machine had `max_threads`
    * threads and a thread paid for itself at `min_bytes_per_thread` bytes of output;
@@ -304,6 +322,10 @@ typedef struct kvcheck_backend_v1_t {
    * multi-threaded paths run on machines of any core count. Returns OK, or
    * INVALID_ARGUMENT for values it does not take. */
   int (*set_test_parallelism)(void* context, int32_t max_threads, int64_t min_bytes_per_thread);
+  /* The operations added since (KVCHECK_OPS_ADDED, in its order), each optional: read
+   * only when struct_size covers it. */
+  KVCHECK_OPS_ADDED(KVCHECK_OP_ENTRY)
+#undef KVCHECK_OP_ENTRY
 } kvcheck_backend_v1_t;
 
 /* The entry symbol's type (KVCHECK_ENTRY_SYMBOL). */

@@ -84,6 +84,10 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t s
   });
 }
 
+int copy_blocks(void*, const kvcheck_copy_blocks_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] { backend.copy_blocks(from_abi(*a)); });
+}
+
 int set_test_parallelism(void*, int32_t max_threads, int64_t min_bytes_per_thread) {
   return backend.set_test_parallelism(max_threads, min_bytes_per_thread) ? KVCHECK_STATUS_OK
                                                                          : KVCHECK_STATUS_INVALID_ARGUMENT;

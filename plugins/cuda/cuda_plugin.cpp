@@ -132,6 +132,14 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, s
   });
 }
 
+int copy_blocks(void*, const kvcheck_copy_blocks_args* a, void* stream, char* msg, size_t size) {
+  return guarded(msg, size, [&] {
+    const CopyBlocksArgs c = from_abi(*a);  // views: host memory (the ABI says so)
+    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::copy_blocks_workspace_bytes(c.num_blocks));
+    cuda::copy_blocks_checked(c, status.as<DeviceStatus>(), workspace.get(), opts(stream)).throw_if_error(stream);
+  });
+}
+
 kvcheck_backend_v1_t make_table() {
   kvcheck_backend_v1_t t{};
   t.abi_version = KVCHECK_ABI_VERSION;

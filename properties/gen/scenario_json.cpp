@@ -63,8 +63,7 @@ float exact_float_from(const nlohmann::json& j) {
 }
 
 ErrorCode error_code_from_name(const std::string& name) {
-  // kBlockOutOfRange is the last code (error.h appends new codes at the end).
-  return enum_from_name(name, ErrorCode::kInvalidFormat, ErrorCode::kBlockOutOfRange,
+  return enum_from_name(name, ErrorCode::kInvalidFormat, kLastErrorCode,
                         [](ErrorCode c) { return to_string(c); }, "error code");
 }
 

@@ -106,6 +106,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
   memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
   table.struct_size = sizeof table;
+#ifdef BEFORE_COPY_BLOCKS
+  /* As built before copy_blocks was appended to the table. */
+  table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, copy_blocks);
+#endif
   table.name = PLUGIN_NAME;
   table.memory_space = KVCHECK_MEMORY_HOST;
   table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;

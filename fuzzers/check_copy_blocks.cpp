@@ -1,0 +1,17 @@
+// copy_blocks target (SPEC §8.1): the input decoded by decode_copy_blocks, checked by
+// the properties' own check (properties/copy_blocks_check.h) with every invariant: the
+// whole allocation against the reference, only destination blocks changed (each to its
+// source's bytes), and on a fault the rule's code and blamed entry with nothing written.
+#include "fuzzers/checks.h"
+#include "properties/copy_blocks_check.h"
+
+namespace kvcheck::fuzz {
+
+CheckResult check_copy_blocks(const uint8_t* data, size_t size, const Backend& backend) {
+  ByteSource src(data, size);
+  const props::CopyBlocksScenario s = decode_copy_blocks(src);
+  const props::Verdict v = props::check_copy_blocks(backend, s);
+  return {props::describe(s), v.failure, v.skipped};
+}
+
+}  // namespace kvcheck::fuzz
