@@ -6,7 +6,8 @@
 //
 //   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]
 // --format / --tokens run one format / one size (for ncu). K/V family rows (SPEC §7,
-// "kv ..."; op "load" is gather_kv) follow the MLA formats.
+// "kv ..."; op "load" is gather_kv) follow the MLA formats, then copy_blocks (SPEC §8.1,
+// "copy ...": bytes = every copied block read and written).
 // Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
 // rows (n <= 256): each launch timed alone (event, launch, event, sync), median of
 // 200, next to the empty kernel timed the same way. Bytes = payload read + written
@@ -31,6 +32,7 @@
 #include "impl/cuda/kv_family.h"
 #include "impl/kv_layout.h"
 #include "impl/layout.h"
+#include "impl/op_args.h"
 
 namespace kvcheck {
 namespace {
@@ -158,7 +160,9 @@ int main(int argc, char** argv) {
   if (only_tokens > 0 && only_tokens <= max_tokens) sizes = {only_tokens};
   std::vector<KVCacheFormat> formats = supported_formats();
   if (!only_format.empty())
-    formats = only_format.rfind("kv ", 0) == 0 ? std::vector<KVCacheFormat>{} : std::vector{format_by_name(only_format)};
+    formats = only_format.rfind("kv ", 0) == 0 || only_format.rfind("copy ", 0) == 0
+                  ? std::vector<KVCacheFormat>{}
+                  : std::vector{format_by_name(only_format)};
   std::vector<Row> rows;
   std::mt19937_64 rng(1);
   for (const KVCacheFormat& f : formats) {
@@ -306,6 +310,52 @@ int main(int argc, char** argv) {
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
                     static_cast<void*>(d_table), static_cast<void*>(d_cu)})
+      CK(cudaFree(p));
+  }
+  // copy_blocks (SPEC §8.1): half of a 262,144-token pool's blocks copied onto the
+  // other half (random pairs), vLLM's bs 16 x 8 heads x 128 bf16 = 32 KiB blocks in a
+  // layer's K and V views (separate halves of one allocation); then 32 layers' K/V
+  // pages interleaved (64 views of 4 KiB: bs 16 x 1 head x 128, the chunked launch);
+  // unchecked and checked (device-side validation of the mapping, then the copy).
+  struct CopyCase {
+    const char* name;
+    int64_t views, block_bytes;
+    bool interleaved, checked;
+  };
+  const CopyCase copy_cases[] = {{"copy 2x32KiB", 2, 32768, false, false},
+                                 {"copy 2x32KiB checked", 2, 32768, false, true},
+                                 {"copy 64x4KiB interleaved", 64, 4096, true, false}};
+  for (const CopyCase& cc : copy_cases) {
+    if (!only_format.empty() && only_format != cc.name) continue;
+    const int64_t tokens = quick ? 65536 : 262144, per_view_blocks = tokens / 16;
+    const int64_t num_blocks = cc.interleaved ? per_view_blocks / 16 : per_view_blocks;  // 64 views share the pool
+    const int64_t stride = cc.interleaved ? cc.views * cc.block_bytes : cc.block_bytes;
+    const int64_t size = cc.interleaved ? num_blocks * stride : cc.views * num_blocks * cc.block_bytes;
+    std::vector<int64_t> views;
+    for (int64_t v = 0; v < cc.views; ++v)
+      views.insert(views.end(), {cc.interleaved ? v * cc.block_bytes : v * num_blocks * cc.block_bytes, cc.block_bytes});
+    std::vector<int64_t> order(static_cast<size_t>(num_blocks)), mapping;
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t p = 0; p < num_blocks / 2; ++p)
+      mapping.insert(mapping.end(), {order[static_cast<size_t>(p)], order[static_cast<size_t>(num_blocks / 2 + p)]});
+    auto* d_base = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(size)));
+    auto* d_map = static_cast<int64_t*>(dmalloc(mapping.size() * 8));
+    auto* d_status = static_cast<cuda::DeviceStatus*>(dmalloc(sizeof(cuda::DeviceStatus)));
+    void* d_ws = dmalloc(cuda::copy_blocks_workspace_bytes(num_blocks));
+    CK(cudaMemset(d_base, 3, static_cast<size_t>(size)));
+    CK(cudaMemcpy(d_map, mapping.data(), mapping.size() * 8, cudaMemcpyHostToDevice));
+    const CopyBlocksArgs a{d_base, size, views, num_blocks, stride, {d_map, mapping.size()}};
+    const auto fn = [&] {
+      if (cc.checked)
+        cuda::copy_blocks_checked(a, d_status, d_ws, {s, false});
+      else
+        cuda::copy_blocks(a, {s, false});
+    };
+    const double ms = time_batched(fn, 20, s);
+    const double bytes = 2.0 * cc.views * static_cast<double>(mapping.size() / 2) * cc.block_bytes;
+    rows.push_back({"copy", cc.name, tokens, 16, bytes, ms, bytes / ms / 1e6, bytes / ms / 1e6 / copy_gbps, false});
+    for (void* p : {static_cast<void*>(d_base), static_cast<void*>(d_map), static_cast<void*>(d_status), d_ws})
       CK(cudaFree(p));
   }
   CK(cudaStreamDestroy(s));

@@ -164,12 +164,16 @@ void inject_copy_blocks_fault(Source& src, CopyBlocksScenario& s) {
       return fail("views[" + std::to_string(v) + "] offset = -1", ErrorCode::kInvalidArgument);
     }
     case 7: {  // a view one byte into another, a block long: it straddles two of its blocks
+      // First or last: the rule then meets it as the later view (its block j overlaps
+      // block j + 1 of the other) or as the earlier one (block j + 1 overlaps block j).
       if (s.num_blocks >= 2) {
         const int64_t n = static_cast<int64_t>(s.views.size()) / 2, v = src.range(0, n - 1);
-        s.views.insert(s.views.end(), {s.views[2 * v] + 1, s.block_stride});
+        const bool first = src.coin();
+        const int64_t offset = s.views[2 * v] + 1;
+        s.views.insert(first ? s.views.begin() : s.views.end(), {offset, s.block_stride});
         s.size_bytes = std::max(s.size_bytes, views_end(s));
-        return fail("views[" + std::to_string(n) + "] starts one byte into views[" + std::to_string(v) +
-                        "] and spans a whole block_stride",
+        return fail("views[" + std::to_string(first ? 0 : n) + "] starts one byte into views[" +
+                        std::to_string(first ? v + 1 : v) + "] and spans a whole block_stride",
                     ErrorCode::kInvalidArgument);
       }
       [[fallthrough]];
