@@ -8,10 +8,8 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_copy_blocks(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::CopyBlocksScenario s = decode_copy_blocks(src);
-  const props::Verdict v = props::check_copy_blocks(backend, s);
-  return {props::describe(s), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_copy_blocks,
+                          [&](const auto& s) { return props::check_copy_blocks(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

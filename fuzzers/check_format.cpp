@@ -8,10 +8,7 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_format(const uint8_t* data, size_t size, const Backend&) {
-  ByteSource src(data, size);
-  const props::FormatScenario s = decode_format(src);
-  const props::Verdict v = props::check_format(s);
-  return {props::describe(s), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_format, [](const auto& s) { return props::check_format(s); });
 }
 
 }  // namespace kvcheck::fuzz

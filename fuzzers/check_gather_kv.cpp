@@ -8,10 +8,8 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_gather_kv(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::GatherKvScenario s = decode_gather_kv(src);
-  const props::Verdict v = props::check_gather_kv(backend, s);
-  return {props::describe(s) + "\n", v.failure, v.skipped};
+  return decode_and_check(data, size, decode_gather_kv,
+                          [&](const auto& s) { return props::check_gather_kv(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

@@ -9,10 +9,7 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_index(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::IndexScenario s = decode_index(src);
-  const props::Verdict v = props::check_index(backend, s);
-  return {props::describe(s), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_index, [&](const auto& s) { return props::check_index(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

@@ -9,10 +9,7 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_load(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::LoadFaultScenario c = decode_load(src);
-  const props::Verdict v = props::check_load(backend, c);
-  return {props::describe(c), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_load, [&](const auto& s) { return props::check_load(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

@@ -8,10 +8,7 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_numerics(const uint8_t* data, size_t size, const Backend&) {
-  ByteSource src(data, size);
-  const props::NumericsScenario s = decode_numerics(src);
-  const props::Verdict v = props::check_numerics(s);
-  return {props::describe(s), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_numerics, [](const auto& s) { return props::check_numerics(s); });
 }
 
 }  // namespace kvcheck::fuzz

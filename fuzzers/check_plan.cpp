@@ -10,10 +10,9 @@
 
 namespace kvcheck::fuzz {
 
-CheckResult check_plan(const uint8_t* data, size_t size, const Backend& /*backend*/) {
-  ByteSource src(data, size);
-  const props::PlanScenario s = decode_plan(src);
-  return {props::describe(s), props::check_plan(s).failure, ""};
+CheckResult check_plan(const uint8_t* data, size_t size, const Backend&) {
+  return decode_and_check(data, size, decode_plan,
+                          [](const auto& s) { return props::Verdict{props::check_plan(s).failure, ""}; });
 }
 
 }  // namespace kvcheck::fuzz

@@ -9,10 +9,8 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_prefill(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::PrefillScenario s = decode_prefill(src);
-  const props::Verdict v = props::check_prefill(backend, s);
-  return {props::describe(s), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_prefill,
+                          [&](const auto& s) { return props::check_prefill(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

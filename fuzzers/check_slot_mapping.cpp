@@ -12,10 +12,9 @@
 
 namespace kvcheck::fuzz {
 
-CheckResult check_slot_mapping(const uint8_t* data, size_t size, const Backend& /*backend*/) {
-  ByteSource src(data, size);
-  const props::SlotMappingScenario s = decode_slot_mapping(src);
-  return {props::describe(s), props::check_slot_mapping(s).failure, ""};
+CheckResult check_slot_mapping(const uint8_t* data, size_t size, const Backend&) {
+  return decode_and_check(data, size, decode_slot_mapping,
+                          [](const auto& s) { return props::Verdict{props::check_slot_mapping(s).failure, ""}; });
 }
 
 }  // namespace kvcheck::fuzz

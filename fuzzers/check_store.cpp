@@ -9,10 +9,7 @@
 namespace kvcheck::fuzz {
 
 CheckResult check_store(const uint8_t* data, size_t size, const Backend& backend) {
-  ByteSource src(data, size);
-  const props::StoreFaultScenario c = decode_store(src);
-  const props::Verdict v = props::check_store(backend, c);
-  return {props::describe(c), v.failure, v.skipped};
+  return decode_and_check(data, size, decode_store, [&](const auto& s) { return props::check_store(backend, s); });
 }
 
 }  // namespace kvcheck::fuzz

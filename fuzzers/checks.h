@@ -50,6 +50,16 @@ int fuzz_one(std::string_view name, const uint8_t* data, size_t size);
 /// (CheckResult::skipped: kUnsupported), "" when it ran: the replay counts those apart.
 const std::string& last_skipped();
 
+/// The body of every target: decode the input with `decode`, run `check` (a callable
+/// const S& -> props::Verdict) on the scenario, report the scenario's printer.
+template <class S, class Check>
+CheckResult decode_and_check(const uint8_t* data, size_t size, S (*decode)(ByteSource&), Check&& check) {
+  ByteSource src(data, size);
+  const S s = decode(src);
+  const props::Verdict v = check(s);
+  return {props::describe(s), v.failure, v.skipped};
+}
+
 // Per-target checks: check_<name> in fuzzers/check_<name>.cpp, one per target.
 #define KVCHECK_FUZZ_TARGET(name) CheckResult check_##name(const uint8_t* data, size_t size, const Backend& backend);
 #include "fuzzers/fuzz_targets.inc"

@@ -4,6 +4,7 @@
 #include "reference/copy_blocks.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "impl/error.h"
@@ -24,15 +25,19 @@ std::string entry_name(std::span<const int64_t> m, int64_t p, int k) {
 bool padding(std::span<const int64_t> m, int64_t p) { return m[2 * p] == -1 || m[2 * p + 1] == -1; }
 
 void check_sizes(const CopyBlocksArgs& a) {
-  const auto bad = [](const std::string& what) { throw Error(ErrorCode::kInvalidArgument, what); };
-  if (a.size_bytes < 0) bad("size_bytes = " + to_string(a.size_bytes) + " < 0");
-  if (a.num_blocks < 0) bad("num_blocks = " + to_string(a.num_blocks) + " < 0");
-  if (a.block_stride < 1) bad("block_stride = " + to_string(a.block_stride) + " < 1");
-  if (a.views.size() % 2 != 0) bad("views has " + to_string(a.views.size()) + " entries, not [num_views][2]");
-  if (a.block_mapping.size() % 2 != 0)
-    bad("block_mapping has " + to_string(a.block_mapping.size()) + " entries, not [num_pairs][2]");
-  if (!a.views.empty() && a.views.data() == nullptr) bad("views is null");
-  if (!a.block_mapping.empty() && a.block_mapping.data() == nullptr) bad("block_mapping is null");
+  // SPEC §8.1 step 1, in its order: the first broken rule's message.
+  const std::pair<bool, std::string> rules[] = {
+      {a.size_bytes < 0, "size_bytes = " + to_string(a.size_bytes) + " < 0"},
+      {a.num_blocks < 0, "num_blocks = " + to_string(a.num_blocks) + " < 0"},
+      {a.block_stride < 1, "block_stride = " + to_string(a.block_stride) + " < 1"},
+      {a.views.size() % 2 != 0, "views has " + to_string(a.views.size()) + " entries, not [num_views][2]"},
+      {a.block_mapping.size() % 2 != 0,
+       "block_mapping has " + to_string(a.block_mapping.size()) + " entries, not [num_pairs][2]"},
+      {!a.views.empty() && a.views.data() == nullptr, "views is null"},
+      {!a.block_mapping.empty() && a.block_mapping.data() == nullptr, "block_mapping is null"},
+  };
+  for (const auto& [broken, message] : rules)
+    if (broken) throw Error(ErrorCode::kInvalidArgument, message);
 }
 
 void check_views(const CopyBlocksArgs& a) {

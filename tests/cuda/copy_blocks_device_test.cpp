@@ -40,21 +40,36 @@ struct Case {
   CopyBlocksArgs args(uint8_t* base, const int64_t* m) const {
     return {base, size, views, num_blocks, stride, {m, mapping.size()}};
   }
+  /// What the reference leaves in the allocation.
+  std::vector<uint8_t> expected() const {
+    std::vector<uint8_t> want = host;
+    ref::copy_blocks(args(want.data(), mapping.data()));
+    return want;
+  }
+};
+
+/// A case's allocation and mapping uploaded to the device.
+struct OnDevice {
+  Dev<uint8_t> base;
+  Dev<int64_t> m;
+  explicit OnDevice(const Case& c) : base(c.host.size()), m(c.mapping.size()) {
+    ck(cudaMemcpy(base.p, c.host.data(), c.host.size(), cudaMemcpyHostToDevice));
+    ck(cudaMemcpy(m.p, c.mapping.data(), c.mapping.size() * 8, cudaMemcpyHostToDevice));
+  }
+  std::vector<uint8_t> bytes(const Case& c) const {
+    std::vector<uint8_t> out(c.host.size());
+    ck(cudaMemcpy(out.data(), base.p, out.size(), cudaMemcpyDeviceToHost));
+    return out;
+  }
 };
 
 TEST(CopyBlocksDevice, ManyViewsMatchTheReference) {
   KVCHECK_NEED_GPU();
   const Case c;
-  Dev<uint8_t> base(c.host.size());
-  Dev<int64_t> m(c.mapping.size());
-  ck(cudaMemcpy(base.p, c.host.data(), c.host.size(), cudaMemcpyHostToDevice));
-  ck(cudaMemcpy(m.p, c.mapping.data(), c.mapping.size() * 8, cudaMemcpyHostToDevice));
-  cuda::copy_blocks(c.args(base.p, m.p), {nullptr, true});
-  std::vector<uint8_t> got(c.host.size()), want = c.host;
-  ck(cudaMemcpy(got.data(), base.p, got.size(), cudaMemcpyDeviceToHost));
-  ref::copy_blocks(c.args(want.data(), c.mapping.data()));
-  ASSERT_NE(want, c.host) << "the case copies nothing";
-  EXPECT_EQ(got, want);
+  const OnDevice d(c);
+  cuda::copy_blocks(c.args(d.base.p, d.m.p), {nullptr, true});
+  ASSERT_NE(c.expected(), c.host) << "the case copies nothing";
+  EXPECT_EQ(d.bytes(c), c.expected());
 }
 
 TEST(CopyBlocksDevice, CheckedRefusalsAreTheCpusAndWriteNothing) {
@@ -67,43 +82,32 @@ TEST(CopyBlocksDevice, CheckedRefusalsAreTheCpusAndWriteNothing) {
     std::vector<uint8_t> cpu_bytes = c.host;
     const std::string want = outcome([&] { cpu.copy_blocks(c.args(cpu_bytes.data(), c.mapping.data())); });
     ASSERT_FALSE(want.empty());
-    Dev<uint8_t> base(c.host.size());
-    Dev<int64_t> m(c.mapping.size());
+    const OnDevice d(c);
     Dev<cuda::DeviceStatus> status(1);
     Dev<uint8_t> workspace(cuda::copy_blocks_workspace_bytes(c.num_blocks));
-    ck(cudaMemcpy(base.p, c.host.data(), c.host.size(), cudaMemcpyHostToDevice));
-    ck(cudaMemcpy(m.p, c.mapping.data(), c.mapping.size() * 8, cudaMemcpyHostToDevice));
     const std::string got = outcome([&] {
-      cuda::copy_blocks_checked(c.args(base.p, m.p), status.p, workspace.p, {nullptr, true}).throw_if_error(nullptr);
+      cuda::copy_blocks_checked(c.args(d.base.p, d.m.p), status.p, workspace.p, {nullptr, true}).throw_if_error(nullptr);
     });
     EXPECT_EQ(got, want);
-    std::vector<uint8_t> after(c.host.size());
-    ck(cudaMemcpy(after.data(), base.p, after.size(), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(after, c.host) << "a refused copy wrote (" << got << ")";
+    EXPECT_EQ(d.bytes(c), c.host) << "a refused copy wrote (" << got << ")";
   }
 }
 
 TEST(CopyBlocksDevice, UncheckedCopyIsCapturedIntoAGraph) {
   KVCHECK_NEED_GPU();
   const Case c;
-  Dev<uint8_t> base(c.host.size());
-  Dev<int64_t> m(c.mapping.size());
-  ck(cudaMemcpy(base.p, c.host.data(), c.host.size(), cudaMemcpyHostToDevice));
-  ck(cudaMemcpy(m.p, c.mapping.data(), c.mapping.size() * 8, cudaMemcpyHostToDevice));
+  const OnDevice d(c);
   cudaStream_t s = nullptr;
   ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t graph = nullptr;
   ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  cuda::copy_blocks(c.args(base.p, m.p), {s, true});
+  cuda::copy_blocks(c.args(d.base.p, d.m.p), {s, true});
   ck(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec = nullptr;
   ck(cudaGraphInstantiate(&exec, graph, 0));
   ck(cudaGraphLaunch(exec, s));
   ck(cudaStreamSynchronize(s));
-  std::vector<uint8_t> got(c.host.size()), want = c.host;
-  ck(cudaMemcpy(got.data(), base.p, got.size(), cudaMemcpyDeviceToHost));
-  ref::copy_blocks(c.args(want.data(), c.mapping.data()));
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(d.bytes(c), c.expected());
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
