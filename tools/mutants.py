@@ -63,6 +63,7 @@ MUTANTS = os.path.join(ROOT, "mutants")
 # Which fuzz targets reach a source file (by path prefix); default: store, load, round_trip.
 FUZZ_TARGETS = [
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
+    ("impl/cuda/copy_blocks", ["copy_blocks"]),
     ("impl/validate_copy_blocks", ["copy_blocks"]),
     ("impl/cpu/store_kv", ["store_kv"]),
     ("impl/cpu/gather_kv", ["gather_kv"]),
@@ -86,6 +87,7 @@ FUZZ_TARGETS = [
 # prefix); default: the whole property layer.
 PROPERTY_OPS = [
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
+    ("impl/cuda/copy_blocks", ["copy_blocks"]),
     ("impl/validate_copy_blocks", ["copy_blocks"]),
     ("impl/cpu/store_kv", ["store_kv", "kv_step"]),
     ("impl/cpu/gather_kv", ["gather_kv", "kv_step"]),

@@ -1,10 +1,11 @@
-// copy_blocks data kernel (SPEC §8.1). Work item = (view, pair): one WARP copies one
-// block of one view (a warp per item keeps small blocks — 4 KiB of one head — from
-// idling most of a CTA), each lane 4 x 16 bytes in flight per step when both ends and
-// the length are 16-byte aligned, else byte by byte. Sources are read through the
-// non-coherent path: the rules guarantee no byte a copy reads is written by another. The views travel as kernel parameters (at most
-// kViewsPerLaunch per launch; more views: more launches on the stream), so no view
-// table is uploaded and the call stays capturable into a CUDA graph.
+// copy_blocks data kernel (SPEC §8.1). Work unit = (view, pair, 2 KiB piece of the
+// block): one WARP copies one piece, each lane 4 x 16 bytes in flight when both ends
+// and the length are 16-byte aligned, else byte by byte. Pieces keep every warp of
+// the one-wave grid equally busy whatever the block size (4 KiB blocks of one head,
+// 32 KiB of eight). Sources are read through the non-coherent path: the rules
+// guarantee no byte a copy reads is written by another. The views travel as kernel
+// parameters (at most kViewsPerLaunch per launch; more views: more launches on the
+// stream), so no view table is uploaded and the call stays capturable into a graph.
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
 
@@ -14,10 +15,13 @@ namespace {
 using dev::kThreads;
 constexpr int kViewsPerLaunch = 64;
 
+constexpr int64_t kPiece = 2048;  // bytes per warp unit: 32 lanes x 4 x 16 B
+
 struct ViewChunk {
   int64_t offset[kViewsPerLaunch];
   int64_t bytes[kViewsPerLaunch];
   int32_t count;
+  int64_t pieces;  // per block: ceil(largest bytes / kPiece)
 };
 
 __global__ void __launch_bounds__(kThreads)
@@ -25,32 +29,32 @@ __global__ void __launch_bounds__(kThreads)
                        const DeviceStatus* st) {
   dev::pdl_wait();
   if (dev::failed(st)) return;
-  const int64_t items = pairs * views.count;
+  const int64_t units = pairs * views.count * views.pieces;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
-  for (int64_t item = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5; item < items; item += warps) {
+  for (int64_t u = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5; u < units; u += warps) {
+    const int64_t piece = u % views.pieces, item = u / views.pieces;
     const int64_t p = item % pairs;
     const int v = static_cast<int>(item / pairs);
+    const int64_t n = views.bytes[v], lo = piece * kPiece, hi = lo + kPiece < n ? lo + kPiece : n;
+    if (lo >= n) continue;  // a smaller view of the launch
     const int64_t src = m[2 * p], dst = m[2 * p + 1];
     if (src == -1 || dst == -1) continue;
     const uint8_t* from = base + views.offset[v] + src * stride;
     uint8_t* to = base + views.offset[v] + dst * stride;
-    const int64_t n = views.bytes[v];
     if (((reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(to) | static_cast<uintptr_t>(n)) & 15) == 0) {
       const auto* f = reinterpret_cast<const uint4*>(from);
       auto* t = reinterpret_cast<uint4*>(to);
-      const int64_t n16 = n / 16;
-      int64_t i = lane;
-      for (; i + 96 < n16; i += 128) {
-        const uint4 a = __ldg(f + i), b = __ldg(f + i + 32), c = __ldg(f + i + 64), d = __ldg(f + i + 96);
-        t[i] = a;
-        t[i + 32] = b;
-        t[i + 64] = c;
-        t[i + 96] = d;
-      }
-      for (; i < n16; i += 32) t[i] = __ldg(f + i);
+      const int64_t lo16 = lo / 16, hi16 = hi / 16;
+      uint4 r[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (lo16 + lane + 32 * k < hi16) r[k] = __ldg(f + lo16 + lane + 32 * k);
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (lo16 + lane + 32 * k < hi16) t[lo16 + lane + 32 * k] = r[k];
     } else {
-      for (int64_t i = lane; i < n; i += 32) to[i] = from[i];
+      for (int64_t i = lo + lane; i < hi; i += 32) to[i] = from[i];
     }
   }
   dev::pdl_trigger();
@@ -63,13 +67,16 @@ std::string launch_copy_blocks(const CopyBlocksLaunch& a, const DeviceStatus* st
   for (int64_t first = 0; first < a.num_views; first += kViewsPerLaunch) {
     ViewChunk chunk{};
     chunk.count = static_cast<int32_t>(a.num_views - first < kViewsPerLaunch ? a.num_views - first : kViewsPerLaunch);
+    int64_t largest = 0;
     for (int32_t i = 0; i < chunk.count; ++i) {
       chunk.offset[i] = a.views[2 * (first + i)];
       chunk.bytes[i] = a.views[2 * (first + i) + 1];
+      largest = chunk.bytes[i] > largest ? chunk.bytes[i] : largest;
     }
-    const int64_t warps_per_cta = kThreads / 32;
+    chunk.pieces = (largest + kPiece - 1) / kPiece;
+    const int64_t warps_per_cta = kThreads / 32, units = a.num_pairs * chunk.count * chunk.pieces;
     const std::string e = dev::launch("copy_blocks_kernel", copy_blocks_kernel,
-                                      dev::grid_for((a.num_pairs * chunk.count + warps_per_cta - 1) / warps_per_cta),
+                                      dev::grid_for((units + warps_per_cta - 1) / warps_per_cta),
                                       o, a.base, a.block_mapping, a.num_pairs, a.block_stride, chunk, st);
     if (!e.empty()) return e;
   }
