@@ -289,7 +289,11 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
     if (chunks <= 16) return copy<16>(c, a, st, o, vec);
     return copy<32>(c, a, st, o, vec);
   }
-  const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0;
+  // The fixed kernels read 8-byte (e4m3) / 4-byte (e2m1) data words: a custom format's
+  // strides must keep them aligned (see launch_store).
+  const int64_t word = L.dtype == Dt::kE4M3 ? 8 : 4;
+  const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0 &&
+                   L.data_token_stride % word == 0 && L.block_stride % word == 0;
   if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
     return dequant_fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);
   if (vec && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4

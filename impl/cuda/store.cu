@@ -261,10 +261,15 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceS
     if (chunks <= 16) return copy<16>(c, a, st, o, v);
     return copy<32>(c, a, st, o, v);
   }
-  // The five SPEC §2 formats; their strides keep every 8/4-byte data store and fp32
-  // scale aligned once the cache base is 16-byte aligned.
+  // The five SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
+  // data store aligned once the cache base is 16-byte aligned. A custom format with a
+  // named one's dtype, scales, E and G need not (interleaved e4m3 128 x32: 132-byte
+  // records, every odd token 4-byte aligned): the strides are checked, else the
+  // run-time path (H200, seed 4 of a 300-case run: "misaligned address").
   const auto is = [&](PagedDtype d, PagedSf s, int32_t e, int32_t g) {
-    return vec && L.dtype == d && L.sf == s && L.elements == e && L.group == g;
+    const int64_t store_bytes = d == PagedDtype::kE4M3 ? 8 : 4;
+    return vec && L.dtype == d && L.sf == s && L.elements == e && L.group == g &&
+           L.data_token_stride % store_bytes == 0 && L.block_stride % store_bytes == 0;
   };
   using Dt = PagedDtype;
   using Sf = PagedSf;

@@ -70,6 +70,21 @@ std::vector<KVCacheFormat> test_formats() {
   f.elements_per_sf = 1;
   f.sf_format = SfFormat::kUE8M0;
   fs.push_back(f);
+  // A named format's dtype, scales, E and G in 132-byte interleaved records (odd tokens
+  // only 4-byte aligned): the fixed kernels' 8-byte words once faulted here
+  // ("misaligned address"); they must take the run-time path.
+  f.name = "E4M3_G32_UE8M0_INDEX_INTERLEAVED";
+  f.quantized_dtype = QuantizedDtype::kE4M3;
+  f.elements = 128;
+  f.elements_per_sf = 32;
+  f.sf_format = SfFormat::kUE8M0;
+  f.do_cast = false;
+  f.token_interleaved = true;
+  fs.push_back(f);
+  f.name = "E4M3_G128_FP32_INDEX_INTERLEAVED";
+  f.elements_per_sf = 128;
+  f.sf_format = SfFormat::kFP32;
+  fs.push_back(f);
   f.name = "E4M3_G2048_UE8M0_CAST";  // group wider than a warp's stride, 2 groups
   f.quantized_dtype = QuantizedDtype::kE4M3;
   f.elements = 4096;
