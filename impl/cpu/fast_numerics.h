@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #define KVCHECK_CPU_INLINE inline __attribute__((always_inline))
+// The same for a lambda (after its parameter list): inlined into the ISA-specific rows.
+#define KVCHECK_CPU_ALWAYS_INLINE __attribute__((always_inline))
 
 namespace kvcheck::cpu::fast {
 

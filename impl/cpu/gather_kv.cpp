@@ -17,8 +17,6 @@ namespace {
 
 using namespace fast;
 
-constexpr int kChunk = 64;
-
 struct GatherKvJob {
   const KvTokensOut* out[2];  // out_k, out_v
   const uint8_t* base[2];     // k_cache, v_cache
@@ -31,29 +29,12 @@ struct GatherKvJob {
   const KvPagedLayout* layout;
 };
 
-template <KvDtype Cache>
-KVCHECK_CPU_INLINE float from_fp8(uint8_t q) {
-  if constexpr (Cache == KvDtype::kE4M3) return e4m3_to_f32(q);
-  else return e5m2_to_f32(q);
-}
-
-template <KvDtype Out>
-KVCHECK_CPU_INLINE uint16_t to_model(float y) {
-  if constexpr (Out == KvDtype::kBF16) return f32_to_bf16(y);
-  else return f32_to_fp16(y);
-}
-
 /// One head: D FP8 codes at src -> D model elements at dst, round(float(q) * scale).
 template <KvDtype Cache, KvDtype Out>
 KVCHECK_CPU_INLINE void dequantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale) {
-  for (int64_t c = 0; c < d; c += kChunk) {
-    const int64_t n = d - c < kChunk ? d - c : kChunk;
-    uint8_t q[kChunk] = {};
-    uint16_t y[kChunk];
-    std::memcpy(q, src + c, static_cast<size_t>(n));
-    for (int i = 0; i < kChunk; ++i) y[i] = to_model<Out>(from_fp8<Cache>(q[i]) * scale);
-    std::memcpy(dst + 2 * c, y, static_cast<size_t>(2 * n));
-  }
+  convert_head<uint8_t, uint16_t>(src, dst, d, [scale](uint8_t q) KVCHECK_CPU_ALWAYS_INLINE {
+    return f32_to_model<Out>(fp8_to_f32<Cache>(q) * scale);
+  });
 }
 
 template <KvDtype Cache, KvDtype Out>

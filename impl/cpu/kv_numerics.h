@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "impl/cpu/fast_numerics.h"
+#include "impl/kv_format.h"
 
 namespace kvcheck::cpu::fast {
 
@@ -46,5 +48,43 @@ KVCHECK_CPU_INLINE uint8_t f32_to_e5m2(float x) {
 
 /// An e5m2 code is the high byte of the fp16 of the same value.
 KVCHECK_CPU_INLINE float e5m2_to_f32(uint8_t code) { return fp16_to_f32(static_cast<uint16_t>(code << 8)); }
+
+/// The K/V family's dtypes by template argument (impl/kv_format.h's KvDtype): model
+/// rows (bf16/fp16) <-> f32, f32 <-> FP8 codes (e4m3/e5m2).
+template <kvcheck::KvDtype In>
+KVCHECK_CPU_INLINE float model_to_f32(uint16_t x) {
+  if constexpr (In == kvcheck::KvDtype::kBF16) return bf16_to_f32(x);
+  else return fp16_to_f32(x);
+}
+template <kvcheck::KvDtype Out>
+KVCHECK_CPU_INLINE uint16_t f32_to_model(float y) {
+  if constexpr (Out == kvcheck::KvDtype::kBF16) return f32_to_bf16(y);
+  else return f32_to_fp16(y);
+}
+template <kvcheck::KvDtype Cache>
+KVCHECK_CPU_INLINE uint8_t f32_to_fp8(float y) {
+  if constexpr (Cache == kvcheck::KvDtype::kE4M3) return f32_to_e4m3(y);
+  else return f32_to_e5m2(y);
+}
+template <kvcheck::KvDtype Cache>
+KVCHECK_CPU_INLINE float fp8_to_f32(uint8_t q) {
+  if constexpr (Cache == kvcheck::KvDtype::kE4M3) return e4m3_to_f32(q);
+  else return e5m2_to_f32(q);
+}
+
+/// One head of d elements, src (Src codes) -> dst (Dst codes), dst[i] = f(src[i]):
+/// in chunks of 64 through fixed-size arrays, so the compiler vectorises the loop.
+template <class Src, class Dst, class F>
+KVCHECK_CPU_INLINE void convert_head(const uint8_t* src, uint8_t* dst, int64_t d, F f) {
+  constexpr int kChunk = 64;
+  for (int64_t c = 0; c < d; c += kChunk) {
+    const int64_t n = d - c < kChunk ? d - c : kChunk;
+    Src x[kChunk] = {};
+    Dst y[kChunk];
+    std::memcpy(x, src + sizeof(Src) * c, static_cast<size_t>(n) * sizeof(Src));
+    for (int i = 0; i < kChunk; ++i) y[i] = f(x[i]);
+    std::memcpy(dst + sizeof(Dst) * c, y, static_cast<size_t>(n) * sizeof(Dst));
+  }
+}
 
 }  // namespace kvcheck::cpu::fast

@@ -17,8 +17,6 @@ namespace {
 
 using namespace fast;
 
-constexpr int kChunk = 64;
-
 struct StoreKvJob {
   const KvTokensIn* rows[2];  // key, value
   uint8_t* base[2];           // k_cache, v_cache
@@ -28,29 +26,12 @@ struct StoreKvJob {
   const KvPagedLayout* layout;
 };
 
-template <KvDtype In>
-KVCHECK_CPU_INLINE float to_f32(uint16_t x) {
-  if constexpr (In == KvDtype::kBF16) return bf16_to_f32(x);
-  else return fp16_to_f32(x);
-}
-
-template <KvDtype Cache>
-KVCHECK_CPU_INLINE uint8_t to_fp8(float y) {
-  if constexpr (Cache == KvDtype::kE4M3) return f32_to_e4m3(y);
-  else return f32_to_e5m2(y);
-}
-
 /// One head: D model elements at src -> D FP8 codes at dst, q = cvt(x / scale).
 template <KvDtype In, KvDtype Cache>
 KVCHECK_CPU_INLINE void quantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale) {
-  for (int64_t c = 0; c < d; c += kChunk) {
-    const int64_t n = d - c < kChunk ? d - c : kChunk;
-    uint16_t x[kChunk] = {};
-    uint8_t q[kChunk];
-    std::memcpy(x, src + 2 * c, static_cast<size_t>(2 * n));
-    for (int i = 0; i < kChunk; ++i) q[i] = to_fp8<Cache>(to_f32<In>(x[i]) / scale);
-    std::memcpy(dst + c, q, static_cast<size_t>(n));
-  }
+  convert_head<uint16_t, uint8_t>(src, dst, d, [scale](uint16_t x) KVCHECK_CPU_ALWAYS_INLINE {
+    return f32_to_fp8<Cache>(model_to_f32<In>(x) / scale);
+  });
 }
 
 template <KvDtype In, KvDtype Cache>

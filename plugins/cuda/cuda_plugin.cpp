@@ -29,115 +29,98 @@ int probe(void*, char* msg, size_t size) {
   return KVCHECK_STATUS_UNSUPPORTED;
 }
 
-int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
+/// Every entry: `workspace_bytes()` (it may throw the op's first refusal), a fresh
+/// status word and workspace, the checked device entry `call(status, workspace)`, and
+/// the one wait for its verdict.
+template <class Bytes, class Call>
+int checked(void* stream, char* msg, size_t size, Bytes&& workspace_bytes, Call&& call) {
   return guarded(msg, size, [&] {
-    const PagedLayout layout = from_abi(a->cache).paged();
-    cuda::StoreArgs s;
-    s.kv = a->kv;
-    s.kv_rows = a->kv_rows;
-    s.kv_row_stride = a->kv_row_stride;
-    s.slot_mapping = a->slot_mapping;
-    s.num_tokens = a->num_tokens;
-    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::store_workspace_bytes(layout));
-    cuda::store_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, s, status.as<DeviceStatus>(), workspace.get(),
-                                 opts(stream))
-        .throw_if_error(stream);
+    DeviceBuffer status(sizeof(DeviceStatus)), workspace(workspace_bytes());
+    call(status.as<DeviceStatus>(), workspace.get()).throw_if_error(stream);
   });
+}
+size_t none() { return 0; }
+
+size_t entries(int64_t n) { return n > 0 ? static_cast<size_t>(n) : size_t{0}; }
+
+int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
+  PagedLayout layout;
+  return checked(
+      stream, msg, size, [&] { return cuda::store_workspace_bytes(layout = from_abi(a->cache).paged()); },
+      [&](DeviceStatus* st, void* ws) {
+        const cuda::StoreArgs s{a->kv, a->kv_rows, a->kv_row_stride, a->slot_mapping, a->num_tokens};
+        return cuda::store_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, s, st, ws, opts(stream));
+      });
 }
 
 int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    const PagedLayout layout = from_abi(a->cache).paged();
-    cuda::LoadArgs l;
-    l.load_segments = a->load_segments;
-    l.num_segments = a->num_segment_ints / 4;
-    l.total_k = a->total_k;
-    l.out_data = a->out_data;
-    l.out_data_stride = a->out_data_stride;
-    l.out_scales = a->out_scales;
-    l.out_scale_stride = a->out_scale_stride;
-    l.out_rows = a->out_rows;
-    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::load_workspace_bytes(a->total_k));
-    cuda::load_paged_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, l, status.as<DeviceStatus>(), workspace.get(),
-                                      opts(stream))
-        .throw_if_error(stream);
-  });
+  PagedLayout layout;
+  return checked(
+      stream, msg, size,
+      [&] {
+        layout = from_abi(a->cache).paged();
+        return cuda::load_workspace_bytes(a->total_k);
+      },
+      [&](DeviceStatus* st, void* ws) {
+        const cuda::LoadArgs l{a->load_segments, a->num_segment_ints / 4, a->total_k,        a->out_data,
+                               a->out_data_stride, a->out_scales,            a->out_scale_stride, a->out_rows};
+        return cuda::load_paged_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, l, st, ws,
+                                                 opts(stream));
+      });
 }
 
 int convert_kv_index(void*, const kvcheck_convert_kv_index_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    cuda::ConvertArgs c;
-    c.topk = a->topk;
-    c.num_q = a->num_q;
-    c.k = a->k;
-    c.block_table = a->block_table;
-    c.block_table_entries = a->block_table_entries;
-    c.max_blocks = a->max_blocks;
-    c.seq_ids = a->seq_ids;
-    c.context_lens = a->context_lens;
-    c.block_size = a->block_size;
-    c.out = a->out;
-    DeviceBuffer status(sizeof(DeviceStatus));
-    cuda::convert_kv_index(c, true, status.as<DeviceStatus>(), opts(stream)).throw_if_error(stream);
+  return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
+    const cuda::ConvertArgs c{a->topk,       a->num_q,   a->k,            a->block_table, a->block_table_entries,
+                              a->max_blocks, a->seq_ids, a->context_lens, a->block_size,  a->out};
+    return cuda::convert_kv_index(c, true, st, opts(stream));
   });
 }
 
 int kv_index_cat(void*, const kvcheck_kv_index_cat_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    DeviceBuffer status(sizeof(DeviceStatus));
-    cuda::kv_index_cat(a->left, a->wl, a->right, a->wr, a->num_q, a->total_k_swa_cached, a->total_k_swa_cur, a->out,
-                       true, status.as<DeviceStatus>(), opts(stream))
-        .throw_if_error(stream);
+  return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
+    return cuda::kv_index_cat(a->left, a->wl, a->right, a->wr, a->num_q, a->total_k_swa_cached, a->total_k_swa_cur,
+                              a->out, true, st, opts(stream));
   });
 }
 
 int expand_swa_index(void*, const kvcheck_expand_swa_index_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    DeviceBuffer status(sizeof(DeviceStatus));
-    cuda::expand_swa_index(a->pivots, a->num_q, a->width, a->out, true, status.as<DeviceStatus>(), opts(stream))
-        .throw_if_error(stream);
+  return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
+    return cuda::expand_swa_index(a->pivots, a->num_q, a->width, a->out, true, st, opts(stream));
   });
 }
 
 int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    DeviceBuffer status(sizeof(DeviceStatus));
-    cuda::swa_decode_index(a->start_len, a->num_q, a->width, a->ring_size, a->out, true, status.as<DeviceStatus>(),
-                           opts(stream))
-        .throw_if_error(stream);
+  return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
+    return cuda::swa_decode_index(a->start_len, a->num_q, a->width, a->ring_size, a->out, true, st, opts(stream));
   });
 }
 
 // The K/V family: ABI -> views, then the checked device entries (device_api.h), which
 // validate on the host what reads no device memory and the rest on the device.
 int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    const KvCacheView cache = from_abi(a->cache);
-    const std::span<const int32_t> slots(a->slot_mapping, a->num_tokens > 0 ? static_cast<size_t>(a->num_tokens) : 0);
-    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::store_kv_workspace_bytes(cache.layout));
-    cuda::store_kv_checked(from_abi(a->key), from_abi(a->value), slots, cache, status.as<DeviceStatus>(),
-                           workspace.get(), opts(stream))
-        .throw_if_error(stream);
-  });
+  KvCacheView cache;
+  return checked(
+      stream, msg, size, [&] { return cuda::store_kv_workspace_bytes((cache = from_abi(a->cache)).layout); },
+      [&](DeviceStatus* st, void* ws) {
+        return cuda::store_kv_checked(from_abi(a->key), from_abi(a->value), {a->slot_mapping, entries(a->num_tokens)},
+                                      cache, st, ws, opts(stream));
+      });
 }
 
 int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    const auto entries = [](int64_t n) { return n > 0 ? static_cast<size_t>(n) : size_t{0}; };
-    DeviceBuffer status(sizeof(DeviceStatus));
-    cuda::gather_kv_checked(from_abi(a->cache), {a->block_table, entries(a->block_table_entries)}, a->max_blocks,
-                            {a->cu_seqlens_k, entries(a->cu_seqlens_entries)}, from_abi(a->out_k),
-                            from_abi(a->out_v), status.as<DeviceStatus>(), opts(stream))
-        .throw_if_error(stream);
+  return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
+    return cuda::gather_kv_checked(from_abi(a->cache), {a->block_table, entries(a->block_table_entries)},
+                                   a->max_blocks, {a->cu_seqlens_k, entries(a->cu_seqlens_entries)},
+                                   from_abi(a->out_k), from_abi(a->out_v), st, opts(stream));
   });
 }
 
 int copy_blocks(void*, const kvcheck_copy_blocks_args* a, void* stream, char* msg, size_t size) {
-  return guarded(msg, size, [&] {
-    const CopyBlocksArgs c = from_abi(*a);  // views: host memory (the ABI says so)
-    DeviceBuffer status(sizeof(DeviceStatus)), workspace(cuda::copy_blocks_workspace_bytes(c.num_blocks));
-    cuda::copy_blocks_checked(c, status.as<DeviceStatus>(), workspace.get(), opts(stream)).throw_if_error(stream);
-  });
+  CopyBlocksArgs c;  // views: host memory (the ABI says so)
+  return checked(
+      stream, msg, size, [&] { return cuda::copy_blocks_workspace_bytes((c = from_abi(*a)).num_blocks); },
+      [&](DeviceStatus* st, void* ws) { return cuda::copy_blocks_checked(c, st, ws, opts(stream)); });
 }
 
 kvcheck_backend_v1_t make_table() {
