@@ -342,10 +342,10 @@ int main(int argc, char** argv) {
     auto* d_base = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(size)));
     auto* d_map = static_cast<int64_t*>(dmalloc(mapping.size() * 8));
     auto* d_status = static_cast<cuda::DeviceStatus*>(dmalloc(sizeof(cuda::DeviceStatus)));
-    void* d_ws = dmalloc(cuda::copy_blocks_workspace_bytes(num_blocks));
     CK(cudaMemset(d_base, 3, static_cast<size_t>(size)));
     CK(cudaMemcpy(d_map, mapping.data(), mapping.size() * 8, cudaMemcpyHostToDevice));
     const CopyBlocksArgs a{d_base, size, views, num_blocks, stride, {d_map, mapping.size()}};
+    void* d_ws = dmalloc(cuda::copy_blocks_workspace_bytes(a));
     const auto fn = [&] {
       if (cc.checked)
         cuda::copy_blocks_checked(a, d_status, d_ws, {s, false});

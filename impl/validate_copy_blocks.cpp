@@ -7,6 +7,7 @@
 #include "impl/validate_copy_blocks.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -88,21 +89,32 @@ void validate_copy_blocks_shape(const CopyBlocksArgs& a) {
 void validate_copy_blocks_mapping(const CopyBlocksArgs& a) {
   const std::span<const int64_t> m = a.block_mapping;
   const int64_t pairs = static_cast<int64_t>(m.size()) / 2;
-  if (pairs == 0) return;
+  if (pairs == 0 || a.views.empty()) return;  // no views: no entry is read (SPEC §8.1)
   const auto in_range = [&](int64_t b) { return b >= 0 && b < a.num_blocks; };
-  // first_src[b]: the first pair copying from block b; first_dst[b]: writing it.
-  std::vector<int64_t> first_src(static_cast<size_t>(a.num_blocks), -1), first_dst(first_src);
-  for (int64_t p = pairs - 1; p >= 0; --p)
-    if (!padding(m[2 * p], m[2 * p + 1]) && in_range(m[2 * p])) first_src[static_cast<size_t>(m[2 * p])] = p;
+  // (block, pair) of every in-range source and destination, sorted: a block's first
+  // entry is the first pair copying from / writing it. O(pairs log pairs) and no table
+  // of num_blocks entries, however large num_blocks is.
+  std::vector<std::pair<int64_t, int64_t>> from, to;
+  for (int64_t p = 0; p < pairs; ++p) {
+    if (padding(m[2 * p], m[2 * p + 1])) continue;
+    if (in_range(m[2 * p])) from.emplace_back(m[2 * p], p);
+    if (in_range(m[2 * p + 1])) to.emplace_back(m[2 * p + 1], p);
+  }
+  std::sort(from.begin(), from.end());
+  std::sort(to.begin(), to.end());
+  const auto first = [](const std::vector<std::pair<int64_t, int64_t>>& v, int64_t block) -> int64_t {
+    const auto it = std::lower_bound(v.begin(), v.end(), std::pair<int64_t, int64_t>{block, INT64_MIN});
+    return it != v.end() && it->first == block ? it->second : -1;
+  };
   for (int64_t p = 0; p < pairs; ++p) {
     const int64_t src = m[2 * p], dst = m[2 * p + 1];
     if (padding(src, dst)) continue;
     if (!in_range(src)) throw copy_blocks_range_error(p, 0, src, a.num_blocks);
     if (!in_range(dst)) throw copy_blocks_range_error(p, 1, dst, a.num_blocks);
-    int64_t& owner = first_dst[static_cast<size_t>(dst)];
-    if (owner >= 0) throw copy_blocks_duplicate_error(p, dst, owner);
-    owner = p;
-    if (first_src[static_cast<size_t>(dst)] >= 0) throw copy_blocks_source_error(p, dst, first_src[static_cast<size_t>(dst)]);
+    const int64_t writer = first(to, dst);
+    if (writer != p) throw copy_blocks_duplicate_error(p, dst, writer);
+    const int64_t reader = first(from, dst);
+    if (reader >= 0) throw copy_blocks_source_error(p, dst, reader);
   }
 }
 

@@ -18,8 +18,9 @@ namespace kvcheck {
 /// read on the host.
 void validate_copy_blocks_shape(const CopyBlocksArgs& a);
 
-/// SPEC §8.1 step 3 on host memory (O(pairs + num_blocks)): the smallest failing
-/// position (2p = src, 2p+1 = dst of pair p): kBlockOutOfRange, kBlockConflict.
+/// SPEC §8.1 step 3 on host memory (O(pairs log pairs)): the smallest failing position
+/// (2p = src, 2p+1 = dst of pair p): kBlockOutOfRange, kBlockConflict. Without views
+/// nothing is read.
 void validate_copy_blocks_mapping(const CopyBlocksArgs& a);
 
 /// validate_copy_blocks_shape, then validate_copy_blocks_mapping.

@@ -108,6 +108,7 @@ void check_pairs(const CopyBlocksArgs& a) {
 void copy_blocks(const CopyBlocksArgs& a) {
   check_sizes(a);
   check_views(a);
+  if (a.views.empty()) return;  // no cache to copy in: the mapping is not read
   check_pairs(a);
   const int64_t pairs = static_cast<int64_t>(a.block_mapping.size()) / 2;
   if (pairs == 0 || a.views.empty()) return;

@@ -13,6 +13,7 @@ namespace kvcheck::cpu {
 
 void CpuBackend::copy_blocks(const CopyBlocksArgs& a) const {
   validate_copy_blocks(a);
+  if (a.views.empty()) return;
   std::vector<int64_t> pairs;  // the non-padding pairs, as (src, dst)
   for (size_t p = 0; p + 1 < a.block_mapping.size(); p += 2)
     if (a.block_mapping[p] != -1 && a.block_mapping[p + 1] != -1) {

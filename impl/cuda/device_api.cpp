@@ -411,7 +411,12 @@ void launch_copy(const CopyBlocksArgs& a, const DeviceStatus* status, const Laun
 
 }  // namespace
 
-size_t copy_blocks_workspace_bytes(int64_t num_blocks) { return count(num_blocks) * 16; }
+size_t copy_blocks_workspace_bytes(const CopyBlocksArgs& a) {
+  if (a.views.empty() || a.block_mapping.empty() || a.block_stride < 1 || a.num_blocks <= 0) return 0;
+  // A refused extent must not turn into a huge allocation: bounded as the rule bounds it.
+  const int64_t fits = a.size_bytes / a.block_stride + 1;
+  return count(std::min(a.num_blocks, fits)) * 16;
+}
 
 void copy_blocks(const CopyBlocksArgs& args, const LaunchOptions& opts) {
   validate_copy_blocks_shape(args);
@@ -422,7 +427,7 @@ PendingCheck copy_blocks_checked(const CopyBlocksArgs& args, DeviceStatus* statu
                                  const LaunchOptions& opts) {
   validate_copy_blocks_shape(args);
   const int64_t pairs = static_cast<int64_t>(args.block_mapping.size()) / 2;
-  if (pairs == 0) return {};
+  if (pairs == 0 || args.views.empty()) return {};  // nothing to copy, nothing read
   if (workspace == nullptr && args.num_blocks > 0)
     throw Error(ErrorCode::kInvalidArgument, "a checked copy_blocks needs a workspace");
   reset(status, opts);

@@ -219,8 +219,10 @@ PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const in
 /// steps 1-2, kvcheck::Error at once, nothing enqueued); views of one offset are
 /// copied once. Unchecked: block_mapping assumed valid.
 void copy_blocks(const CopyBlocksArgs& args, const LaunchOptions& opts);
-/// Bytes of scratch device memory copy_blocks_checked needs: 16 per block.
-size_t copy_blocks_workspace_bytes(int64_t num_blocks);
+/// Bytes of scratch device memory copy_blocks_checked needs for `args`: 16 per block
+/// when it has views and pairs (num_blocks is then bounded by the allocation: view
+/// 0's last block lies inside it, or the call is refused first), else 0.
+size_t copy_blocks_workspace_bytes(const CopyBlocksArgs& args);
 /// Checked: block_mapping validated on the device (step 3: the smallest failing
 /// position, the cpu's code and message) into `status`; the copy kernel skips on
 /// error, so a refusal writes nothing.

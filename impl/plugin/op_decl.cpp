@@ -226,11 +226,11 @@ void declare(kvcheck_gather_kv_args& a, ArgDecl& d) {
 // copy_blocks (SPEC §8.1): the allocation written in place (the bytes no copy touches
 // travel both ways, so a stray write shows); block_mapping read in the plugin's
 // memory; views in host memory for every plugin (the host launches per view, as an
-// engine's list of layer caches). Nothing to do without a pair.
+// engine's list of layer caches). Nothing to do without a pair or a view.
 void declare(kvcheck_copy_blocks_args& a, ArgDecl& d) {
   if (!d.bound([&] {
         validate_copy_blocks_shape(from_abi(a));
-        return a.block_mapping_entries > 0;
+        return a.block_mapping_entries > 0 && a.views_entries > 0;
       }))
     return;
   d.host_int64s("views", a.views, a.views_entries);

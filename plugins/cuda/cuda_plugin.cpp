@@ -119,7 +119,7 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, s
 int copy_blocks(void*, const kvcheck_copy_blocks_args* a, void* stream, char* msg, size_t size) {
   CopyBlocksArgs c;  // views: host memory (the ABI says so)
   return checked(
-      stream, msg, size, [&] { return cuda::copy_blocks_workspace_bytes((c = from_abi(*a)).num_blocks); },
+      stream, msg, size, [&] { return cuda::copy_blocks_workspace_bytes(c = from_abi(*a)); },
       [&](DeviceStatus* st, void* ws) { return cuda::copy_blocks_checked(c, st, ws, opts(stream)); });
 }
 

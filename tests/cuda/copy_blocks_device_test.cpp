@@ -84,7 +84,7 @@ TEST(CopyBlocksDevice, CheckedRefusalsAreTheCpusAndWriteNothing) {
     ASSERT_FALSE(want.empty());
     const OnDevice d(c);
     Dev<cuda::DeviceStatus> status(1);
-    Dev<uint8_t> workspace(cuda::copy_blocks_workspace_bytes(c.num_blocks));
+    Dev<uint8_t> workspace(cuda::copy_blocks_workspace_bytes(c.args(d.base.p, d.m.p)));
     const std::string got = outcome([&] {
       cuda::copy_blocks_checked(c.args(d.base.p, d.m.p), status.p, workspace.p, {nullptr, true}).throw_if_error(nullptr);
     });
