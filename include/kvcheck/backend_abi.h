@@ -266,7 +266,8 @@ typedef struct kvcheck_gather_kv_args {
 /* copy_blocks (SPEC §8.1): in place in one allocation, for every view (offset,
  * block_bytes) and every pair (src, dst) of block_mapping that is not padding (-1):
  * bytes [offset + src*block_stride, +block_bytes) copied to [offset + dst*block_stride,
- * +block_bytes). Views and block_mapping are metadata in the plugin's memory space. */
+ * +block_bytes). views: HOST memory for every plugin (the host launches per view);
+ * block_mapping: the plugin's memory space. No views: nothing is read or written. */
 typedef struct kvcheck_copy_blocks_args {
   uint8_t* base; int64_t size_bytes;            /* the allocation, written */
   const int64_t* views; int64_t views_entries;  /* [num_views][2] = offset, block_bytes (bytes) */
