@@ -187,8 +187,10 @@ void BM_GatherKv(benchmark::State& state) {
   const cpu::CpuBackend cpu;
   const int32_t max_blocks = 1024 / kKvBlock;
   for (auto _ : state) {
-    if (ref) ref::gather_kv(fx.view(), fx.table, max_blocks, fx.cu, fx.out(fx.out_k), fx.out(fx.out_v));
-    else cpu.gather_kv(fx.view(), fx.table, max_blocks, fx.cu, fx.out(fx.out_k), fx.out(fx.out_v));
+    const GatherKvArgs a{fx.view(), fx.table, max_blocks, fx.cu, {}, SeqStartUnit::kToken, fx.out(fx.out_k),
+                         fx.out(fx.out_v)};
+    if (ref) ref::gather_kv(a);
+    else cpu.gather_kv(a);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * fx.bytes_moved());

@@ -13,8 +13,7 @@ void Backend::store_kv(const KvTokensIn&, const KvTokensIn&, std::span<const int
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no store_kv (SPEC §7.4)");
 }
 
-void Backend::gather_kv(const ConstKvCacheView&, std::span<const int32_t>, int32_t,
-                        std::span<const int32_t>, const KvTokensOut&, const KvTokensOut&) const {
+void Backend::gather_kv(const GatherKvArgs&) const {
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no gather_kv (SPEC §7.5)");
 }
 

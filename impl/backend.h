@@ -77,13 +77,12 @@ class Backend {
                         std::span<const int32_t> slot_mapping, const KvCacheView& cache) const;
 
   /// SPEC §7.5 gather_kv: sequence i's tokens [0, cu_seqlens_k[i+1] - cu_seqlens_k[i])
-  /// through block_table[i][0..max_blocks) ([num_seqs][max_blocks], -1 padded) to
-  /// rows [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v (model dtype; FP8
+  /// through block_table[i][0..max_blocks) ([num_seqs][max_blocks], -1 padded) from
+  /// table position seq_starts[i] (if given; token or block unit) to rows
+  /// [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v (model dtype; FP8
   /// dequantised). Throws (nothing written) kInvalidArgument, kShapeMismatch,
   /// kRangeOutOfTable, kBlockOutOfRange; default: kUnsupported.
-  virtual void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                         int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
-                         const KvTokensOut& out_k, const KvTokensOut& out_v) const;
+  virtual void gather_kv(const GatherKvArgs& args) const;
 
   /// SPEC §8.1 copy_blocks: in place, every view's block src to its block dst for
   /// each (src, dst) of block_mapping without a -1. Throws (nothing written)

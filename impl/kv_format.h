@@ -83,4 +83,26 @@ struct BasicKvTokens {
 using KvTokensIn = BasicKvTokens<const uint8_t>;
 using KvTokensOut = BasicKvTokens<uint8_t>;
 
+/// How gather_kv's seq_starts[i] places sequence i in its table row (SPEC §7.5): its
+/// token t is table position seq_starts[i] + t (kToken, vLLM cp_gather_cache) or
+/// seq_starts[i] rounded down to a multiple of block_size, + t (kBlock, vLLM
+/// gather_and_maybe_dequant_cache's offset of seq_starts[i] / block_size blocks).
+/// The values are the plugin ABI's kvcheck_gather_kv_args.seq_starts_unit.
+enum class SeqStartUnit : int32_t { kToken = 1, kBlock = 2 };
+
+/// gather_kv's arguments (SPEC §7.5), the one list every layer passes: the caches
+/// (read), block_table [num_seqs][max_blocks] (-1 padded), cu_seqlens_k [num_seqs + 1],
+/// seq_starts [num_seqs] tokens (empty: every sequence starts at table position 0)
+/// with its unit, and the outputs [rows][H][D] (model dtype, written). Host spans for
+/// the cpu backend and the reference; device pointers for the CUDA entries.
+struct GatherKvArgs {
+  ConstKvCacheView cache;
+  std::span<const int32_t> block_table;
+  int32_t max_blocks = 0;
+  std::span<const int32_t> cu_seqlens_k;
+  std::span<const int32_t> seq_starts;
+  SeqStartUnit seq_start_unit = SeqStartUnit::kToken;
+  KvTokensOut out_k, out_v;
+};
+
 }  // namespace kvcheck

@@ -28,13 +28,30 @@ KVCHECK_HD KvOutRule kv_output_rule(int64_t rows, int64_t total, bool null, bool
   return KvOutRule::kOk;
 }
 
-/// SPEC §7.5 step 5: sequence of `len` tokens needs more than its table row holds.
-KVCHECK_HD bool kv_sequence_too_long(int64_t len, int32_t max_blocks, int32_t block_size) {
-  return len > int64_t{max_blocks} * block_size;
+/// SPEC §7.5: the table position of sequence i's token 0, from its seq_starts entry
+/// (0 without seq_starts): the entry itself (token unit) or the entry rounded down to
+/// a multiple of block_size (block unit). `start` >= 0.
+KVCHECK_HD int64_t kv_seq_start(int32_t start, bool block_unit, int32_t block_size) {
+  return block_unit ? int64_t{start} - start % block_size : int64_t{start};
 }
-/// Rows of the table a sequence of `len` tokens needs: ceil(len / block_size).
-KVCHECK_HD int64_t kv_needed_blocks(int64_t len, int32_t block_size) {
-  return len > 0 ? (len + block_size - 1) / block_size : 0;
+/// SPEC §7.5 step 5: a sequence of `len` > 0 tokens from table position `start` needs
+/// more positions than its table row holds (max_blocks * block_size).
+KVCHECK_HD bool kv_sequence_too_long(int64_t start, int64_t len, int32_t max_blocks, int32_t block_size) {
+  return len > 0 && start + len > int64_t{max_blocks} * block_size;
+}
+/// Table columns [first, end) that tokens [start, start + len) of a row need: none for
+/// len 0, else [start / block_size, ceil((start + len) / block_size)).
+struct KvColumns {
+  int64_t first, end;
+};
+KVCHECK_HD KvColumns kv_needed_columns(int64_t start, int64_t len, int32_t block_size) {
+  if (len <= 0) return {0, 0};
+  return {start / block_size, (start + len + block_size - 1) / block_size};
+}
+/// The sequence token that first needs table column j (of a row from `start`).
+KVCHECK_HD int64_t kv_column_token(int64_t j, int64_t start, int32_t block_size) {
+  const int64_t t = j * block_size - start;
+  return t > 0 ? t : 0;
 }
 /// SPEC §7.5 step 5, a needed table entry: -1 (kRangeOutOfTable), outside [0,
 /// num_blocks) (kBlockOutOfRange), or fine.

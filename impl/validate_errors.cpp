@@ -1,5 +1,6 @@
 #include "impl/validate_errors.h"
 
+#include <optional>
 #include <string>
 
 namespace kvcheck {
@@ -152,16 +153,28 @@ Error gather_output_error(KvOutRule rule, int side, int64_t rows, int64_t total,
                                                 " heads x " + str(head_dim) + ")");
 }
 
-Error gather_sequence_too_long_error(int64_t i, int64_t len, int32_t max_blocks, int32_t block_size) {
-  return Error(ErrorCode::kRangeOutOfTable, "sequence " + str(i) + " has " + str(len) +
-                                                " tokens but its table row holds " + str(max_blocks) +
-                                                " blocks of " + str(block_size));
+Error gather_seq_start_error(int64_t i, int32_t value) {
+  return Error(ErrorCode::kInvalidArgument, "seq_starts[" + str(i) + "] = " + str(value) + " is negative");
+}
+
+Error gather_sequence_too_long_error(int64_t i, int64_t start, int64_t len, int32_t max_blocks, int32_t block_size,
+                                     std::optional<int32_t> seq_start) {
+  // Without seq_starts the message is the length alone; with them, the entry and the
+  // positions it reaches: the bound an engine's unchecked offset read past.
+  const std::string holds = "its table row holds " + str(max_blocks) + " blocks of " + str(block_size);
+  if (!seq_start)
+    return Error(ErrorCode::kRangeOutOfTable, "sequence " + str(i) + " has " + str(len) + " tokens but " + holds);
+  return Error(ErrorCode::kRangeOutOfTable,
+               "sequence " + str(i) + " has " + str(len) + " tokens from table position " + str(start) +
+                   " (seq_starts[" + str(i) + "] = " + str(*seq_start) + "), reaching position " +
+                   str(start + len - 1) + ", but " + holds + " (" + str(int64_t{max_blocks} * block_size) +
+                   " positions)");
 }
 
 Error gather_table_entry_error(KvTableRule rule, int64_t i, int64_t j, int32_t block, int32_t block_size,
-                               int64_t num_blocks) {
-  const std::string where = "block_table[" + str(i) + "][" + str(j) + "] = " + str(block) +
-                            " (needed by token " + str(j * block_size) + " of sequence " + str(i) + ")";
+                               int64_t num_blocks, int64_t start) {
+  const std::string where = "block_table[" + str(i) + "][" + str(j) + "] = " + str(block) + " (needed by token " +
+                            str(kv_column_token(j, start, block_size)) + " of sequence " + str(i) + ")";
   if (rule == KvTableRule::kMissing) return Error(ErrorCode::kRangeOutOfTable, where + " is -1");
   return Error(ErrorCode::kBlockOutOfRange, where + " is not in [0, num_blocks = " + str(num_blocks) + ")");
 }

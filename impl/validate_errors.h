@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "impl/error.h"
 #include "impl/kv_rules.h"
@@ -53,9 +54,15 @@ Error cu_seqlens_decrease_error(int64_t i, int32_t next, int32_t cur);
 /// rule != kOk; side kKvSideK names out_k, kKvSideV out_v.
 Error gather_output_error(KvOutRule rule, int side, int64_t rows, int64_t total, int64_t token_stride,
                           int64_t head_stride, int32_t num_kv_heads, int32_t head_dim);
-Error gather_sequence_too_long_error(int64_t i, int64_t len, int32_t max_blocks, int32_t block_size);
-/// rule != kOk: entry block_table[i][j] = block.
+/// seq_starts[i] = value < 0 (kInvalidArgument).
+Error gather_seq_start_error(int64_t i, int32_t value);
+/// Sequence i's len tokens from table position start pass its row (kRangeOutOfTable);
+/// seq_start: its seq_starts entry (none without seq_starts).
+Error gather_sequence_too_long_error(int64_t i, int64_t start, int64_t len, int32_t max_blocks, int32_t block_size,
+                                     std::optional<int32_t> seq_start);
+/// rule != kOk: entry block_table[i][j] = block, of a row whose sequence starts at
+/// table position `start`.
 Error gather_table_entry_error(KvTableRule rule, int64_t i, int64_t j, int32_t block, int32_t block_size,
-                               int64_t num_blocks);
+                               int64_t num_blocks, int64_t start);
 
 }  // namespace kvcheck

@@ -77,33 +77,36 @@ void validate_gather_kv_dtypes(KvDtype cache_dtype, const KvTokensOut& out_k, co
     fail(ErrorCode::kShapeMismatch, "cu_seqlens_k is empty (it has num_seqs + 1 entries)");
 }
 
-void validate_gather_kv_table_shape(int32_t max_blocks, int64_t block_table_entries, int64_t num_seqs) {
+void validate_gather_kv_table_shape(int32_t max_blocks, int64_t block_table_entries, int64_t num_seqs,
+                                    int64_t seq_starts_entries) {
   if (max_blocks < 0)
     fail(ErrorCode::kInvalidArgument, "max_blocks = " + to_string(max_blocks) + " < 0");
   if (block_table_entries != num_seqs * max_blocks)
     fail(ErrorCode::kShapeMismatch, "block_table has " + to_string(block_table_entries) +
                                         " entries, not num_seqs " + to_string(num_seqs) +
                                         " * max_blocks " + to_string(max_blocks));
+  if (seq_starts_entries != 0 && seq_starts_entries != num_seqs)
+    fail(ErrorCode::kShapeMismatch, "seq_starts has " + to_string(seq_starts_entries) + " entries, not num_seqs " +
+                                        to_string(num_seqs) + " (or none)");
 }
 
 bool kv_rows_misaligned(const void* data) { return reinterpret_cast<uintptr_t>(data) % 2 != 0; }
 
-int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                           int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
-                           const KvTokensOut& out_k, const KvTokensOut& out_v) {
-  const KvCacheLayout& l = cache.layout;
-  validate_kv_cache(cache);
-  validate_kv_scales(l, cache.scales);
-  validate_gather_kv_dtypes(l.dtype, out_k, out_v, cu_seqlens_k.size());
-  if (cu_seqlens_k[0] != 0) throw cu_seqlens_first_error(cu_seqlens_k[0]);
-  for (size_t i = 0; i + 1 < cu_seqlens_k.size(); ++i)
-    if (cu_seqlens_k[i + 1] < cu_seqlens_k[i])
-      throw cu_seqlens_decrease_error(static_cast<int64_t>(i), cu_seqlens_k[i + 1], cu_seqlens_k[i]);
-  const int64_t num_seqs = static_cast<int64_t>(cu_seqlens_k.size()) - 1;
-  validate_gather_kv_table_shape(max_blocks, static_cast<int64_t>(block_table.size()), num_seqs);
-  const int64_t total = cu_seqlens_k[static_cast<size_t>(num_seqs)];
+int64_t validate_gather_kv(const GatherKvArgs& a) {
+  const KvCacheLayout& l = a.cache.layout;
+  const std::span<const int32_t> cu = a.cu_seqlens_k;
+  validate_kv_cache(a.cache);
+  validate_kv_scales(l, a.cache.scales);
+  validate_gather_kv_dtypes(l.dtype, a.out_k, a.out_v, cu.size());
+  if (cu[0] != 0) throw cu_seqlens_first_error(cu[0]);
+  for (size_t i = 0; i + 1 < cu.size(); ++i)
+    if (cu[i + 1] < cu[i]) throw cu_seqlens_decrease_error(static_cast<int64_t>(i), cu[i + 1], cu[i]);
+  const int64_t num_seqs = static_cast<int64_t>(cu.size()) - 1;
+  validate_gather_kv_table_shape(a.max_blocks, static_cast<int64_t>(a.block_table.size()), num_seqs,
+                                 static_cast<int64_t>(a.seq_starts.size()));
+  const int64_t total = cu[static_cast<size_t>(num_seqs)];
   if (total > 0) {
-    const KvTokensOut* outs[] = {&out_k, &out_v};
+    const KvTokensOut* outs[] = {&a.out_k, &a.out_v};
     for (const int side : {kKvSideK, kKvSideV}) {
       const KvTokensOut& o = *outs[side];
       const KvOutRule rule = kv_output_rule(o.rows, total, o.data == nullptr, kv_rows_misaligned(o.data),
@@ -113,15 +116,24 @@ int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_
                                   l.head_dim);
     }
   }
+  const bool block_unit = a.seq_start_unit == SeqStartUnit::kBlock;
   for (int64_t i = 0; i < num_seqs; ++i) {
-    const int64_t len = int64_t{cu_seqlens_k[static_cast<size_t>(i + 1)]} - cu_seqlens_k[static_cast<size_t>(i)];
-    if (kv_sequence_too_long(len, max_blocks, l.block_size))
-      throw gather_sequence_too_long_error(i, len, max_blocks, l.block_size);
-    for (int64_t j = 0; j < kv_needed_blocks(len, l.block_size); ++j) {
-      const int32_t block = block_table[static_cast<size_t>(i * max_blocks + j)];
+    const auto u = static_cast<size_t>(i);
+    const int64_t len = int64_t{cu[u + 1]} - cu[u];
+    int64_t start = 0;
+    if (!a.seq_starts.empty()) {
+      if (a.seq_starts[u] < 0) throw gather_seq_start_error(i, a.seq_starts[u]);
+      start = kv_seq_start(a.seq_starts[u], block_unit, l.block_size);
+    }
+    if (kv_sequence_too_long(start, len, a.max_blocks, l.block_size))
+      throw gather_sequence_too_long_error(i, start, len, a.max_blocks, l.block_size,
+                                           a.seq_starts.empty() ? std::nullopt : std::optional(a.seq_starts[u]));
+    const KvColumns cols = kv_needed_columns(start, len, l.block_size);
+    for (int64_t j = cols.first; j < cols.end; ++j) {
+      const int32_t block = a.block_table[static_cast<size_t>(i * a.max_blocks + j)];
       const KvTableRule rule = kv_table_entry_rule(block, l.num_blocks);
       if (rule != KvTableRule::kOk)
-        throw gather_table_entry_error(rule, i, j, block, l.block_size, l.num_blocks);
+        throw gather_table_entry_error(rule, i, j, block, l.block_size, l.num_blocks, start);
     }
   }
   return total;

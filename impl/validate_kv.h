@@ -27,21 +27,21 @@ void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int
 void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype);
 
 /// SPEC §7.5: cache and scales as store, the output dtypes, cu_seqlens_k, the table
-/// shape, the outputs (rows, null, non-overlapping), then each sequence's needed
-/// table entries (kRangeOutOfTable, kBlockOutOfRange). Returns cu_seqlens_k[b], the
-/// rows written. The per-entry rules are impl/kv_rules.h's, the messages
-/// impl/validate_errors.h's (the CUDA validation kernels use both).
-int64_t validate_gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                           int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
-                           const KvTokensOut& out_k, const KvTokensOut& out_v);
+/// and seq_starts shapes, the outputs (rows, null, non-overlapping), then per sequence
+/// its start (kInvalidArgument), its positions against the row (kRangeOutOfTable) and
+/// its needed table entries (kRangeOutOfTable, kBlockOutOfRange). Returns
+/// cu_seqlens_k[b], the rows written. The per-entry rules are impl/kv_rules.h's, the
+/// messages impl/validate_errors.h's (the CUDA validation kernels use both).
+int64_t validate_gather_kv(const GatherKvArgs& a);
 /// The steps of validate_gather_kv that read no memory, for backends that check the
 /// rest on the device. After the scales: the outputs' model dtypes, then
 /// cu_seqlens_k not empty (kShapeMismatch).
 void validate_gather_kv_dtypes(KvDtype cache_dtype, const KvTokensOut& out_k, const KvTokensOut& out_v,
                                size_t cu_seqlens_entries);
-/// After cu_seqlens_k's values: max_blocks >= 0 (kInvalidArgument), then
-/// block_table_entries == num_seqs * max_blocks (kShapeMismatch).
-void validate_gather_kv_table_shape(int32_t max_blocks, int64_t block_table_entries, int64_t num_seqs);
+/// After cu_seqlens_k's values: max_blocks >= 0 (kInvalidArgument), block_table_entries
+/// == num_seqs * max_blocks, then seq_starts_entries 0 or num_seqs (kShapeMismatch).
+void validate_gather_kv_table_shape(int32_t max_blocks, int64_t block_table_entries, int64_t num_seqs,
+                                    int64_t seq_starts_entries);
 /// True when token rows at `data` are not 2-byte aligned (SPEC §7.4 / §7.5).
 bool kv_rows_misaligned(const void* data);
 

@@ -73,6 +73,14 @@ inline std::vector<ClassBound> gather_kv() {
 
 inline std::vector<ClassBound> gather_kv_fault() { return {{"error blames an entry", 0.04}}; }
 
+/// gather_kv with seq_starts: both units, starts off their block, partial last blocks.
+inline std::vector<ClassBound> gather_kv_seq_starts() {
+  return {{"seq_starts in tokens", 0.30},
+          {"seq_starts in blocks", 0.30},
+          {"a start off its block boundary", 0.20},
+          {"partial last block", 0.30}};
+}
+
 /// BlockLoadPlanBuilder appends: both edges of the ring's wrap point.
 inline std::vector<ClassBound> plan_builder() {
   return {{"ring range ends at the wrap point", 0.10}, {"ring range wraps", 0.10},

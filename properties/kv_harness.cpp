@@ -151,10 +151,12 @@ std::optional<ErrorCode> run_gather_kv(const Backend* backend, const GatherKvSce
   const int64_t total = s.cu_seqlens_k.empty() ? 0 : s.cu_seqlens_k.back();
   try {
     const ScopedParallelism split(backend, s.threads, total);
+    const GatherKvArgs a{b.view(),     s.block_table,    s.max_blocks, s.cu_seqlens_k,
+                         s.seq_starts, s.seq_start_unit, out.out_k,    out.out_v};
     if (backend)
-      backend->gather_kv(b.view(), s.block_table, s.max_blocks, s.cu_seqlens_k, out.out_k, out.out_v);
+      backend->gather_kv(a);
     else
-      ref::gather_kv(b.view(), s.block_table, s.max_blocks, s.cu_seqlens_k, out.out_k, out.out_v);
+      ref::gather_kv(a);
   } catch (const Error& e) {
     if (what) *what = e.what();
     return e.code();
@@ -183,6 +185,20 @@ void note_kv_classes(const GatherKvScenario& s) {
   if (total > 0 && ts % 2 == 1) note_class("odd output stride");
   if (total > 0 && s.out_offset % 8 != 0) note_class("misaligned output base");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
+  const int64_t bs = s.cache.block_size;
+  for (size_t i = 0; i + 1 < s.cu_seqlens_k.size(); ++i)
+    if ((s.cu_seqlens_k[i + 1] - s.cu_seqlens_k[i]) % bs != 0) {
+      note_class("partial last block");
+      break;
+    }
+  if (!s.seq_starts.empty()) {
+    note_class(s.seq_start_unit == SeqStartUnit::kBlock ? "seq_starts in blocks" : "seq_starts in tokens");
+    for (int32_t v : s.seq_starts)
+      if (v > 0 && v % bs != 0) {
+        note_class("a start off its block boundary");
+        break;
+      }
+  }
 }
 
 std::string show_kv_element(KvDtype dtype, const uint8_t* p) {

@@ -84,7 +84,8 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     g.out_v_dtype = is_fp8(s.cache.dtype) ? s.value_dtype : s.cache.dtype;
     g.out_rows = m.cu_seqlens_k.back();
     KvOutBuffers out(g);
-    b.gather_kv(cache.view(), g.block_table, g.max_blocks, g.cu_seqlens_k, out.out_k, out.out_v);
+    b.gather_kv({cache.view(), g.block_table, g.max_blocks, g.cu_seqlens_k, {}, SeqStartUnit::kToken, out.out_k,
+                 out.out_v});
     for (size_t i = 0; i < n; ++i)
       for (int32_t t = 0; t < s.num_tokens[i]; ++t)
         for (int side = 0; side < 2; ++side) {

@@ -58,11 +58,9 @@ class CountingBackend final : public Backend {
     ++calls_;
     b_.store_kv(key, value, slot_mapping, cache);
   }
-  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
-                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-                 const KvTokensOut& out_v) const override {
+  void gather_kv(const GatherKvArgs& args) const override {
     ++calls_;
-    b_.gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
+    b_.gather_kv(args);
   }
   void copy_blocks(const CopyBlocksArgs& args) const override {
     ++calls_;

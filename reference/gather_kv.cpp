@@ -28,9 +28,11 @@ void check_out(const KvTokensOut& o, int64_t total, const KvCacheLayout& l, cons
 
 }  // namespace
 
-void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-               const KvTokensOut& out_v) {
+void gather_kv(const GatherKvArgs& a) {
+  const ConstKvCacheView& cache = a.cache;
+  const std::span<const int32_t> block_table = a.block_table, cu_seqlens_k = a.cu_seqlens_k;
+  const int32_t max_blocks = a.max_blocks;
+  const KvTokensOut &out_k = a.out_k, &out_v = a.out_v;
   const KvCacheLayout& l = cache.layout;
   check_kv_cache(cache);
   check_model_dtype(l.dtype, out_k.dtype, "out_k");
@@ -49,24 +51,43 @@ void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_tab
   if (max_blocks < 0) throw Error(ErrorCode::kInvalidArgument, "max_blocks < 0");
   if (static_cast<int64_t>(block_table.size()) != b * max_blocks)
     throw Error(ErrorCode::kShapeMismatch, "block_table is not num_seqs x max_blocks");
+  if (!a.seq_starts.empty() && static_cast<int64_t>(a.seq_starts.size()) != b)
+    throw Error(ErrorCode::kShapeMismatch, "seq_starts is not num_seqs long");
   const int64_t total = cu_seqlens_k[static_cast<size_t>(b)];
   if (total > 0) {
     check_out(out_k, total, l, "out_k");
     check_out(out_v, total, l, "out_v");
   }
+  // Table position of sequence i's token 0.
+  const auto start_of = [&](int64_t i) -> int64_t {
+    if (a.seq_starts.empty()) return 0;
+    const int64_t s = a.seq_starts[static_cast<size_t>(i)];
+    return a.seq_start_unit == SeqStartUnit::kBlock ? s / l.block_size * l.block_size : s;
+  };
   for (int64_t i = 0; i < b; ++i) {
     const int64_t len = int64_t{cu_seqlens_k[static_cast<size_t>(i + 1)]} - cu_seqlens_k[static_cast<size_t>(i)];
-    if (len > int64_t{max_blocks} * l.block_size)
-      throw Error(ErrorCode::kRangeOutOfTable, "sequence " + to_string(i) + " is longer than its table row");
-    for (int64_t t = 0; t < len; t += l.block_size) {
-      const int32_t block = block_table[static_cast<size_t>(i * max_blocks + t / l.block_size)];
+    if (!a.seq_starts.empty() && a.seq_starts[static_cast<size_t>(i)] < 0)
+      throw Error(ErrorCode::kInvalidArgument, "seq_starts[" + to_string(i) + "] = " +
+                                                   to_string(a.seq_starts[static_cast<size_t>(i)]) + " is negative");
+    const int64_t start = start_of(i);
+    if (len > 0 && start + len > int64_t{max_blocks} * l.block_size)
+      throw Error(ErrorCode::kRangeOutOfTable,
+                  "sequence " + to_string(i) + " reaches past its table row" +
+                      (a.seq_starts.empty() ? std::string()
+                                            : " from seq_starts[" + to_string(i) + "] = " +
+                                                  to_string(a.seq_starts[static_cast<size_t>(i)])));
+    // Every token's column, in token order: the first token of each column reports it.
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t p = start + t;
+      if (t > 0 && p % l.block_size != 0) continue;
+      const int32_t block = block_table[static_cast<size_t>(i * max_blocks + p / l.block_size)];
       if (block == -1)
         throw Error(ErrorCode::kRangeOutOfTable, "block_table[" + to_string(i) + "][" +
-                                                     to_string(t / l.block_size) + "] = -1 is needed by token " +
+                                                     to_string(p / l.block_size) + "] = -1 is needed by token " +
                                                      to_string(t) + " of sequence " + to_string(i));
       if (block < 0 || block >= l.num_blocks)
         throw Error(ErrorCode::kBlockOutOfRange, "block_table[" + to_string(i) + "][" +
-                                                     to_string(t / l.block_size) + "] = " +
+                                                     to_string(p / l.block_size) + "] = " +
                                                      to_string(block) + " is out of range");
     }
   }
@@ -76,9 +97,11 @@ void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_tab
   for (int64_t i = 0; i < b; ++i) {
     const int64_t begin = cu_seqlens_k[static_cast<size_t>(i)];
     const int64_t len = cu_seqlens_k[static_cast<size_t>(i + 1)] - begin;
+    const int64_t start = start_of(i);
     for (int64_t t = 0; t < len; ++t) {
-      const int64_t block = block_table[static_cast<size_t>(i * max_blocks + t / l.block_size)];
-      const int64_t token = t % l.block_size;
+      const int64_t p = start + t;  // table position
+      const int64_t block = block_table[static_cast<size_t>(i * max_blocks + p / l.block_size)];
+      const int64_t token = p % l.block_size;
       for (int side = 0; side < 2; ++side) {
         const KvTokensOut& o = side == 0 ? out_k : out_v;
         const uint8_t* base = side == 0 ? cache.k : cache.v;

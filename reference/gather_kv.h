@@ -9,11 +9,10 @@
 namespace kvcheck::ref {
 
 /// SPEC §7.5: sequence i's tokens through block_table[i][*] ([num_seqs][max_blocks],
-/// -1 padded) to rows [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v, FP8
-/// dequantised to the outputs' model dtype. Validates everything first in the spec's
-/// order and writes nothing on error.
-void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-               const KvTokensOut& out_v);
+/// -1 padded), from table position seq_starts[i] (token unit, or rounded down to its
+/// block; 0 without seq_starts), to rows [cu_seqlens_k[i], cu_seqlens_k[i+1]) of
+/// out_k / out_v, FP8 dequantised to the outputs' model dtype. Validates everything
+/// first in the spec's order and writes nothing on error.
+void gather_kv(const GatherKvArgs& a);
 
 }  // namespace kvcheck::ref

@@ -146,8 +146,7 @@ struct Pair {
 };
 
 using StoreFn = std::function<void(const KvTokensIn&, const KvTokensIn&, std::span<const int32_t>, const KvCacheView&)>;
-using GatherFn = std::function<void(const ConstKvCacheView&, std::span<const int32_t>, int32_t,
-                                    std::span<const int32_t>, const KvTokensOut&, const KvTokensOut&)>;
+using GatherFn = std::function<void(const GatherKvArgs&)>;
 
 struct Side {
   const char* name;
@@ -160,7 +159,7 @@ std::vector<Side> sides() {
   return {{"reference", ref::store_kv, ref::gather_kv},
           {"cpu",
            [](auto&&... a) { cpu.store_kv(a...); },
-           [](auto&&... a) { cpu.gather_kv(a...); }}};
+           [](const GatherKvArgs& a) { cpu.gather_kv(a); }}};
 }
 
 KvTokensIn rows_in(const std::vector<uint16_t>& v, KvDtype dtype, int64_t rows, int64_t h, int64_t d) {
@@ -216,7 +215,7 @@ TEST(KvStore, E4m3PerHeadKnownAnswer) {
     std::vector<uint16_t> ok(2, 0), ov(2, 0);
     KvTokensOut out_k{reinterpret_cast<uint8_t*>(ok.data()), KvDtype::kFP16, 1, 2, 1};
     KvTokensOut out_v{reinterpret_cast<uint8_t*>(ov.data()), KvDtype::kFP16, 1, 2, 1};
-    s.gather(p.view, V{0}, 1, V{0, 1}, out_k, out_v);
+    s.gather({p.view, V{0}, 1, V{0, 1}, {}, SeqStartUnit::kToken, out_k, out_v});
     EXPECT_EQ(ok, (std::vector<uint16_t>{0x4200, 0x3C20})) << s.name;
     EXPECT_EQ(ov, (std::vector<uint16_t>{0x5F00, 0x3D40})) << s.name;
   }
@@ -236,9 +235,82 @@ TEST(KvGather, KnownAnswerAndUntouchedRows) {
     std::vector<uint16_t> ok(6, 0xBBBB), ov(6, 0xBBBB);
     KvTokensOut out_k{reinterpret_cast<uint8_t*>(ok.data()), KvDtype::kBF16, 6, 1, 1};
     KvTokensOut out_v{reinterpret_cast<uint8_t*>(ov.data()), KvDtype::kBF16, 6, 1, 1};
-    s.gather(p.view, V{1, 0, -1, -1, 0, -7}, 2, V{0, 3, 3, 4}, out_k, out_v);
+    s.gather({p.view, V{1, 0, -1, -1, 0, -7}, 2, V{0, 3, 3, 4}, {}, SeqStartUnit::kToken, out_k, out_v});
     EXPECT_EQ(ok, (std::vector<uint16_t>{0x10, 0x11, 0x00, 0x00, 0xBBBB, 0xBBBB})) << s.name;
     EXPECT_EQ(ov, (std::vector<uint16_t>{0x110, 0x111, 0x100, 0x100, 0xBBBB, 0xBBBB})) << s.name;
+  }
+}
+
+// seq_starts (SPEC §7.5), worked by hand. bs 2, 3 blocks, key of block b token t =
+// 0x10*b + t (value 0x100 more). seq 0: 2 tokens, row [2, 0, 1], start 3; seq 1: 1 token,
+// row [-1, -1, 2] (columns 0-1 unneeded, never read), start 5.
+//   token unit: seq 0 positions 3, 4 = (col 1, t 1), (col 2, t 0) -> blocks 0, 1 -> 0x01, 0x10;
+//               seq 1 position 5 = (col 2, t 1) -> block 2 -> 0x21.
+//   block unit: starts round down to 2 and 4: seq 0 positions 2, 3 -> block 0 t 0, 1 ->
+//               0x00, 0x01; seq 1 position 4 -> block 2 t 0 -> 0x20.
+TEST(KvGather, SeqStartsKnownAnswerBothUnits) {
+  const V table{2, 0, 1, -1, -1, 2}, cu{0, 2, 3}, starts{3, 5};
+  const struct {
+    SeqStartUnit unit;
+    std::vector<uint16_t> k;
+  } cases[] = {{SeqStartUnit::kToken, {0x01, 0x10, 0x21, 0xBBBB}}, {SeqStartUnit::kBlock, {0x00, 0x01, 0x20, 0xBBBB}}};
+  for (const Side& s : sides()) {
+    for (const auto& c : cases) {
+      const KvCacheLayout l = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kNHD, 3, 2, 1, 1);
+      Pair p(l);
+      uint16_t* k = reinterpret_cast<uint16_t*>(p.view.k);
+      uint16_t* v = reinterpret_cast<uint16_t*>(p.view.v);
+      for (int b = 0; b < 3; ++b)
+        for (int t = 0; t < 2; ++t)
+          k[b * 2 + t] = static_cast<uint16_t>(0x10 * b + t), v[b * 2 + t] = static_cast<uint16_t>(0x100 + 0x10 * b + t);
+      std::vector<uint16_t> ok(4, 0xBBBB), ov(4, 0xBBBB);
+      KvTokensOut out_k{reinterpret_cast<uint8_t*>(ok.data()), KvDtype::kBF16, 4, 1, 1};
+      KvTokensOut out_v{reinterpret_cast<uint8_t*>(ov.data()), KvDtype::kBF16, 4, 1, 1};
+      s.gather({p.view, table, 3, cu, starts, c.unit, out_k, out_v});
+      EXPECT_EQ(ok, c.k) << s.name;
+      std::vector<uint16_t> want_v = c.k;
+      for (size_t i = 0; i < 3; ++i) want_v[i] = static_cast<uint16_t>(want_v[i] + 0x100);
+      EXPECT_EQ(ov, want_v) << s.name;
+    }
+  }
+}
+
+// seq_starts refusals, nothing written. Row of 3 blocks of 2 = 6 positions.
+TEST(KvGather, SeqStartsRefusals) {
+  const struct {
+    const char* what;
+    V starts;
+    SeqStartUnit unit;
+    ErrorCode code;
+    const char* needle;  // the cpu's message
+  } cases[] = {
+      {"past the row (token)", {3, 6}, SeqStartUnit::kToken, ErrorCode::kRangeOutOfTable,
+       "sequence 1 has 1 tokens from table position 6 (seq_starts[1] = 6), reaching position 6"},
+      {"past the row (block)", {3, 7}, SeqStartUnit::kBlock, ErrorCode::kRangeOutOfTable, "from table position 6 (seq_starts[1] = 7)"},
+      {"far past the row", {INT32_MAX, 0}, SeqStartUnit::kToken, ErrorCode::kRangeOutOfTable, "sequence 0 has 2 tokens"},
+      {"negative", {3, -1}, SeqStartUnit::kToken, ErrorCode::kInvalidArgument, "seq_starts[1] = -1 is negative"},
+      {"too few", {3}, SeqStartUnit::kToken, ErrorCode::kShapeMismatch, "seq_starts has 1 entries, not num_seqs 2"},
+      {"needed -1", {3, 1}, SeqStartUnit::kToken, ErrorCode::kRangeOutOfTable,
+       "block_table[1][0] = -1 (needed by token 0 of sequence 1) is -1"},
+      {"needed -1 mid-row", {1, 3}, SeqStartUnit::kToken, ErrorCode::kRangeOutOfTable,
+       "block_table[1][1] = -1 (needed by token 0 of sequence 1)"},
+  };
+  const V table{2, 0, 1, -1, -1, 2}, cu{0, 2, 3};
+  for (const Side& s : sides()) {
+    for (const auto& c : cases) {
+      const KvCacheLayout l = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kNHD, 3, 2, 1, 1);
+      Pair p(l);
+      std::vector<uint16_t> ok(4, 0xBBBB), ov(4, 0xBBBB);
+      KvTokensOut out_k{reinterpret_cast<uint8_t*>(ok.data()), KvDtype::kBF16, 4, 1, 1};
+      KvTokensOut out_v{reinterpret_cast<uint8_t*>(ov.data()), KvDtype::kBF16, 4, 1, 1};
+      const auto call = [&] { s.gather({p.view, table, 3, cu, c.starts, c.unit, out_k, out_v}); };
+      if (s.name == std::string("cpu"))
+        expect_error(call, c.code, {c.needle});
+      else
+        expect_error(call, c.code);
+      EXPECT_EQ(ok, std::vector<uint16_t>(4, 0xBBBB)) << s.name << ": " << c.what;
+      EXPECT_EQ(ov, std::vector<uint16_t>(4, 0xBBBB)) << s.name << ": " << c.what;
+    }
   }
 }
 
@@ -352,9 +424,9 @@ TEST(KvGather, ErrorsWriteNothing) {
       KvTokensOut out_k{reinterpret_cast<uint8_t*>(ok.data()), c.out_dtype, c.out_rows, 2, 2};
       KvTokensOut out_v{reinterpret_cast<uint8_t*>(ov.data()), KvDtype::kBF16, 16, 2, 2};
       if (s.name == std::string("cpu"))
-        expect_error([&] { s.gather(p.view, c.table, c.max_blocks, c.cu, out_k, out_v); }, c.code, {c.needle});
+        expect_error([&] { s.gather({p.view, c.table, c.max_blocks, c.cu, {}, SeqStartUnit::kToken, out_k, out_v}); }, c.code, {c.needle});
       else
-        expect_error([&] { s.gather(p.view, c.table, c.max_blocks, c.cu, out_k, out_v); }, c.code);
+        expect_error([&] { s.gather({p.view, c.table, c.max_blocks, c.cu, {}, SeqStartUnit::kToken, out_k, out_v}); }, c.code);
       EXPECT_EQ(ok, std::vector<uint16_t>(32, 0xBBBB)) << s.name << ": " << c.what;
       EXPECT_EQ(ov, std::vector<uint16_t>(32, 0xBBBB)) << s.name << ": " << c.what;
     }
@@ -379,7 +451,7 @@ TEST(KvFamily, CpuCapabilityAndDefaultUnsupported) {
   } bare;
   EXPECT_FALSE(bare.capabilities().supports_property_op("gather_kv", nullptr));
   expect_error([&] { bare.store_kv({}, {}, {}, {}); }, ErrorCode::kUnsupported, {"bare has no store_kv"});
-  expect_error([&] { bare.gather_kv({}, {}, 0, {}, {}, {}); }, ErrorCode::kUnsupported, {"bare has no gather_kv"});
+  expect_error([&] { bare.gather_kv({}); }, ErrorCode::kUnsupported, {"bare has no gather_kv"});
 }
 
 }  // namespace
@@ -411,7 +483,7 @@ TEST(KvFamily, CpuBaselineAndAvx2Agree) {
       std::vector<uint16_t> ok(15 * 3 * 72), ov(ok.size());
       KvTokensOut o_k{reinterpret_cast<uint8_t*>(ok.data()), model, 15, 3 * 72, 72};
       KvTokensOut o_v{reinterpret_cast<uint8_t*>(ov.data()), model, 15, 3 * 72, 72};
-      cpu.gather_kv(p.view, V{2, 0, 1}, 3, V{0, 15}, o_k, o_v);
+      cpu.gather_kv({p.view, V{2, 0, 1}, 3, V{0, 15}, {}, SeqStartUnit::kToken, o_k, o_v});
       ok.insert(ok.end(), ov.begin(), ov.end());
       out[pass][1] = ok;
       unsetenv("KVCHECK_CPU_ISA");

@@ -199,7 +199,7 @@ bool same(const props::GatherKvScenario& a, const props::GatherKvScenario& b) {
          a.cu_seqlens_k == b.cu_seqlens_k && a.out_k_dtype == b.out_k_dtype && a.out_v_dtype == b.out_v_dtype &&
          a.out_rows == b.out_rows && a.out_pad_head == b.out_pad_head && a.out_pad_token == b.out_pad_token &&
          a.out_seed == b.out_seed && a.fault == b.fault && a.code == b.code && a.threads == b.threads &&
-         a.out_offset == b.out_offset;
+         a.out_offset == b.out_offset && a.seq_starts == b.seq_starts && a.seq_start_unit == b.seq_start_unit;
 }
 
 // to_json, the text a file holds, from_json.
@@ -278,8 +278,8 @@ TEST(Regression, MalformedKvScenarioIsRejected) {
 // Every scenario the builders make, valid, with a fault and with raw values (raw scale
 // bits: NaN payloads, infinities, subnormals), comes back from its file unchanged.
 TEST(Regression, KvScenariosRoundTripExactly) {
-  int fp8_scaled = 0, faults = 0, raw = 0, non_finite = 0, gathers = 0;
-  for (uint64_t seed = 0; seed < 400; ++seed)
+  int fp8_scaled = 0, faults = 0, raw = 0, non_finite = 0, gathers = 0, starts = 0;
+  for (uint64_t seed = 0; seed < 600; ++seed)
     for (size_t len : {size_t{16}, size_t{700}, size_t{4000}}) {
       const auto bytes = random_bytes(seed, len);
       fuzz::ByteSource a(bytes.data(), len), b(bytes.data(), len);
@@ -294,19 +294,22 @@ TEST(Regression, KvScenariosRoundTripExactly) {
       faults += s.code.has_value() + g.code.has_value();
       raw += (!s.fault.empty() && !s.code) + (!g.fault.empty() && !g.code);
       gathers += !g.cu_seqlens_k.empty() && g.cu_seqlens_k.back() > 0;
+      starts += !g.seq_starts.empty();
     }
   EXPECT_GE(fp8_scaled, 100);
   EXPECT_GE(faults, 100);
   EXPECT_GE(raw, 20);
   EXPECT_GE(non_finite, 5);
   EXPECT_GE(gathers, 100);
+  EXPECT_GE(starts, 100);  // the fuzz decoder's default capabilities take seq_starts
   // The RapidCheck generators of the properties (the same builders on RapidCheck draws).
   EXPECT_TRUE(rc::check("store_kv scenarios survive JSON", [] {
     const auto s = *rc::gen::oneOf(props::gen_store_kv_scenario(), props::gen_store_kv_fault_scenario());
     RC_ASSERT(same(through_file(s), s));
   }));
   EXPECT_TRUE(rc::check("gather_kv scenarios survive JSON", [] {
-    const auto g = *rc::gen::oneOf(props::gen_gather_kv_scenario(), props::gen_gather_kv_fault_scenario());
+    const auto g = *rc::gen::oneOf(props::gen_gather_kv_scenario(), props::gen_gather_kv_fault_scenario(),
+                                   props::gen_gather_kv_seq_starts_fault_scenario());
     RC_ASSERT(same(through_file(g), g));
   }));
 }
@@ -322,10 +325,7 @@ class CpuKvBackend : public PlantedStoreBackend {
                 const KvCacheView& cache) const override {
     cpu().store_kv(key, value, slots, cache);
   }
-  void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
-                 const KvTokensOut& k, const KvTokensOut& v) const override {
-    cpu().gather_kv(c, t, m, cu, k, v);
-  }
+  void gather_kv(const GatherKvArgs& a) const override { cpu().gather_kv(a); }
 };
 
 // A planted store_kv bug: after a correct store, the first byte of the first valid
@@ -350,10 +350,9 @@ class BrokenStoreKvBackend final : public CpuKvBackend {
 class BrokenGatherKvBackend final : public CpuKvBackend {
  public:
   std::string_view name() const override { return "broken-gather-kv"; }
-  void gather_kv(const ConstKvCacheView& c, std::span<const int32_t> t, int32_t m, std::span<const int32_t> cu,
-                 const KvTokensOut& k, const KvTokensOut& v) const override {
-    CpuKvBackend::gather_kv(c, t, m, cu, k, v);
-    if (!cu.empty() && cu.back() > 0) k.data[0] ^= 1;
+  void gather_kv(const GatherKvArgs& a) const override {
+    CpuKvBackend::gather_kv(a);
+    if (!a.cu_seqlens_k.empty() && a.cu_seqlens_k.back() > 0) a.out_k.data[0] ^= 1;
   }
 };
 

@@ -39,9 +39,7 @@ class CpuBackend final : public Backend {
   void store_kv(const KvTokensIn& key, const KvTokensIn& value,
                 std::span<const int32_t> slot_mapping, const KvCacheView& cache) const override;
   // impl/cpu/gather_kv.cpp
-  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                 int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
-                 const KvTokensOut& out_k, const KvTokensOut& out_v) const override;
+  void gather_kv(const GatherKvArgs& args) const override;
   // impl/cpu/copy_blocks.cpp
   void copy_blocks(const CopyBlocksArgs& args) const override;
 };

@@ -10,6 +10,7 @@
 #include "impl/cpu/kv_numerics.h"
 #include "impl/cpu/parallel.h"
 #include "impl/kv_layout.h"
+#include "impl/kv_rules.h"
 #include "impl/validate_kv.h"
 
 namespace kvcheck::cpu {
@@ -25,6 +26,8 @@ struct GatherKvJob {
   const int32_t* block_table;
   int32_t max_blocks;
   const int32_t* cu;  // cu_seqlens_k
+  const int32_t* seq_starts;  // nullptr: every sequence starts at table position 0
+  bool block_unit;            // seq_starts rounded down to their block (SPEC §7.5)
   int64_t num_seqs;
   const KvPagedLayout* layout;
 };
@@ -45,9 +48,11 @@ KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, 
   const int64_t d = l.head_dim;
   // The sequence holding row `begin`: the last i with cu[i] <= begin and a non-empty range.
   int64_t seq = std::upper_bound(job.cu, job.cu + job.num_seqs + 1, static_cast<int32_t>(begin)) - job.cu - 1;
+  int64_t start = -1;  // table position of seq's token 0, once seq is known
   for (int64_t r = begin; r < end; ++r) {
-    while (job.cu[seq + 1] <= r) ++seq;
-    const KvSlotPos p = l.split(r - job.cu[seq]);  // (table column, token in its block)
+    while (job.cu[seq + 1] <= r) ++seq, start = -1;
+    if (start < 0) start = job.seq_starts ? kv_seq_start(job.seq_starts[seq], job.block_unit, l.block_size) : 0;
+    const KvSlotPos p = l.split(start + r - job.cu[seq]);  // (table column, token in its block)
     const int64_t block = job.block_table[seq * job.max_blocks + p.block];
     for (int side = 0; side < 2; ++side) {
       const KvTokensOut& o = *job.out[side];
@@ -73,24 +78,27 @@ struct GatherRows {
 
 }  // namespace
 
-void CpuBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                           int32_t max_blocks, std::span<const int32_t> cu_seqlens_k,
-                           const KvTokensOut& out_k, const KvTokensOut& out_v) const {
-  const int64_t total =
-      validate_gather_kv(cache, block_table, max_blocks, cu_seqlens_k, out_k, out_v);
+void CpuBackend::gather_kv(const GatherKvArgs& a) const {
+  const int64_t total = validate_gather_kv(a);
   if (total == 0) return;
-  const KvCacheLayout& l = cache.layout;
+  const KvCacheLayout& l = a.cache.layout;
   const KvPagedLayout paged = kv_paged_layout(l);
   const bool fp8 = is_fp8(l.dtype);
-  const GatherKvJob job{{&out_k, &out_v},
-                        {cache.k, cache.v},
-                        {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
-                        cache.scales.kind == KvScaleKind::kPerHead,
-                        block_table.data(), max_blocks, cu_seqlens_k.data(),
-                        static_cast<int64_t>(cu_seqlens_k.size()) - 1, &paged};
+  const KvScales& sc = a.cache.scales;
+  const GatherKvJob job{{&a.out_k, &a.out_v},
+                        {a.cache.k, a.cache.v},
+                        {fp8 ? sc.k_scale.data() : nullptr, fp8 ? sc.v_scale.data() : nullptr},
+                        sc.kind == KvScaleKind::kPerHead,
+                        a.block_table.data(),
+                        a.max_blocks,
+                        a.cu_seqlens_k.data(),
+                        a.seq_starts.empty() ? nullptr : a.seq_starts.data(),
+                        a.seq_start_unit == SeqStartUnit::kBlock,
+                        static_cast<int64_t>(a.cu_seqlens_k.size()) - 1,
+                        &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
   // validate_gather_kv checked that out_k and out_v share one model dtype.
-  const auto rows = pick_kv_rows<GatherRows, GatherKvJob>(out_k.dtype, l.dtype, use_avx2());
+  const auto rows = pick_kv_rows<GatherRows, GatherKvJob>(a.out_k.dtype, l.dtype, use_avx2());
   parallel_for(total, total * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
 }
 

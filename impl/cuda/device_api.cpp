@@ -115,9 +115,12 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
     case Check::kKvOutput:
       return gather_output_error(static_cast<KvOutRule>(v[1]), static_cast<int>(v[0]), v[2], v[3], v[4], v[5],
                                  i32(v[6]), i32(v[7]));
-    case Check::kKvSeqTooLong: return gather_sequence_too_long_error(v[0], v[1], i32(v[2]), i32(v[3]));
+    case Check::kKvSeqStart: return gather_seq_start_error(v[0], i32(v[1]));
+    case Check::kKvSeqTooLong:
+      return gather_sequence_too_long_error(v[0], v[1], v[2], i32(v[3]), i32(v[4]),
+                                            v[5] ? std::optional(i32(v[6])) : std::nullopt);
     case Check::kKvTableEntry:
-      return gather_table_entry_error(static_cast<KvTableRule>(v[3]), v[0], v[1], i32(v[2]), i32(v[4]), v[5]);
+      return gather_table_entry_error(static_cast<KvTableRule>(v[3]), v[0], v[1], i32(v[2]), i32(v[4]), v[5], v[6]);
     case Check::kCopyRange: return copy_blocks_range_error(v[0], static_cast<int>(v[1]), v[2], pc.ctx[0]);
     case Check::kCopyDuplicate: return copy_blocks_duplicate_error(v[0], v[1], v[2]);
     case Check::kCopySource: return copy_blocks_source_error(v[0], v[1], v[2]);
@@ -330,9 +333,8 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
   return pc;
 }
 
-PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-                               const KvTokensOut& out_v, DeviceStatus* status, const LaunchOptions& opts) {
+PendingCheck gather_kv_checked(const GatherKvArgs& a, DeviceStatus* status, const LaunchOptions& opts) {
+  const ConstKvCacheView& cache = a.cache;
   const KvCacheLayout& l = cache.layout;
   validate_kv_cache(cache);
   validate_kv_scales_shape(l, cache.scales);
@@ -341,22 +343,23 @@ PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const in
   std::optional<Error> deferred;
   // The positions the device checks, cut at the first host check that fails.
   int64_t end = c.scales.positions();
-  const int64_t cu_entries = static_cast<int64_t>(cu_seqlens_k.size()), num_seqs = cu_entries - 1;
+  const int64_t cu_entries = static_cast<int64_t>(a.cu_seqlens_k.size()), num_seqs = cu_entries - 1;
   if (host_check(end, deferred, [&] {
-        validate_gather_kv_dtypes(l.dtype, out_k, out_v, cu_seqlens_k.size());
-        if (cu_seqlens_k.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is null");
+        validate_gather_kv_dtypes(l.dtype, a.out_k, a.out_v, a.cu_seqlens_k.size());
+        if (a.cu_seqlens_k.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cu_seqlens_k is null");
       })) {
     end += cu_entries;
     if (host_check(end, deferred, [&] {
-          validate_gather_kv_table_shape(max_blocks, static_cast<int64_t>(block_table.size()), num_seqs);
-          if (!block_table.empty() && block_table.data() == nullptr)
+          validate_gather_kv_table_shape(a.max_blocks, static_cast<int64_t>(a.block_table.size()), num_seqs,
+                                         static_cast<int64_t>(a.seq_starts.size()));
+          if (!a.block_table.empty() && a.block_table.data() == nullptr)
             throw Error(ErrorCode::kShapeMismatch, "block_table is null");
         }))
-      end += 2 + num_seqs * (int64_t{max_blocks} + 1);
+      end += 2 + num_seqs * (int64_t{a.max_blocks} + 2);
   }
-  c.cu_seqlens_k = cu_seqlens_k.data();
+  c.cu_seqlens_k = a.cu_seqlens_k.data();
   c.cu_entries = cu_entries;
-  const KvTokensOut* outs[] = {&out_k, &out_v};
+  const KvTokensOut* outs[] = {&a.out_k, &a.out_v};
   for (const int side : {kKvSideK, kKvSideV}) {
     const KvTokensOut& o = *outs[side];
     c.out_rows[side] = o.rows;
@@ -369,8 +372,10 @@ PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const in
   c.head_dim = l.head_dim;
   c.block_size = l.block_size;
   c.num_blocks = l.num_blocks;
-  c.block_table = block_table.data();
-  c.max_blocks = max_blocks;
+  c.block_table = a.block_table.data();
+  c.max_blocks = a.max_blocks;
+  c.seq_starts = a.seq_starts.empty() ? nullptr : a.seq_starts.data();
+  c.block_unit = a.seq_start_unit == SeqStartUnit::kBlock;
   c.end = end;
   reset(status, opts);
   check_launch(launch_validate_gather_kv(c, status, opts));
@@ -378,14 +383,16 @@ PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const in
   if (deferred) return pc;  // an error is certain: no data kernel
   GatherKvLaunch g;
   set_caches(g, cache);
-  g.block_table = block_table.data();
-  g.max_blocks = max_blocks;
-  g.cu_seqlens_k = cu_seqlens_k.data();
+  g.block_table = a.block_table.data();
+  g.max_blocks = a.max_blocks;
+  g.cu_seqlens_k = a.cu_seqlens_k.data();
+  g.seq_starts = c.seq_starts;
+  g.block_unit = c.block_unit;
   g.num_seqs = static_cast<int32_t>(num_seqs);
   // Valid input has cu[b] <= both outputs' rows, so that many rows bound the grid.
-  g.max_tokens = std::max<int64_t>(0, std::min(out_k.rows, out_v.rows));
-  g.out_k = dev_rows(out_k);
-  g.out_v = dev_rows(out_v);
+  g.max_tokens = std::max<int64_t>(0, std::min(a.out_k.rows, a.out_v.rows));
+  g.out_k = dev_rows(a.out_k);
+  g.out_v = dev_rows(a.out_v);
   check_launch(launch_gather_kv(g, status, opts));
   return pc;
 }

@@ -198,20 +198,17 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
                               const LaunchOptions& opts);
 
 /// gather_kv (SPEC §7.5), checked as the cpu backend checks it, on device memory
-/// (block_table, cu_seqlens_k, caches, scales, outputs: DEVICE pointers). On the
-/// host: the cache, the scales' kind and sizes, the outputs' model dtypes,
-/// cu_seqlens_k not empty (nor null), max_blocks and the table's size (and not
-/// null). On the device, in the cpu's order between those: the scale values,
-/// cu_seqlens_k (first 0, never decreasing), the outputs against cu[b] (rows, null,
-/// alignment, overlap), each sequence's length and needed table entries. A host
-/// error that follows device checks is kept in PendingCheck::deferred (the data
-/// kernel is then not launched); otherwise the gather kernel skips on error. The
-/// rows written, cu[b], are read on the device: the grid is sized for the rows the
-/// outputs hold. No workspace.
-PendingCheck gather_kv_checked(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                               int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-                               const KvTokensOut& out_v, DeviceStatus* status, const LaunchOptions& opts);
-
+/// (block_table, cu_seqlens_k, seq_starts, caches, scales, outputs: DEVICE pointers in
+/// `args`). On the host: the cache, the scales' kind and sizes, the outputs' model
+/// dtypes, cu_seqlens_k not empty (nor null), max_blocks, the table's and seq_starts'
+/// sizes (and not null). On the device, in the cpu's order between those: the scale
+/// values, cu_seqlens_k (first 0, never decreasing), the outputs against cu[b] (rows,
+/// null, alignment, overlap), each sequence's start, its positions against the row and
+/// its needed table entries. A host error that follows device checks is kept in
+/// PendingCheck::deferred (the data kernel is then not launched); otherwise the gather
+/// kernel skips on error. The rows written, cu[b], are read on the device: the grid is
+/// sized for the rows the outputs hold. No workspace.
+PendingCheck gather_kv_checked(const GatherKvArgs& args, DeviceStatus* status, const LaunchOptions& opts);
 
 /// copy_blocks (SPEC §8.1) on device memory: args.base and args.block_mapping are
 /// DEVICE pointers, args.views HOST memory (the engine's list of layer caches, known

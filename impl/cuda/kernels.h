@@ -40,7 +40,8 @@ std::string launch_validate_slots(const KvScaleCheck& scales, const int32_t* slo
 /// positions in the cpu's order: the scale values [0, S); cu_seqlens_k [S, S + C)
 /// (C = cu_entries: position S is cu[0] != 0, S + i + 1 is cu[i+1] < cu[i]); out_k,
 /// out_v (S + C, S + C + 1: kv_output_rule against total = cu[C - 1], when > 0); then
-/// per sequence i, max_blocks + 1 positions: its length, then table column j. Only
+/// per sequence i, max_blocks + 2 positions: its seq_starts entry, its positions
+/// against the row, then table column j. Only
 /// positions [0, end) are checked: a host check that failed in between (the host
 /// knows which) cuts the sequence there, so nothing past it is read.
 struct GatherKvCheck {
@@ -53,6 +54,8 @@ struct GatherKvCheck {
   int64_t num_blocks = 0;
   const int32_t* block_table = nullptr;
   int32_t max_blocks = 0;
+  const int32_t* seq_starts = nullptr;  // [num_seqs] or nullptr (every start 0)
+  bool block_unit = false;              // seq_starts rounded down to their block
   int64_t end = 0;
 };
 std::string launch_validate_gather_kv(const GatherKvCheck& a, DeviceStatus* status, const LaunchOptions& opts);
@@ -109,11 +112,12 @@ enum class Check : int32_t {
   kKvCuFirst,         // v: cu[0]
   kKvCuDecrease,      // v: i, cu[i+1], cu[i]
   kKvOutput,          // v: side, KvOutRule, rows, total, token_stride, head_stride, H, D
-  kKvSeqTooLong,      // v: i, len, max_blocks, block_size
-  kKvTableEntry,      // v: i, j, block, KvTableRule, block_size, num_blocks
+  kKvSeqTooLong,      // v: i, start, len, max_blocks, block_size, has seq_starts, seq_starts[i]
+  kKvTableEntry,      // v: i, j, block, KvTableRule, block_size, num_blocks, start
   kCopyRange,         // v: p, k, value
   kCopyDuplicate,     // v: p, dst, q
   kCopySource,        // v: p, dst, q
+  kKvSeqStart,        // v: i, seq_starts[i]
 };
 
 /// PendingCheck::op values.

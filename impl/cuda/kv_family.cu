@@ -16,6 +16,7 @@
 
 #include "impl/cuda/kv_family.h"
 #include "impl/cuda/launch.cuh"
+#include "impl/kv_rules.h"
 
 namespace kvcheck::cuda {
 namespace {
@@ -168,7 +169,8 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
       const int32_t mid = (lo + hi) / 2;
       if (a.cu_seqlens_k[mid] <= w.row) lo = mid; else hi = mid;
     }
-    const KvSlotPos p = L.split(w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
+    const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, L.block_size) : 0;
+    const KvSlotPos p = L.split(start + w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
     const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + p.block];
     const uint8_t* src = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
                          kCacheBytes * L.offset(w.side, block, p.token, w.head);

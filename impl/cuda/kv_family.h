@@ -53,7 +53,9 @@ std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, 
 
 /// gather_kv body (SPEC §7.5): output row r < total = cu_seqlens_k[num_seqs] (read on
 /// the device, after the PDL wait: the host need not know it) of sequence i (cu[i] <=
-/// r < cu[i+1]) is token t = r - cu[i], block block_table[i*max_blocks + t/block_size].
+/// r < cu[i+1]) is token t = r - cu[i] at table position p = start_i + t (start_i:
+/// kv_seq_start of seq_starts[i], 0 without seq_starts), block
+/// block_table[i*max_blocks + p/block_size].
 /// max_tokens (host) bounds total: the grid is sized for it, and it is at least the
 /// validated total (the rows both outputs hold will do); 0 launches nothing. FP8 caches
 /// dequantise: round_rn(float(q) * scale) to the output's model dtype.
@@ -67,6 +69,8 @@ struct GatherKvLaunch {
   const int32_t* block_table = nullptr;
   int32_t max_blocks = 0;
   const int32_t* cu_seqlens_k = nullptr;
+  const int32_t* seq_starts = nullptr;  // [num_seqs] or nullptr
+  bool block_unit = false;
   int32_t num_seqs = 0;
   int64_t max_tokens = 0;
   KvDevRowsOut out_k, out_v;

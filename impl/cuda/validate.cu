@@ -134,19 +134,32 @@ __device__ Check gather_rule(const GatherKvCheck& a, int64_t p, int64_t* v) {
     return Check::kKvOutput;
   }
   p -= 2;
-  const int64_t per_seq = int64_t{a.max_blocks} + 1, i = p / per_seq, col = p % per_seq;
+  const int64_t per_seq = int64_t{a.max_blocks} + 2, i = p / per_seq, col = p % per_seq;
   const int64_t len = int64_t{cu[i + 1]} - cu[i];
-  const bool too_long = kv_sequence_too_long(len, a.max_blocks, a.block_size);
+  const int32_t raw_start = a.seq_starts ? a.seq_starts[i] : 0;
   if (col == 0) {
+    if (raw_start >= 0) return Check::kNone;
+    v[0] = i;
+    v[1] = raw_start;
+    return Check::kKvSeqStart;
+  }
+  if (raw_start < 0) return Check::kNone;  // column 0 reports
+  const int64_t start = kv_seq_start(raw_start, a.block_unit, a.block_size);
+  const bool too_long = kv_sequence_too_long(start, len, a.max_blocks, a.block_size);
+  if (col == 1) {
     if (!too_long) return Check::kNone;
     v[0] = i;
-    v[1] = len;
-    v[2] = a.max_blocks;
-    v[3] = a.block_size;
+    v[1] = start;
+    v[2] = len;
+    v[3] = a.max_blocks;
+    v[4] = a.block_size;
+    v[5] = a.seq_starts != nullptr;
+    v[6] = raw_start;
     return Check::kKvSeqTooLong;
   }
-  const int64_t j = col - 1;
-  if (too_long || j >= kv_needed_blocks(len, a.block_size)) return Check::kNone;  // column 0 reports / not needed
+  const int64_t j = col - 2;
+  const KvColumns need = kv_needed_columns(start, len, a.block_size);
+  if (too_long || j < need.first || j >= need.end) return Check::kNone;  // column 1 reports / not needed
   const int32_t block = a.block_table[i * a.max_blocks + j];
   const KvTableRule rule = kv_table_entry_rule(block, a.num_blocks);
   if (rule == KvTableRule::kOk) return Check::kNone;
@@ -156,6 +169,7 @@ __device__ Check gather_rule(const GatherKvCheck& a, int64_t p, int64_t* v) {
   v[3] = static_cast<int64_t>(rule);
   v[4] = a.block_size;
   v[5] = a.num_blocks;
+  v[6] = start;
   return Check::kKvTableEntry;
 }
 

@@ -1,6 +1,8 @@
 #include "impl/plugin/abi_convert.h"
 
 #include <cstring>
+#include <span>
+#include <string>
 
 namespace kvcheck::plugin {
 
@@ -138,6 +140,54 @@ CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a) {
   };
   return {a.base,         a.size_bytes, span(a.views, a.views_entries, "views"), a.num_blocks,
           a.block_stride, span(a.block_mapping, a.block_mapping_entries, "block_mapping")};
+}
+
+kvcheck_gather_kv_args to_abi(const GatherKvArgs& g) {
+  kvcheck_gather_kv_args a{};
+  a.cache = to_abi(g.cache, g.cache.scales.k_scale.data(), g.cache.scales.v_scale.data());
+  a.block_table = g.block_table.data();
+  a.block_table_entries = static_cast<int64_t>(g.block_table.size());
+  a.max_blocks = g.max_blocks;
+  a.cu_seqlens_k = g.cu_seqlens_k.data();
+  a.cu_seqlens_entries = static_cast<int64_t>(g.cu_seqlens_k.size());
+  a.out_k = to_abi(KvTokensIn(g.out_k));
+  a.out_v = to_abi(KvTokensIn(g.out_v));
+  if (!g.seq_starts.empty()) {
+    a.seq_starts_unit = static_cast<int32_t>(g.seq_start_unit);
+    a.seq_starts = g.seq_starts.data();
+    a.seq_starts_entries = static_cast<int64_t>(g.seq_starts.size());
+  }
+  return a;
+}
+
+GatherKvArgs from_abi(const kvcheck_gather_kv_args& a) {
+  // A span's pointer may be a device pointer (CUDA plugins): only its extent is used here.
+  const auto ints = [](const int32_t* p, int64_t n) {
+    return p != nullptr && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
+  };
+  GatherKvArgs g;
+  g.cache = from_abi(a.cache);
+  g.block_table = ints(a.block_table, a.block_table_entries);
+  g.max_blocks = a.max_blocks;
+  g.cu_seqlens_k = ints(a.cu_seqlens_k, a.cu_seqlens_entries);
+  g.out_k = from_abi(a.out_k);
+  g.out_v = from_abi(a.out_v);
+  if (a.seq_starts_unit != 0) {
+    if (a.seq_starts_unit != static_cast<int32_t>(SeqStartUnit::kToken) &&
+        a.seq_starts_unit != static_cast<int32_t>(SeqStartUnit::kBlock))
+      throw Error(ErrorCode::kInvalidArgument, "seq_starts_unit " + std::to_string(a.seq_starts_unit) +
+                                                   " is not 0 (none), 1 (tokens) or 2 (blocks)");
+    // An empty span means "no seq_starts" on this side: a unit with no entries for
+    // some sequence (or a null pointer) is refused here, as the shape check would.
+    const int64_t num_seqs = a.cu_seqlens_entries - 1;
+    if ((a.seq_starts_entries <= 0 && num_seqs > 0) || (a.seq_starts_entries > 0 && a.seq_starts == nullptr))
+      throw Error(ErrorCode::kShapeMismatch, "seq_starts has " + std::to_string(a.seq_starts_entries) +
+                                                 " entries (at " + (a.seq_starts ? "a buffer" : "null") +
+                                                 "), not num_seqs " + std::to_string(num_seqs));
+    g.seq_starts = ints(a.seq_starts, a.seq_starts_entries);
+    g.seq_start_unit = static_cast<SeqStartUnit>(a.seq_starts_unit);
+  }
+  return g;
 }
 
 BackendCapabilities from_abi(const kvcheck_capabilities& c) {

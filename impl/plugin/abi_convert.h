@@ -37,6 +37,11 @@ KvTokensOut from_abi(const kvcheck_kv_tokens& t);
 kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& a);
 CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a);
 
+/// gather_kv arguments <-> views. from_abi reads seq_starts only for a unit of 1 or 2
+/// (0: none) and throws kInvalidArgument for another unit.
+kvcheck_gather_kv_args to_abi(const GatherKvArgs& a);
+GatherKvArgs from_abi(const kvcheck_gather_kv_args& a);
+
 /// BackendCapabilities <-> kvcheck_capabilities.
 BackendCapabilities from_abi(const kvcheck_capabilities& c);
 kvcheck_capabilities to_abi(const BackendCapabilities& c);

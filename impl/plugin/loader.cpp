@@ -57,6 +57,9 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   for (const auto& e : entries)
     if ((t.capabilities.ops & e.bit) && (!has(e.offset) || fn(e.offset) == nullptr))
       fail(path, std::string("capabilities name ") + e.name + " but the table has no " + e.name + " function");
+  // Feature bits qualify an entry's bit.
+  if ((t.capabilities.ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS) && !(t.capabilities.ops & KVCHECK_OP_GATHER_KV))
+    fail(path, "capabilities name gather_kv's seq_starts (KVCHECK_OP_GATHER_KV_SEQ_STARTS) but not gather_kv");
 }
 
 }  // namespace

@@ -218,6 +218,7 @@ void declare(kvcheck_gather_kv_args& a, ArgDecl& d) {
   d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
   d.ints("block_table", a.block_table, a.block_table_entries);
   d.ints("cu_seqlens_k", a.cu_seqlens_k, a.cu_seqlens_entries);
+  if (a.seq_starts_unit != 0) d.ints("seq_starts", a.seq_starts, a.seq_starts_entries);
   d.write("out_k/out_v", guard_for(int64_t{a.cache.num_kv_heads} * a.cache.head_dim * 2),
           {view(a.out_k.data, kv_rows_bytes(a.out_k, std::min(a.out_k.rows, needed), a.cache, true)),
            view(a.out_v.data, kv_rows_bytes(a.out_v, std::min(a.out_v.rows, needed), a.cache, true))});

@@ -99,19 +99,12 @@ void PluginBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std
   invoke(a);
 }
 
-void PluginBackend::gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table,
-                              int32_t max_blocks, std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-                              const KvTokensOut& out_v) const {
-  kvcheck_gather_kv_args a{};
-  a.cache = to_abi(cache, cache.scales.k_scale.data(), cache.scales.v_scale.data());
-  a.block_table = block_table.data();
-  a.block_table_entries = static_cast<int64_t>(block_table.size());
-  a.max_blocks = max_blocks;
-  a.cu_seqlens_k = cu_seqlens_k.data();
-  a.cu_seqlens_entries = static_cast<int64_t>(cu_seqlens_k.size());
-  a.out_k = to_abi(KvTokensIn(out_k));
-  a.out_v = to_abi(KvTokensIn(out_v));
-  invoke(a);
+void PluginBackend::gather_kv(const GatherKvArgs& args) const {
+  // A plugin without the feature bit would ignore seq_starts: never call it with them.
+  if (!args.seq_starts.empty() && !(capabilities().ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS))
+    throw Error(ErrorCode::kUnsupported, std::string(name()) +
+                                             "'s gather_kv takes no seq_starts (no KVCHECK_OP_GATHER_KV_SEQ_STARTS)");
+  invoke(to_abi(args));
 }
 
 void PluginBackend::copy_blocks(const CopyBlocksArgs& args) const { invoke(to_abi(args)); }

@@ -60,9 +60,7 @@ class PluginBackend final : public Backend {
                         std::span<int32_t> out) const override;
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
                 const KvCacheView& cache) const override;
-  void gather_kv(const ConstKvCacheView& cache, std::span<const int32_t> block_table, int32_t max_blocks,
-                 std::span<const int32_t> cu_seqlens_k, const KvTokensOut& out_k,
-                 const KvTokensOut& out_v) const override;
+  void gather_kv(const GatherKvArgs& args) const override;
   void copy_blocks(const CopyBlocksArgs& args) const override;
 
  private:

@@ -90,6 +90,11 @@ typedef enum kvcheck_memory_space {
 #define KVCHECK_OP_STORE_KV (1u << 6)  /* SPEC §7.4 */
 #define KVCHECK_OP_GATHER_KV (1u << 7) /* SPEC §7.5 */
 #define KVCHECK_OP_COPY_BLOCKS (1u << 8) /* SPEC §8.1 */
+/* A feature bit, not an entry: the gather_kv entry honours seq_starts (its args'
+ * seq_starts_unit, SPEC §7.5). Needs KVCHECK_OP_GATHER_KV. Without it the harness never
+ * passes seq_starts (a plugin built before them would ignore them and gather from
+ * position 0) and reports the seq_starts properties not exercised. */
+#define KVCHECK_OP_GATHER_KV_SEQ_STARTS (1u << 9)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -253,14 +258,22 @@ typedef struct kvcheck_store_kv_args {
   kvcheck_kv_cache cache;        /* written */
 } kvcheck_store_kv_args;
 
-/* gather_kv (SPEC §7.5): sequence i's tokens through block_table row i to rows
- * [cu_seqlens_k[i], cu_seqlens_k[i+1]) of out_k / out_v. */
+/* gather_kv (SPEC §7.5): sequence i's tokens through block_table row i, from table
+ * position seq_starts[i] when given, to rows [cu_seqlens_k[i], cu_seqlens_k[i+1]) of
+ * out_k / out_v.
+ * seq_starts_unit: 0 = no seq_starts (every sequence starts at position 0; the two
+ * seq_starts fields are then absent from the struct of older harnesses: read them only
+ * when the unit is not 0); 1 = tokens (position seq_starts[i] + t, vLLM
+ * cp_gather_cache); 2 = blocks (seq_starts[i] rounded down to a multiple of
+ * block_size, vLLM gather_and_maybe_dequant_cache). The harness sets it only for a
+ * plugin whose capabilities have KVCHECK_OP_GATHER_KV_SEQ_STARTS. */
 typedef struct kvcheck_gather_kv_args {
   kvcheck_kv_cache cache;        /* read only */
   const int32_t* block_table; int64_t block_table_entries; int32_t max_blocks;
-  int32_t reserved0;
+  int32_t seq_starts_unit;       /* was reserved0 (always 0) */
   const int32_t* cu_seqlens_k; int64_t cu_seqlens_entries; /* num_seqs + 1 */
   kvcheck_kv_tokens out_k, out_v; /* written */
+  const int32_t* seq_starts; int64_t seq_starts_entries; /* [num_seqs] tokens; the plugin's memory */
 } kvcheck_gather_kv_args;
 
 /* copy_blocks (SPEC §8.1): in place in one allocation, for every view (offset,

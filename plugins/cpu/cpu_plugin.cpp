@@ -79,8 +79,7 @@ int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t siz
 
 int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
-    backend.gather_kv(from_abi(a->cache), ints(a->block_table, a->block_table_entries), a->max_blocks,
-                      ints(a->cu_seqlens_k, a->cu_seqlens_entries), from_abi(a->out_k), from_abi(a->out_v));
+    backend.gather_kv(from_abi(*a));
   });
 }
 

@@ -110,9 +110,7 @@ int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, siz
 
 int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, size_t size) {
   return checked(stream, msg, size, none, [&](DeviceStatus* st, void*) {
-    return cuda::gather_kv_checked(from_abi(a->cache), {a->block_table, entries(a->block_table_entries)},
-                                   a->max_blocks, {a->cu_seqlens_k, entries(a->cu_seqlens_entries)},
-                                   from_abi(a->out_k), from_abi(a->out_v), st, opts(stream));
+    return cuda::gather_kv_checked(from_abi(*a), st, opts(stream));
   });
 }
 

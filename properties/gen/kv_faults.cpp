@@ -6,6 +6,7 @@
 #include <bit>
 #include <climits>
 #include <limits>
+#include <stdexcept>
 
 #include "properties/gen/choices.h"
 #include "properties/gen/kv_gen.h"
@@ -100,22 +101,61 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   }
 }
 
-void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
+namespace {
+
+void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
   const int64_t num_seqs = static_cast<int64_t>(s.cu_seqlens_k.size()) - 1;
   const int64_t total = s.cu_seqlens_k.back();
-  std::vector<int> kinds{2, 3, 4, 6};
+  std::vector<int> kinds;
   std::vector<int64_t> busy;  // sequences with tokens
   for (int64_t i = 0; i < num_seqs; ++i)
     if (s.cu_seqlens_k[static_cast<size_t>(i + 1)] > s.cu_seqlens_k[static_cast<size_t>(i)]) busy.push_back(i);
-  if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
-  if (is_fp8(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
-  if (total > 1) kinds.push_back(8);
+  if (!starts_only) {
+    kinds = {2, 3, 4, 6};
+    if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
+    if (is_fp8(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
+    if (total > 1) kinds.push_back(8);
+  }
+  if (!s.seq_starts.empty()) kinds.insert(kinds.end(), {10, 12});
+  if (!s.seq_starts.empty() && !busy.empty()) kinds.push_back(11);
+  if (kinds.empty()) throw std::logic_error("a seq_starts fault needs a scenario with seq_starts");
   switch (src.pick(std::span<const int>(kinds))) {
+    case 10: {
+      const auto i = static_cast<size_t>(src.range(0, num_seqs - 1));
+      s.seq_starts[i] = src.pick<int32_t>({-1, -s.cache.block_size, INT32_MIN});
+      s.fault = fmt::format("seq_starts[{}] = {}", i, s.seq_starts[i]);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    }
+    case 11: {
+      // vLLM #27909: an offset into the row with no bound. The smallest start (in the
+      // scenario's unit) whose tokens pass the row, or far past it.
+      const int64_t i = src.pick(std::span<const int64_t>(busy));
+      const int64_t len = s.cu_seqlens_k[static_cast<size_t>(i + 1)] - s.cu_seqlens_k[static_cast<size_t>(i)];
+      const int64_t bs = s.cache.block_size, row = int64_t{s.max_blocks} * bs;
+      const int64_t first = s.seq_start_unit == SeqStartUnit::kBlock ? ((row - len) / bs + 1) * bs : row - len + 1;
+      const int64_t raw = src.coin() ? first + src.range(0, bs - 1) : INT32_MAX;
+      s.seq_starts[static_cast<size_t>(i)] = static_cast<int32_t>(raw);
+      s.fault = fmt::format("seq_starts[{}] = {}: sequence {}'s {} tokens pass its row of {} positions", i, raw, i,
+                            len, row);
+      s.code = ErrorCode::kRangeOutOfTable;
+      return;
+    }
+    case 12:
+      if (src.coin() || s.seq_starts.size() == 1) s.seq_starts.push_back(0);
+      else s.seq_starts.pop_back();
+      s.fault = fmt::format("seq_starts has {} entries for {} sequences", s.seq_starts.size(), num_seqs);
+      s.code = ErrorCode::kShapeMismatch;
+      return;
     case 0:
     case 1: {
       const int64_t i = src.pick(std::span<const int64_t>(busy));
       const int64_t len = s.cu_seqlens_k[static_cast<size_t>(i + 1)] - s.cu_seqlens_k[static_cast<size_t>(i)];
-      const int64_t j = src.range(0, (len + s.cache.block_size - 1) / s.cache.block_size - 1);
+      // A column the sequence's tokens use: from its start's column on (SPEC §7.5).
+      const int64_t bs = s.cache.block_size;
+      int64_t start = s.seq_starts.empty() ? 0 : s.seq_starts[static_cast<size_t>(i)];
+      if (s.seq_start_unit == SeqStartUnit::kBlock) start -= start % bs;
+      const int64_t j = src.range(start / bs, (start + len + bs - 1) / bs - 1);
       int32_t& entry = s.block_table[static_cast<size_t>(i * s.max_blocks + j)];
       const bool minus_one = src.coin();
       entry = minus_one ? -1 : src.pick<int32_t>({s.cache.num_blocks, INT32_MAX, -2, INT32_MIN});
@@ -178,6 +218,11 @@ void inject_gather_kv_fault(Source& src, GatherKvScenario& s) {
   }
 }
 
+}  // namespace
+
+void inject_gather_kv_fault(Source& src, GatherKvScenario& s) { inject_gather_fault(src, s, false); }
+void inject_gather_kv_seq_starts_fault(Source& src, GatherKvScenario& s) { inject_gather_fault(src, s, true); }
+
 void raw_store_kv(Source& src, StoreKvScenario& s) {
   s.slot_mapping = raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(s.slot_mapping.size()));
   s.fault = "raw slot_mapping";
@@ -199,6 +244,11 @@ void raw_gather_kv(Source& src, GatherKvScenario& s) {
   if (s.cu_seqlens_k.size() > 1 && src.one_in(4))
     s.cu_seqlens_k[static_cast<size_t>(src.range(0, static_cast<int64_t>(s.cu_seqlens_k.size()) - 1))] +=
         static_cast<int32_t>(src.range(-3, 3));
+  // seq_starts near the row's end and past it, negative and extreme.
+  const int32_t row = s.max_blocks * s.cache.block_size;
+  const int32_t starts[] = {-1, INT32_MIN, INT32_MAX, row, row - 1, s.cache.block_size, 0};
+  for (int32_t& e : s.seq_starts)
+    if (src.one_in(3)) e = src.pick(std::span<const int32_t>(starts));
   s.fault = "raw block_table";
   s.code.reset();
 }

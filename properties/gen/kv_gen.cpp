@@ -122,27 +122,52 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) {
   return s;
 }
 
-GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim) {
+namespace {
+
+GatherKvScenario build_gather(Source& src, const KvLimits& lim, bool with_starts) {
   GatherKvScenario s;
   s.cache = build_kv_cache_shape(src, lim);
   const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
   const int64_t max_total = std::clamp<int64_t>(lim.row_elements / row_elems, 1, lim.max_gather_rows);
   // Batches that gather nothing are rare: no sequence or no table column 1 in 20 each.
-  const int64_t num_seqs = src.weighted({1, 19}) == 0 ? 0 : src.range(1, 4);
-  s.max_blocks = src.weighted({1, 19}) == 0 ? 0 : static_cast<int32_t>(src.range(1, 5));
+  const int64_t num_seqs = !with_starts && src.weighted({1, 19}) == 0 ? 0 : src.range(1, 4);
+  s.max_blocks = !with_starts && src.weighted({1, 19}) == 0 ? 0 : static_cast<int32_t>(src.range(1, 5));
   const int64_t junk_mode = src.range(0, 2);  // unneeded entries: -1, junk, real blocks
+  // seq_starts (SPEC §7.5) for backends that take them: 1 in 3 batches (or all).
+  const bool starts = with_starts || ((generator_caps().ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS) && num_seqs > 0 &&
+                                      s.max_blocks > 0 && src.weighted({2, 1}) == 1);
+  if (starts) s.seq_start_unit = src.coin() ? SeqStartUnit::kToken : SeqStartUnit::kBlock;
+  const int32_t bs = s.cache.block_size;
+  const int64_t row = int64_t{s.max_blocks} * bs;  // positions of a table row
   SplitMix64 rng{src.seed()};
   s.cu_seqlens_k.push_back(0);
   for (int64_t i = 0; i < num_seqs; ++i) {
-    const int64_t cap = std::min<int64_t>(int64_t{s.max_blocks} * s.cache.block_size, max_total - s.cu_seqlens_k.back());
+    const int64_t cap = std::min<int64_t>(row, max_total - s.cu_seqlens_k.back());
     // The first sequence has tokens (when it may): a batch of empty sequences is rare.
     const int64_t len = cap <= 0 ? 0 : src.count(i == 0 ? 1 : 0, cap, cost_of(4 * row_elems));
     s.cu_seqlens_k.push_back(static_cast<int32_t>(s.cu_seqlens_k.back() + len));
-    const int64_t needed = (len + s.cache.block_size - 1) / s.cache.block_size;
+    int64_t start = 0;
+    if (starts) {
+      // Any start the row has room for: 0, mid-block, the last that fits; block-unit
+      // starts anywhere in their block (the kernel rounds them down).
+      const int64_t room = row - len;
+      int64_t raw = src.pick<int64_t>({0, 1, 2, 3}) == 0 ? room : src.range(0, room);
+      if (s.seq_start_unit == SeqStartUnit::kBlock) {
+        start = raw / bs * bs;
+        raw = start + src.range(0, bs - 1);
+      } else {
+        start = raw;
+      }
+      s.seq_starts.push_back(static_cast<int32_t>(raw));
+    }
+    // The columns tokens [start, start + len) of the row use (worked out here, not by
+    // the validator's kv_needed_columns: the generator must not share its bug).
+    const int64_t first = start / bs, end = len > 0 ? (start + len + bs - 1) / bs : 0;
     for (int64_t j = 0; j < s.max_blocks; ++j) {
       int32_t entry = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(s.cache.num_blocks));
-      if (j >= needed && junk_mode == 0) entry = -1;
-      if (j >= needed && junk_mode == 1) entry = std::vector<int32_t>{-7, -1, INT32_MAX, s.cache.num_blocks}[rng.next() % 4];
+      const bool needed = j >= first && j < end;
+      if (!needed && junk_mode == 0) entry = -1;
+      if (!needed && junk_mode == 1) entry = std::vector<int32_t>{-7, -1, INT32_MAX, s.cache.num_blocks}[rng.next() % 4];
       s.block_table.push_back(entry);
     }
   }
@@ -155,6 +180,13 @@ GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim) {
   s.out_offset = src.pick<int32_t>({0, 0, 0, 1, 3, 8});  // 2-byte aligned bases only
   s.threads = choose_threads(src);
   return s;
+}
+
+}  // namespace
+
+GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim) { return build_gather(src, lim, false); }
+GatherKvScenario build_gather_kv_seq_starts_scenario(Source& src, const KvLimits& lim) {
+  return build_gather(src, lim, true);
 }
 
 KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim) {
@@ -227,6 +259,17 @@ rc::Gen<GatherKvScenario> gen_gather_kv_fault_scenario() {
     RcSource src;
     GatherKvScenario s = build_gather_kv_scenario(src, kPropertyKvLimits);
     inject_gather_kv_fault(src, s);
+    return s;
+  });
+}
+
+rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_scenario() { return on_rc(build_gather_kv_seq_starts_scenario); }
+
+rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    GatherKvScenario s = build_gather_kv_seq_starts_scenario(src, kPropertyKvLimits);
+    inject_gather_kv_seq_starts_fault(src, s);
     return s;
   });
 }

@@ -72,6 +72,8 @@ struct GatherKvScenario {
   std::optional<ErrorCode> code;    // what the fault demands; none with a fault: raw values
   int32_t threads = 0;     // > 0: the backend splits the call as on `threads` threads
   int32_t out_offset = 0;  // elements the output rows start past an aligned allocation
+  std::vector<int32_t> seq_starts;  // [num_seqs] tokens, or empty (every start 0)
+  SeqStartUnit seq_start_unit = SeqStartUnit::kToken;
 };
 
 /// The end-to-end step of seed 004 (SPEC §7.7): sequences with distinct blocks, an
@@ -149,8 +151,13 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim);
 /// head-major rows, bf16/fp16 rows for FP8 caches, a work split.
 StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim);
 /// Valid gather: 0-4 sequences (none 1 in 20), tables with -1, junk or real unneeded
-/// entries, extra output rows, padded / odd output strides, misaligned bases, a split.
+/// entries, extra output rows, padded / odd output strides, misaligned bases, a split;
+/// for backends with KVCHECK_OP_GATHER_KV_SEQ_STARTS, 1 in 3 with seq_starts (either
+/// unit; starts mid-block, at the row's end, block-unit starts off their block).
 GatherKvScenario build_gather_kv_scenario(Source& src, const KvLimits& lim);
+/// The same with seq_starts always (1-4 sequences, tables of 1-5 columns), whatever
+/// the capabilities: the seq_starts properties, which need the feature bit.
+GatherKvScenario build_gather_kv_seq_starts_scenario(Source& src, const KvLimits& lim);
 /// The two-step scenario: distinct shuffled blocks per sequence, prefix hits, decode.
 KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim);
 /// One SPEC §7.4 fault on a valid scenario; sets fault and the code it demands (bad or
@@ -158,8 +165,12 @@ KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim);
 /// overlapping heads, negative stride).
 void inject_store_kv_fault(Source& src, StoreKvScenario& s);
 /// One SPEC §7.5 fault: a needed table entry -1 or out of range, cu_seqlens_k broken,
-/// an extra table entry, too few output rows, an FP8 output, a bad scale, overlapping rows.
+/// an extra table entry, too few output rows, an FP8 output, a bad scale, overlapping
+/// rows; with seq_starts also a negative start, a start whose sequence reaches past its
+/// row (vLLM #27909), a seq_starts of the wrong length.
 void inject_gather_kv_fault(Source& src, GatherKvScenario& s);
+/// One seq_starts fault only (negative, past the row, wrong length); s has seq_starts.
+void inject_gather_kv_seq_starts_fault(Source& src, GatherKvScenario& s);
 /// Raw values (fuzz only; several errors at once, no demanded code): raw slots (and,
 /// for FP8 caches, raw positive scale bits); raw table entries.
 void raw_store_kv(Source& src, StoreKvScenario& s);
@@ -173,5 +184,7 @@ rc::Gen<KvStepScenario> gen_kv_step_scenario();
 /// A valid scenario with one injected fault.
 rc::Gen<StoreKvScenario> gen_store_kv_fault_scenario();
 rc::Gen<GatherKvScenario> gen_gather_kv_fault_scenario();
+rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_scenario();
+rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_fault_scenario();
 
 }  // namespace kvcheck::props

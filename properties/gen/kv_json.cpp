@@ -167,6 +167,10 @@ void to_json(nlohmann::json& j, const GatherKvScenario& s) {
   fault_to_json(j, s.fault, s.code);
   if (s.threads != 0) j["threads"] = s.threads;
   if (s.out_offset != 0) j["out_offset"] = s.out_offset;
+  if (!s.seq_starts.empty()) {
+    j["seq_starts"] = s.seq_starts;
+    j["seq_start_unit"] = s.seq_start_unit == SeqStartUnit::kBlock ? "block" : "token";
+  }
 }
 
 void from_json(const nlohmann::json& j, GatherKvScenario& s) {
@@ -192,6 +196,10 @@ void from_json(const nlohmann::json& j, GatherKvScenario& s) {
   fault_from_json(j, s.fault, s.code);
   s.threads = j.value("threads", 0);
   s.out_offset = j.value("out_offset", 0);
+  s.seq_starts = j.value("seq_starts", std::vector<int32_t>{});
+  const std::string unit = j.value("seq_start_unit", std::string("token"));
+  if (unit != "token" && unit != "block") throw std::runtime_error("seq_start_unit is token or block");
+  s.seq_start_unit = unit == "block" ? SeqStartUnit::kBlock : SeqStartUnit::kToken;
   if (s.out_rows < 0 || s.out_offset < 0) throw std::runtime_error("negative out_rows or out_offset");
 }
 

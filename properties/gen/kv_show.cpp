@@ -68,6 +68,9 @@ std::string describe(const GatherKvScenario& s) {
                      describe(s.cache), ints(s.cu_seqlens_k), s.max_blocks, ints(s.block_table),
                      to_string(s.out_k_dtype), to_string(s.out_v_dtype), s.out_rows, s.out_pad_head,
                      s.out_pad_token, fault_line(s.fault, s.code)) +
+         (s.seq_starts.empty() ? ""
+                               : fmt::format("\n  seq_starts={} ({}s)", ints(s.seq_starts),
+                                             s.seq_start_unit == SeqStartUnit::kBlock ? "block" : "token")) +
          (s.out_offset > 0 ? fmt::format("\n  outputs start {} elements into their buffers", s.out_offset) : "") +
          (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }

@@ -52,6 +52,8 @@ struct KvScenario {
   std::vector<int32_t> slots;                       // store_kv
   std::vector<int32_t> block_table, cu_seqlens_k;  // gather_kv
   int32_t max_blocks = 0;
+  std::vector<int32_t> seq_starts;  // gather_kv; empty: none
+  SeqStartUnit unit = SeqStartUnit::kToken;
 };
 
 int64_t round16(int64_t b) { return (b + 15) / 16 * 16; }
@@ -84,7 +86,7 @@ Offsets offsets_of(const KvScenario& s) {
 struct HostBuffers {
   Bytes cache, rows;
   std::vector<float> scales;    // k_scale then v_scale
-  std::vector<int32_t> meta;    // store: slots; gather: block_table then cu_seqlens_k
+  std::vector<int32_t> meta;    // store: slots; gather: block_table, cu_seqlens_k, seq_starts
 };
 HostBuffers initial(const KvScenario& s, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -114,6 +116,7 @@ HostBuffers initial(const KvScenario& s, uint64_t seed) {
   h.meta = s.slots;
   h.meta.insert(h.meta.end(), s.block_table.begin(), s.block_table.end());
   h.meta.insert(h.meta.end(), s.cu_seqlens_k.begin(), s.cu_seqlens_k.end());
+  h.meta.insert(h.meta.end(), s.seq_starts.begin(), s.seq_starts.end());
   return h;
 }
 
@@ -121,7 +124,10 @@ HostBuffers initial(const KvScenario& s, uint64_t seed) {
 struct Views {
   KvCacheView cache;
   KvTokensOut rows[2];
-  std::span<const int32_t> slots, block_table, cu_seqlens_k;
+  std::span<const int32_t> slots, block_table, cu_seqlens_k, seq_starts;
+  GatherKvArgs gather(const KvScenario& s) const {
+    return {cache, block_table, s.max_blocks, cu_seqlens_k, seq_starts, s.unit, rows[0], rows[1]};
+  }
 };
 Views views_of(const KvScenario& s, uint8_t* cache, uint8_t* rows, const float* scales, const int32_t* meta) {
   const Offsets o = offsets_of(s);
@@ -138,6 +144,8 @@ Views views_of(const KvScenario& s, uint8_t* cache, uint8_t* rows, const float* 
   v.slots = {meta, s.slots.size()};
   v.block_table = {meta + s.slots.size(), s.block_table.size()};
   v.cu_seqlens_k = {meta + s.slots.size() + s.block_table.size(), s.cu_seqlens_k.size()};
+  if (!s.seq_starts.empty())
+    v.seq_starts = {meta + s.slots.size() + s.block_table.size() + s.cu_seqlens_k.size(), s.seq_starts.size()};
   return v;
 }
 
@@ -154,7 +162,7 @@ Result run_cpu(const KvScenario& s, bool store, uint64_t seed) {
     if (store)
       kCpu.store_kv(v.rows[0], v.rows[1], v.slots, v.cache);
     else
-      kCpu.gather_kv(v.cache, v.block_table, s.max_blocks, v.cu_seqlens_k, v.rows[0], v.rows[1]);
+      kCpu.gather_kv(v.gather(s));
   });
   r.cache = h.cache;
   r.rows = h.rows;
@@ -189,9 +197,7 @@ Result run_device(const KvScenario& s, bool store, uint64_t seed) {
                              workspace.get(), opts)
           .throw_if_error(stream);
     } else {
-      cuda::gather_kv_checked(v.cache, v.block_table, s.max_blocks, v.cu_seqlens_k, v.rows[0], v.rows[1],
-                              status.as<cuda::DeviceStatus>(), opts)
-          .throw_if_error(stream);
+      cuda::gather_kv_checked(v.gather(s), status.as<cuda::DeviceStatus>(), opts).throw_if_error(stream);
     }
   });
   ck(cudaStreamSynchronize(stream));
@@ -352,6 +358,26 @@ TEST(KvDeviceValidation, GatherKvRefusalsAreTheCpuRefusals) {
       {"needed entry num_blocks", [](KvScenario& s) { s.block_table[0] = 4; }},
       {"first bad entry wins", [](KvScenario& s) { s.block_table[3] = 7, s.block_table[2] = -1; }},
       {"max_blocks 0 with tokens", [](KvScenario& s) { s.max_blocks = 0, s.block_table.clear(); }},
+      // seq_starts (rows of 2 blocks of 5 = 10 positions; sequences of 4 and 6 tokens).
+      {"seq_starts 1, 4 (tokens)", [](KvScenario& s) { s.seq_starts = {1, 4}; }, false, false},
+      {"seq_starts 4, 3 in blocks (both round to 0)", [](KvScenario& s) { s.seq_starts = {4, 3}, s.unit = SeqStartUnit::kBlock; },
+       false, false},
+      {"seq_starts 3 reaches the unneeded -7", [](KvScenario& s) { s.seq_starts = {3, 4}; }},
+      {"seq_starts 4 in tokens reaches -7", [](KvScenario& s) { s.seq_starts = {4, 0}; }},
+      {"seq_starts past the row (tokens)", [](KvScenario& s) { s.seq_starts = {1, 5}; }},
+      {"seq_starts past the row (blocks)", [](KvScenario& s) { s.seq_starts = {0, 9}, s.unit = SeqStartUnit::kBlock; }},
+      {"seq_starts INT32_MAX", [](KvScenario& s) { s.seq_starts = {std::numeric_limits<int32_t>::max(), 0}; }},
+      {"seq_starts negative", [](KvScenario& s) { s.seq_starts = {0, -1}; }},
+      {"seq_starts INT32_MIN in blocks", [](KvScenario& s) {
+         s.seq_starts = {std::numeric_limits<int32_t>::min(), 0}, s.unit = SeqStartUnit::kBlock;
+       }},
+      {"a bad entry before a negative start", [](KvScenario& s) { s.seq_starts = {0, -1}, s.block_table[0] = 99; }},
+      {"a negative start before a later bad entry", [](KvScenario& s) { s.seq_starts = {-1, 0}, s.block_table[2] = 99; }},
+      {"seq_starts one short", [](KvScenario& s) { s.seq_starts = {1}; }},
+      {"seq_starts short before short outputs", [](KvScenario& s) { s.seq_starts = {1}, s.rows = 2; }},
+      {"an empty sequence's start is never bounded", [](KvScenario& s) {
+         s.cu_seqlens_k = {0, 0, 10}, s.seq_starts = {std::numeric_limits<int32_t>::max(), 0};
+       }, false, false},
   };
   int refused = 0;
   for (const Config& c : kConfigs)
@@ -364,7 +390,7 @@ TEST(KvDeviceValidation, GatherKvRefusalsAreTheCpuRefusals) {
       EXPECT_EQ(!error.empty(), m.refused) << what << ": " << error;
       refused += !error.empty();
     }
-  EXPECT_GT(refused, 90);
+  EXPECT_GT(refused, 130);
 }
 
 // Random metadata with the awkward values mixed in: the smallest offending position
@@ -402,6 +428,12 @@ TEST(KvDeviceValidation, RandomMetadataGivesTheCpuOutcome) {
       s.block_table.resize(static_cast<size_t>(num_seqs * s.max_blocks));
       for (auto& x : s.block_table) x = rng() % 12 == 0 ? awkward[rng() % std::size(awkward)] : static_cast<int32_t>(rng() % 4);
       s.rows = std::max<int64_t>(1, s.cu_seqlens_k.back() - static_cast<int64_t>(rng() % 8 == 0));
+      if (rng() % 2) {  // seq_starts in a row of 5 * max_blocks positions, some past it
+        s.unit = rng() % 2 ? SeqStartUnit::kToken : SeqStartUnit::kBlock;
+        for (int32_t i = 0; i < num_seqs; ++i)
+          s.seq_starts.push_back(rng() % 10 == 0 ? awkward[rng() % std::size(awkward)]
+                                                 : static_cast<int32_t>(rng() % (5 * s.max_blocks + 1)));
+      }
     }
     if (is_fp8(c.dtype) && rng() % 10 == 0) s.k_scale[0] = 0.0f;
     const std::string error = expect_same(s, store, name_of(c) + " round " + std::to_string(round), round);
@@ -449,8 +481,7 @@ TEST(KvDeviceApi, HostRefusalsAreTheCpuRefusalsBeforeAnyLaunch) {
       if (c.store)
         cuda::store_kv_checked(v.rows[0], v.rows[1], v.slots, v.cache, nullptr, nullptr, cuda::LaunchOptions{});
       else
-        cuda::gather_kv_checked(v.cache, v.block_table, s.max_blocks, v.cu_seqlens_k, v.rows[0], v.rows[1], nullptr,
-                                cuda::LaunchOptions{});
+        cuda::gather_kv_checked(v.gather(s), nullptr, cuda::LaunchOptions{});
     });
     EXPECT_EQ(got, want.error) << c.name;
     EXPECT_TRUE(h.cache == initial(s, 1).cache && h.rows == initial(s, 1).rows) << c.name << ": wrote";
