@@ -79,12 +79,6 @@ class PastTheEndBackend final : public PlantedStoreBackend {
   }
 };
 
-const props::Property& property(std::string_view name) {
-  for (const auto& p : props::registry().all())
-    if (p.name == name) return p;
-  throw std::runtime_error("no property " + std::string(name));
-}
-
 TEST(Canaries, StorePropertyReportsAWritePastTheEnd) {
   const PastTheEndBackend bad;
   for (const char* name : {"prop_store_matches_reference", "prop_store_touches_only_written_records"}) {

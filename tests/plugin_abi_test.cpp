@@ -2,12 +2,17 @@
 // generators' capability scope, the loader's errors) by known answers (label: unit).
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "impl/capabilities.h"
 #include "impl/error.h"
 #include "impl/layout.h"
 #include "impl/plugin/abi_convert.h"
+#include "impl/cpu/cpu_backend.h"
 #include "impl/plugin/loader.h"
 #include "properties/gen/gen_caps.h"
+#include "properties/runner.h"
+#include "tests/test_util.h"
 
 namespace kvcheck {
 namespace {
@@ -101,6 +106,59 @@ TEST(PluginAbi, CapabilitiesGateFormatsAndBlockSizes) {
   EXPECT_NE(c.restrictions().find("formats: BF16 only\nblock_size: multiples of 16\nblock_size: at most 64\n"),
             std::string::npos)
       << c.restrictions();
+}
+
+// A host plugin with gather_kv but not KVCHECK_OP_GATHER_KV_SEQ_STARTS (built before
+// seq_starts: it would ignore them and gather from position 0). It counts the calls
+// that carry a seq_starts unit, and gathers with the cpu backend.
+int g_calls_with_starts = 0, g_calls = 0;
+int gather_without_starts(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
+  ++g_calls;
+  if (a->seq_starts_unit != 0) ++g_calls_with_starts;
+  try {
+    static const cpu::CpuBackend cpu;
+    cpu.gather_kv(plugin::from_abi(*a));
+    return KVCHECK_STATUS_OK;
+  } catch (const Error& e) {
+    plugin::write_message(e.what(), msg, size);
+    return plugin::to_status(e.code());
+  }
+}
+
+TEST(PluginAbi, GatherWithoutTheSeqStartsBitNeverGetsSeqStarts) {
+  static kvcheck_backend_v1_t t{};
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "gather-before-seq-starts";
+  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.capabilities = {KVCHECK_OP_GATHER_KV, ~0u, ~0u, 1, 0};
+  t.gather_kv = gather_without_starts;
+  auto lib = std::make_shared<plugin::Library>();
+  lib->path = "(in process)";
+  lib->table = &t;
+  const auto b = plugin::make_backend(lib);
+  // The seq_starts rows are not exercised, and say why.
+  for (const char* name : {"prop_gather_kv_seq_starts_match_reference", "prop_gather_kv_seq_starts_bad_input_is_error"}) {
+    const auto o = props::run_property(property(name), *b, {1, 50, 50});
+    EXPECT_NE(o.not_exercised.find("no gather_kv seq_starts"), std::string::npos) << name << ": " << o.not_exercised;
+  }
+  EXPECT_EQ(g_calls, 0);
+  // The plain gather properties run, drawing no seq_starts for it.
+  for (const char* name : {"prop_gather_kv_matches_reference", "prop_gather_kv_invalid_input_throws_and_writes_nothing"}) {
+    const auto o = props::run_property(property(name), *b, {1, 200, 100});
+    EXPECT_FALSE(o.failed) << name << ": " << o.message;
+    EXPECT_TRUE(o.not_exercised.empty()) << name << ": " << o.not_exercised;
+  }
+  EXPECT_GT(g_calls, 300);
+  EXPECT_EQ(g_calls_with_starts, 0);
+  // A direct call with seq_starts is refused before the plugin is called.
+  const int32_t cu[] = {0, 0}, starts[] = {0};
+  GatherKvArgs a;
+  a.cu_seqlens_k = cu;
+  a.seq_starts = starts;
+  const int before = g_calls;
+  expect_error(ErrorCode::kUnsupported, [&] { b->gather_kv(a); }, "takes no seq_starts");
+  EXPECT_EQ(g_calls, before);
 }
 
 TEST(PluginLoader, MissingFileAndNotALibrary) {

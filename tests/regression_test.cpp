@@ -27,12 +27,6 @@
 namespace kvcheck {
 namespace {
 
-const props::Property& property(std::string_view name) {
-  for (const auto& p : props::registry().all())
-    if (p.name == name) return p;
-  throw std::runtime_error("no property " + std::string(name));
-}
-
 // The cpu backend with a planted store bug: after a correct store, the first data
 // byte of the first valid row's record has its low bit flipped.
 class BrokenStoreBackend final : public PlantedStoreBackend {

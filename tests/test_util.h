@@ -10,11 +10,22 @@
 #include <string>
 #include <vector>
 
+#include <stdexcept>
+#include <string_view>
+
 #include "impl/backends.h"
 #include "impl/error.h"
 #include "properties/gen/splitmix.h"
+#include "properties/registry.h"
 
 namespace kvcheck {
+
+/// The registered property of this name (throws when there is none).
+inline const props::Property& property(std::string_view name) {
+  for (const auto& p : props::registry().all())
+    if (p.name == name) return p;
+  throw std::runtime_error("no property " + std::string(name));
+}
 
 /// n pseudo-random bytes from `seed` (SplitMix64): fuzz inputs for decoder tests.
 inline std::vector<uint8_t> random_bytes(uint64_t seed, size_t n) {

@@ -567,6 +567,27 @@ void kv_seeds(const fs::path& root) {
     seed<S>(root, "store_kv", "error-" + name, ds, [&, code = code](const S& s) { return store_err(s, code); });
   for (auto [name, code] : std::vector<std::pair<std::string, E>>{{"range-out-of-table", E::kRangeOutOfTable}, {"block-out-of-range", E::kBlockOutOfRange}, {"shape-mismatch", E::kShapeMismatch}, {"invalid-argument", E::kInvalidArgument}})
     seed<G>(root, "gather_kv", "error-" + name, dg, [&, code = code](const G& g) { return gather_err(g, code); });
+  // seq_starts (SPEC §7.5): both units, a start off its block, a start at the row's end;
+  // the refusals (a sequence past its row, a negative start, a wrong length).
+  using kvcheck::SeqStartUnit;
+  auto off_block = [](const G& g) {
+    for (int32_t v : g.seq_starts) if (v % g.cache.block_size != 0) return true;
+    return false;
+  };
+  auto at_row_end = [](const G& g) {  // a sequence with tokens whose last one is the row's last position
+    for (size_t i = 0; i < g.seq_starts.size(); ++i) {
+      const int64_t len = g.cu_seqlens_k[i + 1] - g.cu_seqlens_k[i];
+      if (len > 0 && g.seq_start_unit == SeqStartUnit::kToken &&
+          g.seq_starts[i] + len == int64_t{g.max_blocks} * g.cache.block_size) return true;
+    }
+    return false;
+  };
+  seed<G>(root, "gather_kv", "seq-starts-tokens-off-block", dg, [&](const G& g) { return g.seq_start_unit == SeqStartUnit::kToken && g.cu_seqlens_k.size() >= 3 && off_block(g) && g.cache.block_size > 1 && valid_gather(g); });
+  seed<G>(root, "gather_kv", "seq-starts-blocks-off-block", dg, [&](const G& g) { return g.seq_start_unit == SeqStartUnit::kBlock && !g.seq_starts.empty() && off_block(g) && g.cache.block_size > 1 && valid_gather(g); });
+  seed<G>(root, "gather_kv", "seq-starts-row-end", dg, [&](const G& g) { return at_row_end(g) && g.cache.block_size > 1 && valid_gather(g); });
+  seed<G>(root, "gather_kv", "seq-starts-past-row", dg, [](const G& g) { return g.code == E::kRangeOutOfTable && g.fault.rfind("seq_starts", 0) == 0; });
+  seed<G>(root, "gather_kv", "seq-starts-negative", dg, [](const G& g) { return g.code == E::kInvalidArgument && g.fault.rfind("seq_starts[", 0) == 0; });
+  seed<G>(root, "gather_kv", "seq-starts-wrong-length", dg, [](const G& g) { return g.code == E::kShapeMismatch && g.fault.rfind("seq_starts has", 0) == 0; });
 }
 
 void slot_mapping_seeds(const fs::path& root) {

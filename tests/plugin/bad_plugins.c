@@ -1,6 +1,6 @@
 /* Plugins that must NOT load, one per loader error (tests/plugin/CMakeLists.txt builds
  * each with one -D): a wrong ABI version, no entry symbol, an ops bit without its
- * function (or with it past the table's end). */
+ * function (or with it past the table's end), a feature bit without its operation. */
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
@@ -29,6 +29,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   /* copy_blocks named, but the table (an older build) ends before its entry. */
   table.capabilities.ops = KVCHECK_OP_COPY_BLOCKS;
   table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, copy_blocks);
+#endif
+#ifdef SEQ_STARTS_WITHOUT_GATHER
+  /* The seq_starts feature bit qualifies gather_kv: alone it names nothing. */
+  table.capabilities.ops = KVCHECK_OP_GATHER_KV_SEQ_STARTS;
 #endif
 #ifdef V1_PREFIX_ONLY
   /* A library built before the K/V family entries were appended. */
