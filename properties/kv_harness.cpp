@@ -56,6 +56,7 @@ KvCacheLayout kv_layout_of(const KvCacheShape& s) {
     l.stride_page = h * l.stride_head + s.pad_page;
   }
   if (s.alloc == KvAlloc::kFlashInfer) l.stride_page *= 2;
+  if (s.alloc == KvAlloc::kLayerPages) l.stride_page *= 2 * int64_t{s.num_layers};
   return l;
 }
 
@@ -83,6 +84,16 @@ KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) 
       body_bytes = total * eb;
       k_capacity = total;
       v_capacity = total - layout.stride_page / 2;
+      break;
+    }
+    case KvAlloc::kLayerPages: {
+      const int64_t page = layout.stride_page / (2 * int64_t{s.num_layers});  // one layer's K (or V) page
+      const int64_t total = s.num_blocks * layout.stride_page;
+      k_offset = 2 * s.layer * page * eb;
+      v_offset = (2 * s.layer + 1) * page * eb;
+      body_bytes = total * eb;
+      k_capacity = total - k_offset / eb;
+      v_capacity = total - v_offset / eb;
       break;
     }
   }
@@ -175,6 +186,7 @@ void note_kv_classes(const StoreKvScenario& s) {
     if (slot >= 0 && n > 0) note_class("slot_mapping buffer goes on");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
   if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
+  if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
 }
 
 void note_kv_classes(const GatherKvScenario& s) {
@@ -185,6 +197,7 @@ void note_kv_classes(const GatherKvScenario& s) {
   if (total > 0 && ts % 2 == 1) note_class("odd output stride");
   if (total > 0 && s.out_offset % 8 != 0) note_class("misaligned output base");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
+  if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
   const int64_t bs = s.cache.block_size;
   for (size_t i = 0; i + 1 < s.cu_seqlens_k.size(); ++i)
     if ((s.cu_seqlens_k[i + 1] - s.cu_seqlens_k[i]) % bs != 0) {

@@ -540,8 +540,10 @@ void kv_seeds(const fs::path& root) {
     seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.scale_kind == k && s.cache.num_kv_heads > 1 && valid_store(s); });
     seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.scale_kind == k && g.cache.num_kv_heads > 1 && valid_gather(g); });
   }
-  for (auto a : {KvAlloc::kNanoVllm, KvAlloc::kFlashInfer}) {
-    const std::string f = a == KvAlloc::kNanoVllm ? "view-nano-vllm" : "view-flashinfer";
+  for (auto a : {KvAlloc::kNanoVllm, KvAlloc::kFlashInfer, KvAlloc::kLayerPages}) {
+    const std::string f = a == KvAlloc::kNanoVllm     ? "view-nano-vllm"
+                          : a == KvAlloc::kFlashInfer ? "view-flashinfer"
+                                                      : "view-layer-pages";
     seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.alloc == a && valid_store(s); });
     seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.alloc == a && valid_gather(g); });
   }

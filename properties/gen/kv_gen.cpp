@@ -68,10 +68,18 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
   const int64_t per_block = block_elements(s);
   const int64_t room = std::clamp<int64_t>(lim.cache_elements / per_block, 1, 6);
   s.num_blocks = static_cast<int32_t>(src.count(1, room, cost_of(per_block)));
-  s.alloc = src.pick({KvAlloc::kSeparate, KvAlloc::kSeparate, KvAlloc::kNanoVllm, KvAlloc::kFlashInfer});
+  s.alloc = src.pick({KvAlloc::kSeparate, KvAlloc::kSeparate, KvAlloc::kNanoVllm, KvAlloc::kFlashInfer,
+                       KvAlloc::kLayerPages});
   if (s.alloc == KvAlloc::kNanoVllm) {
     s.num_layers = static_cast<int32_t>(src.range(1, 3));
     s.layer = static_cast<int32_t>(src.range(0, s.num_layers - 1));
+  }
+  if (s.alloc == KvAlloc::kLayerPages) {
+    // 2-4 layers per block; fewer blocks when all layers' pages would not fit.
+    s.num_layers = static_cast<int32_t>(src.range(2, 4));
+    s.layer = static_cast<int32_t>(src.range(0, s.num_layers - 1));
+    const int64_t fit = std::max<int64_t>(1, lim.cache_elements / (per_block * 2 * s.num_layers));
+    s.num_blocks = static_cast<int32_t>(std::min<int64_t>(s.num_blocks, fit));
   }
   if (is_fp8(s.dtype)) {
     s.scale_kind = src.pick({KvScaleKind::kPerTensor, KvScaleKind::kPerHead});

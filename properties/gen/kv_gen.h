@@ -22,9 +22,13 @@
 namespace kvcheck::props {
 
 /// How the K and V views sit in memory (SPEC §7.2): two regions of one buffer with a
-/// sentinel gap between, one layer of nano-vllm's [2, L, ...] allocation, or
-/// FlashInfer's [num_blocks, 2, ...] with K and V pages interleaved.
-enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer };
+/// sentinel gap between, one layer of nano-vllm's [2, L, ...] allocation,
+/// FlashInfer's [num_blocks, 2, ...] with K and V pages interleaved, or one layer of a
+/// [num_blocks, L, 2, ...] allocation whose every block holds all L layers' K and V
+/// pages (the page stride is 2L pages: other layers' pages lie between this layer's,
+/// and must come back unchanged, as canaries do; the block stride != block size x
+/// record class of vLLM #54465).
+enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer, kLayerPages };
 
 /// A K/V cache pair: dense NHD/HND strides plus padding elements per axis.
 struct KvCacheShape {
@@ -33,7 +37,7 @@ struct KvCacheShape {
   int32_t num_blocks = 1, block_size = 1, num_kv_heads = 1, head_dim = 1;
   int32_t pad_head = 0, pad_token = 0, pad_page = 0;  // elements added to each stride
   KvAlloc alloc = KvAlloc::kSeparate;
-  int32_t num_layers = 1, layer = 0;  // kNanoVllm
+  int32_t num_layers = 1, layer = 0;  // kNanoVllm, kLayerPages
   KvScaleKind scale_kind = KvScaleKind::kNone;
   std::vector<float> k_scale, v_scale;
   uint64_t fill_seed = 0;  // prior contents of the whole buffer

@@ -19,6 +19,7 @@ const char* alloc_name(KvAlloc a) {
     case KvAlloc::kSeparate: return "separate";
     case KvAlloc::kNanoVllm: return "nano-vllm";
     case KvAlloc::kFlashInfer: return "flashinfer";
+    case KvAlloc::kLayerPages: return "layer-pages";
   }
   return "?";
 }
@@ -92,7 +93,7 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   s.pad_head = j.at("pad_head").get<int32_t>();
   s.pad_token = j.at("pad_token").get<int32_t>();
   s.pad_page = j.at("pad_page").get<int32_t>();
-  s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kFlashInfer, alloc_name,
+  s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kLayerPages, alloc_name,
                            "alloc");
   s.scale_kind = enum_from_name(j.at("scale_kind").get<std::string>(), KvScaleKind::kNone, KvScaleKind::kPerHead,
                                 [](KvScaleKind k) { return to_string(k); }, "scale_kind");

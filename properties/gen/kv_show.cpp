@@ -14,6 +14,7 @@ const char* alloc_name(KvAlloc a) {
     case KvAlloc::kSeparate: return "separate";
     case KvAlloc::kNanoVllm: return "nano-vllm [2, L, ...]";
     case KvAlloc::kFlashInfer: return "flashinfer [nb, 2, ...]";
+    case KvAlloc::kLayerPages: return "layer pages [nb, L, 2, ...]";
   }
   return "?";
 }
@@ -48,7 +49,9 @@ std::string describe(const KvCacheShape& s) {
   return fmt::format("{} {} cache: {} blocks x {} tokens x {} heads x {} (pads head {} token {} page {}), {}{}{}",
                      to_string(s.dtype), to_string(s.order), s.num_blocks, s.block_size, s.num_kv_heads,
                      s.head_dim, s.pad_head, s.pad_token, s.pad_page, alloc_name(s.alloc),
-                     s.alloc == KvAlloc::kNanoVllm ? fmt::format(" layer {} of {}", s.layer, s.num_layers) : "",
+                     s.alloc == KvAlloc::kNanoVllm || s.alloc == KvAlloc::kLayerPages
+                         ? fmt::format(" layer {} of {}", s.layer, s.num_layers)
+                         : "",
                      scales);
 }
 
