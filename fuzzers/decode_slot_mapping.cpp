@@ -5,8 +5,7 @@
 namespace kvcheck::fuzz {
 
 props::SlotMappingScenario decode_slot_mapping(ByteSource& src) {
-  using Op = props::SlotMappingScenario::Op;
-  const auto op = static_cast<Op>(src.weighted({1, 1, 1, 1, 1, 1}));
+  const auto op = props::choose_slot_mapping_op(src);
   // Drawn before the inputs, so that long inputs are not all valid.
   const size_t kind = src.weighted({3, 1, 1});  // 0: valid (the simplest), 1: one fault, 2: raw
   props::SlotMappingScenario s = props::build_slot_mapping_scenario(src, op);

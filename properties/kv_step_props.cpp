@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "impl/kv_page_table.h"
 #include "impl/kv_slot_mapping.h"
 #include "properties/kv_harness.h"
 #include "properties/registry.h"
@@ -41,6 +42,12 @@ uint16_t expected_element(const KvStepScenario& s, bool is_v, KvDtype in, KvDtyp
   return ref::float_to_model(out, ref::dequantize_kv(s.cache.dtype, q, scale));
 }
 
+std::vector<int32_t> seq_lens_of(const std::vector<PagedSeq>& seqs) {
+  std::vector<int32_t> out;
+  for (const PagedSeq& q : seqs) out.push_back(q.num_tokens);
+  return out;
+}
+
 void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
   const auto s = *gen_kv_step_scenario();
   const std::string ctx = fmt::format("op=kv_step backend={}\n{}", b.name(), describe(s));
@@ -69,6 +76,13 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
         RC_FAIL(fmt::format("{}\nprepare_decode slots differ from the last tokens' prefill slots", ctx));
       m.slot_mapping = dm.slot_mapping;
     } else {
+      if (s.page_table) {  // store_kv addressed by FlashInfer's metadata (SPEC §7.8)
+        note_class("slots from FlashInfer's page table");
+        const PageTable pages = page_table_from_seqs(step, s.cache.block_size);
+        const AppendPositions append = batch_indices_positions(m.cu_seqlens_q, seq_lens_of(step));
+        m.slot_mapping = page_table_slot_mapping(pages, append.batch_indices, append.positions, s.cache.block_size,
+                                                 s.cache.num_blocks);
+      }
       m.slot_mapping.resize(m.slot_mapping.size() + static_cast<size_t>(s.graph_padding), -1);
     }
     const KvRows k1 = step_rows(s, s.key_dtype, s.value_seed, s.num_cached, s.num_tokens, s.graph_padding);

@@ -5,6 +5,7 @@
 #include <climits>
 #include <set>
 
+#include "impl/kv_page_table.h"
 #include "impl/kv_slot_mapping.h"
 #include "impl/slot_mapping.h"
 #include "properties/blame.h"
@@ -60,9 +61,13 @@ Rule rule_error(const SlotMappingScenario& s) {
       return std::nullopt;
     }
     case Op::kPrefill:
+    case Op::kPageTable:  // the page table lists every token's page: all of [0, num_tokens)
+      // page_table_slot_mapping refuses page_size < 1 even with no token, and every other
+      // error before it is kInvalidArgument too once block_size < 1.
+      if (s.op == Op::kPageTable && s.block_size < 1) return RuleError{ErrorCode::kInvalidArgument, ""};
       for (size_t i = 0; i < s.tables.size(); ++i) {
         if (s.num_cached[i] < 0 || s.num_cached[i] > s.num_tokens[i]) return RuleError{ErrorCode::kInvalidArgument, ""};
-        for (int64_t t = s.num_cached[i]; t < s.num_tokens[i]; ++t)
+        for (int64_t t = s.op == Op::kPageTable ? 0 : s.num_cached[i]; t < s.num_tokens[i]; ++t)
           if (Rule r = slot_rule(s.tables[i], s.block_size, t)) return r;
       }
       return std::nullopt;
@@ -91,6 +96,7 @@ std::vector<int64_t> expected(const SlotMappingScenario& s) {
   switch (s.op) {
     case Op::kPrefill:
     case Op::kPreparePrefill:
+    case Op::kPageTable:
       for (size_t i = 0; i < s.tables.size(); ++i)
         for (int32_t x : ref::paged_slots(s.tables[i], s.block_size, s.num_cached[i], s.num_tokens[i])) want.push_back(x);
       break;
@@ -117,6 +123,8 @@ std::vector<int64_t> expected(const SlotMappingScenario& s) {
 struct Prepared {
   PrefillMetadata prefill;
   DecodeMetadata decode;
+  PageTable pages;  // page_table
+  AppendPositions append;
 };
 
 // Runs the op; `out` gets its slots (SWA store: after the prefix; window: {start, len}).
@@ -134,6 +142,19 @@ void run(const SlotMappingScenario& s, std::vector<int32_t>& out, Prepared& m) {
       out = m.decode.slot_mapping;
       break;
     case Op::kPrefill: out = paged_prefill_slot_mapping(seqs, s.block_size); break;
+    case Op::kPageTable: {
+      m.pages = page_table_from_seqs(seqs, s.block_size);
+      std::vector<int32_t> append_indptr{0}, seq_lens;
+      for (const PagedSeq& q : seqs) {
+        append_indptr.push_back(append_indptr.back() + q.num_tokens - q.num_cached);
+        seq_lens.push_back(q.num_tokens);
+      }
+      m.append = batch_indices_positions(append_indptr, seq_lens);
+      int64_t num_blocks = 1;  // every page the tables name exists
+      for (int32_t b : m.pages.indices) num_blocks = std::max<int64_t>(num_blocks, int64_t{b} + 1);
+      out = page_table_slot_mapping(m.pages, m.append.batch_indices, m.append.positions, s.block_size, num_blocks);
+      break;
+    }
     case Op::kDecode: out = paged_decode_slot_mapping(seqs, s.block_size); break;
     case Op::kSwaStore: append_swa_store_slots(out, s.state_id, s.ring_size, s.seqlen_k, s.seqlen_q); break;
     case Op::kSwaWindow: {
@@ -185,8 +206,31 @@ std::string metadata(const SlotMappingScenario& s, const Prepared& m) {
   return fail;
 }
 
+// page_table: the CSR page table and the append positions, worked out here from the
+// sequences (pages = ceil(num_tokens / bs); the new tokens are [num_cached, num_tokens)).
+std::string page_metadata(const SlotMappingScenario& s, const Prepared& m) {
+  std::vector<int64_t> indptr{0}, indices, last, batch, pos;
+  for (size_t i = 0; i < s.tables.size(); ++i) {
+    const int64_t pages = (int64_t{s.num_tokens[i]} + s.block_size - 1) / s.block_size;
+    for (int64_t j = 0; j < pages; ++j) indices.push_back(s.tables[i][static_cast<size_t>(j)]);
+    indptr.push_back(indptr.back() + pages);
+    last.push_back(pages > 0 ? s.num_tokens[i] - (pages - 1) * s.block_size : 0);
+    for (int64_t t = s.num_cached[i]; t < s.num_tokens[i]; ++t) batch.push_back(static_cast<int64_t>(i)), pos.push_back(t);
+  }
+  std::string fail;
+  auto field = [&](const std::string& name, const std::vector<int64_t>& want, const std::vector<int32_t>& got) {
+    if (std::string d = compare(want, got); !d.empty()) fail += name + ": " + d;
+  };
+  field("indptr", indptr, m.pages.indptr);
+  field("indices", indices, m.pages.indices);
+  field("last_page_len", last, m.pages.last_page_len);
+  field("batch_indices", batch, m.append.batch_indices);
+  field("positions", pos, m.append.positions);
+  return fail;
+}
+
 std::string structure(const SlotMappingScenario& s, const std::vector<int32_t>& out) {
-  if (s.op == Op::kPrefill || s.op == Op::kPreparePrefill) {
+  if (s.op == Op::kPrefill || s.op == Op::kPreparePrefill || s.op == Op::kPageTable) {
     if (!s.fault.empty() || std::set<int32_t>(out.begin(), out.end()).size() == out.size()) return "";
     return "two tokens share a slot over disjoint tables\n";
   }
@@ -211,9 +255,7 @@ std::string structure(const SlotMappingScenario& s, const std::vector<int32_t>& 
 }  // namespace
 
 Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants) {
-  static const char* kOps[] = {"paged_prefill_slot_mapping", "paged_decode_slot_mapping", "append_swa_store_slots",
-                               "swa_decode_window", "prepare_prefill", "prepare_decode"};
-  const std::string what = kOps[static_cast<int>(s.op)];
+  const std::string what = op_name(s.op);
   const Rule rule = rule_error(s);
   std::optional<ErrorCode> want = s.code;
   if (!want && !s.fault.empty() && rule) want = rule->code;
@@ -237,6 +279,7 @@ Verdict check_slot_mapping(const SlotMappingScenario& s, unsigned invariants) {
     if (invariants & kSlotMatchesReference) fail += compare(expected(s), out);
     if (invariants & kSlotDistinctInRing) fail += structure(s, out);
     if ((invariants & kSlotMetadata) && (s.op == Op::kPreparePrefill || s.op == Op::kPrepareDecode)) fail += metadata(s, m);
+    if ((invariants & kSlotMetadata) && s.op == Op::kPageTable) fail += page_metadata(s, m);
   }
   if (!fail.empty()) fail = "op=slot_mapping " + what + "\n" + fail;
   return {fail, ""};

@@ -33,6 +33,14 @@ void prop_swa_store_slots_match_reference() {
   expect(*gen_slot_mapping_scenario(Op::kSwaStore), kSlotAll);
 }
 
+void prop_page_table_slots_match_block_table_slots() {
+  expect(*gen_slot_mapping_scenario(Op::kPageTable), kSlotAll);
+}
+
+void prop_page_table_past_table_is_error() {
+  expect(*gen_slot_mapping_fault_scenario(Op::kPageTable), 0);
+}
+
 void prop_swa_decode_window_matches_spec() {
   expect(*gen_slot_mapping_scenario(Op::kSwaWindow), kSlotMatchesReference | kSlotDistinctInRing);
 }
@@ -59,6 +67,13 @@ void register_slot_mapping_properties(Registry& r) {
        "the SWA decode window starts at state*ring + first%ring of its valid positions [first, p], "
        "valid_len = p - first + 1 <= window",
        prop_swa_decode_window_matches_spec);
+  host("prop_page_table_slots_match_block_table_slots",
+       "FlashInfer's metadata (CSR page table, batch_indices/positions) is the sequences' pages and new "
+       "tokens, and addresses the prefill slots T[t/bs]*bs + t%bs, distinct",
+       prop_page_table_slots_match_block_table_slots);
+  host("prop_page_table_past_table_is_error",
+       "a page table of a sequence longer than its block table is kRangeOutOfTable",
+       prop_page_table_past_table_is_error);
 }
 
 }  // namespace kvcheck::props

@@ -621,8 +621,16 @@ void slot_mapping_seeds(const fs::path& root) {
   seed<S>(root, "slot_mapping", "prepare-decode-last-token-ends-block", d, [&](const S& s) { return valid(s, Op::kPrepareDecode) && tail_token(s); });
   for (const std::string f : {"block_size rule broken", "graph_batch_size below", "raw rule and graph rows"})
     seed<S>(root, "slot_mapping", "prepare-" + slug(f), d, [&](const S& s) { return starts(s.fault, f) && s.tables.size() >= 2; });
-  for (const Op op : {Op::kPrefill, Op::kDecode})
-    seed<S>(root, "slot_mapping", std::string(op == Op::kPrefill ? "prefill" : "decode") + "-past-table", d, [&, op](const S& s) { return s.op == op && s.code && s.tables.size() >= 2; });
+  for (const Op op : {Op::kPrefill, Op::kDecode, Op::kPageTable})
+    seed<S>(root, "slot_mapping", std::string(op == Op::kPrefill ? "prefill" : op == Op::kDecode ? "decode" : "page-table") + "-past-table", d, [&, op](const S& s) { return s.op == op && s.code && s.tables.size() >= 2; });
+  // FlashInfer's page table (SPEC §7.8): prefix-cached chunks, a partial and a full last page.
+  auto full_last_page = [](const S& s) {
+    for (int32_t n : s.num_tokens) if (n > 0 && n % s.block_size == 0) return true;
+    return false;
+  };
+  seed<S>(root, "slot_mapping", "page-table", d, [&](const S& s) { return valid(s, Op::kPageTable) && s.tables.size() >= 3 && cached(s) && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "page-table-full-last-page", d, [&](const S& s) { return valid(s, Op::kPageTable) && s.tables.size() >= 2 && full_last_page(s) && s.block_size > 1; });
+  seed<S>(root, "slot_mapping", "page-table-raw", d, [&](const S& s) { return s.op == Op::kPageTable && !s.fault.empty() && !s.code && s.tables.size() >= 2; });
   for (const std::string f : {"ring_size < 1", "state_id < 0", "seqlen_q > seqlen_k", "seqlen_q < 0", "window outside", "seqlen_k < 1", "swa_valid_start < 0"})
     seed<S>(root, "slot_mapping", "error-" + slug(f), d, [&](const S& s) { return s.code && starts(s.fault, f); });
   for (const std::string f : {"raw block_size", "raw token counts", "raw table entries", "raw SWA arguments"})

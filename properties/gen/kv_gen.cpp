@@ -237,6 +237,7 @@ KvStepScenario build_kv_step_scenario(Source& src, const KvLimits& lim) {
   s.value_dtype = s.key_dtype;  // one model dtype (SPEC §7.1)
   s.graph_padding = src.pick<int32_t>({0, 0, 1, 3});
   s.value_seed = src.seed();
+  s.page_table = !s.decode && src.coin();
   return s;
 }
 

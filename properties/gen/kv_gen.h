@@ -92,6 +92,7 @@ struct KvStepScenario {
   int32_t graph_padding = 0;  // extra -1 rows appended to the step's store
   bool decode = false;        // a decode step: one new token per sequence, prepare_decode's slots
   uint64_t value_seed = 0;
+  bool page_table = false;    // prefill: the step's slots through FlashInfer's page table (SPEC §7.8)
 };
 
 void showValue(const KvCacheShape& s, std::ostream& os);

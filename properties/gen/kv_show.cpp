@@ -83,7 +83,8 @@ std::string describe(const KvStepScenario& s) {
   for (size_t i = 0; i < s.num_tokens.size(); ++i)
     seqs += fmt::format("\n  seq {}: num_cached {} num_tokens {} block_table {}", i, s.num_cached[i],
                         s.num_tokens[i], ints(s.block_tables[i]));
-  return fmt::format("kv_step ({}) {}\n  key {} value {} graph_padding {}{}", s.decode ? "decode" : "prefill",
+  return fmt::format("kv_step ({}) {}\n  key {} value {} graph_padding {}{}",
+                     s.decode ? "decode" : s.page_table ? "prefill, slots from FlashInfer's page table" : "prefill",
                      describe(s.cache), to_string(s.key_dtype), to_string(s.value_dtype), s.graph_padding, seqs);
 }
 

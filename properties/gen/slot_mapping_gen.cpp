@@ -20,7 +20,7 @@ bool prepare(Op op) { return op == Op::kPreparePrefill || op == Op::kPrepareDeco
 
 void build_paged(Source& src, SlotMappingScenario& s) {
   const int32_t bs = s.block_size = choose_block_size(src);
-  const int32_t min_tokens = s.op == Op::kPrefill ? 0 : 1;  // decode stores the last token
+  const int32_t min_tokens = s.op == Op::kPrefill || s.op == Op::kPageTable ? 0 : 1;  // decode stores the last token
   const int32_t num_seqs = static_cast<int32_t>(src.count(0, 4, 8));
   std::vector<int32_t> need;
   for (int32_t i = 0; i < num_seqs; ++i) {
@@ -73,8 +73,10 @@ SlotMappingScenario build_slot_mapping_scenario(Source& src, Op op) {
   return s;
 }
 
+Op choose_slot_mapping_op(Source& src) { return static_cast<Op>(src.weighted({1, 1, 1, 1, 1, 1, 1})); }
+
 SlotMappingScenario build_slot_mapping_scenario(Source& src) {
-  return build_slot_mapping_scenario(src, static_cast<Op>(src.weighted({1, 1, 1, 1, 1, 1})));
+  return build_slot_mapping_scenario(src, choose_slot_mapping_op(src));
 }
 
 void inject_slot_mapping_fault(Source& src, SlotMappingScenario& s) {

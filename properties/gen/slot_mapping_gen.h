@@ -23,14 +23,17 @@ namespace kvcheck::props {
 /// (prefill, decode, prepare_prefill, prepare_decode): sequence i is {tables[i],
 /// num_cached[i], num_tokens[i]} over block_size; prepare_* take `rule` when
 /// rule_multiple != 0 ({rule_multiple, "flash-attn"}), prepare_decode
-/// graph_batch_size. SWA ops: store =
+/// graph_batch_size; page_table: the prefill batch's slots through FlashInfer's
+/// metadata (impl/kv_page_table.h: the CSR page table of every sequence's num_tokens
+/// tokens, the append positions of its new ones with append_indptr = the prefix sums
+/// of num_tokens - num_cached, then the slots they address). SWA ops: store =
 /// append_swa_store_slots(state_id, ring_size, seqlen_k, seqlen_q) after `prefix`
 /// (what `out` held before); window = swa_decode_window(state_id, ring_size, window,
 /// seqlen_k, swa_valid_start). `fault` "" is a valid input; a fault with `code` must
 /// throw exactly it; a fault without code (raw values) must do what the SPEC §5.4
 /// rules say (the check derives code and blamed entry).
 struct SlotMappingScenario {
-  enum class Op { kPrefill, kDecode, kSwaStore, kSwaWindow, kPreparePrefill, kPrepareDecode } op = Op::kPrefill;
+  enum class Op { kPrefill, kDecode, kSwaStore, kSwaWindow, kPreparePrefill, kPrepareDecode, kPageTable } op = Op::kPrefill;
   int32_t block_size = 1;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> num_cached, num_tokens;
@@ -54,7 +57,9 @@ struct SlotMappingScenario {
 /// num_tokens >= 1, sometimes a rule that holds (a divisor of block_size); decode
 /// graph_batch_size 0, the batch or 3 more rows.
 SlotMappingScenario build_slot_mapping_scenario(Source& src, SlotMappingScenario::Op op);
-/// The op drawn too (prefill first: the simplest; every op of the enum).
+/// Every op of the enum, equally (prefill first: the simplest).
+SlotMappingScenario::Op choose_slot_mapping_op(Source& src);
+/// The op drawn too (choose_slot_mapping_op).
 SlotMappingScenario build_slot_mapping_scenario(Source& src);
 /// A fault with its code. Paged: one sequence's tokens run past its table (capacity + 1
 /// to + bs + 1; maybe an extra sequence with an empty table): kRangeOutOfTable. SWA: one
@@ -73,6 +78,8 @@ rc::Gen<SlotMappingScenario> gen_slot_mapping_fault_scenario(SlotMappingScenario
 
 /// The one printer (RapidCheck counterexamples, fuzz reports, `kvcheck explain`).
 void showValue(const SlotMappingScenario& s, std::ostream& os);
+/// The function(s) an op calls, by name ("paged_prefill_slot_mapping", ...).
+const char* op_name(SlotMappingScenario::Op op);
 std::string describe(const SlotMappingScenario& s);
 
 }  // namespace kvcheck::props

@@ -10,9 +10,7 @@ namespace kvcheck::props {
 
 void showValue(const SlotMappingScenario& s, std::ostream& os) {
   using Op = SlotMappingScenario::Op;
-  static const char* kOps[] = {"paged_prefill_slot_mapping", "paged_decode_slot_mapping", "append_swa_store_slots",
-                               "swa_decode_window", "prepare_prefill", "prepare_decode"};
-  os << "slot_mapping scenario: " << kOps[static_cast<int>(s.op)] << "\n";
+  os << "slot_mapping scenario: " << op_name(s.op) << "\n";
   if (s.op != Op::kSwaStore && s.op != Op::kSwaWindow) {
     os << "  block_size " << s.block_size << ", " << s.tables.size() << " sequences";
     if (s.rule_multiple != 0) os << ", rule: a multiple of " << s.rule_multiple;
@@ -34,6 +32,13 @@ void showValue(const SlotMappingScenario& s, std::ostream& os) {
     os << "  fault: " << s.fault << "; must throw " << to_string(*s.code) << "\n";
   else
     os << "  " << s.fault << ": the SPEC §5.4 rules decide\n";
+}
+
+const char* op_name(SlotMappingScenario::Op op) {
+  static const char* kOps[] = {"paged_prefill_slot_mapping", "paged_decode_slot_mapping", "append_swa_store_slots",
+                               "swa_decode_window", "prepare_prefill", "prepare_decode",
+                               "page_table_from_seqs + batch_indices_positions + page_table_slot_mapping"};
+  return kOps[static_cast<int>(op)];
 }
 
 std::string describe(const SlotMappingScenario& s) {
