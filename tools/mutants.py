@@ -81,6 +81,7 @@ FUZZ_TARGETS = [
     ("impl/load_plan", ["plan", "prefill"]),
     ("impl/slot_mapping", ["slot_mapping", "plan", "prefill"]),
     ("impl/kv_slot_mapping", ["slot_mapping", "store_kv", "gather_kv"]),
+    ("impl/kv_page_table", ["slot_mapping"]),
     ("impl/layout", ["store", "load", "round_trip"]),
     ("properties/prefill_step", ["prefill"]),
 ]
@@ -108,6 +109,7 @@ PROPERTY_OPS = [
     ("impl/load_plan", ["plan", "prefill"]),
     ("impl/slot_mapping", ["slot_mapping", "plan", "prefill"]),
     ("impl/kv_slot_mapping", ["kv_slot_mapping", "kv_step"]),
+    ("impl/kv_page_table", ["slot_mapping", "kv_step"]),
     ("impl/kv_layout", ["kv_layout", "store_kv", "gather_kv"]),
     ("impl/layout", ["layout", "store", "load", "round_trip"]),
     ("properties/prefill_step", ["prefill"]),
