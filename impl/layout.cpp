@@ -14,8 +14,8 @@ int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
-CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks,
-                              int32_t block_size) {
+CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                              int64_t block_stride) {
   format.validate();
   if (block_size < 1)
     throw Error(ErrorCode::kInvalidArgument,
@@ -29,7 +29,15 @@ CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks,
     throw Error(ErrorCode::kInvalidArgument,
                 "a block of " + std::to_string(block_size) + " tokens of " + std::to_string(bpt) +
                     " bytes overflows int64");
-  CacheLayout layout{format, num_blocks, block_size, block_stride_for(format, block_size)};
+  const int64_t packed = block_stride_for(format, block_size);
+  if (block_stride != 0 && (block_stride < packed || block_stride % 32 != 0))
+    throw Error(ErrorCode::kInvalidArgument,
+                "block_stride " + std::to_string(block_stride) + " is " +
+                    (block_stride < packed ? "below the packed stride " + std::to_string(packed) + " of the format's " +
+                                                 std::to_string(block_size) + "-token block"
+                                           : std::string("not a multiple of 32")) +
+                    " (SPEC §3)");
+  CacheLayout layout{format, num_blocks, block_size, block_stride != 0 ? block_stride : packed};
   if (num_blocks > std::numeric_limits<int64_t>::max() / layout.block_stride ||
       num_blocks * block_size > std::numeric_limits<int32_t>::max())
     throw Error(ErrorCode::kInvalidArgument,
@@ -94,7 +102,11 @@ CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
   f.elements_per_sf = p.group;
   f.do_cast = p.do_cast;
   f.token_interleaved = p.interleaved;
-  const CacheLayout layout = make(f, p.num_blocks, p.block_size);
+  make(f, p.num_blocks, p.block_size);  // the format and geometry's own errors first
+  if (p.block_stride <= 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "device cache layout block_stride " + std::to_string(p.block_stride) + " is not positive");
+  const CacheLayout layout = make(f, p.num_blocks, p.block_size, p.block_stride);
   const PagedLayout e = layout.paged();
   if (e.quantized_bytes != p.quantized_bytes || e.sf_bytes != p.sf_bytes || e.block_stride != p.block_stride ||
       e.data_token_stride != p.data_token_stride || e.scale_region != p.scale_region ||

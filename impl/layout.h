@@ -10,17 +10,29 @@
 
 namespace kvcheck {
 
+/// The packed block_stride of SPEC §3: interleaved round_up(bs*bpt, lcm(32, bpt)), else
+/// round_up(bs*bpt, 32). Bytes.
+int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size);
+
 struct CacheLayout {
   KVCacheFormat format;
   int64_t num_blocks = 0;    // blocks in the cache
   int32_t block_size = 0;    // tokens per block, any value >= 1
-  int64_t block_stride = 0;  // bytes from block b to block b+1
+  int64_t block_stride = 0;  // bytes from block b to block b+1 (>= packed_stride())
 
-  /// Validates format, num_blocks >= 1, block_size >= 1 and that the cache size
-  /// fits in int64. Throws Error(kInvalidFormat | kInvalidArgument).
-  static CacheLayout make(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size);
+  /// Validates format, num_blocks >= 1, block_size >= 1, that the cache size fits in
+  /// int64, and block_stride (SPEC §3): 0 = the packed stride block_stride_for(format,
+  /// block_size); else a multiple of 32 at least that (the bytes between one block's
+  /// packed end and the next block are not the cache's: other layers' pages, padding).
+  /// Throws Error(kInvalidFormat | kInvalidArgument).
+  static CacheLayout make(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                          int64_t block_stride = 0);
 
-  int64_t size_bytes() const { return num_blocks * block_stride; }
+  /// SPEC §3's packed stride of this format and block_size: a block's own bytes.
+  int64_t packed_stride() const { return block_stride_for(format, block_size); }
+  /// Bytes a buffer must hold from the cache's base: (num_blocks - 1) * block_stride +
+  /// packed_stride() (num_blocks * block_stride when packed).
+  int64_t size_bytes() const { return (num_blocks - 1) * block_stride + packed_stride(); }
   int64_t num_slots() const { return num_blocks * block_size; }
   /// Bytes of a block holding records; [record_bytes, block_stride) is padding.
   int64_t record_bytes() const { return int64_t{block_size} * format.bytes_per_token(); }
@@ -39,9 +51,5 @@ struct CacheLayout {
   /// (a hand-built layout with a wrong stride would send kernels outside the cache).
   static CacheLayout from_paged(const PagedLayout& p);
 };
-
-/// block_stride of SPEC §3: interleaved round_up(bs*bpt, lcm(32, bpt)), else
-/// round_up(bs*bpt, 32). Bytes.
-int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size);
 
 }  // namespace kvcheck

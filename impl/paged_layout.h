@@ -51,7 +51,6 @@ struct PagedLayout {
   KVCHECK_HD int64_t slot_scale_offset(int64_t slot) const {
     return scale_offset(slot_block(slot), slot_token(slot));
   }
-  KVCHECK_HD int64_t size_bytes() const { return num_blocks * block_stride; }
   /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows
   /// are BF16 [elements]; BF16 and index formats copy their data bytes; only index
   /// formats (quantised, no do_cast) have scale rows.

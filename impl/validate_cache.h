@@ -11,7 +11,8 @@
 namespace kvcheck {
 
 /// Throws Error(kShapeMismatch) when `base` is non-null and `size_bytes` is smaller
-/// than layout.size_bytes() (num_blocks * block_stride): the view claims more blocks,
+/// than layout.size_bytes() ((num_blocks - 1) * block_stride + the packed stride, SPEC
+/// §3; num_blocks * block_stride when packed): the view claims more blocks,
 /// or a larger block, than its allocation holds. A null base is left to the null-cache
 /// checks that follow (a store of n > 0 rows, a segment that reads the cache). O(1);
 /// `layout` must already be valid (CacheLayout::make's rules).

@@ -53,11 +53,13 @@ class Bitmap {
 }  // namespace
 
 void validate_layout(const CacheLayout& layout) {
-  const CacheLayout expected = CacheLayout::make(layout.format, layout.num_blocks, layout.block_size);
-  if (expected.block_stride != layout.block_stride)
-    fail(ErrorCode::kInvalidArgument,
-         "cache layout block_stride " + to_string(layout.block_stride) + " is not " +
-             to_string(expected.block_stride) + " (SPEC §3)");
+  // Format and geometry first (their codes come first), then the stride (SPEC §3).
+  const CacheLayout packed = CacheLayout::make(layout.format, layout.num_blocks, layout.block_size);
+  if (layout.block_stride <= 0)
+    fail(ErrorCode::kInvalidArgument, "cache layout block_stride " + to_string(layout.block_stride) +
+                                          " is not positive (the packed stride is " +
+                                          to_string(packed.block_stride) + ", SPEC §3)");
+  CacheLayout::make(layout.format, layout.num_blocks, layout.block_size, layout.block_stride);
 }
 
 void validate_store_rows(const KVInput& kv, int64_t n, int64_t elements, const void* cache_base) {

@@ -62,7 +62,8 @@ int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.sf_format == SfForma
 
 }  // namespace
 
-CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, int64_t offset) {
+CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, int64_t offset,
+                                    int64_t block_stride) {
   const int64_t bpt = f.bytes_per_token();
   const int64_t qb = f.quantized_bytes();
   const int64_t sfb = f.sf_bytes();
@@ -74,7 +75,7 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
     while (b != 0) { const int64_t t = a % b; a = b; b = t; }
     align = 32 / a * bpt;
   }
-  const int64_t stride = (records + align - 1) / align * align;
+  const int64_t stride = block_stride != 0 ? block_stride : (records + align - 1) / align * align;
   CacheByteLocation loc;
   loc.block = offset / stride;
   const int64_t r = offset % stride;
@@ -124,12 +125,15 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
   const size_t i = d.first;
   if (d.count == 0) return "";
   const KVCacheFormat& f = layout.format;
-  const CacheByteLocation loc = locate_cache_byte(f, layout.block_size, static_cast<int64_t>(i));
+  const CacheByteLocation loc = locate_cache_byte(f, layout.block_size, static_cast<int64_t>(i), layout.block_stride);
   std::string where, exp, act;
   switch (loc.kind) {
     case CacheByteLocation::Kind::kPadding:
-      where = fmt::format("block {} padding byte {} (past the {} record bytes)", loc.block, loc.index,
-                          layout.record_bytes());
+      where = fmt::format("block {} padding byte {} (past the {} record bytes{})", loc.block, loc.index,
+                          layout.record_bytes(),
+                          layout.block_stride != layout.packed_stride()
+                              ? fmt::format("; bytes from {} on are other layers' pages", layout.packed_stride())
+                              : "");
       exp = hex_bytes({&expected[i], 1});
       act = hex_bytes({&actual[i], 1});
       break;

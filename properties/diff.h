@@ -22,8 +22,10 @@ struct CacheByteLocation {
 };
 
 /// Decodes a byte offset with the SPEC §3 formulas (written here, independent of impl/).
-CacheByteLocation locate_cache_byte(const KVCacheFormat& format, int32_t block_size,
-                                    int64_t offset);
+/// block_stride: the cache's, 0 = packed; every byte past a block's records is
+/// kPadding (its padding, then other layers' pages; index counts from the records' end).
+CacheByteLocation locate_cache_byte(const KVCacheFormat& format, int32_t block_size, int64_t offset,
+                                    int64_t block_stride = 0);
 
 /// The first differing byte of two buffers of equal size (`first` == size() when they
 /// are equal) and how many bytes differ.

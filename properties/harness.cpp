@@ -97,14 +97,19 @@ bool Buffer::operator==(const Buffer& o) const {
 
 Cache::Cache(const CacheLayout& layout)
     : layout_(layout),
+      bytes_(std::max(layout.size_bytes(), layout.packed_stride())),
       guard_(KVCache::canary_bytes_for(layout)),
-      buf_(static_cast<size_t>(layout.size_bytes() + 2 * guard_)) {
+      buf_(static_cast<size_t>(bytes_ + 2 * guard_)) {
   std::memset(buf_.data(), KVCache::kCanary, static_cast<size_t>(guard_));
-  std::memset(data() + layout.size_bytes(), KVCache::kCanary, static_cast<size_t>(guard_));
+  std::memset(data() + bytes_, KVCache::kCanary, static_cast<size_t>(guard_));
 }
 
 Cache make_cache(const CacheShape& shape) {
-  Cache cache(CacheLayout::make(shape.format, shape.num_blocks, shape.block_size));
+  // The stride is set as drawn, unvalidated: a fault scenario's invalid stride reaches
+  // the backends, whose validation must refuse it (the buffer is what it claims).
+  CacheLayout layout = CacheLayout::make(shape.format, shape.num_blocks, shape.block_size);
+  if (shape.block_stride != 0) layout.block_stride = shape.block_stride;
+  Cache cache(layout);
   fill_pattern(cache.bytes(), shape.fill_seed);
   return cache;
 }
@@ -210,7 +215,8 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) 
     if (backend)
       backend->store_kv_cache(kv, slot_mapping, cache.view());
     else
-      ref::store_kv_cache(kv, slot_mapping, cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size);
+      ref::store_kv_cache(kv, slot_mapping, cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
+                          s.shape.block_stride);
   });
 }
 
@@ -224,7 +230,7 @@ Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cac
       backend->load_paged_kv_cache(cache.view(), s.load_segments, s.total_k, out.out);
     else
       ref::load_paged_kv_cache(cache.bytes(), s.shape.format, s.shape.num_blocks, s.shape.block_size,
-                               s.load_segments, s.total_k, out.out);
+                               s.load_segments, s.total_k, out.out, s.shape.block_stride);
   });
 }
 
@@ -280,8 +286,13 @@ bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged,
   return true;
 }
 
-bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheFormat& format, int64_t block_size) {
-  return (c.ops & ops) != ops || !c.supports_format(format) || !c.supports_block_size(block_size);
+bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape& shape) {
+  // The plugin gate's rule (op_decl.cpp): an invalid stride must still reach the backend.
+  const bool strided = shape.block_stride > 0 && shape.block_stride % 32 == 0 && shape.block_size >= 1 &&
+                       shape.format.bytes_per_token() > 0 &&
+                       shape.block_stride > block_stride_for(shape.format, shape.block_size);
+  return (c.ops & ops) != ops || !c.supports_format(shape.format) || !c.supports_block_size(shape.block_size) ||
+         (strided && !(c.ops & KVCHECK_OP_ANY_BLOCK_STRIDE));
 }
 
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size) {

@@ -60,7 +60,8 @@ class Cache {
   const CacheLayout& layout() const { return layout_; }
   uint8_t* data() { return buf_.data() + guard_; }
   const uint8_t* data() const { return buf_.data() + guard_; }
-  int64_t size_bytes() const { return layout_.size_bytes(); }
+  /// layout().size_bytes(); at least one packed block for an invalid stride (a fault).
+  int64_t size_bytes() const { return bytes_; }
   int64_t guard_bytes() const { return guard_; }
   std::span<uint8_t> bytes() { return {data(), static_cast<size_t>(size_bytes())}; }
   std::span<const uint8_t> bytes() const { return {data(), static_cast<size_t>(size_bytes())}; }
@@ -73,6 +74,7 @@ class Cache {
 
  private:
   CacheLayout layout_;
+  int64_t bytes_;
   int64_t guard_;
   Buffer buf_;
 };
@@ -181,9 +183,10 @@ void require_isolated(const std::function<Verdict()>& check);
 /// kUnsupported refusal (the check goes on).
 bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged, const std::string& op,
                        std::string_view backend, Verdict& v);
-/// Whether capabilities `c` leave out a paged-cache case (ops: the KVCHECK_OP_* bits
-/// it calls) or a K/V-family case.
-bool outside_paged(const BackendCapabilities& c, uint32_t ops, const KVCacheFormat& format, int64_t block_size);
+/// Whether capabilities `c` leave out a paged-cache case of `shape` (ops: the
+/// KVCHECK_OP_* bits it calls; a valid non-packed block_stride needs
+/// KVCHECK_OP_ANY_BLOCK_STRIDE) or a K/V-family case.
+bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape& shape);
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size);
 
 /// What require() throws for a case the backend refused with kUnsupported: inside a

@@ -62,7 +62,7 @@ std::string row_violation(const char* who, const LoadScenario& s, const uint8_t*
     const uint8_t* got = o.data + ri * o.data_row_stride;
     const uint8_t* want = uncovered ? before.out.data + ri * o.data_row_stride
                           : zero    ? zeros.data()
-                                    : cache + ref::data_offset(f, bs, block[r], token[r]);
+                                    : cache + ref::data_offset(f, bs, block[r], token[r], s.shape.block_stride);
     const int64_t n = uncovered ? o.data_row_stride : row_bytes;
     const char* what = uncovered ? "is covered by no segment but changed"
                        : zero    ? "is a zero-fill row but not zero"
@@ -73,7 +73,7 @@ std::string row_violation(const char* who, const LoadScenario& s, const uint8_t*
     const uint8_t* sgot = o.scales + ri * o.scale_row_stride;
     const uint8_t* swant = uncovered ? before.out.scales + ri * o.scale_row_stride
                            : zero    ? zeros.data()
-                                     : cache + ref::scale_offset(f, bs, block[r], token[r]);
+                                     : cache + ref::scale_offset(f, bs, block[r], token[r], s.shape.block_stride);
     if (std::memcmp(sgot, swant, static_cast<size_t>(uncovered ? o.scale_row_stride : sf_bytes)) != 0)
       return fmt::format("{}: the scales of output row {} {}\n", who, r, what);
   }
@@ -93,7 +93,7 @@ Verdict check_load(const Backend& b, const LoadFaultScenario& c, unsigned which)
   const Outcome ref = run_load(nullptr, s, cache, ref_out);
   const Outcome be = run_load(&b, s, cache, be_out);
   Verdict v;
-  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_LOAD_PAGED_KV_CACHE, sh.format, sh.block_size),
+  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_LOAD_PAGED_KV_CACHE, sh),
                         be_out == before, "load", b.name(), v))
     return v;
   std::string& fail = v.failure;

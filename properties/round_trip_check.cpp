@@ -153,7 +153,7 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
   // (The store may have written before the load refused: only the capabilities decide.)
   if (judge_unsupported(be,
                         outside_paged(b.capabilities(), KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE,
-                                      s.shape.format, s.shape.block_size),
+                                      s.shape),
                         true, "round trip", b.name(), v))
     return v;
   std::string& fail = v.failure;

@@ -16,6 +16,7 @@ void note_format_classes(const CacheShape& shape) {
     note_class("run-time group size");
   if (shape.block_size == 1) note_class("block_size 1");
   if (shape.block_size > 1 && shape.block_size % 2 == 1) note_class("odd block_size");
+  if (shape.block_stride != 0 && shape.num_blocks > 1) note_class("other layers' blocks between");
 }
 
 }  // namespace

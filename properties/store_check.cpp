@@ -25,10 +25,10 @@ std::vector<Range> record_ranges(const StoreScenario& s) {
   std::vector<Range> r;
   for (int32_t slot : s.slot_mapping) {
     if (slot < 0 || slot >= num_slots) continue;  // (a backend that accepted a bad slot fails the outcome)
-    const int64_t d = ref::data_offset(f, bs, slot / bs, slot % bs);
+    const int64_t d = ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
     r.push_back({d, d + f.quantized_bytes()});
     if (f.is_quantized()) {
-      const int64_t sc = ref::scale_offset(f, bs, slot / bs, slot % bs);
+      const int64_t sc = ref::scale_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
       r.push_back({sc, sc + f.sf_bytes()});
     }
   }
@@ -56,7 +56,7 @@ std::string untouched_violation(const char* who, const StoreScenario& s, std::sp
   }
   if (bad < 0) bad = first_change(pos, static_cast<int64_t>(after.size()));
   if (bad < 0) return "";
-  const auto loc = locate_cache_byte(s.shape.format, s.shape.block_size, bad);
+  const auto loc = locate_cache_byte(s.shape.format, s.shape.block_size, bad, s.shape.block_stride);
   return fmt::format("{}: byte {} changed but no valid row stores there (block {}, token {}, {}): 0x{:02X} -> 0x{:02X}\n",
                      who, bad, loc.block, loc.token,
                      loc.kind == CacheByteLocation::Kind::kPadding ? "block padding" : "record of a -1 or absent row",
@@ -71,7 +71,7 @@ std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
     const int32_t slot = s.slot_mapping[r];
     if (slot < 0) continue;
-    const uint8_t* rec = after + ref::data_offset(f, bs, slot / bs, slot % bs);
+    const uint8_t* rec = after + ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
     const bf16_bits* row = s.kv.data() + static_cast<int64_t>(r) * s.row_stride;
     for (int64_t e = 0; e < f.elements; ++e) {
       const uint16_t got = static_cast<uint16_t>(rec[2 * e] | (rec[2 * e + 1] << 8));
@@ -90,7 +90,7 @@ std::string ue8m0_violation(const StoreScenario& s, const uint8_t* after) {
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
     const int32_t slot = s.slot_mapping[r];
     if (slot < 0 || slot >= int64_t{s.shape.num_blocks} * bs) continue;
-    const int64_t off = ref::scale_offset(f, bs, slot / bs, slot % bs);
+    const int64_t off = ref::scale_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
     for (int64_t g = 0; g < f.num_scales(); ++g)
       if (after[off + g] == 0xFF)
         return fmt::format("row {} (slot {}) scale group {} is 0xFF (E8M0 NaN; SPEC §4 clamps k to [-126, 126])\n", r,
@@ -112,7 +112,7 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   const Outcome ref = run_store(nullptr, s, ref_cache);
   const Outcome be = run_store(&b, s, be_cache);
   Verdict v;
-  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_STORE_KV_CACHE, sh.format, sh.block_size),
+  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_STORE_KV_CACHE, sh),
                         std::equal(before.begin(), before.end(), be_cache.bytes().begin()) && be_cache.guards_intact(),
                         "store", b.name(), v))
     return v;

@@ -14,7 +14,7 @@ int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 }  // namespace
 
-void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
+void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size, int64_t stride) {
   format.validate();
   if (block_size < 1)
     throw Error(ErrorCode::kInvalidArgument,
@@ -27,17 +27,23 @@ void check_cache_geometry(const KVCacheFormat& format, int64_t num_blocks, int32
   if (block_size > (std::numeric_limits<int64_t>::max() - 32 * bpt) / bpt)
     throw Error(ErrorCode::kInvalidArgument, "block of " + std::to_string(block_size) + " tokens of " +
                                                  std::to_string(bpt) + " bytes overflows int64");
+  const int64_t packed = block_stride(format, block_size);
+  if (stride != 0 && (stride < packed || stride % 32 != 0))
+    throw Error(ErrorCode::kInvalidArgument, "block_stride " + std::to_string(stride) +
+                                                 " is not a multiple of 32 at least the packed " +
+                                                 std::to_string(packed));
   if (num_blocks > std::numeric_limits<int32_t>::max() / block_size ||
-      num_blocks > std::numeric_limits<int64_t>::max() / block_stride(format, block_size))
+      num_blocks > std::numeric_limits<int64_t>::max() / (stride != 0 ? stride : packed))
     throw Error(ErrorCode::kInvalidArgument,
                 "cache of " + std::to_string(num_blocks) + " blocks of " +
                     std::to_string(block_size) + " tokens: slots must fit in int32");
 }
 
 void check_cache_bytes(const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
-                       std::span<const uint8_t> cache) {
+                       std::span<const uint8_t> cache, int64_t stride) {
   if (cache.data() == nullptr) return;
-  const int64_t needed = num_blocks * block_stride(format, block_size);
+  const int64_t packed = block_stride(format, block_size);
+  const int64_t needed = (num_blocks - 1) * (stride != 0 ? stride : packed) + packed;
   if (static_cast<uint64_t>(needed) > cache.size())
     throw Error(ErrorCode::kShapeMismatch,
                 "a cache of " + std::to_string(num_blocks) + " blocks of " + std::to_string(block_size) +
@@ -52,16 +58,16 @@ int64_t block_stride(const KVCacheFormat& format, int32_t block_size) {
   return round_up(records, 32);
 }
 
-int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t block,
-                    int64_t token) {
-  const int64_t base = block * block_stride(format, block_size);
+int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
+                    int64_t stride) {
+  const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
   if (format.token_interleaved) return base + token * format.bytes_per_token();
   return base + token * format.quantized_bytes();  // BF16: quantized_bytes == 2E
 }
 
-int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block,
-                     int64_t token) {
-  const int64_t base = block * block_stride(format, block_size);
+int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
+                     int64_t stride) {
+  const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
   if (format.token_interleaved)
     return base + token * format.bytes_per_token() + format.quantized_bytes();
   return base + int64_t{block_size} * format.quantized_bytes() + token * format.sf_bytes();

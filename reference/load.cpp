@@ -35,11 +35,11 @@ std::vector<LoadSegment> parse_segments(std::span<const int32_t> raw) {
 // index order (block, range, destination, null cache, overlap with an earlier
 // segment); the smallest failing segment wins.
 std::vector<LoadSegment> validate_load(std::span<const uint8_t> cache, const KVCacheFormat& format,
-                                       int64_t num_blocks, int32_t block_size,
+                                       int64_t num_blocks, int32_t block_size, int64_t stride,
                                        std::span<const int32_t> load_segments, int32_t total_k,
                                        const LoadOutput& out) {
-  check_cache_geometry(format, num_blocks, block_size);
-  check_cache_bytes(format, num_blocks, block_size, cache);
+  check_cache_geometry(format, num_blocks, block_size, stride);
+  check_cache_bytes(format, num_blocks, block_size, cache, stride);
   if (load_segments.size() % 4 != 0)
     throw Error(ErrorCode::kInvalidArgument,
                 "load_segments has " + std::to_string(load_segments.size()) +
@@ -103,14 +103,14 @@ std::vector<LoadSegment> validate_load(std::span<const uint8_t> cache, const KVC
 }
 
 // One output row from token `token` of block `block` (SPEC §5.2 output kinds).
-void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_size,
+void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_size, int64_t stride,
               int64_t block, int64_t token, uint8_t* data_row, uint8_t* scale_row) {
-  const uint8_t* data = cache + data_offset(format, block_size, block, token);
+  const uint8_t* data = cache + data_offset(format, block_size, block, token, stride);
   if (format.is_bf16()) {
     std::memcpy(data_row, data, static_cast<size_t>(format.load_row_bytes()));
     return;
   }
-  const uint8_t* scales = cache + scale_offset(format, block_size, block, token);
+  const uint8_t* scales = cache + scale_offset(format, block_size, block, token, stride);
   if (format.is_index()) {
     std::memcpy(data_row, data, static_cast<size_t>(format.quantized_bytes()));
     // ue8m0: int32 word w = bytes 4w..4w+3 little-endian; fp32: the float's own
@@ -136,9 +136,9 @@ void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_s
 
 void load_paged_kv_cache(std::span<const uint8_t> buffer, const KVCacheFormat& format, int64_t num_blocks,
                          int32_t block_size, std::span<const int32_t> load_segments,
-                         int32_t total_k, const LoadOutput& out) {
+                         int32_t total_k, const LoadOutput& out, int64_t block_stride) {
   const std::vector<LoadSegment> segs =
-      validate_load(buffer, format, num_blocks, block_size, load_segments, total_k, out);
+      validate_load(buffer, format, num_blocks, block_size, block_stride, load_segments, total_k, out);
   const uint8_t* cache = buffer.data();
   for (const LoadSegment& g : segs) {
     for (int32_t t = g.src_begin; t < g.src_end; ++t) {
@@ -149,7 +149,7 @@ void load_paged_kv_cache(std::span<const uint8_t> buffer, const KVCacheFormat& f
         std::memset(data_row, 0, static_cast<size_t>(format.load_row_bytes()));
         if (scale_row) std::memset(scale_row, 0, static_cast<size_t>(format.sf_bytes()));
       } else {
-        load_row(cache, format, block_size, g.src_block_id, t, data_row, scale_row);
+        load_row(cache, format, block_size, block_stride, g.src_block_id, t, data_row, scale_row);
       }
     }
   }

@@ -19,9 +19,9 @@ namespace {
 // order (range, then repeat of an earlier row's slot); the smallest failing row wins.
 void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
                     std::span<const uint8_t> cache, const KVCacheFormat& format, int64_t num_blocks,
-                    int32_t block_size) {
-  check_cache_geometry(format, num_blocks, block_size);
-  check_cache_bytes(format, num_blocks, block_size, cache);
+                    int32_t block_size, int64_t stride) {
+  check_cache_geometry(format, num_blocks, block_size, stride);
+  check_cache_bytes(format, num_blocks, block_size, cache, stride);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   if (kv.rows < n)
@@ -90,20 +90,20 @@ void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_
 }  // namespace
 
 void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, std::span<uint8_t> buffer,
-                    const KVCacheFormat& format, int64_t num_blocks, int32_t block_size) {
-  validate_store(kv, slot_mapping, buffer, format, num_blocks, block_size);
+                    const KVCacheFormat& format, int64_t num_blocks, int32_t block_size, int64_t block_stride) {
+  validate_store(kv, slot_mapping, buffer, format, num_blocks, block_size, block_stride);
   uint8_t* cache = buffer.data();
   for (size_t r = 0; r < slot_mapping.size(); ++r) {
     const int32_t slot = slot_mapping[r];
     if (slot == -1) continue;  // padding: nothing is written, slot 0 included
     const int64_t block = slot / block_size, token = slot % block_size;
     const bf16_bits* x = kv.data + static_cast<int64_t>(r) * kv.row_stride;
-    uint8_t* data = cache + data_offset(format, block_size, block, token);
+    uint8_t* data = cache + data_offset(format, block_size, block, token, block_stride);
     if (format.is_bf16()) {
       write_bf16_row(x, format.elements, data);
     } else {
       write_quantized_row(format, x, data,
-                          cache + scale_offset(format, block_size, block, token));
+                          cache + scale_offset(format, block_size, block, token, block_stride));
     }
   }
 }

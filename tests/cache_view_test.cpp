@@ -105,9 +105,9 @@ TEST(CacheViewSize, OrderAndTheViewsThatPass) {
   // kv.rows 0 < n: the view is reported first.
   expect_error([&] { cpu->store_kv_cache({o.kv.data(), 0, 512}, one, {cache.data(), big, cache.size_bytes()}); },
                ErrorCode::kShapeMismatch, {"cache view claims"});
-  // A layout that is not SPEC §3's: kInvalidArgument comes first.
+  // A layout that is not SPEC §3's (a stride off the 32-byte grid): kInvalidArgument first.
   CacheLayout wrong = big;
-  wrong.block_stride += 32;
+  wrong.block_stride += 16;
   expect_error([&] { cpu->store_kv_cache({o.kv.data(), 2, 512}, one, {cache.data(), wrong, 1}); },
                ErrorCode::kInvalidArgument, {"block_stride"});
   // Null cache, no size: the null-cache rules as before.

@@ -119,3 +119,45 @@ TEST(Layout, GeometryChecks) {
 
 }  // namespace
 }  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// A block stride other than the packed one (SPEC §3): other layers' blocks between
+// this cache's. V41 block 64 is packed in 33792 bytes; 3 layers' blocks side by side
+// put block b of layer 0 at 101376*b. By hand: block 2 token 5's data at 2*101376 +
+// 5*528 = 205392 (interleaved: data then scales per token, scales at +512 = 205904);
+// the buffer must hold 2*101376 + 33792 = 236544 bytes (the last block's packed end).
+TEST(Layout, StridedBlocksByHand) {
+  const KVCacheFormat f = KVCacheFormat::V41();
+  const CacheLayout l = CacheLayout::make(f, 3, 64, 3 * 33792);
+  EXPECT_EQ(l.block_stride, 101376);
+  EXPECT_EQ(l.packed_stride(), 33792);
+  EXPECT_EQ(l.size_bytes(), 236544);
+  EXPECT_EQ(l.data_offset(2, 5), 205392);
+  EXPECT_EQ(l.scale_offset(2, 5), 205904);
+  EXPECT_EQ(ref::data_offset(f, 64, 2, 5, 101376), 205392);
+  EXPECT_EQ(ref::scale_offset(f, 64, 2, 5, 101376), 205904);
+  // Packed: 0 means packed and is num_blocks * stride.
+  EXPECT_EQ(CacheLayout::make(f, 3, 64, 0).size_bytes(), 3 * 33792);
+  // A non-interleaved index format: MXFP8_INDEX block 64 packs 8448 bytes, its scales
+  // at 64*128 = 8192 into the block; stride 8448 + 96 = 8544: block 1 token 3's scale
+  // at 8544 + 8192 + 3*4 = 16748.
+  const CacheLayout m = CacheLayout::make(KVCacheFormat::MXFP8_INDEX(), 2, 64, 8544);
+  EXPECT_EQ(m.scale_offset(1, 3), 16748);
+  EXPECT_EQ(ref::scale_offset(KVCacheFormat::MXFP8_INDEX(), 64, 1, 3, 8544), 16748);
+  // Refused: off the 32-byte grid, below the packed stride (both sides).
+  for (const int64_t bad : {int64_t{33792 + 16}, int64_t{33792 - 32}, int64_t{-32}}) {
+    EXPECT_THROW(CacheLayout::make(f, 3, 64, bad), Error) << bad;
+    EXPECT_THROW(ref::check_cache_geometry(f, 3, 64, bad), Error) << bad;
+  }
+  try {
+    CacheLayout::make(f, 3, 64, 33760);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("below the packed stride 33792"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvcheck

@@ -60,6 +60,10 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   // Feature bits qualify an entry's bit.
   if ((t.capabilities.ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS) && !(t.capabilities.ops & KVCHECK_OP_GATHER_KV))
     fail(path, "capabilities name gather_kv's seq_starts (KVCHECK_OP_GATHER_KV_SEQ_STARTS) but not gather_kv");
+  if ((t.capabilities.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) &&
+      !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
+    fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "
+               "load_paged_kv_cache");
 }
 
 }  // namespace

@@ -95,6 +95,12 @@ typedef enum kvcheck_memory_space {
  * passes seq_starts (a plugin built before them would ignore them and gather from
  * position 0) and reports the seq_starts properties not exercised. */
 #define KVCHECK_OP_GATHER_KV_SEQ_STARTS (1u << 9)
+/* A feature bit: store_kv_cache and load_paged_kv_cache take any block_stride of SPEC
+ * §3 (a multiple of 32 at least the packed stride: other layers' blocks or padding
+ * between this cache's). Needs one of their bits. Without it the harness passes packed
+ * strides only (the generators draw no other; a call with one is UNSUPPORTED before
+ * the plugin runs). */
+#define KVCHECK_OP_ANY_BLOCK_STRIDE (1u << 10)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -135,8 +141,9 @@ typedef struct kvcheck_capabilities {
 typedef struct kvcheck_paged_cache {
   uint8_t* base;       /* harness-owned; host or device per memory_space */
   int64_t size_bytes;  /* bytes the buffer at base holds; a call whose
-                          num_blocks * block_stride exceeds it is refused with
-                          KVCHECK_STATUS_SHAPE_MISMATCH (SPEC §5.2 validation order) */
+                          (num_blocks - 1) * block_stride + the packed stride exceeds
+                          it is refused with KVCHECK_STATUS_SHAPE_MISMATCH (SPEC §5.2
+                          validation order) */
   int32_t format;      /* kvcheck_format */
   int32_t elements;    /* logical elements per token */
   int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */

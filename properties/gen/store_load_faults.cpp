@@ -9,6 +9,16 @@
 
 namespace kvcheck::props {
 
+void inject_block_stride_fault(Source& src, CacheShape& shape, std::string& fault) {
+  const int64_t packed = block_stride_for(shape.format, shape.block_size);
+  const int64_t stride = shape.block_stride != 0 ? shape.block_stride : packed;
+  // Below the packed stride (a record of the block would overlap the next block), off
+  // the 32-byte grid, zero or negative (SPEC §3).
+  shape.block_stride = src.pick<int64_t>({packed - 32, stride + 16, stride - 1, -packed, packed / 2});
+  if (shape.block_stride == 0) shape.block_stride = -32;
+  fault = "block_stride " + std::to_string(shape.block_stride) + " (packed " + std::to_string(packed) + ")";
+}
+
 void inject_store_fault(Source& src, StoreFaultScenario& c) {
   StoreScenario& s = c.scenario;
   const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
@@ -17,7 +27,12 @@ void inject_store_fault(Source& src, StoreFaultScenario& c) {
   if (n > 0 && s.shape.format.elements >= 2) kinds.push_back(2);  // row_stride E - 1 >= 1 (0 rows otherwise)
   if (n >= 2 && std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x >= 0; }))
     kinds.push_back(3);
+  kinds.push_back(4);
   switch (src.pick(std::span<const int>(kinds))) {
+    case 4:
+      inject_block_stride_fault(src, s.shape, c.fault);
+      c.code = ErrorCode::kInvalidArgument;
+      return;
     case 0: {  // an out-of-range slot: awkward values of SPEC §6
       if (n == 0) {
         s.slot_mapping.push_back(-1);
@@ -71,7 +86,13 @@ void inject_load_fault(Source& src, LoadFaultScenario& c) {
   if (has_nonempty) kinds.insert(kinds.end(), {7, 8});
   if (s.total_k > 0) kinds.push_back(9);
   if (s.total_k > 0 && s.shape.format.is_index() && s.shape.format.load_scale_row_bytes() > 0) kinds.push_back(10);
+  kinds.push_back(11);
   const int kind = src.pick(std::span<const int>(kinds));
+  if (kind == 11) {
+    inject_block_stride_fault(src, s.shape, c.fault);
+    c.code = ErrorCode::kInvalidArgument;
+    return;
+  }
   const size_t seg = num_segments ? static_cast<size_t>(src.range(0, static_cast<int64_t>(num_segments) - 1)) : 0;
   int32_t* g = num_segments ? &segs[4 * seg] : nullptr;
   // Range faults may lengthen a segment: grow total_k so only the intended check fires.

@@ -6,6 +6,7 @@
 
 #include "impl/layout.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/gen_caps.h"
 
 namespace kvcheck::props {
 namespace {
@@ -44,7 +45,18 @@ CacheShape build_cache_shape(Source& src) {
   const int64_t max_blocks = std::clamp<int64_t>(kMaxCacheBytes / stride, 1, 6);
   s.num_blocks = static_cast<int32_t>(src.count(1, max_blocks, 8 + stride / 512));  // big blocks cost more input
   s.fill_seed = src.seed();
+  // 1 in 4: other layers' blocks between this layer's (2-3 layers) and/or padding,
+  // the block stride != block size x record class (vLLM #54465); fewer blocks if needed.
+  if ((generator_caps().ops & KVCHECK_OP_ANY_BLOCK_STRIDE) && src.weighted({3, 1}) == 1) {
+    s.block_stride = src.range(1, 3) * stride + 32 * src.pick<int64_t>({0, 1, 3});
+    if (s.block_stride == stride) s.block_stride += 32;
+    while (s.num_blocks > 1 && (s.num_blocks - 1) * s.block_stride + stride > kMaxCacheBytes) --s.num_blocks;
+  }
   return s;
+}
+
+int64_t shape_block_stride(const CacheShape& s) {
+  return s.block_stride != 0 ? s.block_stride : block_stride_for(s.format, s.block_size);
 }
 
 StoreScenario build_store_scenario(Source& src, const CacheShape& shape) {

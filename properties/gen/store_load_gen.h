@@ -32,13 +32,20 @@ inline constexpr int64_t kMaxCacheBytes = int64_t{2} << 20;
 inline constexpr int64_t kMaxLoadOutBytes = int64_t{512} << 10;
 
 /// A cache shape: format, block_size (1, 2, 16, 64, 133, 256, odd, random ≤ 300),
-/// num_blocks, and a seed for the cache's prior contents.
+/// num_blocks, a seed for the cache's prior contents, and the block stride (SPEC §3):
+/// 0 = packed, else L layers' blocks side by side plus padding (L * packed + 32k
+/// bytes): the view is layer 0's, the bytes from each block's packed end to the next
+/// block are the other layers' pages (the buffer compared whole, they must not change).
 struct CacheShape {
   KVCacheFormat format;
   int32_t block_size = 1;
   int32_t num_blocks = 1;
   uint32_t fill_seed = 0;  // prior cache bytes: a pattern, so untouched bytes are visible
+  int64_t block_stride = 0;  // bytes; 0 = the packed SPEC §3 stride
 };
+
+/// The stride a shape's blocks are laid out with (block_stride, or packed when 0).
+int64_t shape_block_stride(const CacheShape& s);
 
 struct StoreScenario {
   CacheShape shape;
@@ -112,6 +119,9 @@ LoadScenario build_load_scenario(Source& src, const CacheShape& shape);
 /// Out-of-range slot (SPEC §6 awkward values), kv one row short, row stride < E, or a
 /// duplicate slot.
 void inject_store_fault(Source& src, StoreFaultScenario& c);
+/// shape.block_stride made invalid (SPEC §3: below the packed stride, off the 32-byte
+/// grid, or not positive); `fault` says which. Every op must refuse it (kInvalidArgument).
+void inject_block_stride_fault(Source& src, CacheShape& shape, std::string& fault);
 /// total_k < 0, segments not S*4, output short, bad block, range or destination,
 /// overlap, output row strides too small.
 void inject_load_fault(Source& src, LoadFaultScenario& c);

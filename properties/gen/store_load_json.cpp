@@ -23,6 +23,7 @@ void to_json(nlohmann::json& j, const CacheShape& s) {
        {"block_size", s.block_size},
        {"num_blocks", s.num_blocks},
        {"fill_seed", s.fill_seed}};
+  if (s.block_stride != 0) j["block_stride"] = s.block_stride;
 }
 
 void from_json(const nlohmann::json& j, CacheShape& s) {
@@ -43,6 +44,7 @@ void from_json(const nlohmann::json& j, CacheShape& s) {
   s.block_size = j.at("block_size").get<int32_t>();
   s.num_blocks = j.at("num_blocks").get<int32_t>();
   s.fill_seed = j.at("fill_seed").get<uint32_t>();
+  s.block_stride = j.value("block_stride", int64_t{0});
 }
 
 void to_json(nlohmann::json& j, const StoreScenario& s) {

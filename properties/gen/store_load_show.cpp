@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "properties/gen/choices.h"
+#include "impl/layout.h"
 #include "properties/gen/store_load_gen.h"
 
 namespace kvcheck {
@@ -27,7 +28,9 @@ void show_expectation(const std::string& fault, const std::optional<ErrorCode>& 
 
 void showValue(const CacheShape& s, std::ostream& os) {
   os << "{format " << s.format.name << ", block_size " << s.block_size << ", num_blocks " << s.num_blocks
-     << ", fill_seed " << s.fill_seed << "}";
+     << ", fill_seed " << s.fill_seed;
+  if (s.block_stride != 0) os << ", block_stride " << s.block_stride << " (packed " << block_stride_for(s.format, s.block_size) << ")";
+  os << "}";
 }
 
 void showValue(const StoreScenario& s, std::ostream& os) {

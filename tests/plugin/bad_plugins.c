@@ -34,6 +34,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   /* The seq_starts feature bit qualifies gather_kv: alone it names nothing. */
   table.capabilities.ops = KVCHECK_OP_GATHER_KV_SEQ_STARTS;
 #endif
+#ifdef ANY_STRIDE_WITHOUT_PAGED
+  /* The stride feature bit qualifies the paged-cache entries: alone it names nothing. */
+  table.capabilities.ops = KVCHECK_OP_ANY_BLOCK_STRIDE;
+#endif
 #ifdef V1_PREFIX_ONLY
   /* A library built before the K/V family entries were appended. */
   table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, store_kv);

@@ -26,7 +26,9 @@ bool padded_bf16(const StoreScenario& s, int32_t min_bs) {
   std::sort(real.begin(), real.end());
   const bool valid = std::adjacent_find(real.begin(), real.end()) == real.end() &&
                      std::all_of(real.begin(), real.end(), [&](int32_t x) { return x >= 0 && x < num_slots; });
+  // A packed block stride: the test plugins take no other (no KVCHECK_OP_ANY_BLOCK_STRIDE).
   return valid && s.shape.format.is_bf16() && s.shape.block_size % 16 == 0 && s.shape.block_size >= min_bs &&
+         s.shape.block_stride == 0 &&
          std::count(sm.begin(), sm.end(), -1) > 0 && std::count(sm.begin(), sm.end(), -1) < std::ssize(sm) &&
          s.kv_rows() >= std::ssize(sm) && s.row_stride >= s.shape.format.elements;
 }
