@@ -349,7 +349,11 @@ class Job:
                 rc, _, out = run(["ctest", "--stop-on-failure", "--output-on-failure", *sel, *par,
                                   "--timeout", "600"], self.build, self.log)
                 if rc != 0:
-                    failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
+                    # The names under "The following tests FAILED:" only: ctest lists the
+                    # skipped tests ("did not run", "(Skipped)") in the same form, before them.
+                    tail = out.split("The following tests FAILED:", 1)
+                    failed = re.findall(r"^\s*\d+ - (\S+) \((?!Skipped|Not Run|Disabled)", tail[-1], re.M) \
+                        if len(tail) == 2 else []
                     r.update(killed_by=failed[0] if failed else "ctest (rc %d)" % rc, kind="test",
                              seconds=round(time.monotonic() - t0, 1), status="killed")
                     return r
