@@ -2,9 +2,11 @@
 // the kvcheck_format of a record, which both it and the ABI conversions use.
 #include "impl/capabilities.h"
 
+#include <climits>
 #include <string>
 
 #include "impl/error.h"
+#include "impl/layout.h"
 #include "impl/op_names.h"
 
 namespace kvcheck {
@@ -52,6 +54,15 @@ bool BackendCapabilities::supports_format(const KVCacheFormat& f) const {
   } catch (const Error&) {
     return true;  // invalid input: the backend's own validation must reject it
   }
+}
+
+bool BackendCapabilities::supports_block_stride(const KVCacheFormat& format, int64_t block_size,
+                                                int64_t block_stride) const {
+  if (ops & KVCHECK_OP_ANY_BLOCK_STRIDE) return true;
+  if (block_size < 1 || block_size > INT32_MAX || block_stride <= 0 || block_stride % 32 != 0 ||
+      format.bytes_per_token() <= 0)
+    return true;  // invalid input, or nothing to compare with
+  return block_stride <= block_stride_for(format, static_cast<int32_t>(block_size));
 }
 
 bool BackendCapabilities::supports_property_op(const std::string& op, std::string* why) const {

@@ -43,6 +43,12 @@ struct BackendCapabilities {
   bool supports_block_size(int64_t bs) const {
     return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));
   }
+  /// Whether a paged cache of this format, block size and block stride (bytes) is
+  /// inside the capabilities: a valid stride above the packed one needs
+  /// KVCHECK_OP_ANY_BLOCK_STRIDE; an invalid one is true, so that it still reaches the
+  /// backend's validation (SPEC §3). The plugin gate and the checks' judgement of a
+  /// kUnsupported refusal both use this.
+  bool supports_block_stride(const KVCacheFormat& format, int64_t block_size, int64_t block_stride) const;
   /// Whether every property of `op` (a Property::op name) can run; else *why says
   /// which operation is missing.
   bool supports_property_op(const std::string& op, std::string* why) const;

@@ -287,12 +287,8 @@ bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged,
 }
 
 bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape& shape) {
-  // The plugin gate's rule (op_decl.cpp): an invalid stride must still reach the backend.
-  const bool strided = shape.block_stride > 0 && shape.block_stride % 32 == 0 && shape.block_size >= 1 &&
-                       shape.format.bytes_per_token() > 0 &&
-                       shape.block_stride > block_stride_for(shape.format, shape.block_size);
   return (c.ops & ops) != ops || !c.supports_format(shape.format) || !c.supports_block_size(shape.block_size) ||
-         (strided && !(c.ops & KVCHECK_OP_ANY_BLOCK_STRIDE));
+         !c.supports_block_stride(shape.format, shape.block_size, shape.block_stride);
 }
 
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size) {

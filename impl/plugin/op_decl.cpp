@@ -66,10 +66,7 @@ void ArgDecl::paged_cache(const kvcheck_paged_cache& c) const {
   if (!caps_.supports_block_size(c.block_size))
     throw Error(ErrorCode::kUnsupported,
                 where + "block_size " + std::to_string(c.block_size) + " is outside the plugin's capabilities");
-  // A stride other than the packed one for a plugin that only knows the packed stride
-  // (an invalid layout still reaches it: its validation must refuse that).
-  if (!(caps_.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) && c.block_size >= 1 && c.block_stride > 0 &&
-      c.block_stride % 32 == 0 && layout.format.bytes_per_token() > 0 && c.block_stride > layout.packed_stride())
+  if (!caps_.supports_block_stride(layout.format, c.block_size, c.block_stride))
     throw Error(ErrorCode::kUnsupported, where + "block_stride " + std::to_string(c.block_stride) +
                                              " (packed " + std::to_string(layout.packed_stride()) +
                                              ") needs KVCHECK_OP_ANY_BLOCK_STRIDE");
