@@ -42,7 +42,7 @@ quick() {
 }
 quick 0 '^ +--seconds SECONDS +Time budget' run --help
 quick 0 'usage: ./kvcheck explain \[options\] FILE' explain --help
-quick 0 '^ +--plugin FILE +Load' backends -h
+quick 0 '^ +--plugin PLUGIN +Load' backends -h
 quick 2 "unknown option '--bogus'" run --bogus
 quick 2 'seconds must be a decimal number' run --seconds 1e3
 quick 2 'seconds must be a decimal number' run --seconds=-1

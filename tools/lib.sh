@@ -5,8 +5,9 @@
 # them: it lives in /usr/local/cuda): the compilers and build tools; git (the commit in
 # run records, mutants); jq (fuzz and corpus scripts); clang-14, llvm-14 and
 # libclang-rt-14-dev (the ASan, libFuzzer and coverage trees); python3
-# (tools/mutants.py and its CTest check); and the libraries CMake finds.
-PACKAGES=(build-essential cmake ninja-build git jq python3 clang-14 llvm-14 libclang-rt-14-dev
+# (tools/mutants.py and its CTest check), python3-dev and python3-venv (the Python
+# bridge, plugins/python, and its test environment); and the libraries CMake finds.
+PACKAGES=(build-essential cmake ninja-build git jq python3 python3-dev python3-venv clang-14 llvm-14 libclang-rt-14-dev
   libgtest-dev librapidcheck-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev)
 
 # The git-ignored work area: run directories (logs, summaries, new inputs, crashes,
@@ -14,6 +15,24 @@ PACKAGES=(build-essential cmake ninja-build git jq python3 clang-14 llvm-14 libc
 WORK_DIR="${KVCHECK_WORK_DIR:-$ROOT/.kvcheck-work}"
 
 log() { printf 'kvcheck: %s\n' "$*" >&2; }
+
+# ensure_python_env BUILD: the Python test environment of a tree that has the Python
+# bridge (docs/python.md): BUILD/python-venv, made from the interpreter the bridge
+# embeds, with `pip install -e python[test]` (numpy, pytest from PyPI; the package
+# itself editable, which writes nothing into the checkout). Remade when
+# python/pyproject.toml or the interpreter changes.
+ensure_python_env() {
+  local build=$1 venv="$1/python-venv" py want
+  grep -q '^KVCHECK_PYTHON_PLUGIN:INTERNAL=ON' "$build/CMakeCache.txt" 2>/dev/null || return 0
+  py=$(sed -n 's/^KVCHECK_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")
+  want="$py $(sha256sum <"$ROOT/python/pyproject.toml")"
+  [[ -x $venv/bin/python && $(cat "$venv/.kvcheck-stamp" 2>/dev/null) == "$want" ]] && return 0
+  log "setting up $venv: $py -m venv, pip install -e python[test]"
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT/python[test]"
+  printf '%s' "$want" >"$venv/.kvcheck-stamp"
+}
 
 ensure_packages() {
   local missing=() p
@@ -134,6 +153,7 @@ check_tool_options() {
       count) check_int "$cmd" "$use" "$name" "$v" 1 999999999 ;;
       uint) [[ $v =~ ^[0-9]{1,20}$ ]] || bad_usage "$cmd" "$use" "$name must be an integer >= 0, got '$v'" ;;
       file) [[ -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
+      plugin) [[ $v == python:* || -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
       path)
         [[ -n $v ]] || bad_usage "$cmd" "$use" "$name needs a file name"
         # An output file's directory must exist and be writable now, not after the run.

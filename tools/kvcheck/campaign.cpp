@@ -132,11 +132,12 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
 }
 
 // The environment a reproduce line needs: "KVCHECK_PLUGIN=... " when plugins beyond the
-// built-in ones are loaded, and the watchdog limit when it was set (a hang reproduces
-// within the same limit).
+// built-in ones are loaded, the Python backend and its interpreter (docs/python.md), and
+// the watchdog limit when it was set (a hang reproduces within the same limit).
 std::string plugin_env() {
   std::string out;
-  for (const char* name : {"KVCHECK_PLUGIN", "KVCHECK_PLUGIN_TIMEOUT"})
+  for (const char* name : {"KVCHECK_PLUGIN", "KVCHECK_PYTHON_BACKEND", "KVCHECK_PYTHON", "KVCHECK_PYTHONPATH",
+                           "KVCHECK_PLUGIN_TIMEOUT"})
     if (const char* env = std::getenv(name); env && *env) out += fmt::format("{}={} ", name, env);
   return out;
 }

@@ -48,6 +48,10 @@ class DeclaredOptions {
       o->check(CLI::NonNegativeNumber);
     else if (s.type == "file")
       o->check(CLI::ExistingFile);
+    else if (s.type == "plugin")  // a library, or python:SPEC (export_plugins)
+      o->check([](const std::string& v) {
+        return v.rfind("python:", 0) == 0 ? std::string() : CLI::ExistingFile(v);
+      });
     else if (s.type == "path")
       o->check([](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); });
     return o;
@@ -80,6 +84,26 @@ class DeclaredOptions {
   std::set<std::string> taken_;
 };
 
+// --plugin python:SPEC: a kvcheck.Backend in Python (docs/python.md), run by
+// libkvcheck_python.so, which finds it through $KVCHECK_PYTHON_BACKEND (one per run:
+// the library holds one interpreter). Returns the library's path; other values as given.
+std::string python_backend_plugin(const std::string& value) {
+  if (value.rfind("python:", 0) != 0) return value;
+  const std::string spec = value.substr(7);
+  if (spec.find(':') == std::string::npos || spec.front() == ':' || spec.back() == ':')
+    throw CLI::ValidationError("--plugin", value + ": want python:path/to/file.py:ATTR or python:package.module:ATTR");
+  const char* had = std::getenv("KVCHECK_PYTHON_BACKEND");
+  if (had && *had && spec != had)
+    throw CLI::ValidationError("--plugin", value + ": a run takes one Python backend, and " +
+                                               std::string(had) + " is already named (KVCHECK_PYTHON_BACKEND)");
+  const std::string lib = kvcheck::plugin::builtin_plugin_dir() + "/libkvcheck_python.so";
+  if (!std::filesystem::exists(lib))
+    throw CLI::ValidationError("--plugin", value + ": this kvcheck has no Python bridge (" + lib +
+                                               " was not built: no python3 development files at configure time)");
+  setenv("KVCHECK_PYTHON_BACKEND", spec.c_str(), 1);
+  return lib;
+}
+
 // Absolute paths, so the reproduce lines (which echo $KVCHECK_PLUGIN) work from any
 // directory; a library already in $KVCHECK_PLUGIN is not loaded twice.
 void export_plugins(const std::vector<std::string>& plugins) {
@@ -93,7 +117,8 @@ void export_plugins(const std::vector<std::string>& plugins) {
   std::vector<std::string> have = kvcheck::plugin::env_plugins();  // $KVCHECK_PLUGIN's paths
   const char* env = std::getenv("KVCHECK_PLUGIN");
   std::string value = env ? env : "";
-  for (const auto& p : plugins) {
+  for (const auto& given : plugins) {
+    const std::string p = python_backend_plugin(given);
     std::error_code ec;
     const std::string abs = fs::absolute(p, ec).lexically_normal().string();
     const std::string path = ec ? p : abs;
@@ -163,11 +188,11 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    export_plugins(plugins);  // a bad python:SPEC is a bad option too
   } catch (const CLI::ParseError& e) {
     // --help exits 0; every bad option exits 2 (README), whatever CLI11's own code.
     return app.exit(e) == 0 ? 0 : 2;
   }
-  export_plugins(plugins);
   try {
     (void)kvcheck::available_backends();  // a plugin that does not load: say why, exit 2
   } catch (const std::exception& e) {

@@ -10,7 +10,7 @@
 namespace kvcheck::tool {
 
 std::vector<OptionSpec> parse_option_specs(std::string_view text) {
-  static const std::set<std::string> kTypes = {"flag", "seconds", "count", "uint", "text", "file", "path", "-"};
+  static const std::set<std::string> kTypes = {"flag", "seconds", "count", "uint", "text", "file", "plugin", "path", "-"};
   std::vector<OptionSpec> specs;
   std::istringstream in{std::string(text)};
   std::string line;

@@ -1,0 +1,287 @@
+// libkvcheck_python.so: a Python object as a HOST backend (docs/python.md). The
+// harness loads this library like any plugin; its entry starts an embedded
+// interpreter, imports the backend named by $KVCHECK_PYTHON_BACKEND
+// ("path/to/file.py:attr" or "package.module:attr"; `kvcheck run --plugin
+// python:SPEC` sets it) and fills the table from the object's functions. Every entry:
+//   1. runs kvcheck's own validator of the operation (impl/validate_*.h: SPEC order, codes and messages), so a kernel
+//      that assumes valid metadata — as engine kernels do — is handed only valid
+//      calls and refusals carry the reference's code;
+//   2. hands the ABI struct's fields (addresses as integers) to kvcheck._bridge,
+//      which wraps the buffers as numpy views with exactly the harness's strides,
+//      offsets and bases, calls the Python function and turns its outcome into a
+//      status (kvcheck.Refusal -> its code; any other exception -> INTERNAL with the
+//      traceback, also printed to stderr in full).
+// The interpreter is the one $KVCHECK_PYTHON names (a venv's python: its
+// site-packages), else the one this library was built against; $KVCHECK_PYTHONPATH
+// (os.pathsep-separated) is put in front of sys.path. The GIL stays with the thread
+// that loaded the library: the harness calls plugins on that thread.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "impl/plugin/abi_convert.h"
+#include "impl/validate_kv.h"
+#include "impl/validate_store_load.h"
+#include "include/kvcheck/backend_abi.h"
+#include "plugins/guard.h"
+
+#ifndef KVCHECK_PYTHON_SOURCE_DIR
+#error "KVCHECK_PYTHON_SOURCE_DIR (the python/ folder holding the kvcheck package) must be defined"
+#endif
+#ifndef KVCHECK_PYTHON_LIBRARY
+#error "KVCHECK_PYTHON_LIBRARY (the libpython this library links) must be defined"
+#endif
+
+namespace {
+
+using namespace kvcheck;
+
+struct State {
+  PyObject* bridge = nullptr;   // the kvcheck._bridge module
+  PyObject* backend = nullptr;  // the user's kvcheck.Backend
+  std::string name;
+  kvcheck_backend_v1_t table{};
+};
+State g;
+
+// The pending Python exception as text (type, message and traceback); clears it.
+std::string take_python_error() {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == nullptr) return "(no Python exception set)";
+  PyErr_NormalizeException(&type, &value, &tb);
+  std::string text = "Python error";
+  if (PyObject* mod = PyImport_ImportModule("traceback")) {
+    if (PyObject* lines = PyObject_CallMethod(mod, "format_exception", "OOO", type, value ? value : Py_None,
+                                              tb ? tb : Py_None)) {
+      PyObject* empty = PyUnicode_FromString("");
+      if (PyObject* joined = PyUnicode_Join(empty, lines)) {
+        if (const char* s = PyUnicode_AsUTF8(joined)) text = s;
+        Py_DECREF(joined);
+      }
+      Py_XDECREF(empty);
+      Py_DECREF(lines);
+    }
+    Py_DECREF(mod);
+  }
+  PyErr_Clear();
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return text;
+}
+
+int refuse(char* msg, size_t size, int status, const std::string& text) {
+  plugin::write_message(text, msg, size);
+  return status;
+}
+
+// kvcheck._bridge.call(backend, op, fields): (status, message).
+int call_bridge(const char* op, PyObject* fields, char* msg, size_t size) {
+  if (fields == nullptr) return refuse(msg, size, KVCHECK_STATUS_INTERNAL, "kvcheck python plugin: " + take_python_error());
+  PyObject* r = PyObject_CallMethod(g.bridge, "call", "OsO", g.backend, op, fields);
+  Py_DECREF(fields);
+  if (r == nullptr) return refuse(msg, size, KVCHECK_STATUS_INTERNAL, "kvcheck._bridge.call failed: " + take_python_error());
+  int status = KVCHECK_STATUS_INTERNAL;
+  const char* text = nullptr;
+  if (!PyArg_ParseTuple(r, "is", &status, &text)) {
+    Py_DECREF(r);
+    return refuse(msg, size, KVCHECK_STATUS_INTERNAL, "kvcheck._bridge.call returned no (status, message): " +
+                                                          take_python_error());
+  }
+  if (status != KVCHECK_STATUS_OK) plugin::write_message(text, msg, size);
+  Py_DECREF(r);
+  return status;
+}
+
+PyObject* addr(const void* p) { return PyLong_FromVoidPtr(const_cast<void*>(p)); }
+
+// The ABI structs' fields, by their ABI names (include/kvcheck/backend_abi.h).
+PyObject* kv_cache_fields(const kvcheck_kv_cache& c) {
+  return Py_BuildValue("{s:N,s:L,s:N,s:L,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:N,s:N,s:i}", "k", addr(c.k),
+                       "k_capacity", (long long)c.k_capacity, "v", addr(c.v), "v_capacity", (long long)c.v_capacity,
+                       "dtype", c.dtype, "block_size", c.block_size, "num_kv_heads", c.num_kv_heads, "head_dim",
+                       c.head_dim, "num_blocks", (long long)c.num_blocks, "stride_page", (long long)c.stride_page,
+                       "stride_token", (long long)c.stride_token, "stride_head", (long long)c.stride_head,
+                       "scale_kind", c.scale_kind, "num_scales", c.num_scales, "k_scale", addr(c.k_scale), "v_scale",
+                       addr(c.v_scale), "num_v_scales", c.num_v_scales);
+}
+
+PyObject* kv_tokens_fields(const kvcheck_kv_tokens& t) {
+  return Py_BuildValue("{s:N,s:i,s:L,s:L,s:L}", "data", addr(t.data), "dtype", t.dtype, "rows", (long long)t.rows,
+                       "token_stride", (long long)t.token_stride, "head_stride", (long long)t.head_stride);
+}
+
+PyObject* paged_cache_fields(const kvcheck_paged_cache& c) {
+  return Py_BuildValue(
+      "{s:N,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:i,s:L,s:L,s:L,s:L}", "base", addr(c.base), "size_bytes",
+      (long long)c.size_bytes, "format", c.format, "elements", c.elements, "quantized_dtype", c.quantized_dtype,
+      "sf_format", c.sf_format, "elements_per_sf", c.elements_per_sf, "do_cast", c.do_cast, "token_interleaved",
+      c.token_interleaved, "quantized_bytes", (long long)c.quantized_bytes, "sf_bytes", (long long)c.sf_bytes,
+      "num_blocks", (long long)c.num_blocks, "block_size", c.block_size, "block_stride", (long long)c.block_stride,
+      "data_token_stride", (long long)c.data_token_stride, "scale_region", (long long)c.scale_region,
+      "scale_token_stride", (long long)c.scale_token_stride);
+}
+
+// kvcheck's validator of an op, as a status (OK when it accepts).
+template <typename F>
+int validated(char* msg, size_t size, F&& check) {
+  return plugin::guarded(msg, size, check);
+}
+
+std::span<const int32_t> ints(const int32_t* p, int64_t n) {
+  return p && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
+}
+
+int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        validate_store_kv(KvTokensIn(plugin::from_abi(a->key)), KvTokensIn(plugin::from_abi(a->value)),
+                          ints(a->slot_mapping, a->num_tokens), plugin::from_abi(a->cache));
+      }))
+    return s;
+  return call_bridge("store_kv",
+                     Py_BuildValue("{s:N,s:N,s:N,s:L,s:N}", "key", kv_tokens_fields(a->key), "value",
+                                   kv_tokens_fields(a->value), "slot_mapping", addr(a->slot_mapping), "num_tokens",
+                                   (long long)a->num_tokens, "cache", kv_cache_fields(a->cache)),
+                     msg, size);
+}
+
+int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] { validate_gather_kv(plugin::from_abi(*a)); })) return s;
+  const bool starts = a->seq_starts_unit != 0;
+  return call_bridge(
+      "gather_kv",
+      Py_BuildValue("{s:N,s:N,s:L,s:i,s:i,s:N,s:L,s:N,s:N,s:N,s:L}", "cache", kv_cache_fields(a->cache), "block_table",
+                    addr(a->block_table), "block_table_entries", (long long)a->block_table_entries, "max_blocks",
+                    a->max_blocks, "seq_starts_unit", a->seq_starts_unit, "cu_seqlens_k", addr(a->cu_seqlens_k),
+                    "cu_seqlens_entries", (long long)a->cu_seqlens_entries, "out_k", kv_tokens_fields(a->out_k),
+                    "out_v", kv_tokens_fields(a->out_v), "seq_starts", addr(starts ? a->seq_starts : nullptr),
+                    "seq_starts_entries", (long long)(starts ? a->seq_starts_entries : 0)),
+      msg, size);
+}
+
+int store_kv_cache(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        validate_store({a->kv, a->kv_rows, a->kv_row_stride}, ints(a->slot_mapping, a->num_tokens),
+                       {a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes});
+      }))
+    return s;
+  return call_bridge("store_kv_cache",
+                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:N}", "kv", addr(a->kv), "kv_rows", (long long)a->kv_rows,
+                                   "kv_row_stride", (long long)a->kv_row_stride, "slot_mapping", addr(a->slot_mapping),
+                                   "num_tokens", (long long)a->num_tokens, "cache", paged_cache_fields(a->cache)),
+                     msg, size);
+}
+
+int load_paged_kv_cache(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        validate_load({a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes},
+                      ints(a->load_segments, a->num_segment_ints), a->total_k,
+                      {a->out_data, a->out_data_stride, a->out_scales, a->out_scale_stride, a->out_rows});
+      }))
+    return s;
+  return call_bridge(
+      "load_paged_kv_cache",
+      Py_BuildValue("{s:N,s:N,s:L,s:i,s:N,s:L,s:N,s:L,s:L}", "cache", paged_cache_fields(a->cache), "load_segments",
+                    addr(a->load_segments), "num_segment_ints", (long long)a->num_segment_ints, "total_k", a->total_k,
+                    "out_data", addr(a->out_data), "out_data_stride", (long long)a->out_data_stride, "out_scales",
+                    addr(a->out_scales), "out_scale_stride", (long long)a->out_scale_stride, "out_rows",
+                    (long long)a->out_rows),
+      msg, size);
+}
+
+// Starts the interpreter (once) as $KVCHECK_PYTHON would run, with $KVCHECK_PYTHONPATH
+// and the kvcheck package's folder in front of sys.path. "" or why not.
+std::string start_python() {
+  if (Py_IsInitialized()) return "";
+  // Extension modules (numpy's) resolve the C API from the global namespace; the
+  // harness dlopens plugins RTLD_LOCAL, so promote libpython to global first.
+  if (dlopen(KVCHECK_PYTHON_LIBRARY, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) == nullptr)
+    return std::string("cannot make ") + KVCHECK_PYTHON_LIBRARY + "'s symbols global: " + dlerror();
+  // numpy's BLAS threads would survive in no child the harness forks: one thread.
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;  // the harness owns SIGINT/SIGALRM
+  config.parse_argv = 0;
+  PyStatus st = PyStatus_Ok();
+  if (const char* exe = std::getenv("KVCHECK_PYTHON"); exe && *exe)
+    st = PyConfig_SetBytesString(&config, &config.executable, exe);
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st))
+    return std::string("cannot start Python") + (st.err_msg ? std::string(": ") + st.err_msg : std::string());
+  PyObject* sys_path = PySys_GetObject("path");  // borrowed
+  std::string front = KVCHECK_PYTHON_SOURCE_DIR;
+  if (const char* extra = std::getenv("KVCHECK_PYTHONPATH"); extra && *extra) front = std::string(extra) + ":" + front;
+  for (size_t begin = 0; begin <= front.size();) {
+    size_t end = front.find(':', begin);
+    if (end == std::string::npos) end = front.size();
+    if (end > begin) {
+      PyObject* item = PyUnicode_FromStringAndSize(front.data() + begin, static_cast<Py_ssize_t>(end - begin));
+      if (item) PyList_Insert(sys_path, 0, item);
+      Py_XDECREF(item);
+    }
+    begin = end + 1;
+  }
+  return "";
+}
+
+// The table from the backend's functions; "" or why not.
+std::string make_table(const char* spec) {
+  g.bridge = PyImport_ImportModule("kvcheck._bridge");
+  if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error();
+  PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
+  if (info == nullptr) return "cannot load the Python backend " + std::string(spec) + ":\n" + take_python_error();
+  // (backend, name, ops, formats, kv_dtypes, block_size_multiple, max_block_size)
+  PyObject* backend = nullptr;
+  const char* name = nullptr;
+  unsigned int ops = 0, formats = 0, kv_dtypes = 0;
+  int multiple = 0, max_bs = 0;
+  if (!PyArg_ParseTuple(info, "OsIIIii", &backend, &name, &ops, &formats, &kv_dtypes, &multiple, &max_bs)) {
+    Py_DECREF(info);
+    return "kvcheck._bridge.load returned no table description: " + take_python_error();
+  }
+  Py_INCREF(backend);
+  g.backend = backend;
+  g.name = name;
+  Py_DECREF(info);
+  kvcheck_backend_v1_t& t = g.table;
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = g.name.c_str();
+  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.capabilities = {ops, formats, kv_dtypes, multiple, max_bs};
+  if (ops & KVCHECK_OP_STORE_KV) t.store_kv = store_kv;
+  if (ops & KVCHECK_OP_GATHER_KV) t.gather_kv = gather_kv;
+  if (ops & KVCHECK_OP_STORE_KV_CACHE) t.store_kv_cache = store_kv_cache;
+  if (ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE) t.load_paged_kv_cache = load_paged_kv_cache;
+  return "";
+}
+
+}  // namespace
+
+extern "C" KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t, const kvcheck_backend_v1_t** out, char* msg,
+                                                        size_t size) {
+  if (g.backend != nullptr) {
+    *out = &g.table;
+    return KVCHECK_STATUS_OK;
+  }
+  const char* spec = std::getenv("KVCHECK_PYTHON_BACKEND");
+  if (spec == nullptr || *spec == '\0')
+    return refuse(msg, size, KVCHECK_STATUS_UNSUPPORTED,
+                  "no Python backend named: set KVCHECK_PYTHON_BACKEND=path/to/file.py:attr (or package.module:attr), "
+                  "or pass --plugin python:SPEC");
+  std::string why = start_python();
+  if (why.empty()) why = make_table(spec);
+  if (!why.empty()) {
+    std::fprintf(stderr, "kvcheck python plugin: %s\n", why.c_str());
+    return refuse(msg, size, KVCHECK_STATUS_INTERNAL, why);
+  }
+  *out = &g.table;
+  return KVCHECK_STATUS_OK;
+}

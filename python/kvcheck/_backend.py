@@ -1,0 +1,115 @@
+"""kvcheck.Backend and kvcheck.Refusal (docs/python.md)."""
+import inspect
+import os
+import re
+
+from . import _abi
+
+# The entries a Python backend may give, by keyword: (its ABI op, docs/spec.md section).
+ENTRIES = {
+    "store_kv": ("store_kv", "§7.4"),
+    "gather_kv": ("gather_kv", "§7.5"),
+    "store": ("store_kv_cache", "§5.1"),
+    "load": ("load_paged_kv_cache", "§5.2"),
+}
+
+
+class Refusal(Exception):
+    """Raise from a backend function to refuse an input with a kvcheck error code
+    ('slot_out_of_range', 'shape_mismatch', ... : include/kvcheck/backend_abi.h's
+    KVCHECK_STATUS_* names, lower case). The backend must not have written anything."""
+
+    def __init__(self, code, message=""):
+        if code not in _abi.STATUS or code in ("ok", "internal"):
+            raise ValueError(f"kvcheck.Refusal: unknown code {code!r} (one of "
+                             f"{sorted(c for c in _abi.STATUS if c not in ('ok', 'internal'))})")
+        super().__init__(message or code)
+        self.code = code
+
+
+class Backend:
+    """A kernel under test, as Python functions (docs/python.md):
+
+        kvcheck.Backend("my-store", store_kv=f, gather_kv=g, kv_dtypes=("bf16", "fp16"))
+
+    name: [a-z0-9_-]{1,32}, the backend's name in reports. Functions, each optional
+    (an op without one is never called), take keyword arguments, numpy views:
+      store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale, v_scale)
+      gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v,
+                kv_cache_dtype, k_scale, v_scale, seq_starts, seq_starts_unit)
+      store(kv, slot_mapping, cache, layout)        # SPEC §5.1, raw cache bytes
+      load(cache, layout, load_segments, total_k, out_data, out_scales)   # SPEC §5.2
+    kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
+    formats: the paged cache formats of store/load ('bf16', 'v41', ...);
+    seq_starts: gather_kv honours seq_starts (else it is never sent them);
+    block_size_multiple / max_block_size: declared limits (0 = none).
+    kvcheck validates every call first with its own validator, so the functions see
+    only valid calls (as an engine kernel assumes); refusals carry kvcheck's codes.
+    Define it at module level: kvcheck runs it in fresh processes, found again by
+    its module and attribute name.
+    """
+
+    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, kv_dtypes=("bf16", "fp16"),
+                 formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0):
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
+            raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}}")
+        self.name = name
+        self.functions = {k: f for k, f in
+                          (("store_kv", store_kv), ("gather_kv", gather_kv), ("store", store), ("load", load)) if f}
+        for key, f in self.functions.items():
+            if not callable(f):
+                raise TypeError(f"kvcheck.Backend {name}: {key} is not callable")
+        if not self.functions:
+            raise ValueError(f"kvcheck.Backend {name}: no function (store_kv, gather_kv, store or load)")
+        self.kv_dtypes = tuple(kv_dtypes)
+        self.formats = tuple(formats)
+        for d in self.kv_dtypes:
+            if d not in _abi.KV_DTYPES:
+                raise ValueError(f"kvcheck.Backend {name}: kv dtype {d!r} is not one of {sorted(_abi.KV_DTYPES)}")
+        for f in self.formats:
+            if f not in _abi.FORMATS or f == "other":
+                raise ValueError(f"kvcheck.Backend {name}: format {f!r} is not one of "
+                                 f"{sorted(k for k in _abi.FORMATS if k != 'other')}")
+        if seq_starts and gather_kv is None:
+            raise ValueError(f"kvcheck.Backend {name}: seq_starts=True needs gather_kv")
+        self.seq_starts = bool(seq_starts)
+        self.block_size_multiple = int(block_size_multiple)
+        self.max_block_size = int(max_block_size)
+        # Where it is defined, to be found again by a fresh interpreter (check()).
+        frame = inspect.stack()[1]
+        self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")
+
+    def __getattr__(self, key):
+        # backend.store_kv(...) calls the function (the bridge calls ops this way).
+        functions = self.__dict__.get("functions", {})
+        if key in functions:
+            return functions[key]
+        raise AttributeError(key)
+
+    def ops(self):
+        """The ABI op names this backend runs ('store_kv', 'store_kv_cache', ...)."""
+        return [ENTRIES[k][0] for k in self.functions]
+
+    def ops_bits(self):
+        bits = sum(_abi.OPS[op] for op in self.ops())
+        return bits | (_abi.OPS["gather_kv_seq_starts"] if self.seq_starts else 0)
+
+    def formats_bits(self):
+        return sum(1 << _abi.FORMATS[f] for f in self.formats)
+
+    def kv_dtype_bits(self):
+        return sum(1 << _abi.KV_DTYPES[d] for d in self.kv_dtypes)
+
+    def spec(self):
+        """'file.py:attr' that finds this object again in a fresh interpreter."""
+        path, module_name = self.defined_in
+        import sys
+        module = sys.modules.get(module_name)
+        attrs = [k for k, v in vars(module).items() if v is self] if module else []
+        if not path or not attrs:
+            raise RuntimeError(f"kvcheck.Backend {self.name}: define it at module level (kvcheck runs it in fresh "
+                               "processes and finds it again by its module and name)")
+        return f"{os.path.abspath(path)}:{attrs[0]}"
+
+    def __repr__(self):
+        return f"kvcheck.Backend({self.name!r}, {', '.join(self.functions)})"

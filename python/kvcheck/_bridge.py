@@ -1,0 +1,188 @@
+"""The embedded side of libkvcheck_python.so (plugins/python/python_plugin.cpp).
+
+`load(spec)` imports the backend and describes its table; `call(backend, op, fields)`
+wraps the ABI struct's buffers (addresses, include/kvcheck/backend_abi.h field names)
+as numpy views with exactly the harness's strides and bases — each buffer sits
+between guard bands the harness checks after the call — calls the backend's function
+and returns (status, message). Inputs are read-only views; outputs and caches are
+writable views of the harness's memory, valid only during the call (docs/python.md,
+"memory contract").
+"""
+import ctypes
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from . import _abi
+from ._backend import Backend, Refusal
+
+# numpy dtypes of the K/V dtypes: bf16 has none, so bf16 arrays hold the bit patterns.
+NUMPY_DTYPE = {"bf16": np.uint16, "fp16": np.float16, "e4m3": np.uint8, "e5m2": np.uint8}
+
+
+def load(spec):
+    """spec = 'path/to/file.py:attr' or 'package.module:attr' -> the table description
+    (backend, name, ops, formats, kv_dtypes, block_size_multiple, max_block_size)."""
+    where, sep, attr = spec.rpartition(":")
+    if not sep or not where or not attr:
+        raise ValueError(f"a Python backend is named 'path/to/file.py:attr' or 'package.module:attr', not {spec!r}")
+    if where.endswith(".py") or os.sep in where:
+        path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such file: {path}")
+        # Its folder first, as `python file.py` would: its siblings import.
+        sys.path.insert(0, os.path.dirname(path))
+        name = "kvcheck_user_" + os.path.splitext(os.path.basename(path))[0]
+        module = sys.modules.get(name)
+        if module is None:
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    backend = getattr(module, attr, None)
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{spec}: {attr} is {type(backend).__name__}, not a kvcheck.Backend")
+    return (backend, backend.name, backend.ops_bits(), backend.formats_bits(), backend.kv_dtype_bits(),
+            backend.block_size_multiple, backend.max_block_size)
+
+
+def call(backend, op, fields):
+    """Runs backend's `op` on the ABI fields: (0, '') or (status, message)."""
+    try:
+        getattr(_Views, op)(backend, fields)
+        return _abi.STATUS["ok"], ""
+    except Refusal as e:
+        return _abi.STATUS[e.code], str(e)
+    except BaseException:  # noqa: B036 - a kernel's KeyboardInterrupt is its failure too
+        text = traceback.format_exc()
+        sys.stderr.write(f"kvcheck: Python backend '{backend.name}' {op} raised:\n{text}")
+        sys.stderr.flush()
+        return _abi.STATUS["internal"], f"Python backend '{backend.name}' {op} raised:\n{text}"
+
+
+def view(address, dtype, shape, strides, writeable):
+    """The array of `shape` at `address` whose axis i steps strides[i] ELEMENTS of
+    `dtype` (an empty array when any extent is 0, with those strides still). Read-only
+    unless `writeable`."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(n) for n in shape)
+    if any(n == 0 for n in shape):
+        array = np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape=shape,
+                                                strides=[int(s) * dtype.itemsize for s in strides])
+    else:
+        if not address:
+            raise Refusal("shape_mismatch", "a null buffer with elements")
+        span = 1 + sum((n - 1) * int(s) for n, s in zip(shape, strides))
+        flat = np.frombuffer((ctypes.c_char * (span * dtype.itemsize)).from_address(address), dtype=dtype, count=span)
+        array = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=[int(s) * dtype.itemsize for s in strides],
+                                                writeable=True)
+    if not writeable:
+        array.flags.writeable = False
+    return array
+
+
+def _ints(address, count, shape=None):
+    return view(address, np.int32, shape or (count,), _dense_strides(shape or (count,)), False)
+
+
+def _dense_strides(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _kv_caches(c):
+    """(key_cache, value_cache, kv_cache_dtype, k_scale, v_scale) of a kvcheck_kv_cache."""
+    dtype = _abi.KV_DTYPE_NAME[c["dtype"]]
+    shape = (c["num_blocks"], c["block_size"], c["num_kv_heads"], c["head_dim"])
+    strides = (c["stride_page"], c["stride_token"], c["stride_head"], 1)
+    k = view(c["k"], NUMPY_DTYPE[dtype], shape, strides, True)
+    v = view(c["v"], NUMPY_DTYPE[dtype], shape, strides, True)
+    k_scale = view(c["k_scale"], np.float32, (c["num_scales"],), (1,), False) if c["k_scale"] else None
+    v_scale = view(c["v_scale"], np.float32, (c["num_v_scales"],), (1,), False) if c["v_scale"] else None
+    return k, v, dtype, k_scale, v_scale
+
+
+def _kv_tokens(t, heads, head_dim, writeable):
+    """Token rows [rows][H][D] of a kvcheck_kv_tokens."""
+    dtype = _abi.KV_DTYPE_NAME[t["dtype"]]
+    return view(t["data"], NUMPY_DTYPE[dtype], (t["rows"], heads, head_dim), (t["token_stride"], t["head_stride"], 1),
+                writeable)
+
+
+class _Views:
+    """One function per ABI entry: fields -> the backend function's arguments."""
+
+    @staticmethod
+    def store_kv(backend, f):
+        c = f["cache"]
+        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(c)
+        backend.store_kv(key=_kv_tokens(f["key"], c["num_kv_heads"], c["head_dim"], False),
+                         value=_kv_tokens(f["value"], c["num_kv_heads"], c["head_dim"], False),
+                         key_cache=key_cache, value_cache=value_cache,
+                         slot_mapping=_ints(f["slot_mapping"], f["num_tokens"]), kv_cache_dtype=cache_dtype,
+                         k_scale=k_scale, v_scale=v_scale)
+
+    @staticmethod
+    def gather_kv(backend, f):
+        c = f["cache"]
+        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(c)
+        num_seqs = f["cu_seqlens_entries"] - 1
+        unit = {0: None, 1: "token", 2: "block"}[f["seq_starts_unit"]]
+        backend.gather_kv(key_cache=key_cache, value_cache=value_cache,
+                          block_table=_ints(f["block_table"], None, (num_seqs, f["max_blocks"])),
+                          cu_seqlens_k=_ints(f["cu_seqlens_k"], f["cu_seqlens_entries"]),
+                          out_k=_kv_tokens(f["out_k"], c["num_kv_heads"], c["head_dim"], True),
+                          out_v=_kv_tokens(f["out_v"], c["num_kv_heads"], c["head_dim"], True),
+                          kv_cache_dtype=cache_dtype, k_scale=k_scale, v_scale=v_scale,
+                          seq_starts=_ints(f["seq_starts"], f["seq_starts_entries"]) if unit else None,
+                          seq_starts_unit=unit)
+
+    @staticmethod
+    def store_kv_cache(backend, f):
+        c = f["cache"]
+        backend.store(kv=view(f["kv"], np.uint16, (f["kv_rows"], c["elements"]), (f["kv_row_stride"], 1), False),
+                      slot_mapping=_ints(f["slot_mapping"], f["num_tokens"]),
+                      cache=view(c["base"], np.uint8, (c["size_bytes"],), (1,), True), layout=_layout(c))
+
+    @staticmethod
+    def load_paged_kv_cache(backend, f):
+        c = f["cache"]
+        layout = _layout(c)
+        rows = f["out_rows"]
+        out_scales = None
+        if f["out_scales"]:
+            out_scales = view(f["out_scales"], np.uint8, (rows, c["sf_bytes"]), (f["out_scale_stride"], 1), True)
+        backend.load(cache=view(c["base"], np.uint8, (c["size_bytes"],), (1,), False), layout=layout,
+                     load_segments=_ints(f["load_segments"], None, (f["num_segment_ints"] // 4, 4)),
+                     total_k=f["total_k"],
+                     out_data=view(f["out_data"], np.uint8, (rows, layout.load_row_bytes), (f["out_data_stride"], 1),
+                                   True),
+                     out_scales=out_scales)
+
+
+class Layout(dict):
+    """A paged MLA/indexer cache's geometry (kvcheck_paged_cache's fields, bytes;
+    docs/spec.md §2-§3), readable as attributes: layout.block_stride."""
+    __getattr__ = dict.__getitem__
+
+    @property
+    def format_name(self):
+        return _abi.FORMAT_NAME.get(self["format"], str(self["format"]))
+
+    @property
+    def load_row_bytes(self):
+        # SPEC §5.2: BF16 rows for BF16 and do_cast formats, the data bytes otherwise.
+        return 2 * self["elements"] if self["quantized_dtype"] == 0 or self["do_cast"] else self["quantized_bytes"]
+
+
+def _layout(c):
+    return Layout({k: v for k, v in c.items() if k != "base"})

@@ -1,0 +1,112 @@
+"""kvcheck.check: run kvcheck's properties on a Python backend (docs/python.md)."""
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+
+from ._backend import Backend
+
+CHECKOUT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
+
+
+def build_dir():
+    """The native build kvcheck runs from: $KVCHECK_BUILD_DIR, else <checkout>/build."""
+    return os.path.abspath(os.environ.get("KVCHECK_BUILD_DIR") or os.path.join(CHECKOUT, "build"))
+
+
+def native(path):
+    """A file of the native build, or a RuntimeError saying how to make it."""
+    full = os.path.join(build_dir(), path)
+    if not os.path.exists(full):
+        raise RuntimeError(f"kvcheck: {full} does not exist: build kvcheck first ({CHECKOUT}/kvcheck build), "
+                           "or point KVCHECK_BUILD_DIR at a build tree")
+    return full
+
+
+def python_environment():
+    """The variables that make libkvcheck_python.so start this interpreter, seeing
+    this process's import path (the parts its own prefix does not give)."""
+    prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    extra = []
+    for p in [os.getcwd()] + sys.path:
+        p = os.path.realpath(p or os.getcwd())
+        if os.path.isdir(p) and p not in extra and not (p + os.sep).startswith(prefixes):
+            extra.append(p)
+    return {"KVCHECK_PYTHON": os.path.normpath(sys.executable), "KVCHECK_PYTHONPATH": os.pathsep.join(extra)}
+
+
+class Result:
+    """A finished run: summary (summary.json as a dict), rows by verdict, output."""
+
+    def __init__(self, summary, output, command):
+        self.summary, self.output, self.command = summary, output, command
+        self.rows = summary.get("results", [])
+        self.passed = [r for r in self.rows if r["verdict"] == "pass"]
+        self.failed = [r for r in self.rows if r["verdict"] == "fail"]
+        self.not_exercised = [r for r in self.rows if r["verdict"] == "not_run"]
+
+    @property
+    def cases(self):
+        return sum(r["cases"] for r in self.rows)
+
+    def __repr__(self):
+        return (f"kvcheck.Result({len(self.passed)} passed, {len(self.failed)} failed, "
+                f"{len(self.not_exercised)} not exercised, {self.cases} cases)")
+
+
+def check(backend, *, ops=None, properties=None, cases=None, seconds=None, seed=None, work_dir=None,
+          timeout=None):
+    """Runs every property of `backend`'s ops (or only `ops` / `properties`: names or
+    parts of names) in kvcheck's campaign: `cases` per property (default 200) or a
+    `seconds` budget, RapidCheck seed `seed` (default: random, printed). Raises
+    AssertionError with the decoded report of every failure and the command that
+    replays it; the minimal case is a regression file in the run directory (under
+    `work_dir`, default $KVCHECK_WORK_DIR or <checkout>/.kvcheck-work). A run in which
+    no property made a call into the backend raises too. Returns a Result."""
+    if not isinstance(backend, Backend):
+        raise TypeError(f"kvcheck.check: {backend!r} is not a kvcheck.Backend")
+    if cases is not None and seconds is not None:
+        raise ValueError("kvcheck.check: cases or seconds, not both")
+    seed = random.randrange(1, 2**63) if seed is None else int(seed)
+    # --property takes names, parts of names and op names; with neither, the backend's ops.
+    selected = list(properties or []) + list(ops or [])
+    if not selected:
+        selected = backend.ops()
+    with tempfile.TemporaryDirectory(prefix="kvcheck-check-") as tmp:
+        report = os.path.join(tmp, "summary.json")
+        command = [native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:" + backend.spec(), "--backend",
+                   backend.name, "--seed", str(seed), "--report", report]
+        command += ["--seconds", str(seconds)] if seconds is not None else ["--cases", str(cases or 200)]
+        for p in selected:
+            command += ["--property", p]
+        if work_dir:
+            command += ["--work-dir", os.path.abspath(work_dir)]
+        env = dict(os.environ, **python_environment())
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout)
+        try:
+            with open(report, encoding="utf-8") as f:
+                summary = json.load(f)
+        except (OSError, ValueError) as e:
+            raise AssertionError(f"kvcheck run wrote no summary ({e}); exit {done.returncode}; output:\n"
+                                 f"{done.stdout}\ncommand: {shlex.join(command)}") from None
+    result = Result(summary, done.stdout, command)
+    replay = shlex.join(["KVCHECK_PYTHON=" + env["KVCHECK_PYTHON"], "KVCHECK_PYTHONPATH=" + env["KVCHECK_PYTHONPATH"]]
+                        + command[:command.index("--report")])
+    if result.failed:
+        parts = [f"kvcheck: {len(result.failed)} of {len(result.rows)} properties failed on Python backend "
+                 f"'{backend.name}' (seed {seed}):"]
+        for r in result.failed:
+            for f in r.get("failures", []):
+                parts.append(f"\nFAIL {r['property']} ({r['invariant']})\n{f['message']}\nreplay: {f['reproduce']}")
+        parts.append(f"\nrun directory (regression files): {summary.get('run_dir')}\nwhole run: {replay}")
+        raise AssertionError("\n".join(parts))
+    if not any(r.get("backend_calls", 0) > 0 for r in result.passed):
+        raise AssertionError(f"kvcheck: no property made a call into '{backend.name}' (nothing exercised):\n"
+                             f"{done.stdout}\ncommand: {replay}")
+    if done.returncode != 0:
+        raise AssertionError(f"kvcheck run exited {done.returncode}:\n{done.stdout}\ncommand: {replay}")
+    return result

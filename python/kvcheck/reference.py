@@ -1,0 +1,158 @@
+"""kvcheck's scalar reference, callable from Python: the oracle of kvcheck's own
+properties, for a team's own tests (docs/python.md). Arguments are numpy arrays with
+any strides (the caches are written in place through their views); bf16 data is
+uint16 bit patterns (or ml_dtypes' bfloat16), fp16 float16, fp8 uint8 with
+`kv_cache_dtype` naming 'e4m3' or 'e5m2' (or ml_dtypes' float8 types). An input the
+reference refuses raises kvcheck.Refusal with kvcheck's code and message, and writes
+nothing (docs/spec.md §7.4, §7.5).
+"""
+import importlib.machinery
+import importlib.util
+import os
+
+import numpy as np
+
+from . import _abi
+from ._backend import Refusal
+from ._run import build_dir
+
+_native = None
+
+
+def _module():
+    global _native
+    if _native is None:
+        path = os.path.join(build_dir(), "python", "_native.so")
+        if not os.path.exists(path):
+            raise RuntimeError(f"kvcheck.reference: {path} does not exist: build kvcheck first (./kvcheck build), or "
+                               "point KVCHECK_BUILD_DIR at a build tree")
+        loader = importlib.machinery.ExtensionFileLoader("kvcheck._native", path)
+        spec = importlib.util.spec_from_file_location("kvcheck._native", path, loader=loader)
+        _native = importlib.util.module_from_spec(spec)
+        loader.exec_module(_native)
+    return _native
+
+
+_BY_NAME = {"float16": "fp16", "uint16": "bf16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def _kv_dtype(array, given, what):
+    name = _BY_NAME.get(np.dtype(array.dtype).name)
+    if given is not None:
+        if given not in _abi.KV_DTYPES:
+            raise ValueError(f"kvcheck.reference: {what} dtype {given!r} is not one of {sorted(_abi.KV_DTYPES)}")
+        return given
+    if name is None:
+        raise ValueError(f"kvcheck.reference: {what} is {array.dtype}: name its kv dtype (kv_cache_dtype='e4m3' ...)")
+    return name
+
+
+def _elements(array, what):
+    """Element strides of an array (byte strides divisible by the item size)."""
+    size = array.dtype.itemsize
+    if any(s % size for s in array.strides):
+        raise ValueError(f"kvcheck.reference: {what}'s strides {array.strides} are not whole elements")
+    return [s // size for s in array.strides]
+
+
+def _span(array):
+    return 1 + sum((n - 1) * s for n, s in zip(array.shape, _elements(array, "array"))) if array.size else 0
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+def _ints(array):
+    return np.ascontiguousarray(array, dtype=np.int32)
+
+
+def _tokens(array, dtype, what):
+    if array.ndim != 3:
+        raise ValueError(f"kvcheck.reference: {what} is [rows][H][D], got shape {array.shape}")
+    rows, token, head, element = array.shape[0], *_elements(array, what)
+    if array.size and array.shape[2] > 1 and element != 1:
+        raise ValueError(f"kvcheck.reference: {what}'s head_dim is not contiguous")
+    return {"data": _address(array), "dtype": _abi.KV_DTYPES[dtype], "rows": rows, "token_stride": token,
+            "head_stride": head}
+
+
+def _cache(key_cache, value_cache, dtype, k_scale, v_scale, keep):
+    for what, c in (("key_cache", key_cache), ("value_cache", value_cache)):
+        if c.ndim != 4 or c.shape != key_cache.shape or c.strides != key_cache.strides:
+            raise ValueError(f"kvcheck.reference: {what} is [num_blocks][block_size][H][D] with the key cache's "
+                             f"strides, got shape {c.shape} strides {c.strides}")
+    page, token, head, element = _elements(key_cache, "key_cache")
+    if key_cache.size and key_cache.shape[3] > 1 and element != 1:
+        raise ValueError("kvcheck.reference: the caches' head_dim is not contiguous")
+    scales = []
+    for s in (k_scale, v_scale):
+        scales.append(None if s is None else np.ascontiguousarray(s, dtype=np.float32).reshape(-1))
+    keep.extend(x for x in scales if x is not None)
+    k_s, v_s = scales
+    kind = 0 if k_s is None else 1 if k_s.size == 1 else 2
+    nb, bs, heads, head_dim = key_cache.shape
+    return {"k": _address(key_cache), "k_capacity": _span(key_cache), "v": _address(value_cache),
+            "v_capacity": _span(value_cache), "dtype": _abi.KV_DTYPES[dtype], "block_size": bs,
+            "num_kv_heads": heads, "head_dim": head_dim, "num_blocks": nb, "stride_page": page,
+            "stride_token": token, "stride_head": head, "scale_kind": kind,
+            "num_scales": 0 if k_s is None else k_s.size, "k_scale": 0 if k_s is None else _address(k_s),
+            "v_scale": 0 if v_s is None else _address(v_s), "num_v_scales": 0 if v_s is None else v_s.size}
+
+
+def _finish(status_message):
+    status, message = status_message
+    if status == _abi.STATUS["ok"]:
+        return
+    if status == _abi.STATUS["internal"]:
+        raise RuntimeError(f"kvcheck.reference: {message}")
+    raise Refusal(_abi.STATUS_NAME[status], message)
+
+
+def _writable(array, what):
+    if not array.flags.writeable:
+        raise ValueError(f"kvcheck.reference: {what} is read-only")
+
+
+def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype=None, k_scale=None, v_scale=None):
+    """SPEC §7.4: key/value [rows][H][D] into key_cache/value_cache
+    [num_blocks][block_size][H][D] at slot_mapping[i] (-1 skipped), FP8 quantised
+    with k_scale/v_scale (1 float: per tensor, H floats: per KV head)."""
+    for what, a in (("key_cache", key_cache), ("value_cache", value_cache)):
+        _writable(a, what)
+    keep = []
+    slots = _ints(slot_mapping)
+    fields = {"key": _tokens(key, _kv_dtype(key, None, "key"), "key"),
+              "value": _tokens(value, _kv_dtype(value, None, "value"), "value"), "slot_mapping": _address(slots),
+              "num_tokens": slots.size,
+              "cache": _cache(key_cache, value_cache, _kv_dtype(key_cache, kv_cache_dtype, "key_cache"), k_scale,
+                              v_scale, keep)}
+    _finish(_module().store_kv(fields))
+
+
+def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, kv_cache_dtype=None, k_scale=None,
+              v_scale=None, seq_starts=None, seq_starts_unit="token"):
+    """SPEC §7.5: sequence i's tokens through block_table [num_seqs][max_blocks], from
+    table position seq_starts[i] ('token' unit, or rounded down to its block for
+    'block'; 0 without seq_starts), to rows cu_seqlens_k[i]..cu_seqlens_k[i+1] of
+    out_k/out_v [rows][H][D], FP8 dequantised to their dtype."""
+    for what, a in (("out_k", out_k), ("out_v", out_v)):
+        _writable(a, what)
+    keep = []
+    table = _ints(block_table)
+    if table.ndim != 2:
+        raise ValueError(f"kvcheck.reference: block_table is [num_seqs][max_blocks], got shape {table.shape}")
+    cu = _ints(cu_seqlens_k)
+    starts = None if seq_starts is None else _ints(seq_starts)
+    if seq_starts_unit not in ("token", "block"):
+        raise ValueError(f"kvcheck.reference: seq_starts_unit is 'token' or 'block', not {seq_starts_unit!r}")
+    fields = {"cache": _cache(key_cache, value_cache, _kv_dtype(key_cache, kv_cache_dtype, "key_cache"), k_scale,
+                              v_scale, keep),
+              "block_table": _address(table), "block_table_entries": table.size, "max_blocks": table.shape[1],
+              "seq_starts_unit": 0 if starts is None else 1 if seq_starts_unit == "token" else 2,
+              "cu_seqlens_k": _address(cu), "cu_seqlens_entries": cu.size,
+              "out_k": _tokens(out_k, _kv_dtype(out_k, None, "out_k"), "out_k"),
+              "out_v": _tokens(out_v, _kv_dtype(out_v, None, "out_v"), "out_v"),
+              "seq_starts": 0 if starts is None else _address(starts),
+              "seq_starts_entries": 0 if starts is None else starts.size}
+    _finish(_module().gather_kv(fields))

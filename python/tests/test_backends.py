@@ -1,0 +1,96 @@
+"""The Python bridge end to end: kvcheck's properties on numpy backends, through
+`kvcheck run --plugin python:...` (libkvcheck_python.so), as a team's pytest would."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import kvcheck
+import numpy_kv
+from kvcheck import _bridge, _run
+
+
+def test_numpy_backend_passes_the_kv_properties(kvcheck_check):
+    result = kvcheck_check(numpy_kv.backend, cases=150, seed=7)
+    names = {r["property"] for r in result.passed}
+    # The match properties ran and made calls into the numpy functions.
+    for p in ("prop_store_kv_matches_reference", "prop_gather_kv_matches_reference",
+              "prop_gather_kv_seq_starts_match_reference"):
+        assert p in names, (p, result)
+    assert all(r["backend_calls"] > 0 for r in result.passed if r["property"] in names)
+    assert result.cases >= 150 * len(result.passed)
+
+
+def test_a_wrong_kernel_is_caught_shrunk_and_replayable(tmp_path):
+    with pytest.raises(AssertionError) as caught:
+        kvcheck.check(numpy_kv.wrong_backend, properties=["prop_store_kv_matches_reference"], cases=300, seed=11,
+                      work_dir=tmp_path)
+    text = str(caught.value)
+    assert "FAIL prop_store_kv_matches_reference" in text, text
+    assert "numpy-kv-wrong" in text
+    assert "replay: " in text and "KVCHECK_PYTHON_BACKEND=" in text, text
+    # The minimal case is a regression file in the run directory.
+    files = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".json")
+             and "regressions" in d]
+    assert files, text
+
+
+def test_a_python_exception_is_a_backend_failure_with_its_traceback(tmp_path):
+    with pytest.raises(AssertionError) as caught:
+        kvcheck.check(raising_backend, properties=["prop_store_kv_matches_reference"], cases=20, seed=3,
+                      work_dir=tmp_path)
+    text = str(caught.value)
+    assert "ZeroDivisionError" in text and "raise_zero" in text, text
+
+
+def raise_zero(**kwargs):
+    return 1 // 0
+
+
+raising_backend = kvcheck.Backend("raises", store_kv=raise_zero)
+
+
+def test_views_have_the_harness_strides_and_are_read_only_for_inputs():
+    buf = np.arange(64, dtype=np.uint16)
+    address = buf.ctypes.data
+    v = _bridge.view(address + 2, np.uint16, (3, 2, 4), (20, 5, 1), False)
+    assert v.strides == (40, 10, 2)
+    assert v[2, 1, 3] == buf[1 + 2 * 20 + 5 + 3]
+    assert not v.flags.writeable
+    w = _bridge.view(address, np.uint16, (2, 2), (8, 1), True)
+    w[1, 1] = 999
+    assert buf[9] == 999
+    empty = _bridge.view(0, np.uint16, (0, 3), (5, 1), False)
+    assert empty.shape == (0, 3) and empty.strides == (10, 2)
+
+
+def test_refusal_codes_come_from_the_abi_header():
+    assert kvcheck.Refusal("slot_out_of_range").code == "slot_out_of_range"
+    with pytest.raises(ValueError):
+        kvcheck.Refusal("no_such_code")
+    with pytest.raises(ValueError):
+        kvcheck.Backend("Bad Name", store_kv=raise_zero)
+    with pytest.raises(ValueError):
+        kvcheck.Backend("x", store_kv=raise_zero, kv_dtypes=("fp32",))
+
+
+def test_a_backend_defined_in_a_function_is_refused_with_the_reason():
+    local = kvcheck.Backend("local", store_kv=raise_zero)
+    with pytest.raises(RuntimeError, match="module level"):
+        kvcheck.check(local, cases=1)
+
+
+def test_the_cli_runs_a_python_backend_by_module_name(tmp_path):
+    env = dict(os.environ, **_run.python_environment())
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(numpy_kv.__file__))
+    env["KVCHECK_PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + env["KVCHECK_PYTHONPATH"]
+    done = subprocess.run([_run.native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:numpy_kv:backend",
+                           "--property", "prop_store_kv_matches_reference", "--cases", "30", "--seed", "5",
+                           "--work-dir", str(tmp_path), "--quiet"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    assert done.returncode == 0, done.stdout
+    assert "numpy-kv" in done.stdout, done.stdout
+    bad = subprocess.run([_run.native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:nonsense"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert bad.returncode == 2 and "python:path/to/file.py:ATTR" in bad.stdout, bad.stdout

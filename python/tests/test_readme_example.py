@@ -1,0 +1,27 @@
+"""The README's and docs/python.md's pytest examples run as written (a copy in a temp
+folder, through pytest in a child process) and pass."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+CHECKOUT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+
+
+def example(path, heading):
+    with open(os.path.join(CHECKOUT, path), encoding="utf-8") as f:
+        text = f.read()
+    section = text[text.index(heading):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.parametrize("path,heading", [("README.md", "## Testing a Python kernel from pytest"),
+                                          ("docs/python.md", "# Python: test")])
+def test_the_documented_example_passes(tmp_path, path, heading):
+    (tmp_path / "test_example.py").write_text(example(path, heading))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path),
+                           "--kvcheck-cases", "40", "--kvcheck-seed", "2"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout
