@@ -79,6 +79,19 @@ class Backend:
         frame = inspect.stack()[1]
         self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")
 
+    def narrowed(self, kv_dtypes=None, formats=None):
+        """This backend declaring only `kv_dtypes` / `formats` (each a part of its own)."""
+        import copy
+        out = copy.copy(self)
+        for key, given in (("kv_dtypes", kv_dtypes), ("formats", formats)):
+            if given is None:
+                continue
+            extra = [x for x in given if x not in getattr(self, key)]
+            if extra or not given:
+                raise ValueError(f"kvcheck.Backend {self.name}: cannot narrow {key} {getattr(self, key)} to {given}")
+            setattr(out, key, tuple(given))
+        return out
+
     def __getattr__(self, key):
         # backend.store_kv(...) calls the function (the bridge calls ops this way).
         functions = self.__dict__.get("functions", {})

@@ -11,6 +11,7 @@ writable views of the harness's memory, valid only during the call (docs/python.
 import ctypes
 import importlib
 import importlib.util
+import json
 import os
 import sys
 import traceback
@@ -48,6 +49,9 @@ def load(spec):
     backend = getattr(module, attr, None)
     if not isinstance(backend, Backend):
         raise TypeError(f"{spec}: {attr} is {type(backend).__name__}, not a kvcheck.Backend")
+    # kvcheck.check(..., kv_dtypes=, formats=): this run declares a part of what it takes.
+    narrow = json.loads(os.environ.get("KVCHECK_PYTHON_NARROW") or "{}")
+    backend = backend.narrowed(**narrow)
     return (backend, backend.name, backend.ops_bits(), backend.formats_bits(), backend.kv_dtype_bits(),
             backend.block_size_multiple, backend.max_block_size)
 

@@ -57,11 +57,13 @@ class Result:
                 f"{len(self.not_exercised)} not exercised, {self.cases} cases)")
 
 
-def check(backend, *, ops=None, properties=None, cases=None, seconds=None, seed=None, work_dir=None,
-          timeout=None):
+def check(backend, *, ops=None, properties=None, kv_dtypes=None, formats=None, cases=None, seconds=None, seed=None,
+          work_dir=None, timeout=None):
     """Runs every property of `backend`'s ops (or only `ops` / `properties`: names or
     parts of names) in kvcheck's campaign: `cases` per property (default 200) or a
-    `seconds` budget, RapidCheck seed `seed` (default: random, printed). Raises
+    `seconds` budget, RapidCheck seed `seed` (default: random, printed). `kv_dtypes` /
+    `formats` narrow what the backend declares for this run (one pytest item per
+    dtype: parametrise over kvcheck.KV_DTYPES). Raises
     AssertionError with the decoded report of every failure and the command that
     replays it; the minimal case is a regression file in the run directory (under
     `work_dir`, default $KVCHECK_WORK_DIR or <checkout>/.kvcheck-work). A run in which
@@ -75,6 +77,8 @@ def check(backend, *, ops=None, properties=None, cases=None, seconds=None, seed=
     selected = list(properties or []) + list(ops or [])
     if not selected:
         selected = backend.ops()
+    narrow = {k: list(v) for k, v in (("kv_dtypes", kv_dtypes), ("formats", formats)) if v is not None}
+    backend.narrowed(**narrow)  # a bad narrowing fails here, not in the child
     with tempfile.TemporaryDirectory(prefix="kvcheck-check-") as tmp:
         report = os.path.join(tmp, "summary.json")
         command = [native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:" + backend.spec(), "--backend",
@@ -85,6 +89,9 @@ def check(backend, *, ops=None, properties=None, cases=None, seconds=None, seed=
         if work_dir:
             command += ["--work-dir", os.path.abspath(work_dir)]
         env = dict(os.environ, **python_environment())
+        env.pop("KVCHECK_PYTHON_NARROW", None)
+        if narrow:
+            env["KVCHECK_PYTHON_NARROW"] = json.dumps(narrow, separators=(",", ":"))
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout)
         try:
@@ -94,8 +101,8 @@ def check(backend, *, ops=None, properties=None, cases=None, seconds=None, seed=
             raise AssertionError(f"kvcheck run wrote no summary ({e}); exit {done.returncode}; output:\n"
                                  f"{done.stdout}\ncommand: {shlex.join(command)}") from None
     result = Result(summary, done.stdout, command)
-    replay = shlex.join(["KVCHECK_PYTHON=" + env["KVCHECK_PYTHON"], "KVCHECK_PYTHONPATH=" + env["KVCHECK_PYTHONPATH"]]
-                        + command[:command.index("--report")])
+    replay = shlex.join([f"{k}={env[k]}" for k in ("KVCHECK_PYTHON", "KVCHECK_PYTHONPATH", "KVCHECK_PYTHON_NARROW")
+                         if k in env] + command[:command.index("--report")])
     if result.failed:
         parts = [f"kvcheck: {len(result.failed)} of {len(result.rows)} properties failed on Python backend "
                  f"'{backend.name}' (seed {seed}):"]

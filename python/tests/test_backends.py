@@ -94,3 +94,29 @@ def test_the_cli_runs_a_python_backend_by_module_name(tmp_path):
     bad = subprocess.run([_run.native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:nonsense"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert bad.returncode == 2 and "python:path/to/file.py:ATTR" in bad.stdout, bad.stdout
+
+
+def store_kv_fp16_only(**kwargs):
+    assert kwargs["kv_cache_dtype"] == "fp16", f"handed a {kwargs['kv_cache_dtype']} cache"
+    numpy_kv.store_kv(**kwargs)
+
+
+fp16_only = kvcheck.Backend("fp16-only", store_kv=store_kv_fp16_only, kv_dtypes=("bf16", "fp16"))
+
+
+def test_narrowing_the_dtypes_reaches_the_generators(kvcheck_check, tmp_path):
+    # Declared bf16 and fp16, it fails on a bf16 cache; narrowed to fp16, it is never handed one.
+    with pytest.raises(AssertionError, match="handed a bf16 cache"):
+        kvcheck.check(fp16_only, properties=["prop_store_kv_matches_reference"], cases=100, seed=4,
+                      work_dir=tmp_path)
+    result = kvcheck_check(fp16_only, properties=["prop_store_kv_matches_reference"], kv_dtypes=["fp16"], cases=100,
+                           seed=4)
+    assert result.passed and result.passed[0]["backend_calls"] > 0
+    with pytest.raises(ValueError, match="cannot narrow"):
+        kvcheck.check(numpy_kv.backend, kv_dtypes=["e4m3"], cases=1)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_one_pytest_item_per_cache_dtype(kvcheck_check, dtype):
+    result = kvcheck_check(numpy_kv.backend, kv_dtypes=[dtype], cases=50, seed=4)
+    assert not result.failed and result.passed

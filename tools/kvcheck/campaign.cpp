@@ -137,6 +137,7 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
 std::string plugin_env() {
   std::string out;
   for (const char* name : {"KVCHECK_PLUGIN", "KVCHECK_PYTHON_BACKEND", "KVCHECK_PYTHON", "KVCHECK_PYTHONPATH",
+                           "KVCHECK_PYTHON_NARROW",
                            "KVCHECK_PLUGIN_TIMEOUT"})
     if (const char* env = std::getenv(name); env && *env) out += fmt::format("{}={} ", name, env);
   return out;
