@@ -1,4 +1,4 @@
-// libkvcheck_python.so: a Python object as a HOST backend (docs/python.md). The
+// libkvcheck_python.so: a Python object as a backend (docs/python.md). The
 // harness loads this library like any plugin; its entry starts an embedded
 // interpreter, imports the backend named by $KVCHECK_PYTHON_BACKEND
 // ("path/to/file.py:attr" or "package.module:attr"; `kvcheck run --plugin
@@ -7,10 +7,14 @@
 //      that assumes valid metadata — as engine kernels do — is handed only valid
 //      calls and refusals carry the reference's code;
 //   2. hands the ABI struct's fields (addresses as integers) to kvcheck._bridge,
-//      which wraps the buffers as numpy views with exactly the harness's strides,
-//      offsets and bases, calls the Python function and turns its outcome into a
-//      status (kvcheck.Refusal -> its code; any other exception -> INTERNAL with the
+//      which wraps the buffers as numpy views (a host backend) or torch CUDA tensors
+//      (device="cuda": zero-copy through __cuda_array_interface__, the function run
+//      on the harness's stream) with exactly the harness's strides, offsets and bases,
+//      calls the Python function and turns its outcome into a status
+//      (kvcheck.Refusal -> its code; any other exception -> INTERNAL with the
 //      traceback, also printed to stderr in full).
+// A device backend's metadata (slot_mapping, block_table, ..., scales) is device
+// memory: the validator reads host copies of it (copied on the harness's stream).
 // The interpreter is the one $KVCHECK_PYTHON names (a venv's python: its
 // site-packages), else the one this library was built against; $KVCHECK_PYTHONPATH
 // (os.pathsep-separated) is put in front of sys.path. The GIL stays with the thread
@@ -21,13 +25,18 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "impl/plugin/abi_convert.h"
 #include "impl/validate_kv.h"
 #include "impl/validate_store_load.h"
 #include "include/kvcheck/backend_abi.h"
 #include "plugins/guard.h"
+#ifdef KVCHECK_PYTHON_CUDA
+#include "include/kvcheck/cuda_probe.h"
+#endif
 
 #ifndef KVCHECK_PYTHON_SOURCE_DIR
 #error "KVCHECK_PYTHON_SOURCE_DIR (the python/ folder holding the kvcheck package) must be defined"
@@ -44,9 +53,36 @@ struct State {
   PyObject* bridge = nullptr;   // the kvcheck._bridge module
   PyObject* backend = nullptr;  // the user's kvcheck.Backend
   std::string name;
+  bool device = false;  // memory_space CUDA_DEVICE
   kvcheck_backend_v1_t table{};
 };
 State g;
+
+// Host copies of a device backend's metadata arrays, for the validator; a host
+// backend's pointers as they are. Copies live as long as this object.
+class HostMetadata {
+ public:
+  explicit HostMetadata(void* stream) : stream_(stream) {}
+  template <typename T>
+  const T* operator()(const T* p, int64_t n) {
+    if (!g.device || p == nullptr || n <= 0) return p;
+#ifdef KVCHECK_PYTHON_CUDA
+    copies_.emplace_back(static_cast<size_t>(n) * sizeof(T));
+    const auto s = static_cast<cudaStream_t>(stream_);
+    cudaError_t e = cudaMemcpyAsync(copies_.back().data(), p, copies_.back().size(), cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string("copying metadata to the host for validation: ") + cudaGetErrorString(e));
+    return reinterpret_cast<const T*>(copies_.back().data());
+#else
+    throw std::runtime_error("a device backend in a bridge built without CUDA");
+#endif
+  }
+
+ private:
+  void* stream_;
+  std::vector<std::vector<uint8_t>> copies_;
+};
 
 // The pending Python exception as text (type, message and traceback); clears it.
 std::string take_python_error() {
@@ -81,9 +117,9 @@ int refuse(char* msg, size_t size, int status, const std::string& text) {
 }
 
 // kvcheck._bridge.call(backend, op, fields): (status, message).
-int call_bridge(const char* op, PyObject* fields, char* msg, size_t size) {
+int call_bridge(const char* op, PyObject* fields, void* stream, char* msg, size_t size) {
   if (fields == nullptr) return refuse(msg, size, KVCHECK_STATUS_INTERNAL, "kvcheck python plugin: " + take_python_error());
-  PyObject* r = PyObject_CallMethod(g.bridge, "call", "OsO", g.backend, op, fields);
+  PyObject* r = PyObject_CallMethod(g.bridge, "call", "OsON", g.backend, op, fields, PyLong_FromVoidPtr(stream));
   Py_DECREF(fields);
   if (r == nullptr) return refuse(msg, size, KVCHECK_STATUS_INTERNAL, "kvcheck._bridge.call failed: " + take_python_error());
   int status = KVCHECK_STATUS_INTERNAL;
@@ -137,21 +173,39 @@ std::span<const int32_t> ints(const int32_t* p, int64_t n) {
   return p && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
 }
 
-int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t size) {
+// The cache with host copies of its scales.
+kvcheck_kv_cache host_scales(kvcheck_kv_cache c, HostMetadata& host) {
+  c.k_scale = host(c.k_scale, c.num_scales);
+  c.v_scale = host(c.v_scale, c.num_v_scales);
+  return c;
+}
+
+int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
+        HostMetadata host(stream);
         validate_store_kv(KvTokensIn(plugin::from_abi(a->key)), KvTokensIn(plugin::from_abi(a->value)),
-                          ints(a->slot_mapping, a->num_tokens), plugin::from_abi(a->cache));
+                          ints(host(a->slot_mapping, a->num_tokens), a->num_tokens),
+                          plugin::from_abi(host_scales(a->cache, host)));
       }))
     return s;
   return call_bridge("store_kv",
                      Py_BuildValue("{s:N,s:N,s:N,s:L,s:N}", "key", kv_tokens_fields(a->key), "value",
                                    kv_tokens_fields(a->value), "slot_mapping", addr(a->slot_mapping), "num_tokens",
                                    (long long)a->num_tokens, "cache", kv_cache_fields(a->cache)),
-                     msg, size);
+                     stream, msg, size);
 }
 
-int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
-  if (int s = validated(msg, size, [&] { validate_gather_kv(plugin::from_abi(*a)); })) return s;
+int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        HostMetadata host(stream);
+        kvcheck_gather_kv_args h = *a;
+        h.cache = host_scales(a->cache, host);
+        h.block_table = host(a->block_table, a->block_table_entries);
+        h.cu_seqlens_k = host(a->cu_seqlens_k, a->cu_seqlens_entries);
+        if (a->seq_starts_unit != 0) h.seq_starts = host(a->seq_starts, a->seq_starts_entries);
+        validate_gather_kv(plugin::from_abi(h));
+      }))
+    return s;
   const bool starts = a->seq_starts_unit != 0;
   return call_bridge(
       "gather_kv",
@@ -161,12 +215,13 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t s
                     "cu_seqlens_entries", (long long)a->cu_seqlens_entries, "out_k", kv_tokens_fields(a->out_k),
                     "out_v", kv_tokens_fields(a->out_v), "seq_starts", addr(starts ? a->seq_starts : nullptr),
                     "seq_starts_entries", (long long)(starts ? a->seq_starts_entries : 0)),
-      msg, size);
+      stream, msg, size);
 }
 
-int store_kv_cache(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
+int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
-        validate_store({a->kv, a->kv_rows, a->kv_row_stride}, ints(a->slot_mapping, a->num_tokens),
+        HostMetadata host(stream);
+        validate_store({a->kv, a->kv_rows, a->kv_row_stride}, ints(host(a->slot_mapping, a->num_tokens), a->num_tokens),
                        {a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes});
       }))
     return s;
@@ -174,13 +229,14 @@ int store_kv_cache(void*, const kvcheck_store_args* a, void*, char* msg, size_t 
                      Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:N}", "kv", addr(a->kv), "kv_rows", (long long)a->kv_rows,
                                    "kv_row_stride", (long long)a->kv_row_stride, "slot_mapping", addr(a->slot_mapping),
                                    "num_tokens", (long long)a->num_tokens, "cache", paged_cache_fields(a->cache)),
-                     msg, size);
+                     stream, msg, size);
 }
 
-int load_paged_kv_cache(void*, const kvcheck_load_args* a, void*, char* msg, size_t size) {
+int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
+        HostMetadata host(stream);
         validate_load({a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes},
-                      ints(a->load_segments, a->num_segment_ints), a->total_k,
+                      ints(host(a->load_segments, a->num_segment_ints), a->num_segment_ints), a->total_k,
                       {a->out_data, a->out_data_stride, a->out_scales, a->out_scale_stride, a->out_rows});
       }))
     return s;
@@ -191,7 +247,7 @@ int load_paged_kv_cache(void*, const kvcheck_load_args* a, void*, char* msg, siz
                     "out_data", addr(a->out_data), "out_data_stride", (long long)a->out_data_stride, "out_scales",
                     addr(a->out_scales), "out_scale_stride", (long long)a->out_scale_stride, "out_rows",
                     (long long)a->out_rows),
-      msg, size);
+      stream, msg, size);
 }
 
 // Starts the interpreter (once) as $KVCHECK_PYTHON would run, with $KVCHECK_PYTHONPATH
@@ -237,24 +293,32 @@ std::string make_table(const char* spec) {
   if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error();
   PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
   if (info == nullptr) return "cannot load the Python backend " + std::string(spec) + ":\n" + take_python_error();
-  // (backend, name, ops, formats, kv_dtypes, block_size_multiple, max_block_size)
+  // (backend, name, memory_space, ops, formats, kv_dtypes, block_size_multiple, max_block_size)
   PyObject* backend = nullptr;
   const char* name = nullptr;
   unsigned int ops = 0, formats = 0, kv_dtypes = 0;
-  int multiple = 0, max_bs = 0;
-  if (!PyArg_ParseTuple(info, "OsIIIii", &backend, &name, &ops, &formats, &kv_dtypes, &multiple, &max_bs)) {
+  int memory_space = KVCHECK_MEMORY_HOST, multiple = 0, max_bs = 0;
+  if (!PyArg_ParseTuple(info, "OsiIIIii", &backend, &name, &memory_space, &ops, &formats, &kv_dtypes, &multiple,
+                        &max_bs)) {
     Py_DECREF(info);
     return "kvcheck._bridge.load returned no table description: " + take_python_error();
   }
   Py_INCREF(backend);
   g.backend = backend;
   g.name = name;
+  g.device = memory_space == KVCHECK_MEMORY_CUDA_DEVICE;
   Py_DECREF(info);
+#ifndef KVCHECK_PYTHON_CUDA
+  if (g.device) return "backend '" + g.name + "' is device=\"cuda\", but this bridge was built without CUDA";
+#endif
   kvcheck_backend_v1_t& t = g.table;
   t.abi_version = KVCHECK_ABI_VERSION;
   t.struct_size = sizeof t;
   t.name = g.name.c_str();
-  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.memory_space = g.device ? KVCHECK_MEMORY_CUDA_DEVICE : KVCHECK_MEMORY_HOST;
+#ifdef KVCHECK_PYTHON_CUDA
+  if (g.device) t.probe = [](void*, char* msg, size_t size) { return kvcheck_probe_cuda_device(msg, size); };
+#endif
   t.capabilities = {ops, formats, kv_dtypes, multiple, max_bs};
   if (ops & KVCHECK_OP_STORE_KV) t.store_kv = store_kv;
   if (ops & KVCHECK_OP_GATHER_KV) t.gather_kv = gather_kv;

@@ -33,7 +33,9 @@ class Backend:
         kvcheck.Backend("my-store", store_kv=f, gather_kv=g, kv_dtypes=("bf16", "fp16"))
 
     name: [a-z0-9_-]{1,32}, the backend's name in reports. Functions, each optional
-    (an op without one is never called), take keyword arguments, numpy views:
+    (an op without one is never called), take keyword arguments, numpy views
+    (device="host") or torch CUDA tensors on kvcheck's device buffers (device="cuda",
+    run on kvcheck's stream):
       store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale, v_scale)
       gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v,
                 kv_cache_dtype, k_scale, v_scale, seq_starts, seq_starts_unit)
@@ -49,11 +51,15 @@ class Backend:
     its module and attribute name.
     """
 
-    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, kv_dtypes=("bf16", "fp16"),
-                 formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0):
+    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, device="host",
+                 kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}}")
         self.name = name
+        if device not in ("host", "cuda"):
+            raise ValueError(f"kvcheck.Backend {name}: device is 'host' (numpy arrays) or 'cuda' (torch CUDA tensors), "
+                             f"not {device!r}")
+        self.device = device
         self.functions = {k: f for k, f in
                           (("store_kv", store_kv), ("gather_kv", gather_kv), ("store", store), ("load", load)) if f}
         for key, f in self.functions.items():

@@ -1,12 +1,15 @@
 """The embedded side of libkvcheck_python.so (plugins/python/python_plugin.cpp).
 
-`load(spec)` imports the backend and describes its table; `call(backend, op, fields)`
-wraps the ABI struct's buffers (addresses, include/kvcheck/backend_abi.h field names)
-as numpy views with exactly the harness's strides and bases — each buffer sits
+`load(spec)` imports the backend and describes its table; `call(backend, op, fields,
+stream)` wraps the ABI struct's buffers (addresses, include/kvcheck/backend_abi.h field
+names) as arrays with exactly the harness's strides and bases — each buffer sits
 between guard bands the harness checks after the call — calls the backend's function
-and returns (status, message). Inputs are read-only views; outputs and caches are
-writable views of the harness's memory, valid only during the call (docs/python.md,
-"memory contract").
+and returns (status, message). A host backend gets numpy views (inputs read-only); a
+device="cuda" backend gets torch CUDA tensors over the harness's device buffers
+(zero-copy, __cuda_array_interface__) and runs on the harness's stream
+(torch.cuda.ExternalStream), so its torch ops and Triton launches are ordered with
+kvcheck's copies. Views are valid only during the call (docs/python.md, "memory
+contract").
 """
 import ctypes
 import importlib
@@ -52,14 +55,20 @@ def load(spec):
     # kvcheck.check(..., kv_dtypes=, formats=): this run declares a part of what it takes.
     narrow = json.loads(os.environ.get("KVCHECK_PYTHON_NARROW") or "{}")
     backend = backend.narrowed(**narrow)
-    return (backend, backend.name, backend.ops_bits(), backend.formats_bits(), backend.kv_dtype_bits(),
+    memory_space = {"host": 0, "cuda": 1}[backend.device]
+    return (backend, backend.name, memory_space, backend.ops_bits(), backend.formats_bits(), backend.kv_dtype_bits(),
             backend.block_size_multiple, backend.max_block_size)
 
 
-def call(backend, op, fields):
+def call(backend, op, fields, stream=0):
     """Runs backend's `op` on the ABI fields: (0, '') or (status, message)."""
     try:
-        getattr(_Views, op)(backend, fields)
+        if backend.device == "cuda":
+            import torch
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+                getattr(_Views, op)(backend, fields, _CudaArrays(torch))
+        else:
+            getattr(_Views, op)(backend, fields, _HostArrays())
         return _abi.STATUS["ok"], ""
     except Refusal as e:
         return _abi.STATUS[e.code], str(e)
@@ -71,9 +80,9 @@ def call(backend, op, fields):
 
 
 def view(address, dtype, shape, strides, writeable):
-    """The array of `shape` at `address` whose axis i steps strides[i] ELEMENTS of
-    `dtype` (an empty array when any extent is 0, with those strides still). Read-only
-    unless `writeable`."""
+    """The numpy array of `shape` at `address` whose axis i steps strides[i] ELEMENTS
+    of `dtype` (an empty array when any extent is 0, with those strides still).
+    Read-only unless `writeable`."""
     dtype = np.dtype(dtype)
     shape = tuple(int(n) for n in shape)
     if any(n == 0 for n in shape):
@@ -91,8 +100,46 @@ def view(address, dtype, shape, strides, writeable):
     return array
 
 
-def _ints(address, count, shape=None):
-    return view(address, np.int32, shape or (count,), _dense_strides(shape or (count,)), False)
+class _HostArrays:
+    """numpy views of host buffers; kinds are the K/V dtypes and int32, float32, uint8."""
+    DTYPE = dict(NUMPY_DTYPE, int32=np.int32, float32=np.float32, uint8=np.uint8)
+
+    def __call__(self, address, kind, shape, strides, writeable):
+        return view(address, self.DTYPE[kind], shape, strides, writeable)
+
+
+class _CudaArrays:
+    """torch CUDA tensors over device buffers (zero-copy). bf16 is torch.bfloat16, fp8
+    caches are uint8 (vLLM's convention for fp8 KV caches)."""
+    TYPESTR = {"bf16": "<i2", "fp16": "<f2", "e4m3": "|u1", "e5m2": "|u1", "int32": "<i4", "float32": "<f4",
+               "uint8": "|u1"}
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.uint8, "e5m2": torch.uint8,
+                      "int32": torch.int32, "float32": torch.float32, "uint8": torch.uint8}
+
+    def __call__(self, address, kind, shape, strides, writeable):
+        torch = self.torch
+        shape = tuple(int(n) for n in shape)
+        strides = tuple(int(s) for s in strides)
+        if any(n == 0 for n in shape):
+            return torch.empty_strided(shape, strides, dtype=self.dtype[kind], device="cuda")
+        if not address:
+            raise Refusal("shape_mismatch", "a null buffer with elements")
+        size = np.dtype(self.TYPESTR[kind]).itemsize
+
+        class Interface:
+            __cuda_array_interface__ = {"shape": shape, "typestr": self.TYPESTR[kind], "data": (address, False),
+                                        "strides": tuple(s * size for s in strides), "version": 2}
+
+        tensor = torch.as_tensor(Interface(), device="cuda")
+        return tensor.view(torch.bfloat16) if kind == "bf16" else tensor
+
+
+def _ints(make, address, count, shape=None):
+    shape = shape or (count,)
+    return make(address, "int32", shape, _dense_strides(shape), False)
 
 
 def _dense_strides(shape):
@@ -103,72 +150,71 @@ def _dense_strides(shape):
     return tuple(reversed(strides))
 
 
-def _kv_caches(c):
+def _kv_caches(make, c, writeable):
     """(key_cache, value_cache, kv_cache_dtype, k_scale, v_scale) of a kvcheck_kv_cache."""
     dtype = _abi.KV_DTYPE_NAME[c["dtype"]]
     shape = (c["num_blocks"], c["block_size"], c["num_kv_heads"], c["head_dim"])
     strides = (c["stride_page"], c["stride_token"], c["stride_head"], 1)
-    k = view(c["k"], NUMPY_DTYPE[dtype], shape, strides, True)
-    v = view(c["v"], NUMPY_DTYPE[dtype], shape, strides, True)
-    k_scale = view(c["k_scale"], np.float32, (c["num_scales"],), (1,), False) if c["k_scale"] else None
-    v_scale = view(c["v_scale"], np.float32, (c["num_v_scales"],), (1,), False) if c["v_scale"] else None
+    k = make(c["k"], dtype, shape, strides, writeable)
+    v = make(c["v"], dtype, shape, strides, writeable)
+    k_scale = make(c["k_scale"], "float32", (c["num_scales"],), (1,), False) if c["k_scale"] else None
+    v_scale = make(c["v_scale"], "float32", (c["num_v_scales"],), (1,), False) if c["v_scale"] else None
     return k, v, dtype, k_scale, v_scale
 
 
-def _kv_tokens(t, heads, head_dim, writeable):
+def _kv_tokens(make, t, heads, head_dim, writeable):
     """Token rows [rows][H][D] of a kvcheck_kv_tokens."""
     dtype = _abi.KV_DTYPE_NAME[t["dtype"]]
-    return view(t["data"], NUMPY_DTYPE[dtype], (t["rows"], heads, head_dim), (t["token_stride"], t["head_stride"], 1),
-                writeable)
+    return make(t["data"], dtype, (t["rows"], heads, head_dim), (t["token_stride"], t["head_stride"], 1), writeable)
 
 
 class _Views:
     """One function per ABI entry: fields -> the backend function's arguments."""
 
     @staticmethod
-    def store_kv(backend, f):
+    def store_kv(backend, f, make):
         c = f["cache"]
-        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(c)
-        backend.store_kv(key=_kv_tokens(f["key"], c["num_kv_heads"], c["head_dim"], False),
-                         value=_kv_tokens(f["value"], c["num_kv_heads"], c["head_dim"], False),
+        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(make, c, True)
+        backend.store_kv(key=_kv_tokens(make, f["key"], c["num_kv_heads"], c["head_dim"], False),
+                         value=_kv_tokens(make, f["value"], c["num_kv_heads"], c["head_dim"], False),
                          key_cache=key_cache, value_cache=value_cache,
-                         slot_mapping=_ints(f["slot_mapping"], f["num_tokens"]), kv_cache_dtype=cache_dtype,
+                         slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]), kv_cache_dtype=cache_dtype,
                          k_scale=k_scale, v_scale=v_scale)
 
     @staticmethod
-    def gather_kv(backend, f):
+    def gather_kv(backend, f, make):
         c = f["cache"]
-        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(c)
+        key_cache, value_cache, cache_dtype, k_scale, v_scale = _kv_caches(make, c, False)
         num_seqs = f["cu_seqlens_entries"] - 1
         unit = {0: None, 1: "token", 2: "block"}[f["seq_starts_unit"]]
         backend.gather_kv(key_cache=key_cache, value_cache=value_cache,
-                          block_table=_ints(f["block_table"], None, (num_seqs, f["max_blocks"])),
-                          cu_seqlens_k=_ints(f["cu_seqlens_k"], f["cu_seqlens_entries"]),
-                          out_k=_kv_tokens(f["out_k"], c["num_kv_heads"], c["head_dim"], True),
-                          out_v=_kv_tokens(f["out_v"], c["num_kv_heads"], c["head_dim"], True),
+                          block_table=_ints(make, f["block_table"], None, (num_seqs, f["max_blocks"])),
+                          cu_seqlens_k=_ints(make, f["cu_seqlens_k"], f["cu_seqlens_entries"]),
+                          out_k=_kv_tokens(make, f["out_k"], c["num_kv_heads"], c["head_dim"], True),
+                          out_v=_kv_tokens(make, f["out_v"], c["num_kv_heads"], c["head_dim"], True),
                           kv_cache_dtype=cache_dtype, k_scale=k_scale, v_scale=v_scale,
-                          seq_starts=_ints(f["seq_starts"], f["seq_starts_entries"]) if unit else None,
+                          seq_starts=_ints(make, f["seq_starts"], f["seq_starts_entries"]) if unit else None,
                           seq_starts_unit=unit)
 
     @staticmethod
-    def store_kv_cache(backend, f):
+    def store_kv_cache(backend, f, make):
         c = f["cache"]
-        backend.store(kv=view(f["kv"], np.uint16, (f["kv_rows"], c["elements"]), (f["kv_row_stride"], 1), False),
-                      slot_mapping=_ints(f["slot_mapping"], f["num_tokens"]),
-                      cache=view(c["base"], np.uint8, (c["size_bytes"],), (1,), True), layout=_layout(c))
+        backend.store(kv=make(f["kv"], "bf16", (f["kv_rows"], c["elements"]), (f["kv_row_stride"], 1), False),
+                      slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]),
+                      cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c))
 
     @staticmethod
-    def load_paged_kv_cache(backend, f):
+    def load_paged_kv_cache(backend, f, make):
         c = f["cache"]
         layout = _layout(c)
         rows = f["out_rows"]
         out_scales = None
         if f["out_scales"]:
-            out_scales = view(f["out_scales"], np.uint8, (rows, c["sf_bytes"]), (f["out_scale_stride"], 1), True)
-        backend.load(cache=view(c["base"], np.uint8, (c["size_bytes"],), (1,), False), layout=layout,
-                     load_segments=_ints(f["load_segments"], None, (f["num_segment_ints"] // 4, 4)),
+            out_scales = make(f["out_scales"], "uint8", (rows, c["sf_bytes"]), (f["out_scale_stride"], 1), True)
+        backend.load(cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), False), layout=layout,
+                     load_segments=_ints(make, f["load_segments"], None, (f["num_segment_ints"] // 4, 4)),
                      total_k=f["total_k"],
-                     out_data=view(f["out_data"], np.uint8, (rows, layout.load_row_bytes), (f["out_data_stride"], 1),
+                     out_data=make(f["out_data"], "uint8", (rows, layout.load_row_bytes), (f["out_data_stride"], 1),
                                    True),
                      out_scales=out_scales)
 
