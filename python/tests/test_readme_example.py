@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -21,7 +22,12 @@ def example(path, heading):
                                           ("docs/python.md", "# Python: test")])
 def test_the_documented_example_passes(tmp_path, path, heading):
     (tmp_path / "test_example.py").write_text(example(path, heading))
+    # Where the package is not installed (the GPU box: no registry), from the checkout.
+    installed = any(ep.name == "kvcheck" for ep in metadata.entry_points(group="pytest11"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(CHECKOUT, "python")] +
+                                                      os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path),
-                           "--kvcheck-cases", "40", "--kvcheck-seed", "2"], cwd=tmp_path, stdout=subprocess.PIPE,
+                           *([] if installed else ["-p", "kvcheck.pytest_plugin"]), "--kvcheck-cases", "40",
+                           "--kvcheck-seed", "2"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout
