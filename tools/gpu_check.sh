@@ -8,8 +8,12 @@
 #      parallel with 1)
 #   3. bench_cuda --json, then bench/compare_alternatives.py when torch is importable
 #   4. bench/ncu.sh for every 262,144-token row under 90 % of the copy (block size 64)
-# KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass).
-# Exit 1 when a test or the campaign failed. The build dir must exist (cmake --preset gpu).
+#   5. the Python bridge's tests (python/tests: numpy, torch and Triton backends, 1,000
+#      cases per property on the GPU) when python3 has torch, Triton and pytest
+# KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass). JUnit: ctest-junit.xml,
+# campaign-junit.xml, python-junit.xml in OUT_DIR (.github/workflows/gpu.yml uploads them).
+# Exit 1 when a test, the campaign or the Python tests failed. The build dir must exist
+# (cmake --preset gpu).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build=${1:-$root/build-gpu}
@@ -20,17 +24,28 @@ kvcheck="$build/tools/kvcheck/kvcheck"
 seconds=${KVCHECK_GPU_CAMPAIGN_SECONDS:-120}
 # The campaign's run directory goes to the build tree: the suite beside it checks that
 # nothing writes into the source tree's .kvcheck-work/ while it runs.
-(KVCHECK_WORK_DIR="$build/gpu-check-work" "$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" > "$out/campaign.log" 2>&1
+(KVCHECK_WORK_DIR="$build/gpu-check-work" "$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" --junit "$out/campaign-junit.xml" > "$out/campaign.log" 2>&1
  echo "campaign exit $?" >> "$out/campaign.log") &
-(cd "$build" && ctest -L 'cuda|property|plugin' -j "$(nproc)" --timeout 600 --output-on-failure > "$out/ctest.log" 2>&1)
+(cd "$build" && ctest -L 'cuda|property|plugin' -j "$(nproc)" --timeout 600 --output-on-failure \
+  --output-junit "$out/ctest-junit.xml" > "$out/ctest.log" 2>&1)
 ctest_rc=$?
 wait
+python_rc=0
+if python3 -c 'import torch, triton, pytest, numpy' 2> /dev/null; then
+  KVCHECK_BUILD_DIR="$build" KVCHECK_WORK_DIR="$build/gpu-check-work" PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest -q -p no:cacheprovider "$root/python/tests" --junitxml "$out/python-junit.xml" \
+    > "$out/python.log" 2>&1
+  python_rc=$?
+  tail -1 "$out/python.log"
+else
+  echo "python: no torch/Triton/pytest in $(command -v python3): the Python bridge's GPU tests did not run"
+fi
 grep -E 'tests passed|\*\*\*Failed|Timeout' "$out/ctest.log"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|no findings|^FAIL' "$out/ctest.log" | sort | uniq -c
 tail -3 "$out/campaign.log"
 campaign_ok=$(grep -c 'campaign exit 0' "$out/campaign.log")
 if [[ ${KVCHECK_GPU_BENCH:-1} == 0 ]]; then
-  ((ctest_rc == 0 && campaign_ok == 1))
+  ((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0))
   exit
 fi
 "$build/bench/bench_cuda" --json "$out/bench.json" > "$out/bench.txt" 2>&1 || echo "bench_cuda failed"
@@ -47,4 +62,4 @@ print(" ".join(sorted({f"{r['format']}:{r['op']}" for r in rows
 PY
 )
 [[ -n $misses ]] && bash "$root/bench/ncu.sh" "$build" $misses > "$out/ncu.txt" 2>&1
-((ctest_rc == 0 && campaign_ok == 1))
+((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0))

@@ -32,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 // One (property, backend) row of the campaign, accumulated over rounds.
 struct Row {
+  size_t index = 0;  // in the whole selection, before --shard: seeds and shards follow it
   const props::Property* property;
   std::shared_ptr<const Backend> backend;
   std::string backend_label;
@@ -97,6 +98,23 @@ void print_class_table(const std::vector<Row>& rows, bool all, std::ostream& out
     fmt::print(out, "\ncase classes: {} pairs within their bounds (--verbose prints them; summary.json has them)\n",
                hidden);
 }
+
+}  // namespace
+
+std::optional<std::pair<int, int>> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return std::nullopt;
+  const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
+  const auto digits = [](const std::string& x) {
+    return x.size() <= 5 && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(a) || !digits(b)) return std::nullopt;
+  const int i = std::stoi(a), n = std::stoi(b);
+  if (n < 1 || n > 10000 || i < 1 || i > n) return std::nullopt;
+  return std::make_pair(i, n);
+}
+
+namespace {
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
@@ -282,6 +300,21 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     }
     for (const auto& b : backends) rows.push_back(make_row(p, b));
   }
+  const size_t pairs_total = rows.size();
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].index = i;
+  if (options.shard_count > 0 && !rows.empty()) {
+    std::vector<Row> mine;
+    for (Row& r : rows)
+      if (r.index % static_cast<size_t>(options.shard_count) == static_cast<size_t>(options.shard_index - 1))
+        mine.push_back(std::move(r));
+    if (mine.empty()) {
+      fmt::print(terminal, "kvcheck run: shard {}/{} holds none of the {} selected (property, backend) pairs (use at "
+                           "most {} shards)\n",
+                 options.shard_index, options.shard_count, pairs_total, pairs_total);
+      return 2;
+    }
+    rows = std::move(mine);
+  }
   const std::string host_note =
       host_left_out ? fmt::format("{} host properties (they never call a backend; --backend host runs them)",
                                   host_left_out)
@@ -326,8 +359,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   std::vector<std::string> backend_list;
   for (const auto& b : backends) backend_list.emplace_back(b->name());
   const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
-  fmt::print(out, "kvcheck run: {} (property, backend) pairs on [{}], seed {}, budget {}\n", rows.size(), backend_names,
-             seed, timed ? fmt::format("{:g} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
+  fmt::print(out, "kvcheck run: {} (property, backend) pairs{} on [{}], seed {}, budget {}\n", rows.size(),
+             options.shard_count ? fmt::format(" (shard {}/{} of {})", options.shard_index, options.shard_count,
+                                               pairs_total)
+                                 : std::string(),
+             backend_names, seed,
+             timed ? fmt::format("{:g} s", options.seconds) : fmt::format("{} cases each", per_row_cases));
   for (const auto& m : missing) fmt::print(out, "  not run: {}\n", m);
   if (!host_note.empty()) fmt::print(out, "  left out: {}\n", host_note);
   fmt::print(out, "run directory: {}\n", run_dir);
@@ -343,6 +380,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   header["backends"] = backend_list;
   header["not_run"] = missing;
   header["host_properties_left_out"] = host_left_out;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");  // a --devices worker's GPU
+  header["cuda_visible_devices"] = visible ? nlohmann::json(visible) : nlohmann::json(nullptr);
+  header["shard"] = options.shard_count ? nlohmann::json{{"index", options.shard_index},
+                                                         {"count", options.shard_count},
+                                                         {"pairs_total", pairs_total}}
+                                        : nlohmann::json(nullptr);
 
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -360,6 +403,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       const Row& r = rows[i];
       execs += r.cases;
       nlohmann::json j = {{"name", props::test_id(*r.property, *r.backend)},
+                          {"index", r.index},
                           {"kind", "property"},
                           {"property", r.property->name},
                           {"op", r.property->op},
@@ -414,7 +458,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (r.failures > 0) continue;  // a failing row keeps its minimal case
       // Round 0 always completes, so every selected row runs; later rounds stop at the budget.
       if (round > 0 && (!timed || elapsed() >= options.seconds)) break;
-      const uint64_t case_seed = timed ? mix_seed(seed, round, i) : seed;
+      const uint64_t case_seed = timed ? mix_seed(seed, round, r.index) : seed;
       if (!r.not_exercised.empty()) continue;
       // What the backend cannot run is said as such, before any budget reason.
       if (r.cases == 0)

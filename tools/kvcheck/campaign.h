@@ -26,7 +26,12 @@ struct CampaignOptions {
   bool isolate = true;                 // each (property, backend) chunk in a child (isolate.h)
   bool verbose = false;                // case-class tables of every pair, not only failing ones
   bool plugin_run = false;             // --plugin given: host properties are left out unless --backend host
+  int shard_index = 0;                 // --shard I/N: 1-based I; 0 = the whole run
+  int shard_count = 0;                 // N; 0 = the whole run
 };
+
+/// "I/N" (1 <= I <= N <= 10000) -> {I, N}; nullopt for anything else.
+std::optional<std::pair<int, int>> parse_shard(const std::string& text);
 
 /// Runs the campaign. Host properties (Property::per_backend false) never call a
 /// backend: when `backends` names backends, or `plugin_run` is set without them, they
@@ -40,6 +45,11 @@ struct CampaignOptions {
 /// for `./kvcheck corpus keep`. Returns 0 when every property held, 1 on any
 /// failure, 2 when the options select nothing runnable or an output path cannot be
 /// written (checked before anything runs), 130 when interrupted.
+/// With a shard I/N, the run holds the (property, backend) pairs whose index in the
+/// whole selection is I-1 modulo N, each with the seeds it has in the whole run, and
+/// its summary says so ("shard": index, count, pairs in the whole selection), so the
+/// N shards' summaries merge (`kvcheck summary merge`, summary_merge.h) into the
+/// whole run's set of pairs. A shard with no pair is exit 2.
 int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress);
 
 /// Prints the registered properties (name, op, per-backend or host, invariant).

@@ -2,21 +2,25 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "impl/backends.h"
 #include "impl/plugin/loader.h"
 
 #include "tools/kvcheck/campaign.h"
+#include "tools/kvcheck/devices.h"
 #include "tools/kvcheck/explain.h"
 #include "tools/kvcheck/options.h"
 #include "tools/kvcheck/report.h"
+#include "tools/kvcheck/summary_merge.h"
 
 namespace {
 
@@ -156,6 +160,12 @@ int main(int argc, char** argv) {
   declared.flag(run_cmd, "--verbose", run.verbose);
   declared.add(run_cmd, "--plugin", plugins);
   declared.flag(run_cmd, "--in-process", in_process);
+  std::string devices_text;
+  auto* devices_opt = declared.add(run_cmd, "--devices", devices_text);
+  std::string shard;
+  declared.add(run_cmd, "--shard", shard)->excludes(devices_opt)->check([](const std::string& v) {
+    return kvcheck::tool::parse_shard(v) ? std::string() : "want I/N with 1 <= I <= N <= 10000, got '" + v + "'";
+  });
 
   auto* backends_cmd = app.add_subcommand("backends", declared.about("backends"));
   declared.add(backends_cmd, "--plugin", plugins);
@@ -174,6 +184,16 @@ int main(int argc, char** argv) {
 
   // Run records for drivers outside this binary (tools/fuzz.sh).
   std::string record_kind, record_dir, record_verdict, record_junit, record_work;
+  std::vector<std::string> merge_inputs;
+  std::string merge_out, merge_junit;
+  auto* summary_cmd = app.add_subcommand("summary", "Work with summary.json files");
+  summary_cmd->require_subcommand(1);
+  auto* merge_cmd = summary_cmd->add_subcommand(
+      "merge", "Join the summary.json files of the N shards of one run (kvcheck run --shard I/N) into one verdict");
+  merge_cmd->add_option("SUMMARY", merge_inputs, "The shards' summary.json files")->required()->check(CLI::ExistingFile);
+  merge_cmd->add_option("--out", merge_out, "Write the merged summary.json here")->required();
+  merge_cmd->add_option("--junit", merge_junit, "Also write the merged summary as JUnit XML");
+
   auto* record_cmd = app.add_subcommand("record", "Run directory and summary.json for tools/fuzz.sh");
   record_cmd->require_subcommand(1);
   auto* record_start = record_cmd->add_subcommand("start", "Make a run directory, print it, write summary.json");
@@ -206,6 +226,8 @@ int main(int argc, char** argv) {
   }
   if (explain_cmd->parsed()) return kvcheck::explain_file(explain_path, explain_target, std::cout);
   if (junit_cmd->parsed()) return kvcheck::tool::junit_file(junit_summary, junit_out, std::cerr);
+  if (merge_cmd->parsed())
+    return kvcheck::tool::summary_merge(merge_inputs, merge_out, merge_junit, std::cout, std::cerr);
   if (record_start->parsed()) return kvcheck::tool::record_start(record_kind, record_work, std::cout, std::cerr);
   if (record_finish->parsed())
     return kvcheck::tool::record_finish(record_dir, record_verdict, record_junit, std::cerr);
@@ -219,6 +241,32 @@ int main(int argc, char** argv) {
     run.progress = !quiet;
     run.plugin_run = !plugins.empty();
     run.isolate = !in_process;
+    if (const auto s = kvcheck::tool::parse_shard(shard)) std::tie(run.shard_index, run.shard_count) = *s;
+    if (devices_opt->count() > 0) {
+      std::vector<std::string> devices;
+      try {
+        devices = kvcheck::tool::parse_devices(devices_text);
+      } catch (const std::exception& e) {
+        std::cerr << "kvcheck run: " << e.what() << "\n";
+        return 2;
+      }
+      // The workers get this run's options but the ones each worker is given its own of.
+      std::vector<std::string> worker_args;
+      const std::set<std::string> own = {"--devices", "--report", "--junit", "--work-dir", "--seed"};
+      for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        const std::string name = a.substr(0, a.find('='));
+        if (own.count(name)) {
+          if (a.find('=') == std::string::npos) ++i;  // and its value
+          continue;
+        }
+        worker_args.push_back(a);
+      }
+      const uint64_t worker_seed =
+          run.seed.value_or(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+      return kvcheck::tool::run_on_devices("/proc/self/exe", worker_args, devices, worker_seed, run.work_dir,
+                                           run.report_path, run.junit_path, std::cout);
+    }
     return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
   }
   return 0;

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""CTest campaign.shards_and_devices: `kvcheck run --shard I/N` + `kvcheck summary
+merge` give exactly the unsharded run's pairs, and `kvcheck run --devices 0,1` (a
+simulated two-GPU machine: workers pinned by CUDA_VISIBLE_DEVICES, the cpu backend)
+runs every pair exactly once into one complete summary; a worker that dies is said
+with its device and the merged verdict is not a pass.
+Usage: devices_test.py KVCHECK_BINARY WORK_DIR"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+kvcheck, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+SELECT = ["--backend", "cpu", "--property", "store_kv", "--property", "gather_kv", "--cases", "2", "--seed", "5",
+          "--quiet", "--work-dir", work]
+failures = []
+
+
+def check(ok, what):
+    print(("ok:   " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(*args, env=None):
+    done = subprocess.run([kvcheck, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(os.environ, **(env or {})))
+    return done.returncode, done.stdout
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def pairs(summary):
+    return sorted((r["name"], r["verdict"], r["cases"], r["index"]) for r in summary["results"])
+
+
+rc, out = run("run", *SELECT, "--report", f"{work}/full.json")
+check(rc == 0, f"the unsharded run passes (exit {rc})\n{out}")
+full = load(f"{work}/full.json")
+check(len(full["results"]) >= 5, f"it selects several pairs ({len(full['results'])})")
+
+shard_files = []
+for i in (1, 2, 3):
+    rc, out = run("run", *SELECT, "--shard", f"{i}/3", "--report", f"{work}/shard{i}.json")
+    check(rc == 0, f"shard {i}/3 passes (exit {rc})\n{out}")
+    shard_files.append(f"{work}/shard{i}.json")
+shards = [load(f) for f in shard_files]
+names = [r["name"] for s in shards for r in s["results"]]
+check(len(names) == len(set(names)), "no pair is in two shards")
+rc, out = run("summary", "merge", *shard_files, "--out", f"{work}/merged.json")
+merged = load(f"{work}/merged.json")
+check(rc == 0 and merged["verdict"] == "pass", f"merge passes (exit {rc}, {merged['verdict']})\n{out}")
+check(pairs(merged) == pairs(full), "the merged shards are the unsharded run's pairs, verdicts and cases")
+rc, out = run("summary", "merge", shard_files[0], shard_files[2], "--out", f"{work}/partial.json")
+check(rc == 1 and load(f"{work}/partial.json")["verdict"] == "incomplete" and "shard 2: MISSING" in out,
+      f"a missing shard is an incomplete merge (exit {rc})\n{out}")
+rc, out = run("summary", "merge", shard_files[0], shard_files[0], "--out", f"{work}/twice.json")
+check(rc == 2 and "again" in out, f"a shard given twice is refused (exit {rc}): {out.strip()}")
+rc, out = run("summary", "merge", shard_files[0], f"{work}/full.json", "--out", f"{work}/mixed.json")
+check(rc == 2 and "not a shard" in out, f"an unsharded summary is refused (exit {rc}): {out.strip()}")
+rc, out = run("run", *SELECT, "--shard", "4/3")
+check(rc == 2, f"--shard 4/3 is a bad option (exit {rc})")
+
+rc, out = run("run", *SELECT, "--devices", "0,1", "--report", f"{work}/devices.json")
+devices = load(f"{work}/devices.json")
+check(rc == 0 and devices["verdict"] == "pass", f"--devices 0,1 passes (exit {rc})\n{out}")
+check(pairs(devices) == pairs(full), "every pair ran exactly once, as in the unsharded run")
+check(devices["missing_pairs"] == [] and len(devices["devices"]) == 2, "the merged summary is complete")
+for d in devices["devices"]:
+    s = load(d["log"].replace(".log", ".summary.json"))
+    check(s["cuda_visible_devices"] == d["device"], f"worker {d['device']} ran with CUDA_VISIBLE_DEVICES={d['device']}")
+run_dir = devices["run_dir"]
+check(os.path.isfile(f"{run_dir}/campaign.log") and os.path.isfile(f"{run_dir}/summary.json"),
+      "one run directory: campaign.log and summary.json")
+
+rc, out = run("run", *SELECT, "--devices", "0,1", "--report", f"{work}/died.json", env={"KVCHECK_TEST_KILL_WORKER": "1"})
+died = load(f"{work}/died.json")
+check(rc == 1 and died["verdict"] == "incomplete", f"a dead worker is no pass (exit {rc}, {died['verdict']})")
+check("device 1 (shard 2/2): killed by signal 9" in out and "WORKER DIED" in out,
+      f"the dead worker is said with its device\n{out}")
+check(any(r["name"] for r in died["results"]) and died["missing_pairs"], "the other worker's pairs are kept")
+rc, out = run("run", *SELECT, "--devices", "0,0")
+check(rc == 2 and "twice" in out, f"--devices 0,0 is refused (exit {rc}): {out.strip()}")
+
+print("all shard and device checks passed" if not failures else f"{len(failures)} checks failed")
+sys.exit(1 if failures else 0)
