@@ -15,6 +15,7 @@
 #include "properties/rapidcheck_bridge.h"
 #include "properties/registry.h"
 #include "properties/runner.h"
+#include "tests/ctest_gpu.h"
 
 namespace {
 
@@ -68,6 +69,7 @@ std::string gtest_name(std::string label) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kvcheck::test::pin_ctest_gpu();  // a cuda row's GPU under ctest --resource-spec-file
   testing::InitGoogleTest(&argc, argv);
   // The suite runs with kCiSeed unless RC_PARAMS names a seed; put it in RC_PARAMS so
   // RapidCheck's own "Using configuration: seed=..." echo shows the seed really used.

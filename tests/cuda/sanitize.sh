@@ -8,6 +8,11 @@
 # (no child per property), so the sanitizer sees every kernel in the one process.
 set -uo pipefail
 tool=$1 kvcheck=$2 tests=$3
+# The GPU CTest gave this test under --resource-spec-file (tests/ctest_gpu.h's rule).
+if [[ ${CTEST_RESOURCE_GROUP_0:-} == gpus && ${CTEST_RESOURCE_GROUP_0_GPUS:-} == id:* ]]; then
+  gpu=${CTEST_RESOURCE_GROUP_0_GPUS#id:}
+  export CUDA_VISIBLE_DEVICES=${gpu%%,*}
+fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [[ -x $sanitizer ]] || { echo "SKIP: no compute-sanitizer on this machine"; exit 77; }
 why=$("$kvcheck" backends 2>&1 | grep '^cuda' || true)
