@@ -5,13 +5,12 @@ import re
 
 from . import _abi
 
-# The entries a Python backend may give, by keyword: (its ABI op, docs/spec.md section).
-ENTRIES = {
-    "store_kv": ("store_kv", "§7.4"),
-    "gather_kv": ("gather_kv", "§7.5"),
-    "store": ("store_kv_cache", "§5.1"),
-    "load": ("load_paged_kv_cache", "§5.2"),
-}
+# The entries a Python backend may give, by keyword: its ABI op (the KVCHECK_OP_* bit).
+ENTRIES = {"store_kv": "store_kv", "gather_kv": "gather_kv", "store": "store_kv_cache", "load": "load_paged_kv_cache"}
+# The property ops (`kvcheck run --list`) a backend's functions run: each function's
+# own, and those that need two of them.
+PROPERTY_OPS = {"store_kv": ["store_kv"], "gather_kv": ["gather_kv"], "store": ["store"], "load": ["load"]}
+PAIRED_OPS = {("store_kv", "gather_kv"): "kv_step", ("store", "load"): "round_trip"}
 
 
 class Refusal(Exception):
@@ -106,11 +105,13 @@ class Backend:
         raise AttributeError(key)
 
     def ops(self):
-        """The ABI op names this backend runs ('store_kv', 'store_kv_cache', ...)."""
-        return [ENTRIES[k][0] for k in self.functions]
+        """The property ops this backend's functions run (`kvcheck run --list`'s op
+        column: 'store_kv', 'store', 'round_trip', ...)."""
+        out = [op for k in self.functions for op in PROPERTY_OPS[k]]
+        return out + [op for (a, b), op in PAIRED_OPS.items() if a in self.functions and b in self.functions]
 
     def ops_bits(self):
-        bits = sum(_abi.OPS[op] for op in self.ops())
+        bits = sum(_abi.OPS[ENTRIES[k]] for k in self.functions)
         return bits | (_abi.OPS["gather_kv_seq_starts"] if self.seq_starts else 0)
 
     def formats_bits(self):

@@ -1,0 +1,35 @@
+"""The paged MLA/indexer cache's store and load (docs/spec.md §5.1, §5.2) for the
+BF16(E) format, in numpy on the raw cache bytes: what a team's first Python version of
+a store_kv_cache / load_paged_kv_cache looks like. BF16 records are copied as bits."""
+import numpy as np
+
+import kvcheck
+
+
+def _record(cache, layout, slot):
+    block, token = divmod(int(slot), layout.block_size)
+    start = block * layout.block_stride + token * layout.data_token_stride
+    return cache[start:start + layout.quantized_bytes]
+
+
+def store(kv, slot_mapping, cache, layout):
+    """kv [rows][E] uint16 (BF16 bits): row i into slot slot_mapping[i] (-1 skipped)."""
+    rows = kv.view(np.uint8).reshape(kv.shape[0], -1) if kv.size else kv
+    for i, slot in enumerate(slot_mapping):
+        if slot >= 0:
+            _record(cache, layout, slot)[:] = rows[i][:layout.quantized_bytes]
+
+
+def load(cache, layout, load_segments, total_k, out_data, out_scales):
+    """Segments (src_block_id, src_begin, src_end, dst_offset): tokens [begin, end) of
+    the block to rows dst_offset..; block -1 writes zero rows."""
+    for block, begin, end, dst in load_segments:
+        for k, token in enumerate(range(begin, end)):
+            row = out_data[dst + k][:layout.load_row_bytes]
+            if block == -1:
+                row[:] = 0
+            else:
+                row[:] = _record(cache, layout, block * layout.block_size + token)
+
+
+backend = kvcheck.Backend("numpy-paged", store=store, load=load, formats=("bf16",), kv_dtypes=())
