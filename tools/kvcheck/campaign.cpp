@@ -436,15 +436,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     return s;
   };
   auto write_summary = [&](const std::string& verdict) {
-    const nlohmann::json s = summary(verdict);
-    bool ok = write_file_atomically(summary_path, s.dump(2) + "\n");
-    if (!options.report_path.empty()) ok &= write_file_atomically(options.report_path, s.dump(2) + "\n");
-    if (!options.junit_path.empty() && verdict != "running") {
-      std::ostringstream x;
-      write_junit(s, x);
-      ok &= write_file_atomically(options.junit_path, x.str());
-    }
-    return ok;
+    return write_summary_files(summary(verdict), {summary_path, options.report_path},
+                               verdict == "running" ? std::string() : options.junit_path)
+        .empty();
   };
   write_summary("running");
 

@@ -197,14 +197,7 @@ int run_on_devices(const std::string& self, const std::vector<std::string>& run_
     if (!(WIFEXITED(w.status) && (WEXITSTATUS(w.status) == 0 || WEXITSTATUS(w.status) == 1)) &&
         merged["verdict"] == "pass")
       merged["verdict"] = "incomplete";  // a worker that died never passes
-  const std::string text = merged.dump(2) + "\n";
-  bool ok = write_file_atomically(run_dir + "/summary.json", text);
-  if (!report_path.empty()) ok &= write_file_atomically(report_path, text);
-  if (!junit_path.empty()) {
-    std::ostringstream x;
-    write_junit(merged, x);
-    ok &= write_file_atomically(junit_path, x.str());
-  }
+  const bool ok = write_summary_files(merged, {run_dir + "/summary.json", report_path}, junit_path).empty();
   const auto& t = merged.value("totals", nlohmann::json::object());
   fmt::print(out, "{} (property, backend) pairs on {} devices, {} cases, {} failing; verdict {}\nsummary: {}\n",
              t.value("results", 0), n, t.value("execs", int64_t{0}), t.value("failures", 0),

@@ -254,19 +254,24 @@ int record_finish(const std::string& run_dir, const std::string& verdict, const 
   s["end_time"] = verdict == "running" ? nlohmann::json(nullptr) : nlohmann::json(utc_now());
   s["seconds"] = static_cast<int64_t>(std::time(nullptr)) - s.value("start_epoch", static_cast<int64_t>(0));
   s["totals"] = {{"results", s["results"].size()}, {"failures", failures}, {"execs", execs}};
-  if (!write_file_atomically(run_dir + "/summary.json", s.dump(2) + "\n")) {
-    err << "kvcheck record: cannot write " << run_dir << "/summary.json\n";
+  if (const std::string bad = write_summary_files(s, {run_dir + "/summary.json"}, junit_path); !bad.empty()) {
+    err << "kvcheck record: cannot write " << bad << "\n";
     return 2;
   }
+  return 0;
+}
+
+std::string write_summary_files(const nlohmann::json& summary, const std::vector<std::string>& json_paths,
+                                const std::string& junit_path) {
+  const std::string text = summary.dump(2) + "\n";
+  for (const auto& p : json_paths)
+    if (!p.empty() && !write_file_atomically(p, text)) return p;
   if (!junit_path.empty()) {
     std::ostringstream x;
-    write_junit(s, x);
-    if (!write_file_atomically(junit_path, x.str())) {
-      err << "kvcheck record: cannot write " << junit_path << "\n";
-      return 2;
-    }
+    write_junit(summary, x);
+    if (!write_file_atomically(junit_path, x.str())) return junit_path;
   }
-  return 0;
+  return "";
 }
 
 }  // namespace kvcheck::tool

@@ -8,6 +8,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace kvcheck::tool {
 
@@ -36,6 +37,12 @@ nlohmann::json summary_header(const std::string& kind, const std::string& start_
 /// rename(2), so a reader sees the old file or the new one, never a truncated one.
 /// Returns false (errno kept) when it cannot.
 bool write_file_atomically(const std::string& path, const std::string& content);
+
+/// Writes `summary` (pretty JSON) atomically to every non-empty path of `json_paths`
+/// and, when `junit_path` is not empty, its JUnit XML (write_junit) there. Returns ""
+/// or the first path that could not be written.
+std::string write_summary_files(const nlohmann::json& summary, const std::vector<std::string>& json_paths,
+                                const std::string& junit_path);
 
 /// JUnit XML of a summary: one <testcase> per result (classname = op or "fuzz"),
 /// <failure> with each failure's message, seed and reproduce command, <skipped> for

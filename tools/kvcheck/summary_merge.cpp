@@ -145,17 +145,9 @@ int summary_merge(const std::vector<std::string>& paths, const std::string& out_
              merged["totals"]["failures"].get<int64_t>(), merged["totals"]["execs"].get<int64_t>(), verdict,
              merged["missing_pairs"].empty() ? ""
                                              : fmt::format(" ({} pairs no shard holds)", merged["missing_pairs"].size()));
-  if (!write_file_atomically(out_path, merged.dump(2) + "\n")) {
-    err << "kvcheck summary merge: cannot write " << out_path << "\n";
+  if (const std::string bad = write_summary_files(merged, {out_path}, junit_path); !bad.empty()) {
+    err << "kvcheck summary merge: cannot write " << bad << "\n";
     return 2;
-  }
-  if (!junit_path.empty()) {
-    std::ostringstream x;
-    write_junit(merged, x);
-    if (!write_file_atomically(junit_path, x.str())) {
-      err << "kvcheck summary merge: cannot write " << junit_path << "\n";
-      return 2;
-    }
   }
   fmt::print(out, "summary: {}\n", out_path);
   return verdict == "pass" ? 0 : 1;
