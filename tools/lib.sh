@@ -6,8 +6,9 @@
 # run records, mutants); jq (fuzz and corpus scripts); clang-14, llvm-14 and
 # libclang-rt-14-dev (the ASan, libFuzzer and coverage trees); python3
 # (tools/mutants.py and its CTest check), python3-dev and python3-venv (the Python
-# bridge, plugins/python, and its test environment); and the libraries CMake finds.
-PACKAGES=(build-essential cmake ninja-build git jq python3 python3-dev python3-venv clang-14 llvm-14 libclang-rt-14-dev
+# bridge, plugins/python, and its test environment); zip (.clusterfuzzlite/build.sh's
+# seed corpora, CTest cflite.build); and the libraries CMake finds.
+PACKAGES=(build-essential cmake ninja-build git jq zip python3 python3-dev python3-venv clang-14 llvm-14 libclang-rt-14-dev
   libgtest-dev librapidcheck-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev)
 
 # The git-ignored work area: run directories (logs, summaries, new inputs, crashes,
