@@ -3,6 +3,7 @@
 // (campaign.h --shard), merged into one run directory (summary_merge.h).
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
