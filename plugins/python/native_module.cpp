@@ -9,6 +9,8 @@
 #include <Python.h>
 
 #include <stdexcept>
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "impl/error.h"

@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
