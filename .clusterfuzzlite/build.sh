@@ -4,6 +4,7 @@
 # CFLAGS/CXXFLAGS); writes $OUT/fuzz_<target>, fuzz_<target>_seed_corpus.zip and
 # fuzz_<target>.options. Source: $SRC/kvcheck (the Dockerfile's COPY), or
 # $KVCHECK_SRC when set.
+set -euo pipefail  # also when run as `bash build.sh`, where the #! line's -eu is not read
 cd "${KVCHECK_SRC:-$SRC/kvcheck}"
 # The system libraries we link (rapidcheck, fmt) are built against
 # libstdc++; OSS-Fuzz's default -stdlib=libc++ cannot link them (MSan is not used).

@@ -11,8 +11,9 @@ set -uo pipefail
 root=$1 work=$2
 rm -rf "$work/out" "$work/work" "$work/src" "$work/seeds"
 mkdir -p "$work/out" "$work/work" "$work/src" "$work/seeds"
-ln -s "$root" "$work/src/kvcheck"
-export CC=clang-14 CXX=clang++-14 SRC="$work/src" WORK="$work/work" OUT="$work/out"
+# The checkout itself (KVCHECK_SRC), not a link to it under $SRC: the work dir is in the
+# build tree inside the checkout, and a link would make CMake's paths loop through it.
+export CC=clang-14 CXX=clang++-14 SRC="$work/src" WORK="$work/work" OUT="$work/out" KVCHECK_SRC="$root"
 export SANITIZER=address FUZZING_ENGINE=libfuzzer ARCHITECTURE=x86_64
 export CFLAGS="-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=address -fsanitize-address-use-after-scope -fsanitize=fuzzer-no-link"
 export CXXFLAGS="$CFLAGS -stdlib=libc++"
