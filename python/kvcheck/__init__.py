@@ -14,4 +14,4 @@ from ._run import Result, build_dir, check
 __all__ = ["Backend", "Refusal", "Result", "check", "build_dir", "KV_DTYPES"]
 
 # The K/V cache dtypes a backend may declare (docs/spec.md §7.1), for parametrising.
-KV_DTYPES = ("bf16", "fp16", "e4m3", "e5m2")
+from ._abi import KV_DTYPE_NAMES as KV_DTYPES  # noqa: E402

@@ -34,3 +34,7 @@ for _name, _table, _need in (("status", STATUS, ("ok", "slot_out_of_range", "int
 STATUS_NAME = {v: k for k, v in STATUS.items()}
 KV_DTYPE_NAME = {v: k for k, v in KV_DTYPES.items()}
 FORMAT_NAME = {v: k for k, v in FORMATS.items()}
+
+# The K/V cache dtypes and paged formats by name, in ABI order (for parametrising).
+KV_DTYPE_NAMES = tuple(sorted(KV_DTYPES, key=KV_DTYPES.get))
+FORMAT_NAMES = tuple(f for f in sorted(FORMATS, key=FORMATS.get) if f != "other")

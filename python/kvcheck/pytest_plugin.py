@@ -5,10 +5,21 @@ fixture that applies them.
     --kvcheck-seconds S   time budget per check (instead of cases)
     --kvcheck-cases N     cases per property (default 200)
     --kvcheck-seed N      RapidCheck seed (default: random per check, printed on failure)
+    --kvcheck-kv-dtypes bf16,fp16    the values of the kvcheck_kv_dtype parameter
+    --kvcheck-formats bf16,v41       the values of the kvcheck_format parameter
+
+A test that takes the `kvcheck_kv_dtype` (or `kvcheck_format`) argument runs once per
+K/V cache dtype (paged format); pass it on, kvcheck_check(backend,
+kv_dtypes=[kvcheck_kv_dtype]), and an item whose dtype the backend does not declare is
+skipped, saying so.
 """
 import pytest
 
+from . import _abi
 from ._run import check
+
+KV_DTYPES = _abi.KV_DTYPE_NAMES
+FORMATS = _abi.FORMAT_NAMES
 
 
 def pytest_addoption(parser):
@@ -16,6 +27,17 @@ def pytest_addoption(parser):
     group.addoption("--kvcheck-seconds", type=float, default=None, help="time budget of each kvcheck.check")
     group.addoption("--kvcheck-cases", type=int, default=None, help="cases per property of each kvcheck.check")
     group.addoption("--kvcheck-seed", type=int, default=None, help="RapidCheck seed of each kvcheck.check")
+    group.addoption("--kvcheck-kv-dtypes", default=",".join(KV_DTYPES),
+                    help="comma-separated K/V cache dtypes the kvcheck_kv_dtype parameter takes")
+    group.addoption("--kvcheck-formats", default=",".join(FORMATS),
+                    help="comma-separated paged formats the kvcheck_format parameter takes")
+
+
+def pytest_generate_tests(metafunc):
+    for name, option in (("kvcheck_kv_dtype", "--kvcheck-kv-dtypes"), ("kvcheck_format", "--kvcheck-formats")):
+        if name in metafunc.fixturenames:
+            values = [v for v in metafunc.config.getoption(option).split(",") if v]
+            metafunc.parametrize(name, values)
 
 
 @pytest.fixture
@@ -33,6 +55,10 @@ def kvcheck_check(request):
                 kwargs["cases"] = cases
         if "seed" not in kwargs and config.getoption("--kvcheck-seed") is not None:
             kwargs["seed"] = config.getoption("--kvcheck-seed")
+        for key in ("kv_dtypes", "formats"):  # a parametrised item the backend does not declare
+            extra = [v for v in kwargs.get(key) or () if v not in getattr(backend, key)]
+            if extra:
+                pytest.skip(f"{backend.name} does not declare {key} {extra} (it declares {list(getattr(backend, key))})")
         return check(backend, **kwargs)
 
     return run
