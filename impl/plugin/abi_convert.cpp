@@ -160,11 +160,16 @@ kvcheck_gather_kv_args to_abi(const GatherKvArgs& g) {
   return a;
 }
 
+std::span<const int32_t> ints(const int32_t* p, int64_t n) {
+  return p != nullptr && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
+}
+
+std::span<int32_t> ints(int32_t* p, int64_t n) {
+  return p != nullptr && n > 0 ? std::span<int32_t>(p, static_cast<size_t>(n)) : std::span<int32_t>();
+}
+
 GatherKvArgs from_abi(const kvcheck_gather_kv_args& a) {
   // A span's pointer may be a device pointer (CUDA plugins): only its extent is used here.
-  const auto ints = [](const int32_t* p, int64_t n) {
-    return p != nullptr && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
-  };
   GatherKvArgs g;
   g.cache = from_abi(a.cache);
   g.block_table = ints(a.block_table, a.block_table_entries);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "impl/capabilities.h"  // BackendCapabilities; abi_format, the kvcheck_format of a record
@@ -45,6 +46,12 @@ GatherKvArgs from_abi(const kvcheck_gather_kv_args& a);
 /// BackendCapabilities <-> kvcheck_capabilities.
 BackendCapabilities from_abi(const kvcheck_capabilities& c);
 kvcheck_capabilities to_abi(const BackendCapabilities& c);
+
+/// The `n` int32 entries at `p` as a span; empty for a null pointer or n <= 0. The
+/// pointer may be a device pointer: the host side uses only the extent (and the
+/// validators read host copies).
+std::span<const int32_t> ints(const int32_t* p, int64_t n);
+std::span<int32_t> ints(int32_t* p, int64_t n);
 
 /// Writes `text` NUL-terminated and truncated into msg[msg_size] (nothing when null).
 void write_message(const std::string& text, char* msg, size_t msg_size);

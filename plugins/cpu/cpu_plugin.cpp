@@ -10,15 +10,9 @@ namespace {
 using namespace kvcheck;
 using plugin::from_abi;
 using plugin::guarded;
+using plugin::ints;
 
 const cpu::CpuBackend backend;
-
-std::span<const int32_t> ints(const int32_t* p, int64_t n) {
-  return p ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
-}
-std::span<int32_t> ints(int32_t* p, int64_t n) {
-  return p ? std::span<int32_t>(p, static_cast<size_t>(n)) : std::span<int32_t>();
-}
 
 int store_kv_cache(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {

@@ -82,10 +82,6 @@ kvcheck_kv_tokens kv_tokens(PyObject* d) {
   return t;
 }
 
-std::span<const int32_t> ints(const int32_t* p, long long n) {
-  return p && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
-}
-
 // Runs f; (0, "") or (status, message); a bad field raises TypeError.
 template <typename F>
 PyObject* run(F&& f) {
@@ -112,7 +108,7 @@ PyObject* store_kv(PyObject*, PyObject* f) {
     a.num_tokens = integer(f, "num_tokens");
     a.cache = kv_cache(dict(f, "cache"));
     ref::store_kv(KvTokensIn(plugin::from_abi(a.key)), KvTokensIn(plugin::from_abi(a.value)),
-                  ints(a.slot_mapping, a.num_tokens), plugin::from_abi(a.cache));
+                  plugin::ints(a.slot_mapping, a.num_tokens), plugin::from_abi(a.cache));
   });
 }
 

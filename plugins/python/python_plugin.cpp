@@ -49,6 +49,7 @@
 namespace {
 
 using namespace kvcheck;
+using plugin::ints;
 
 struct State {
   PyObject* bridge = nullptr;   // the kvcheck._bridge module
@@ -168,10 +169,6 @@ PyObject* paged_cache_fields(const kvcheck_paged_cache& c) {
 template <typename F>
 int validated(char* msg, size_t size, F&& check) {
   return plugin::guarded(msg, size, check);
-}
-
-std::span<const int32_t> ints(const int32_t* p, int64_t n) {
-  return p && n > 0 ? std::span<const int32_t>(p, static_cast<size_t>(n)) : std::span<const int32_t>();
 }
 
 // The cache with host copies of its scales.
