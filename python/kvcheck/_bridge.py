@@ -74,9 +74,15 @@ def call(backend, op, fields, stream=0):
         return _abi.STATUS[e.code], str(e)
     except BaseException:  # noqa: B036 - a kernel's KeyboardInterrupt is its failure too
         text = traceback.format_exc()
-        sys.stderr.write(f"kvcheck: Python backend '{backend.name}' {op} raised:\n{text}")
-        sys.stderr.flush()
+        # Whole on stderr once per process (shrinking repeats it); always in the report.
+        if text not in _SAID:
+            _SAID.add(text)
+            sys.stderr.write(f"kvcheck: Python backend '{backend.name}' {op} raised:\n{text}")
+            sys.stderr.flush()
         return _abi.STATUS["internal"], f"Python backend '{backend.name}' {op} raised:\n{text}"
+
+
+_SAID = set()
 
 
 def view(address, dtype, shape, strides, writeable):
