@@ -231,12 +231,15 @@ int main(int argc, char** argv) {
     int32_t heads, head_dim;
     KvScaleKind scale;
     int64_t tokens;
+    bool reciprocal = false;  // recipe sglang (SPEC §7.3.1): a multiply by RN(1/s), not a division
   };
   const KvCase kv_cases[] = {
       {"kv bf16 NHD 8x128", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144},
       {"kv bf16 HND 8x128", KvDtype::kBF16, KvHeadLayout::kHND, 8, 128, KvScaleKind::kNone, 262144},
       {"kv e4m3/tensor 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144},
       {"kv e4m3/head 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerHead, 262144},
+      {"kv e4m3/tensor sglang 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144,
+       true},
       {"kv bf16 NHD 40x128", KvDtype::kBF16, KvHeadLayout::kNHD, 40, 128, KvScaleKind::kNone, 65536},
   };
   for (const KvCase& kc : kv_cases) {
@@ -273,6 +276,7 @@ int main(int argc, char** argv) {
     st.layout = dl;
     st.k_scale = st.v_scale = d_scale;
     st.per_head_scale = kc.scale == KvScaleKind::kPerHead;
+    st.reciprocal = kc.reciprocal;
     // gather: 64 sequences of n/64 tokens over the blocks in a random order.
     const int32_t num_seqs = 64, max_blocks = static_cast<int32_t>(num_blocks / num_seqs);
     std::vector<int32_t> table(static_cast<size_t>(num_blocks)), cu(num_seqs + 1);

@@ -77,6 +77,21 @@ bool BackendCapabilities::supports_property_op(const std::string& op, std::strin
   return false;
 }
 
+std::vector<KvRecipe> BackendCapabilities::supported_kv_recipes() const {
+  std::vector<KvRecipe> out;
+  for (KvRecipe r : kvcheck::kv_recipes())
+    if (supports_kv_recipe(r)) out.push_back(r);
+  if (out.empty()) out.push_back(KvRecipe::kSpec);
+  return out;
+}
+
+bool BackendCapabilities::supports_head_dim(int64_t d) const {
+  if (d < 1 || head_dims.empty()) return true;
+  for (int32_t h : head_dims)
+    if (h == d) return true;
+  return false;
+}
+
 std::string BackendCapabilities::restrictions() const {
   std::string out, ops_missing, fmts, dts;
   for (const auto& o : kOpNames)
@@ -93,6 +108,16 @@ std::string BackendCapabilities::restrictions() const {
     if (supports_kv_dtype(d)) dts += (nd++ ? ", " : "") + to_string(d);
   if (nd < 4 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
     out += "K/V dtypes: " + (nd ? dts + " only" : std::string("none")) + "\n";
+  if ((ops & KVCHECK_OP_STORE_KV) && supported_kv_recipes().size() < static_cast<size_t>(kNumKvRecipes)) {
+    std::string rs;
+    for (KvRecipe r : supported_kv_recipes()) rs += (rs.empty() ? "" : ", ") + to_string(r);
+    out += "FP8 K/V recipe: " + rs + " (declared)\n";
+  }
+  if (!head_dims.empty() && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV))) {
+    std::string ds;
+    for (int32_t d : head_dims) ds += (ds.empty() ? "" : ", ") + std::to_string(d);
+    out += "head_dim: " + ds + " only (declared)\n";
+  }
   if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";
   if (max_block_size > 0) out += "block_size: at most " + std::to_string(max_block_size) + "\n";
   return out;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "include/kvcheck/backend_abi.h"  // the KVCHECK_OP_* and KVCHECK_FORMAT_* bits
 #include "impl/format.h"
@@ -29,6 +30,14 @@ struct BackendCapabilities {
   uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
   int32_t block_size_multiple = 1; // block sizes are multiples of this
   int32_t max_block_size = 0;      // 0 = no limit
+  /// (1 << KvRecipe) bits: the recipes the FP8 store_kv implements (SPEC §7.3.1); the
+  /// generators draw a case's recipe among them. In-process backends implement all; a
+  /// plugin without a contract declares kSpec only.
+  uint32_t kv_recipes = ~0u;
+  /// The head_dims store_kv and gather_kv take (SPEC §7.2 caches); empty = any. The
+  /// match properties draw only these; prop_store_kv_undeclared_shape_is_refused draws
+  /// the others and requires a kUnsupported refusal.
+  std::vector<int32_t> head_dims;
   /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
   /// backends); false for device plugins, whose adapter copies every buffer. The
   /// generators draw sparse multi-GiB inputs only for host-memory backends.
@@ -39,6 +48,14 @@ struct BackendCapabilities {
   /// the backend's validation), false for a valid format outside the table.
   bool supports_format(const KVCacheFormat& f) const;
   bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
+  bool supports_kv_recipe(KvRecipe r) const {
+    return is_kv_recipe(r) && ((kv_recipes >> static_cast<int>(r)) & 1u);
+  }
+  /// The recipes of kv_recipes, in enum order (never empty: kSpec when none is set).
+  std::vector<KvRecipe> supported_kv_recipes() const;
+  /// Whether head_dims is empty or holds d. A head_dim below 1 is invalid input, not a
+  /// capability question: true.
+  bool supports_head_dim(int64_t d) const;
   /// Block sizes below 1 are invalid input, not a capability question: true.
   bool supports_block_size(int64_t bs) const {
     return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));

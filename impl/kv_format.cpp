@@ -1,5 +1,7 @@
 #include "impl/kv_format.h"
 
+#include "impl/error.h"
+
 namespace kvcheck {
 
 int64_t kv_dtype_bytes(KvDtype dtype) { return is_fp8(dtype) ? 1 : 2; }
@@ -28,6 +30,30 @@ std::string to_string(KvScaleKind kind) {
   }
   return "scale-kind(" + std::to_string(static_cast<int>(kind)) + ")";
 }
+
+std::string to_string(KvRecipe recipe) {
+  switch (recipe) {
+    case KvRecipe::kSpec: return "spec";
+    case KvRecipe::kVllm: return "vllm";
+    case KvRecipe::kSglang: return "sglang";
+  }
+  return "recipe(" + std::to_string(static_cast<int>(recipe)) + ")";
+}
+
+bool is_kv_recipe(KvRecipe recipe) {
+  return static_cast<int32_t>(recipe) >= 0 && static_cast<int32_t>(recipe) < kNumKvRecipes;
+}
+
+KvRecipe kv_recipe_from_string(const std::string& name) {
+  std::string known;
+  for (const KvRecipe r : kv_recipes()) {
+    if (to_string(r) == name) return r;
+    known += (known.empty() ? "" : ", ") + to_string(r);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown recipe '" + name + "' (known: " + known + ")");
+}
+
+std::vector<KvRecipe> kv_recipes() { return {KvRecipe::kSpec, KvRecipe::kVllm, KvRecipe::kSglang}; }
 
 std::vector<KvDtype> kv_dtypes() {
   return {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2};

@@ -18,6 +18,12 @@ enum class KvDtype : uint8_t { kBF16, kFP16, kE4M3, kE5M2 };
 enum class KvHeadLayout : uint8_t { kNHD, kHND };
 /// FP8 scales: none (bf16/fp16 caches), one float per tensor, one per KV head.
 enum class KvScaleKind : uint8_t { kNone, kPerTensor, kPerHead };
+/// How an FP8 K/V store quantises with its scale (SPEC §7.3.1, a recipe of an engine):
+/// kSpec and kVllm q = cvt(x / scale) with IEEE division; kSglang q = cvt(clamp(x *
+/// RN(1 / scale))) with a NaN sent to +max. The values are the plugin ABI's
+/// kvcheck_recipe (backend_abi.h). Loads dequantise alike in every recipe.
+enum class KvRecipe : int32_t { kSpec = 0, kVllm = 1, kSglang = 2 };
+inline constexpr int kNumKvRecipes = 3;
 
 /// Bytes per element: 2 (bf16, fp16) or 1 (e4m3, e5m2).
 int64_t kv_dtype_bytes(KvDtype dtype);
@@ -30,6 +36,15 @@ std::string to_string(KvDtype dtype);
 std::string to_string(KvHeadLayout layout);
 /// "none", "per-tensor", "per-head".
 std::string to_string(KvScaleKind kind);
+/// "spec", "vllm", "sglang"; "recipe(N)" for a value that is none of them.
+std::string to_string(KvRecipe recipe);
+/// Whether `recipe` is one of KvRecipe's values (a value from a plugin call may not be).
+bool is_kv_recipe(KvRecipe recipe);
+/// The recipe named `name` ("spec", "vllm", "sglang"); throws kvcheck::Error
+/// (kInvalidArgument) naming the known ones otherwise.
+KvRecipe kv_recipe_from_string(const std::string& name);
+/// All recipes, in enum order.
+std::vector<KvRecipe> kv_recipes();
 /// All four dtypes, in enum order.
 std::vector<KvDtype> kv_dtypes();
 
@@ -47,10 +62,12 @@ struct KvCacheLayout {
 };
 
 /// k_scale / v_scale of an FP8 cache (SPEC §7.3): 1 float each (per tensor) or
-/// num_kv_heads floats each (per head). Ignored for bf16/fp16 caches.
+/// num_kv_heads floats each (per head), and the recipe that applies them (§7.3.1).
+/// Ignored for bf16/fp16 caches.
 struct KvScales {
   KvScaleKind kind = KvScaleKind::kNone;
   std::span<const float> k_scale, v_scale;
+  KvRecipe recipe = KvRecipe::kSpec;
 };
 
 /// A layer's K and V caches: base pointers (host or device, as the backend says) and

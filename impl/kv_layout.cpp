@@ -151,6 +151,9 @@ void validate_kv_scales_shape(const KvCacheLayout& l, const KvScales& s) {
       fail(ErrorCode::kShapeMismatch, std::string(side.name) + " has " +
                                           to_string(side.v.size()) + " floats; " +
                                           to_string(s.kind) + " needs " + to_string(want));
+  if (!is_kv_recipe(s.recipe))
+    fail(ErrorCode::kInvalidArgument, "recipe " + to_string(static_cast<int64_t>(s.recipe)) +
+                                          " is not a K/V recipe (spec, vllm, sglang: SPEC §7.3.1)");
 }
 
 void validate_kv_scales(const KvCacheLayout& l, const KvScales& s) {

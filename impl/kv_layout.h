@@ -44,11 +44,12 @@ void validate_kv_layout(const KvCacheLayout& layout);
 void validate_kv_cache(const ConstKvCacheView& cache);
 
 /// SPEC §7.3 for FP8 layouts (no-op for bf16/fp16): kind not kNone (kInvalidArgument),
-/// spans of 1 or num_kv_heads floats (kShapeMismatch), then the values: k_scale's,
+/// spans of 1 or num_kv_heads floats (kShapeMismatch), a known recipe (SPEC §7.3.1;
+/// kInvalidArgument), then the values: k_scale's,
 /// then v_scale's, each > 0 and finite (kv_scale_ok; kInvalidArgument). Reads the
 /// values, so the scales must be host memory.
 void validate_kv_scales(const KvCacheLayout& layout, const KvScales& scales);
-/// The checks of validate_kv_scales that read no value (kind, sizes): for backends
+/// The checks of validate_kv_scales that read no value (kind, sizes, recipe): for backends
 /// whose scales are device memory and checked there (impl/cuda/device_api.h).
 void validate_kv_scales_shape(const KvCacheLayout& layout, const KvScales& scales);
 

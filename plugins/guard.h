@@ -36,6 +36,10 @@ inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP
 #undef KVCHECK_OP_BIT
     ;
 
+/// The contract of kvcheck's own plugins: every recipe of SPEC §7.3.1 (the call's
+/// kvcheck_kv_cache.recipe picks one), any head_dim.
+inline constexpr kvcheck_contract kEveryRecipe{sizeof(kvcheck_contract), (1u << kNumKvRecipes) - 1, 0, {}};
+
 }  // namespace kvcheck::plugin
 
 /// Sets every entry of table `t` to the function of the same name in scope (a plugin

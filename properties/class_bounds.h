@@ -57,6 +57,7 @@ inline std::vector<ClassBound> store_kv() {
           {"padding rows", 0.30},
           {"kv longer than slot_mapping", 0.25},
           {"slot_mapping buffer goes on", 0.20},
+          {"fp8 recipe sglang", 0.06},  // SPEC §7.3.1: the recipe that multiplies and clamps
           {"writes nothing", 0, 0.15}};
 }
 

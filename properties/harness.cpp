@@ -291,8 +291,10 @@ bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape&
          !c.supports_block_stride(shape.format, shape.block_size, shape.block_stride);
 }
 
-bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size) {
-  return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size);
+bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size, int64_t head_dim,
+                KvRecipe recipe) {
+  return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size) ||
+         !c.supports_head_dim(head_dim) || (is_fp8(dtype) && is_kv_recipe(recipe) && !c.supports_kv_recipe(recipe));
 }
 
 void require_isolated(const std::function<Verdict()>& check) {

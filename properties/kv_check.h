@@ -19,6 +19,9 @@ enum StoreKvInvariant : unsigned {
   kStoreKvAll = 0x7u,
 };
 Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned invariants = kStoreKvAll);
+/// A valid store_kv case outside the backend's declared head_dims (its contract, ABI
+/// kvcheck_contract): the backend must refuse it with kUnsupported and change no byte.
+Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s);
 
 /// Invariants of gather_kv. Always: the outcome, and the cache is never written.
 enum GatherKvInvariant : unsigned {

@@ -106,12 +106,12 @@ KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) 
 
 KvCacheView KvBuffers::view() {
   return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
-          {shape.scale_kind, shape.k_scale, shape.v_scale}};
+          {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}};
 }
 
 ConstKvCacheView KvBuffers::view() const {
   return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
-          {shape.scale_kind, shape.k_scale, shape.v_scale}};
+          {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}};
 }
 
 bool KvBuffers::guards_intact() const {
@@ -185,6 +185,7 @@ void note_kv_classes(const StoreKvScenario& s) {
   for (int32_t slot : s.slot_tail)
     if (slot >= 0 && n > 0) note_class("slot_mapping buffer goes on");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
+  if (is_fp8(s.cache.dtype) && s.cache.recipe == KvRecipe::kSglang) note_class("fp8 recipe sglang");
   if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
   if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
 }

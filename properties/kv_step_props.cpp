@@ -38,7 +38,7 @@ uint16_t expected_element(const KvStepScenario& s, bool is_v, KvDtype in, KvDtyp
   if (!is_fp8(s.cache.dtype)) return x;
   const auto& sc = is_v ? s.cache.v_scale : s.cache.k_scale;
   const float scale = sc[s.cache.scale_kind == KvScaleKind::kPerHead ? static_cast<size_t>(h) : 0];
-  const uint8_t q = ref::quantize_kv(s.cache.dtype, ref::model_to_float(in, x), scale);
+  const uint8_t q = ref::quantize_kv(s.cache.dtype, ref::model_to_float(in, x), scale, s.cache.recipe);
   return ref::float_to_model(out, ref::dequantize_kv(s.cache.dtype, q, scale));
 }
 

@@ -60,7 +60,53 @@ std::string untouched_violation(const char* who, const std::vector<Range>& recor
                      locate_kv_byte(after, bad), before.body()[bad], after.body()[bad]);
 }
 
+// An FP8 store whose bytes differ from the case's recipe: which other recipes (SPEC
+// §7.3.1) the reference would have written exactly these bytes under, so a kernel
+// team sees "matches sglang, not the declared vllm" rather than a rounding diff.
+std::string other_recipes_matching(const Backend& b, const StoreKvScenario& s, const KvBuffers& be_buf) {
+  if (!is_fp8(s.cache.dtype) || !is_kv_recipe(s.cache.recipe)) return "";
+  std::string matches, others, declared;
+  for (const KvRecipe r : kv_recipes()) {
+    if (b.capabilities().supports_kv_recipe(r)) declared += (declared.empty() ? "" : ", ") + to_string(r);
+    if (r == s.cache.recipe) continue;
+    StoreKvScenario t = s;
+    t.cache.recipe = r;
+    KvBuffers buf(t.cache);  // the buffer's view carries its shape's recipe
+    if (run_store_kv(nullptr, t, buf)) continue;
+    std::string& list = buf.bytes == be_buf.bytes ? matches : others;
+    list += (list.empty() ? "" : ", ") + to_string(r);
+  }
+  if (matches.empty())
+    return fmt::format("recipe: the bytes match no other recipe either ({}; the case's is {}, declared: {})\n",
+                       others, to_string(s.cache.recipe), declared);
+  return fmt::format("recipe: the backend's bytes match recipe {} exactly, not the declared {} (this case's; "
+                     "declared: {}; docs/spec.md §7.3.1)\n",
+                     matches, to_string(s.cache.recipe), declared);
+}
+
 }  // namespace
+
+Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s) {
+  const KvBuffers pristine(s.cache);
+  KvBuffers be_buf(s.cache);
+  Outcome be;
+  be.code = run_store_kv(&b, s, be_buf, &be.message);
+  Verdict v;
+  std::string declared;
+  for (int32_t d : b.capabilities().head_dims) declared += (declared.empty() ? "" : ", ") + std::to_string(d);
+  const std::string what = fmt::format("head_dim {} outside the declared head_dims {{{}}}", s.cache.head_dim, declared);
+  if (!be.code)
+    v.failure += fmt::format("store_kv ran a case with {}: a kernel built for its declared shapes must refuse "
+                             "others with KVCHECK_STATUS_UNSUPPORTED (kUnsupported) and write nothing\n", what);
+  else if (*be.code != ErrorCode::kUnsupported)
+    v.failure += fmt::format("store_kv refused a valid case with {} as {} ({}); expected kUnsupported\n", what,
+                             to_string(*be.code), be.message);
+  if (!be_buf.guards_intact()) v.failure += "wrote into the canary band around the buffer\n";
+  if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes, be_buf.bytes); !d.empty())
+    v.failure += "the buffer changed:\n" + d + "\n";
+  if (!v.failure.empty()) v.failure = fmt::format("op=store_kv backend={} {}\n{}", b.name(), describe(s.cache), v.failure);
+  return v;
+}
 
 Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned which) {
   const KvBuffers pristine(s.cache);
@@ -69,7 +115,8 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message);
   be.code = run_store_kv(&b, s, be_buf, &be.message);
   Verdict v;
-  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_STORE_KV, s.cache.dtype, s.cache.block_size),
+  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_STORE_KV, s.cache.dtype, s.cache.block_size,
+                                   s.cache.head_dim, s.cache.recipe),
                         be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))
     return v;
   std::string& fail = v.failure;
@@ -91,7 +138,8 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   }
   if ((which & kStoreKvMatchesReference) && !ref.code && !be.code)
     if (const std::string d = diff_kv_buffers(be_buf, ref_buf.bytes, be_buf.bytes); !d.empty())
-      fail += "K/V buffer after store_kv differs (expected = reference):\n" + d + "\n";
+      fail += "K/V buffer after store_kv differs (expected = reference):\n" + d + "\n" +
+              other_recipes_matching(b, s, be_buf);
   if (!fail.empty())  // the scenario itself is printed by the caller (RapidCheck, the fuzz report, explain)
     fail = fmt::format("op=store_kv backend={} {}\n{}", b.name(), describe(s.cache), fail);
   return v;

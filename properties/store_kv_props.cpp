@@ -3,6 +3,7 @@
 #include <rapidcheck.h>
 
 #include "properties/class_bounds.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/kv_check.h"
 #include "properties/regression.h"
 #include "properties/registry.h"
@@ -14,6 +15,24 @@ namespace {
 // can be saved as a regression file and replayed (regression.h).
 StoreKvScenario draw_store_kv_scenario() { return *gen_store_kv_scenario(); }
 StoreKvScenario draw_store_kv_fault_scenario() { return *gen_store_kv_fault_scenario(); }
+
+// A valid case whose head_dim the backend's contract leaves out (SPEC §7.3.1,
+// kvcheck_contract.head_dims): drawn with everything else inside the contract.
+StoreKvScenario draw_store_kv_undeclared_scenario() {
+  BackendCapabilities c = generator_caps();
+  std::vector<int32_t> outside;
+  for (int32_t d : {64, 80, 96, 128, 256, 576, 1, 2, 3, 8, 16})
+    if (!c.supports_head_dim(d)) outside.push_back(d);
+  for (int32_t d = 1; outside.empty(); ++d)
+    if (!c.supports_head_dim(d)) outside.push_back(d);
+  c.head_dims = {*rc::gen::elementOf(outside)};
+  const ScopedGeneratorCaps scope(c);
+  return *gen_store_kv_scenario();
+}
+
+void prop_store_kv_undeclared_shape_is_refused(const Backend& b, const StoreKvScenario& s) {
+  require(check_store_kv_refuses_undeclared(b, s));
+}
 
 void prop_store_kv_matches_reference(const Backend& b, const StoreKvScenario& s) {
   require(check_store_kv(b, s, kStoreKvMatchesReference));
@@ -43,6 +62,16 @@ void register_store_kv_properties(Registry& r) {
       "a bad slot, row shape, dtype, scale or view throws the right kvcheck::Error and changes no byte",
       draw_store_kv_fault_scenario, prop_store_kv_invalid_input_throws_and_writes_nothing,
       bounds::store_kv_fault()));
+  // Only for a backend whose contract limits head_dim; the others have nothing to refuse.
+  Property p = scenario_property(
+      "prop_store_kv_undeclared_shape_is_refused", "store_kv",
+      "a valid case with a head_dim the backend's contract leaves out is refused with kUnsupported, no byte changed",
+      draw_store_kv_undeclared_scenario, prop_store_kv_undeclared_shape_is_refused);
+  p.needs = [](const BackendCapabilities& c) -> std::string {
+    if (!(c.ops & KVCHECK_OP_STORE_KV)) return "no store_kv";
+    return c.head_dims.empty() ? "declares no head_dim limit (kvcheck_contract.head_dims)" : "";
+  };
+  r.add(std::move(p));
 }
 
 }  // namespace kvcheck::props

@@ -98,6 +98,8 @@ void check_kv_cache(const ConstKvCacheView& c) {
   const size_t want = sc.kind == KvScaleKind::kPerHead ? static_cast<size_t>(l.num_kv_heads) : 1;
   if (sc.k_scale.size() != want) fail(ErrorCode::kShapeMismatch, "k_scale has the wrong size");
   if (sc.v_scale.size() != want) fail(ErrorCode::kShapeMismatch, "v_scale has the wrong size");
+  const int32_t recipe = static_cast<int32_t>(sc.recipe);
+  if (recipe < 0 || recipe > 2) fail(ErrorCode::kInvalidArgument, "unknown recipe " + std::to_string(recipe));
   for (size_t h = 0; h < want; ++h)
     if (!std::isfinite(sc.k_scale[h]) || sc.k_scale[h] <= 0)
       fail(ErrorCode::kInvalidArgument,

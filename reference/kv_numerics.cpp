@@ -93,8 +93,20 @@ uint16_t float_to_model(KvDtype dtype, float x) {
   throw Error(ErrorCode::kInvalidArgument, to_string(dtype) + " is not a model dtype");
 }
 
-uint8_t quantize_kv(KvDtype fp8, float x, float scale) {
-  const float y = x / scale;  // IEEE binary32 division, RNE
+uint8_t quantize_kv(KvDtype fp8, float x, float scale, KvRecipe recipe) {
+  float y;
+  if (recipe == KvRecipe::kSglang) {
+    const float inv = 1.0f / scale;  // one IEEE division, RNE
+    y = x * inv;                     // one RN multiply
+    // C's fminf/fmaxf return the number when one operand is NaN: the clamp sends NaN
+    // to +max, and ±Inf to ±max (which SATFINITE would give as well).
+    const float max = fp8 == KvDtype::kE4M3 ? 448.0f : 57344.0f;
+    y = std::fmax(std::fmin(y, max), -max);
+  } else if (recipe == KvRecipe::kSpec || recipe == KvRecipe::kVllm) {
+    y = x / scale;  // IEEE binary32 division, RNE
+  } else {
+    throw Error(ErrorCode::kInvalidArgument, "unknown recipe " + std::to_string(static_cast<int>(recipe)));
+  }
   if (fp8 == KvDtype::kE4M3) return cvt_e4m3(y);
   if (fp8 == KvDtype::kE5M2) return cvt_e5m2(y);
   throw Error(ErrorCode::kInvalidArgument, to_string(fp8) + " is not an FP8 dtype");

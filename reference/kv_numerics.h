@@ -22,8 +22,10 @@ float e5m2_to_float(uint8_t code);
 float model_to_float(KvDtype dtype, uint16_t bits);
 /// A float rounded to a model dtype (bf16 as SPEC §4, fp16 as above).
 uint16_t float_to_model(KvDtype dtype, float x);
-/// SPEC §7.3 store: cvt_<fp8>(float(x) / scale), IEEE division.
-uint8_t quantize_kv(KvDtype fp8, float x, float scale);
+/// SPEC §7.3.1 store under `recipe`: kSpec, kVllm: cvt_<fp8>(x / scale), IEEE
+/// division; kSglang: y = x * RN(1 / scale), then fmaxf(fminf(y, max), -max) (a NaN
+/// becomes +max) and cvt_<fp8>. max = 448 (e4m3), 57344 (e5m2).
+uint8_t quantize_kv(KvDtype fp8, float x, float scale, KvRecipe recipe = KvRecipe::kSpec);
 /// SPEC §7.3 load: float(q) * scale, one RN multiply (round to the model dtype after).
 float dequantize_kv(KvDtype fp8, uint8_t q, float scale);
 

@@ -74,7 +74,7 @@ void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const in
             dst[1] = static_cast<uint8_t>(x >> 8);
           } else {
             dst[0] = quantize_kv(l.dtype, model_to_float(in.dtype, x),
-                                 head_scale(cache.scales, side == 1, h));
+                                 head_scale(cache.scales, side == 1, h), cache.scales.recipe);
           }
         }
       }

@@ -11,6 +11,7 @@
 #include "impl/cpu/cpu_backend.h"
 #include "impl/kv_layout.h"
 #include "reference/gather_kv.h"
+#include "reference/kv_numerics.h"
 #include "reference/kv_layout.h"
 #include "reference/store_kv.h"
 #include "tests/test_util.h"
@@ -195,6 +196,95 @@ TEST(KvStore, Bf16KnownAnswerNhdAndHnd) {
       }
     }
   }
+}
+
+// SPEC §7.3.1, worked by hand there: the sglang recipe multiplies by RN(1/s) and clamps
+// with fminf/fmaxf. Per head, k_scale [2, 7], v_scale [1, 1]: key 3.0 * 0.5 -> 0x3C
+// (as spec), 1.3671875 * RN(1/7) = 0.19531251 -> 0x25 (spec's tie gives 0x24); value
+// NaN -> +448 = 0x7E (spec: 0x7F), -Inf -> 0xFE (as spec). vllm gives spec's bytes.
+TEST(KvStore, RecipesKnownAnswer) {
+  struct Want {
+    KvRecipe recipe;
+    uint8_t k1, v0;
+  };
+  for (const Want w : {Want{KvRecipe::kSglang, 0x25, 0x7E}, Want{KvRecipe::kSpec, 0x24, 0x7F},
+                       Want{KvRecipe::kVllm, 0x24, 0x7F}})
+    for (const Side& s : sides()) {
+      const KvCacheLayout l = kv_dense_layout(KvDtype::kE4M3, KvHeadLayout::kNHD, 1, 1, 2, 1);
+      Pair p(l);
+      const float ks[] = {2.0f, 7.0f}, vs[] = {1.0f, 1.0f};
+      p.view.scales = {KvScaleKind::kPerHead, ks, vs, w.recipe};
+      const std::vector<uint16_t> key{0x4040, 0x3FAF}, value{0xFFC0, 0xFF80};
+      s.store(rows_in(key, KvDtype::kBF16, 1, 2, 1), rows_in(value, KvDtype::kBF16, 1, 2, 1), V{0}, p.view);
+      const std::string where = std::string(s.name) + " " + to_string(w.recipe);
+      EXPECT_EQ(p.view.k[0], 0x3C) << where;
+      EXPECT_EQ(p.view.k[1], w.k1) << where;
+      EXPECT_EQ(p.view.v[0], w.v0) << where;
+      EXPECT_EQ(p.view.v[1], 0xFE) << where;
+    }
+  // e5m2: NaN -> +57344 = 0x7B under sglang.
+  for (const Side& s : sides()) {
+    const KvCacheLayout l = kv_dense_layout(KvDtype::kE5M2, KvHeadLayout::kNHD, 1, 1, 1, 1);
+    Pair p(l);
+    const float one[] = {1.0f};
+    p.view.scales = {KvScaleKind::kPerTensor, one, one, KvRecipe::kSglang};
+    const std::vector<uint16_t> key{0x7FC0}, value{0x447A};
+    s.store(rows_in(key, KvDtype::kBF16, 1, 1, 1), rows_in(value, KvDtype::kBF16, 1, 1, 1), V{0}, p.view);
+    EXPECT_EQ(p.view.k[0], 0x7B) << s.name;
+    EXPECT_EQ(p.view.v[0], 0x64) << s.name;  // 1000 -> 1024, as spec
+  }
+}
+
+// A recipe value none of §7.3.1's (only a plugin call or a file can carry one) is
+// kInvalidArgument after the scale sizes, before their values, and writes nothing; a
+// bf16 cache ignores it with the scales.
+TEST(KvStore, UnknownRecipeIsRefused) {
+  for (const Side& s : sides()) {
+    const KvCacheLayout l = kv_dense_layout(KvDtype::kE4M3, KvHeadLayout::kNHD, 1, 2, 1, 4);
+    Pair p(l);
+    const float bad[] = {-1.0f};  // a bad value too: the recipe is checked first
+    p.view.scales = {KvScaleKind::kPerTensor, bad, bad, static_cast<KvRecipe>(3)};
+    const std::vector<uint16_t> key(4, 0x3F80), value(4, 0x3F80);
+    const std::vector<uint16_t> before = p.buf;
+    expect_error([&] { s.store(rows_in(key, KvDtype::kBF16, 1, 1, 4), rows_in(value, KvDtype::kBF16, 1, 1, 4), V{1}, p.view); },
+                 ErrorCode::kInvalidArgument, {"recipe 3"});
+    EXPECT_EQ(p.buf, before) << s.name;
+    const KvCacheLayout lb = kv_dense_layout(KvDtype::kBF16, KvHeadLayout::kNHD, 1, 2, 1, 4);
+    Pair q(lb);
+    q.view.scales.recipe = static_cast<KvRecipe>(3);
+    s.store(rows_in(key, KvDtype::kBF16, 1, 1, 4), rows_in(value, KvDtype::kBF16, 1, 1, 4), V{1}, q.view);
+    EXPECT_EQ(reinterpret_cast<const uint16_t*>(q.view.k)[4], 0x3F80) << s.name;
+  }
+}
+
+// Every bf16 and fp16 input through the cpu kernel (all of them in one head of 65,536
+// elements, so the vectorised chunks run), every recipe, both FP8 dtypes, scales that
+// round differently (non-powers of two, tiny, huge): the cache equals the reference's
+// quantize_kv element by element.
+TEST(KvStore, CpuRecipesMatchReferenceOnEveryInput) {
+  const cpu::CpuBackend cpu;
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (const KvDtype fp8 : {KvDtype::kE4M3, KvDtype::kE5M2})
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (const KvRecipe recipe : kv_recipes())
+        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f}) {
+          const KvCacheLayout l = kv_dense_layout(fp8, KvHeadLayout::kNHD, 1, 1, 1, 65536);
+          Pair p(l);
+          const float sc[] = {scale};
+          p.view.scales = {KvScaleKind::kPerTensor, sc, sc, recipe};
+          cpu.store_kv(rows_in(all, model, 1, 1, 65536), rows_in(all, model, 1, 1, 65536), V{0}, p.view);
+          int bad = 0;
+          for (uint32_t x = 0; x < 65536 && bad < 5; ++x) {
+            const uint8_t want = ref::quantize_kv(fp8, ref::model_to_float(model, static_cast<uint16_t>(x)), scale, recipe);
+            if (p.view.k[x] != want || p.view.v[x] != want) {
+              ++bad;
+              ADD_FAILURE() << to_string(recipe) << " " << to_string(model) << "->" << to_string(fp8) << " scale "
+                            << scale << " x 0x" << std::hex << x << ": cpu 0x" << int{p.view.k[x]} << " ref 0x"
+                            << int{want};
+            }
+          }
+        }
 }
 
 // e4m3 per head, k_scale [2, 3], v_scale [1, 7]: key 3.0 / 2 -> 0x3C, 1.0 / 3 -> 0x2B;

@@ -49,6 +49,29 @@ TEST(KvNumerics, SpecWorkedTable) {
   EXPECT_EQ(float_to_model(h, dequantize_kv(e5, 0x7F, 1.0f)), 0x7FFF);
 }
 
+// SPEC §7.3.1 table, row by row (worked by hand there).
+TEST(KvNumerics, RecipesWorkedTable) {
+  const KvDtype e4 = KvDtype::kE4M3, e5 = KvDtype::kE5M2;
+  const auto bf = [](uint32_t b) { return f(b << 16); };
+  for (const KvRecipe r : {KvRecipe::kSpec, KvRecipe::kVllm}) {
+    EXPECT_EQ(quantize_kv(e4, bf(0x3FAF), 7.0f, r), 0x24);
+    EXPECT_EQ(quantize_kv(e4, bf(0xFFC0), 1.0f, r), 0x7F);
+    EXPECT_EQ(quantize_kv(e5, bf(0xFFC0), 1.0f, r), 0x7F);
+  }
+  const KvRecipe sg = KvRecipe::kSglang;
+  EXPECT_EQ(1.0f / 7.0f, f(0x3E124925));
+  EXPECT_EQ(bf(0x3FAF) * f(0x3E124925), f(0x3E480001));
+  EXPECT_EQ(quantize_kv(e4, bf(0x3FAF), 7.0f, sg), 0x25);
+  EXPECT_EQ(quantize_kv(e4, bf(0x4040), 2.0f, sg), 0x3C);
+  EXPECT_EQ(quantize_kv(e4, bf(0xFFC0), 1.0f, sg), 0x7E);
+  EXPECT_EQ(quantize_kv(e4, bf(0x7FC0), 1.0f, sg), 0x7E);  // either NaN sign: +max
+  EXPECT_EQ(quantize_kv(e5, bf(0xFFC0), 1.0f, sg), 0x7B);
+  for (const KvRecipe r : kv_recipes()) {
+    EXPECT_EQ(quantize_kv(e4, bf(0xFF80), 1.0f, r), 0xFE) << to_string(r);
+    EXPECT_EQ(quantize_kv(e4, bf(0x447A), 1.0f, r), 0x7E) << to_string(r);
+  }
+}
+
 TEST(KvNumerics, Fp16AndE5m2KnownValues) {
   EXPECT_EQ(float_to_fp16_rn(1.0f), 0x3C00);
   EXPECT_EQ(float_to_fp16_rn(65504.0f), 0x7BFF);
@@ -128,6 +151,41 @@ TEST(KvNumericsOracle, ReferenceMatchesNvidiaHostConversions) {
     if (nan && (nv_e5 != 0x7F || nv_h != 0x7FFF) && ++failures <= 10)
       ADD_FAILURE() << "NVIDIA's NaN result changed: e5m2 " << int{nv_e5} << " fp16 " << nv_h;
   });
+  EXPECT_EQ(failures, 0);
+}
+
+// SPEC §7.3.1 recipes, each written again over NVIDIA's SATFINITE conversion, on every
+// bf16 and fp16 input and scales that round differently: spec/vllm divide (NaN: SPEC's
+// 0x7F, which NVIDIA gives too); sglang multiplies by 1.0f / s and clamps with C's
+// fminf/fmaxf before the conversion.
+TEST(KvNumericsOracle, RecipesMatchNvidiaOnEveryInput) {
+  int failures = 0;
+  for (const KvDtype fp8 : {KvDtype::kE4M3, KvDtype::kE5M2}) {
+    const __nv_fp8_interpretation_t nv = fp8 == KvDtype::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+    const float max = fp8 == KvDtype::kE4M3 ? 448.0f : 57344.0f;
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (const float s : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f})
+        for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+          float x;
+          if (model == KvDtype::kBF16) {
+            x = std::bit_cast<float>(bits << 16);
+          } else {
+            __half_raw hr;
+            hr.x = static_cast<unsigned short>(bits);
+            x = __half2float(__half(hr));
+          }
+          const float inv = 1.0f / s;
+          const float clamped = std::fmax(std::fmin(x * inv, max), -max);
+          const uint8_t nv_div = static_cast<uint8_t>(__nv_cvt_float_to_fp8(x / s, __NV_SATFINITE, nv));
+          const uint8_t nv_sgl = static_cast<uint8_t>(__nv_cvt_float_to_fp8(clamped, __NV_SATFINITE, nv));
+          const uint8_t spec = quantize_kv(fp8, x, s, KvRecipe::kSpec), vllm = quantize_kv(fp8, x, s, KvRecipe::kVllm),
+                        sgl = quantize_kv(fp8, x, s, KvRecipe::kSglang);
+          if ((spec != nv_div || vllm != nv_div || sgl != nv_sgl) && ++failures <= 10)
+            ADD_FAILURE() << to_string(model) << "->" << to_string(fp8) << " scale " << s << " x 0x" << std::hex
+                          << bits << ": spec 0x" << int{spec} << " vllm 0x" << int{vllm} << " nv 0x" << int{nv_div}
+                          << "; sglang 0x" << int{sgl} << " nv 0x" << int{nv_sgl};
+        }
+  }
   EXPECT_EQ(failures, 0);
 }
 

@@ -22,13 +22,25 @@ struct StoreKvJob {
   uint8_t* base[2];           // k_cache, v_cache
   const float* scale[2];      // k_scale, v_scale (FP8) or null
   bool per_head = false;
+  KvRecipe recipe = KvRecipe::kSpec;
   const int32_t* slots;
   const KvPagedLayout* layout;
 };
 
-/// One head: D model elements at src -> D FP8 codes at dst, q = cvt(x / scale).
+/// One head: D model elements at src -> D FP8 codes at dst under the recipe (SPEC
+/// §7.3.1): q = cvt(x / scale), or for kSglang q = cvt(x * RN(1 / scale)) with a NaN
+/// product sent to +max (the fminf/fmaxf clamp; ±Inf and overflow saturate in cvt).
 template <KvDtype In, KvDtype Cache>
-KVCHECK_CPU_INLINE void quantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale) {
+KVCHECK_CPU_INLINE void quantize_head(const uint8_t* src, uint8_t* dst, int64_t d, float scale, KvRecipe recipe) {
+  if (recipe == KvRecipe::kSglang) {
+    const float inv = 1.0f / scale;
+    constexpr uint32_t kMaxBits = Cache == KvDtype::kE4M3 ? 0x43E00000u : 0x47600000u;  // 448, 57344
+    convert_head<uint16_t, uint8_t>(src, dst, d, [inv](uint16_t x) KVCHECK_CPU_ALWAYS_INLINE {
+      const float y = model_to_f32<In>(x) * inv;
+      return f32_to_fp8<Cache>(bits_f(sel((f_bits(y) & 0x7FFFFFFFu) > 0x7F800000u, kMaxBits, f_bits(y))));
+    });
+    return;
+  }
   convert_head<uint16_t, uint8_t>(src, dst, d, [scale](uint16_t x) KVCHECK_CPU_ALWAYS_INLINE {
     return f32_to_fp8<Cache>(model_to_f32<In>(x) / scale);
   });
@@ -49,7 +61,7 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
         const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
         uint8_t* dst = job.base[side] + kOut * l.slot_offset(side, slot, h);
         if constexpr (kFp8)
-          quantize_head<In, Cache>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
+          quantize_head<In, Cache>(src, dst, d, job.scale[side][job.per_head ? h : 0], job.recipe);
         else
           std::memcpy(dst, src, static_cast<size_t>(2 * d));
       }
@@ -80,6 +92,7 @@ void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
                        {cache.k, cache.v},
                        {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
                        cache.scales.kind == KvScaleKind::kPerHead,
+                       cache.scales.recipe,
                        slot_mapping.data(),
                        &paged};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * kv_dtype_bytes(l.dtype);

@@ -329,6 +329,7 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
   s.slot_mapping = slot_mapping.data();
   s.n = n;
   set_caches(s, cache);
+  s.reciprocal = cache.scales.recipe == KvRecipe::kSglang;  // SPEC §7.3.1
   check_launch(launch_store_kv(s, status, opts));
   return pc;
 }

@@ -72,9 +72,26 @@ __device__ __forceinline__ Unit unit_of(int64_t u, int32_t heads) {
   return {row, rest >= heads ? 1 : 0, rest >= heads ? rest - heads : rest};
 }
 
+// One element of an FP8 store (SPEC §7.3.1): q = cvt(x / s) (kSpec, kVllm), or with
+// Recip (kSglang: s is then RN(1 / scale), taken once per head) q = cvt(x * s) with a
+// NaN product sent to +max, as fminf/fmaxf clamp it (±Inf and overflow saturate in the
+// SATFINITE cvt either way). A template argument, so the division path stays as lean
+// as it was.
+template <KvDevDtype In, KvDevDtype Out, bool Recip>
+__device__ __forceinline__ uint8_t quantize_element(uint16_t e, float s) {
+  const float x = model_to_f32<In>(e);
+  if constexpr (Recip) {
+    const float y = __fmul_rn(x, s);
+    return f32_to_fp8<Out>(isnan(y) ? (Out == KvDevDtype::kE4M3 ? 448.0f : 57344.0f) : y);
+  } else {
+    return f32_to_fp8<Out>(__fdiv_rn(x, s));
+  }
+}
+
 // One head of one side: D elements src -> dst, thread `lane` of a group of `width`.
-// In/Out are the element types on each side: model (2 bytes) or FP8 (1 byte).
-template <KvDevDtype In, KvDevDtype Out, int V>
+// In/Out are the element types on each side: model (2 bytes) or FP8 (1 byte); Recip:
+// a store of recipe kSglang (quantize_element).
+template <KvDevDtype In, KvDevDtype Out, int V, bool Recip = false>
 __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
                                           int32_t d, float scale, int lane, int width) {
   constexpr bool kQuant = kIsFp8<Out> && !kIsFp8<In>;
@@ -90,7 +107,7 @@ __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8
         uint32_t q[2] = {0, 0};
         for (int i = 0; i < kVec; ++i) {
           const uint16_t e = static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)));
-          q[i / 4] |= uint32_t{f32_to_fp8<Out>(__fdiv_rn(model_to_f32<In>(e), scale))} << (8 * (i % 4));
+          q[i / 4] |= uint32_t{quantize_element<In, Out, Recip>(e, scale)} << (8 * (i % 4));
         }
         *reinterpret_cast<uint2*>(dst + c) = make_uint2(q[0], q[1]);
       } else {
@@ -111,7 +128,7 @@ __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8
         dst[2 * c + 1] = src[2 * c + 1];
       } else if constexpr (kQuant) {
         const uint16_t e = static_cast<uint16_t>(src[2 * c] | (src[2 * c + 1] << 8));
-        dst[c] = f32_to_fp8<Out>(__fdiv_rn(model_to_f32<In>(e), scale));
+        dst[c] = quantize_element<In, Out, Recip>(e, scale);
       } else {
         const uint16_t y = f32_to_model<Out>(__fmul_rn(fp8_to_f32<In>(src[c]), scale));
         dst[2 * c] = static_cast<uint8_t>(y);
@@ -123,7 +140,7 @@ __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8
   (void)kOutBytes;
 }
 
-template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V>
+template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip>
 __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
@@ -142,11 +159,14 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
     if (slot < 0) continue;  // -1 padding: nothing written, slot 0 included
     uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * L.slot_offset(w.side, slot, w.head);
     float scale = 1.0f;
-    if constexpr (kIsFp8<Cache>) scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
+    if constexpr (kIsFp8<Cache>) {
+      scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
+      if constexpr (Recip) scale = __fdiv_rn(1.0f, scale);
+    }
     if (w.side == 0)
-      move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V>(src, dst, L.head_dim, scale, lane, width);
+      move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V, Recip>(src, dst, L.head_dim, scale, lane, width);
     else
-      move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V>(src, dst, L.head_dim, scale, lane, width);
+      move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V, Recip>(src, dst, L.head_dim, scale, lane, width);
   }
   dev::pdl_trigger();
 }
@@ -213,14 +233,14 @@ int64_t grid(int64_t units, int width) {
   return dev::grid_for((units + per_cta - 1) / per_cta);
 }
 
-template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C>
+template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C, bool R = false>
 std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout, kKvSideK) &&
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
-  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec>, g, o, a, width, st)
-             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1>, g, o, a, width, st);
+  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R>, g, o, a, width, st)
+             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R>, g, o, a, width, st);
 }
 
 const char* dtype_name(KvDevDtype d) {
@@ -238,8 +258,12 @@ const char* dtype_name(KvDevDtype d) {
 template <KvDevDtype M>
 std::string store_by_cache(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   switch (a.layout.dtype) {
-    case KvDevDtype::kE4M3: return store_launch<M, M, KvDevDtype::kE4M3>(a, st, o);
-    case KvDevDtype::kE5M2: return store_launch<M, M, KvDevDtype::kE5M2>(a, st, o);
+    case KvDevDtype::kE4M3:
+      return a.reciprocal ? store_launch<M, M, KvDevDtype::kE4M3, true>(a, st, o)
+                          : store_launch<M, M, KvDevDtype::kE4M3>(a, st, o);
+    case KvDevDtype::kE5M2:
+      return a.reciprocal ? store_launch<M, M, KvDevDtype::kE5M2, true>(a, st, o)
+                          : store_launch<M, M, KvDevDtype::kE5M2>(a, st, o);
     default:
       if (a.layout.dtype == M) return store_launch<M, M, M>(a, st, o);  // a copy
       return std::string("store_kv: key is ") + dtype_name(M) + " but a " + dtype_name(a.layout.dtype) +

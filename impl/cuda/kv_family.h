@@ -36,8 +36,10 @@ struct KvDevRowsOut {
 
 /// store_kv body (SPEC §7.4): rows r < n with slot_mapping[r] >= 0 write every head
 /// of key row r / value row r to the K / V record of that slot. FP8 caches:
-/// q = cvt(x / scale) with __fdiv_rn and SATFINITE; k_scale / v_scale are device
-/// arrays of 1 (per tensor) or num_kv_heads (per_head_scale) floats.
+/// q = cvt(x / scale) with __fdiv_rn and SATFINITE, or with `reciprocal` (recipe
+/// kSglang, SPEC §7.3.1) q = cvt(x * RN(1 / scale)) with a NaN sent to +max;
+/// k_scale / v_scale are device arrays of 1 (per tensor) or num_kv_heads
+/// (per_head_scale) floats.
 struct StoreKvLaunch {
   KvDevRows key, value;
   const int32_t* slot_mapping = nullptr;
@@ -48,6 +50,7 @@ struct StoreKvLaunch {
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   bool per_head_scale = false;
+  bool reciprocal = false;  // recipe kSglang
 };
 std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 

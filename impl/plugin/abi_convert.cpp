@@ -87,6 +87,7 @@ kvcheck_kv_cache to_abi(const ConstKvCacheView& v, const float* k_scale, const f
   c.num_v_scales = static_cast<int32_t>(v.scales.v_scale.size());
   c.k_scale = k_scale;
   c.v_scale = v_scale;
+  c.recipe = static_cast<int32_t>(v.scales.recipe);
   return c;
 }
 
@@ -107,6 +108,7 @@ KvCacheView from_abi(const kvcheck_kv_cache& c) {
   v.scales.kind = static_cast<KvScaleKind>(c.scale_kind);
   if (c.k_scale) v.scales.k_scale = {c.k_scale, static_cast<size_t>(c.num_scales)};
   if (c.v_scale) v.scales.v_scale = {c.v_scale, static_cast<size_t>(c.num_v_scales)};
+  v.scales.recipe = static_cast<KvRecipe>(c.recipe);
   return v;
 }
 
@@ -203,6 +205,16 @@ BackendCapabilities from_abi(const kvcheck_capabilities& c) {
   b.block_size_multiple = c.block_size_multiple > 1 ? c.block_size_multiple : 1;
   b.max_block_size = c.max_block_size > 0 ? c.max_block_size : 0;
   return b;
+}
+
+void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
+  b.kv_recipes = 1u << static_cast<int>(KvRecipe::kSpec);  // no contract: the spec's recipe
+  b.head_dims.clear();
+  if (c == nullptr) return;
+  if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
+    b.kv_recipes = c->kv_fp8_recipes;
+  if (c->struct_size >= sizeof(kvcheck_contract))
+    b.head_dims.assign(c->head_dims, c->head_dims + c->num_head_dims);
 }
 
 kvcheck_capabilities to_abi(const BackendCapabilities& b) {

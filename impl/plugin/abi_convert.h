@@ -46,6 +46,9 @@ GatherKvArgs from_abi(const kvcheck_gather_kv_args& a);
 /// BackendCapabilities <-> kvcheck_capabilities.
 BackendCapabilities from_abi(const kvcheck_capabilities& c);
 kvcheck_capabilities to_abi(const BackendCapabilities& c);
+/// Sets b's kv_recipes and head_dims from a plugin's contract (the loader validated
+/// it; NULL = no contract: kSpec only, any head_dim). Reads only what struct_size covers.
+void apply_contract(const kvcheck_contract* c, BackendCapabilities& b);
 
 /// The `n` int32 entries at `p` as a span; empty for a null pointer or n <= 0. The
 /// pointer may be a device pointer: the host side uses only the extent (and the

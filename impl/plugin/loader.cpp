@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <regex>
 
 #include "impl/error.h"
+#include "impl/kv_format.h"
 #include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
 
@@ -23,6 +25,26 @@ namespace {
 [[noreturn]] void fail(const std::string& path, const std::string& what,
                        ErrorCode code = ErrorCode::kInvalidArgument) {
   throw Error(code, "plugin " + path + ": " + what);
+}
+
+// A declared contract (backend_abi.h kvcheck_contract): every field it covers in range.
+void check_contract(const std::string& path, const kvcheck_contract* c) {
+  if (c == nullptr) return;
+  if (c->struct_size < offsetof(kvcheck_contract, num_head_dims))
+    fail(path, "contract struct_size " + std::to_string(c->struct_size) + " is smaller than its first fields' " +
+                   std::to_string(offsetof(kvcheck_contract, num_head_dims)) + " bytes");
+  const uint32_t known = (1u << kNumKvRecipes) - 1;
+  if (c->kv_fp8_recipes & ~known)
+    fail(path, "contract kv_fp8_recipes " + std::to_string(c->kv_fp8_recipes) + " has bits outside the " +
+                   std::to_string(kNumKvRecipes) + " known recipes (docs/spec.md §7.3.1)");
+  if (c->struct_size < sizeof(kvcheck_contract)) return;
+  if (c->num_head_dims < 0 || c->num_head_dims > KVCHECK_MAX_DECLARED_HEAD_DIMS)
+    fail(path, "contract num_head_dims " + std::to_string(c->num_head_dims) + " is not in [0, " +
+                   std::to_string(KVCHECK_MAX_DECLARED_HEAD_DIMS) + "]");
+  for (int32_t i = 0; i < c->num_head_dims; ++i)
+    if (c->head_dims[i] < 1)
+      fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
+                     " is not a head_dim (>= 1)");
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).
@@ -64,9 +86,15 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
       !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "
                "load_paged_kv_cache");
+  check_contract(path, table_contract(t));
 }
 
 }  // namespace
+
+const kvcheck_contract* table_contract(const kvcheck_backend_v1_t& t) {
+  if (t.struct_size < offsetof(kvcheck_backend_v1_t, contract) + sizeof(void*)) return nullptr;
+  return t.contract;
+}
 
 Library::~Library() {
   // Plugins may have registered atexit handlers or CUDA state: never dlclose.

@@ -21,10 +21,15 @@ struct Library {
   ~Library();
 };
 
+/// The table's contract: NULL when the table is too old to have the field or leaves it
+/// NULL (backend_abi.h kvcheck_contract).
+const kvcheck_contract* table_contract(const kvcheck_backend_v1_t& t);
+
 /// dlopen(path) + the entry symbol. Throws Error(kInvalidArgument) naming the path
 /// and the problem: no such file, dlopen's error, no symbol kvcheck_backend_v1, ABI
 /// version mismatch (both numbers), a table too small or with a bad name/memory space,
-/// an ops bit without its function, a device plugin in a harness built without CUDA.
+/// an ops bit without its function, a contract out of range (unknown recipe bits,
+/// head_dims), a device plugin in a harness built without CUDA.
 /// A plugin that declines (entry returns UNSUPPORTED) throws Error(kUnsupported)
 /// with its reason.
 std::shared_ptr<Library> load_library(const std::string& path);

@@ -80,6 +80,12 @@ void ArgDecl::kv_cache(const kvcheck_kv_cache& c) const {
   if (!caps_.supports_block_size(c.block_size))
     throw Error(ErrorCode::kUnsupported,
                 where + "block_size " + std::to_string(c.block_size) + " is outside the plugin's capabilities");
+  // A recipe the plugin does not declare would be judged against bytes it never meant
+  // to write; an unknown value still reaches its validation (SPEC §7.3.1).
+  const auto recipe = static_cast<KvRecipe>(c.recipe);
+  if (is_fp8(dtype) && is_kv_recipe(recipe) && !caps_.supports_kv_recipe(recipe))
+    throw Error(ErrorCode::kUnsupported,
+                where + "recipe " + to_string(recipe) + " is not one the plugin's contract declares");
 }
 
 void ArgDecl::ints(const char* what, const int32_t*& p, int64_t n) { read(what, 0, {view(p, entries_bytes(n))}); }

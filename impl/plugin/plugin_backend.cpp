@@ -6,12 +6,14 @@
 
 #include "impl/error.h"
 #include "impl/plugin/abi_convert.h"
+#include "impl/plugin/loader.h"
 
 namespace kvcheck::plugin {
 
 PluginBackend::PluginBackend(std::shared_ptr<Library> lib)
     : lib_(std::move(lib)), name_(lib_->table->name), caps_(from_abi(lib_->table->capabilities)) {
   caps_.host_memory = lib_->table->memory_space == KVCHECK_MEMORY_HOST;
+  apply_contract(table_contract(*lib_->table), caps_);
   if (!caps_.host_memory) device_ = make_device_transport();
 }
 

@@ -123,6 +123,17 @@ typedef enum kvcheck_kv_dtype {
   KVCHECK_KV_E5M2 = 3
 } kvcheck_kv_dtype;
 
+/* Numerics recipes of the FP8 K/V store (docs/spec.md §7.3.1): values of
+ * kvcheck_kv_cache.recipe, bits (1u << recipe) of kvcheck_contract.kv_fp8_recipes.
+ *   SPEC, VLLM: q = cvt_satfinite(x / scale), IEEE division (vLLM reshape_and_cache_flash);
+ *   SGLANG:     q = cvt_satfinite(clamp(x * RN(1 / scale), +-max)), fminf/fmaxf clamp,
+ *               so NaN -> +max (SGLang store_cache_quant). */
+typedef enum kvcheck_recipe {
+  KVCHECK_RECIPE_SPEC = 0,
+  KVCHECK_RECIPE_VLLM = 1,
+  KVCHECK_RECIPE_SGLANG = 2
+} kvcheck_recipe;
+
 /* What a plugin supports. The generators draw only inputs inside it; `kvcheck run`
  * reports what was left out. Zero masks mean "nothing"; use ~0u for "all". */
 typedef struct kvcheck_capabilities {
@@ -245,7 +256,9 @@ typedef struct kvcheck_kv_cache {
   const float* k_scale;           /* memory space of the plugin; NULL when none */
   const float* v_scale;
   int32_t num_v_scales;           /* floats at v_scale */
-  int32_t reserved0;
+  int32_t recipe;                 /* kvcheck_recipe of an FP8 store (was reserved0, always
+                                     0 = SPEC); the harness sets another value only for a
+                                     plugin whose contract declares that recipe */
 } kvcheck_kv_cache;
 
 /* Token rows [rows][H][D] (store_kv input, gather_kv output): token i, head h at
@@ -296,6 +309,26 @@ typedef struct kvcheck_copy_blocks_args {
   const int64_t* block_mapping; int64_t block_mapping_entries; /* [num_pairs][2] = src, dst */
 } kvcheck_copy_blocks_args;
 
+/* A plugin's contract (docs/plugins.md "Declaring a contract"): what its kernels
+ * implement and the limits they were built with, beyond kvcheck_capabilities. The
+ * match properties draw only cases inside it; the refusal property
+ * prop_store_kv_undeclared_shape_is_refused hands store_kv cases outside its shape
+ * limits, which the plugin must refuse with KVCHECK_STATUS_UNSUPPORTED writing nothing
+ * (a kernel built for head_dim 128 that runs a head_dim 64 call corrupts an engine's
+ * cache). Optional: a table without one (or a NULL pointer) declares recipe SPEC and no
+ * limit. Read only as far as struct_size covers it; fields are appended, never moved. */
+#define KVCHECK_MAX_DECLARED_HEAD_DIMS 16
+typedef struct kvcheck_contract {
+  uint32_t struct_size;     /* sizeof(kvcheck_contract) the plugin was built with */
+  uint32_t kv_fp8_recipes;  /* (1u << kvcheck_recipe) bits the FP8 store_kv implements,
+                               honouring kvcheck_kv_cache.recipe when it declares several;
+                               0 = SPEC only. A plugin judged against a recipe it does not
+                               implement is told which recipe its bytes match. */
+  int32_t num_head_dims;    /* 0 = any head_dim; else store_kv and gather_kv take only
+                               head_dims[0 .. num_head_dims) (at most 16) */
+  int32_t head_dims[KVCHECK_MAX_DECLARED_HEAD_DIMS];
+} kvcheck_contract;
+
 #define KVCHECK_OP_FN(name, args_t) \
   int (*name)(void* context, const args_t* args, void* stream, char* msg, size_t msg_size)
 
@@ -317,7 +350,9 @@ typedef struct kvcheck_copy_blocks_args {
   X(gather_kv, KVCHECK_OP_GATHER_KV, kvcheck_gather_kv_args)
 #define KVCHECK_OPS_ADDED(X)                                            \
   X(copy_blocks, KVCHECK_OP_COPY_BLOCKS, kvcheck_copy_blocks_args)
-#define KVCHECK_OPS(X) KVCHECK_OPS_V1(X) KVCHECK_OPS_ADDED(X)
+/* Operations appended after the table's `contract` field (none yet). */
+#define KVCHECK_OPS_AFTER_CONTRACT(X)
+#define KVCHECK_OPS(X) KVCHECK_OPS_V1(X) KVCHECK_OPS_ADDED(X) KVCHECK_OPS_AFTER_CONTRACT(X)
 
 /* The table a plugin hands to the harness (see the top of this file). */
 typedef struct kvcheck_backend_v1_t {
@@ -346,6 +381,11 @@ typedef struct kvcheck_backend_v1_t {
   /* The operations added since (KVCHECK_OPS_ADDED, in its order), each optional: read
    * only when struct_size covers it. */
   KVCHECK_OPS_ADDED(KVCHECK_OP_ENTRY)
+  /* Optional (NULL = none): the plugin's contract, read only when struct_size covers
+   * this field. It must stay valid until the library is unloaded. Operations added
+   * after this field go to KVCHECK_OPS_AFTER_CONTRACT, so that this offset never moves. */
+  const kvcheck_contract* contract;
+  KVCHECK_OPS_AFTER_CONTRACT(KVCHECK_OP_ENTRY)
 #undef KVCHECK_OP_ENTRY
 } kvcheck_backend_v1_t;
 

@@ -94,6 +94,7 @@ kvcheck_backend_v1_t make_table() {
   t.memory_space = KVCHECK_MEMORY_HOST;
   t.capabilities = {plugin::kAllOps, ~0u, ~0u, 1, 0};
   KVCHECK_PLUGIN_FILL_ENTRIES(t);  // every op of KVCHECK_OPS, by its name
+  t.contract = &plugin::kEveryRecipe;
   t.set_test_parallelism = set_test_parallelism;
   return t;
 }

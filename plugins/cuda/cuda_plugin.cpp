@@ -130,6 +130,7 @@ kvcheck_backend_v1_t make_table() {
   t.capabilities = {plugin::kAllOps, ~0u, ~0u, 1, 0};
   t.probe = probe;
   KVCHECK_PLUGIN_FILL_ENTRIES(t);  // every op of KVCHECK_OPS, by its name
+  t.contract = &plugin::kEveryRecipe;
   return t;
 }
 

@@ -21,7 +21,7 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   bool has_valid = false;
   for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
   if (n >= 2 && has_valid) kinds.push_back(1);
-  if (fp8) kinds.insert(kinds.end(), {4, 5, 10});
+  if (fp8) kinds.insert(kinds.end(), {4, 5, 10, 11});
   if (s.cache.num_kv_heads > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0: {
@@ -87,6 +87,14 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       s.fault = "key is " + to_string(s.key.dtype) + " but value is " + to_string(s.value.dtype);
       s.code = ErrorCode::kInvalidArgument;
       return;
+    case 11: {
+      // A recipe value no engine has (SPEC §7.3.1): only a plugin call can carry one.
+      const int32_t bad = src.pick<int32_t>({kNumKvRecipes, -1, 1 << 30});
+      s.cache.recipe = static_cast<KvRecipe>(bad);
+      s.fault = fmt::format("recipe {}", bad);
+      s.code = ErrorCode::kInvalidArgument;
+      return;
+    }
     case 8:
       s.cache.pad_head = -1;  // stride_head = D - 1 (NHD) / heads overlap by a token (HND)
       if (s.cache.order == KvHeadLayout::kHND) s.cache.pad_head = -s.cache.head_dim - s.cache.pad_token;

@@ -53,8 +53,11 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
   KvCacheShape s;
   s.dtype = src.pick(std::span<const KvDtype>(supported_kv_dtypes()));
   s.order = src.pick({KvHeadLayout::kNHD, KvHeadLayout::kHND});
-  s.head_dim = src.weighted({3, 4}) == 0 ? static_cast<int32_t>(src.range(1, 16))
-                                         : src.pick<int32_t>({64, 80, 96, 128, 256, 576});
+  if (const std::vector<int32_t>& declared = generator_caps().head_dims; !declared.empty())
+    s.head_dim = src.pick(std::span<const int32_t>(declared));  // the backend's contract
+  else
+    s.head_dim = src.weighted({3, 4}) == 0 ? static_cast<int32_t>(src.range(1, 16))
+                                           : src.pick<int32_t>({64, 80, 96, 128, 256, 576});
   switch (src.weighted({3, 4, 1})) {
     case 0: s.num_kv_heads = static_cast<int32_t>(src.range(1, 4)); break;
     case 1: s.num_kv_heads = src.pick<int32_t>({1, 8, 40}); break;
@@ -87,6 +90,12 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
     s.v_scale = kv_scales(s.scale_kind, s.num_kv_heads, src.seed() ^ 0x5A17EDull);
   }
   s.fill_seed = src.seed();
+  if (is_fp8(s.dtype)) {
+    // The recipe comes from fill_seed (mixed: RapidCheck's seeds are small at small
+    // sizes) rather than a draw of its own, so the fuzz corpus decodes as before.
+    const std::vector<KvRecipe> recipes = generator_caps().supported_kv_recipes();
+    s.recipe = recipes[static_cast<size_t>(SplitMix64{s.fill_seed ^ 0x7EC1BEull}.next() % recipes.size())];
+  }
   return s;
 }
 

@@ -40,6 +40,7 @@ struct KvCacheShape {
   int32_t num_layers = 1, layer = 0;  // kNanoVllm, kLayerPages
   KvScaleKind scale_kind = KvScaleKind::kNone;
   std::vector<float> k_scale, v_scale;
+  KvRecipe recipe = KvRecipe::kSpec;  // FP8 caches: one of the backend's declared recipes (SPEC §7.3.1)
   uint64_t fill_seed = 0;  // prior contents of the whole buffer
   int64_t capacity_cut = 0;  // fault injection: k_capacity = span - capacity_cut
   int64_t num_slots() const { return int64_t{num_blocks} * block_size; }
@@ -107,7 +108,8 @@ std::string describe(const KvStepScenario& s);
 
 // JSON forms (nlohmann ADL; regression files, SPEC §6; kv_json.cpp): "type" store_kv |
 // gather_kv, "cache" {dtype, order, num_blocks, block_size, num_kv_heads, head_dim,
-// pad_*, alloc, scale_kind, fill_seed; num_layers/layer, k_scale/v_scale (finite floats
+// pad_*, alloc, scale_kind, fill_seed; num_layers/layer, recipe (a name, or the number
+// of an unknown value; absent = spec), k_scale/v_scale (finite floats
 // as numbers, others as "0x%08x" bits), capacity_cut when set}, rows {dtype, rows,
 // token_stride, head_stride, data: hex 16-bit values, token_stride a string}; "fault"
 // and "expected_error" when set. Round-trips exactly; from_json throws

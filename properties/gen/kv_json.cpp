@@ -80,6 +80,11 @@ void to_json(nlohmann::json& j, const KvCacheShape& s) {
   if (!s.k_scale.empty()) j["k_scale"] = floats(s.k_scale);
   if (!s.v_scale.empty()) j["v_scale"] = floats(s.v_scale);
   if (s.capacity_cut != 0) j["capacity_cut"] = s.capacity_cut;
+  // Absent = spec, so files written before recipes read as they were written.
+  if (s.recipe != KvRecipe::kSpec) {
+    if (is_kv_recipe(s.recipe)) j["recipe"] = to_string(s.recipe);
+    else j["recipe"] = static_cast<int32_t>(s.recipe);
+  }
 }
 
 void from_json(const nlohmann::json& j, KvCacheShape& s) {
@@ -103,6 +108,10 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   s.k_scale = floats_from(j.value("k_scale", nlohmann::json::array()));
   s.v_scale = floats_from(j.value("v_scale", nlohmann::json::array()));
   s.capacity_cut = j.value("capacity_cut", int64_t{0});
+  s.recipe = KvRecipe::kSpec;
+  if (j.contains("recipe"))
+    s.recipe = j.at("recipe").is_string() ? kv_recipe_from_string(j.at("recipe").get<std::string>())
+                                          : static_cast<KvRecipe>(j.at("recipe").get<int32_t>());
   // What the harness allocates from (KvBuffers): a file cannot ask for more than a
   // generated case could, nor for a shape with no elements to lay out.
   if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||

@@ -45,7 +45,8 @@ std::string floats(const std::vector<float>& v) {
 std::string describe(const KvCacheShape& s) {
   std::string scales;
   if (is_fp8(s.dtype))
-    scales = fmt::format(", {} k_scale {} v_scale {}", to_string(s.scale_kind), floats(s.k_scale), floats(s.v_scale));
+    scales = fmt::format(", {} k_scale {} v_scale {}, recipe {}", to_string(s.scale_kind), floats(s.k_scale),
+                         floats(s.v_scale), to_string(s.recipe));
   return fmt::format("{} {} cache: {} blocks x {} tokens x {} heads x {} (pads head {} token {} page {}), {}{}{}",
                      to_string(s.dtype), to_string(s.order), s.num_blocks, s.block_size, s.num_kv_heads,
                      s.head_dim, s.pad_head, s.pad_token, s.pad_page, alloc_name(s.alloc),

@@ -46,6 +46,7 @@ struct KvScenario {
   KvCacheLayout layout;
   KvScaleKind kind = KvScaleKind::kNone;
   std::vector<float> k_scale, v_scale;
+  KvRecipe recipe = KvRecipe::kSpec;  // SPEC §7.3.1
   KvDtype rows_dtype[2] = {KvDtype::kBF16, KvDtype::kBF16};  // key/value or out_k/out_v
   int64_t rows = 0, token_stride = 0, head_stride = 0;
   bool null_rows[2] = {false, false}, misaligned_rows[2] = {false, false};
@@ -137,6 +138,7 @@ Views views_of(const KvScenario& s, uint8_t* cache, uint8_t* rows, const float* 
   v.cache.scales.kind = s.kind;
   v.cache.scales.k_scale = {scales, s.k_scale.size()};
   v.cache.scales.v_scale = {scales + s.k_scale.size(), s.v_scale.size()};
+  v.cache.scales.recipe = s.recipe;
   for (int side = 0; side < 2; ++side) {
     uint8_t* data = s.null_rows[side] ? nullptr : rows + o.rows[side] + (s.misaligned_rows[side] ? 1 : 0);
     v.rows[side] = {data, s.rows_dtype[side], s.rows, s.token_stride, s.head_stride};
@@ -469,6 +471,7 @@ TEST(KvDeviceApi, HostRefusalsAreTheCpuRefusalsBeforeAnyLaunch) {
        [](KvScenario& s) { s.rows_dtype[0] = s.rows_dtype[1] = KvDtype::kBF16; }},
       {"out_k and out_v of two dtypes", false, KvDtype::kBF16, [](KvScenario& s) { s.rows_dtype[1] = KvDtype::kFP16; }},
       {"cu_seqlens_k empty", false, KvDtype::kBF16, [](KvScenario& s) { s.cu_seqlens_k.clear(); }},
+      {"an unknown recipe", true, KvDtype::kE4M3, [](KvScenario& s) { s.recipe = static_cast<KvRecipe>(3); }},
   };
   for (const Case& c : cases) {
     KvScenario s = base(c.dtype, KvHeadLayout::kNHD, KvScaleKind::kPerTensor, c.store);
@@ -486,6 +489,54 @@ TEST(KvDeviceApi, HostRefusalsAreTheCpuRefusalsBeforeAnyLaunch) {
     EXPECT_EQ(got, want.error) << c.name;
     EXPECT_TRUE(h.cache == initial(s, 1).cache && h.rows == initial(s, 1).rows) << c.name << ": wrote";
   }
+}
+
+// SPEC §7.3.1 on the device: every bf16 and fp16 input (one head of 65,536 elements,
+// so the vectorised path runs), every recipe, both FP8 dtypes, scales that round
+// differently; the device's caches equal the cpu's byte for byte (the cpu equals the
+// reference on the same inputs: tests/kv_cache_test.cpp).
+TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
+  KVCHECK_NEED_GPU();
+  std::vector<uint16_t> all(65536);
+  std::iota(all.begin(), all.end(), uint16_t{0});
+  for (const KvDtype fp8 : {KvDtype::kE4M3, KvDtype::kE5M2})
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (const KvRecipe recipe : kv_recipes())
+        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f}) {
+          const KvCacheLayout l = kv_dense_layout(fp8, KvHeadLayout::kNHD, 1, 1, 1, 65536);
+          const std::vector<float> scales{scale, scale};
+          const std::vector<int32_t> slot{0};
+          Bytes want(2 * 65536, 0xA5), got(2 * 65536, 0xA5);
+          const auto view = [&](uint8_t* cache, const uint8_t* rows, const float* sc) {
+            KvCacheView c{cache, 65536, cache + 65536, 65536, l, {}};
+            c.scales = {KvScaleKind::kPerTensor, {sc, 1}, {sc + 1, 1}, recipe};
+            return std::make_pair(c, KvTokensIn{rows, model, 1, 65536, 65536});
+          };
+          const auto [hc, hr] = view(want.data(), reinterpret_cast<const uint8_t*>(all.data()), scales.data());
+          kCpu.store_kv(hr, hr, slot, hc);
+          cuda::DeviceBuffer cache(got.size()), rows(2 * 65536), sc(8), meta(4), status(sizeof(cuda::DeviceStatus)),
+              workspace(cuda::store_kv_workspace_bytes(l));
+          upload(cache, got);
+          upload(rows, all);
+          upload(sc, scales);
+          upload(meta, slot);
+          ck(cudaDeviceSynchronize());
+          const auto [dc, dr] = view(cache.get(), rows.get(), sc.as<float>());
+          const std::string error = outcome([&] {
+            cuda::store_kv_checked(dr, dr, {meta.as<int32_t>(), 1}, dc, status.as<cuda::DeviceStatus>(),
+                                   workspace.get(), cuda::LaunchOptions{})
+                .throw_if_error(nullptr);
+          });
+          ck(cudaDeviceSynchronize());
+          ck(cudaMemcpy(got.data(), cache.get(), got.size(), cudaMemcpyDeviceToHost));
+          const std::string what = to_string(recipe) + " " + to_string(model) + "->" + to_string(fp8) + " scale " +
+                                   std::to_string(scale);
+          ASSERT_EQ(error, "") << what;
+          const auto diff = std::mismatch(want.begin(), want.end(), got.begin());
+          ASSERT_TRUE(diff.first == want.end())
+              << what << ": first difference at byte " << (diff.first - want.begin()) << ": cpu 0x" << std::hex
+              << int{*diff.first} << " device 0x" << int{*diff.second};
+        }
 }
 
 // The workspace size refuses an invalid layout with the error store_kv_checked's

@@ -1,6 +1,7 @@
 /* Plugins that must NOT load, one per loader error (tests/plugin/CMakeLists.txt builds
  * each with one -D): a wrong ABI version, no entry symbol, an ops bit without its
- * function (or with it past the table's end), a feature bit without its operation. */
+ * function (or with it past the table's end), a feature bit without its operation, a
+ * contract out of range (and one past the table's end, which loads: never read). */
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
@@ -37,6 +38,27 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #ifdef ANY_STRIDE_WITHOUT_PAGED
   /* The stride feature bit qualifies the paged-cache entries: alone it names nothing. */
   table.capabilities.ops = KVCHECK_OP_ANY_BLOCK_STRIDE;
+#endif
+#if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END)
+  {
+    /* A contract with a recipe bit no recipe has, a head_dim of 0, or one whose field
+     * the table (an older build) does not cover: never read, so it loads. */
+    static kvcheck_contract contract;
+    memset(&contract, 0, sizeof contract);
+    contract.struct_size = sizeof contract;
+#ifdef CONTRACT_UNKNOWN_RECIPE
+    contract.kv_fp8_recipes = 1u << 5;
+#endif
+#ifdef CONTRACT_BAD_HEAD_DIM
+    contract.num_head_dims = 2;
+    contract.head_dims[0] = 128;
+#endif
+#ifdef CONTRACT_PAST_END
+    contract.kv_fp8_recipes = 1u << 5;
+    table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, contract);
+#endif
+    table.contract = &contract;
+  }
 #endif
 #ifdef V1_PREFIX_ONLY
   /* A library built before the K/V family entries were appended. */

@@ -196,7 +196,16 @@ void list_backends(std::ostream& out) {
   const auto backends = available_backends(&missing);
   size_t w = 8;
   for (const auto& b : backends) w = std::max(w, b->name().size());
-  for (const auto& b : backends) fmt::print(out, "{:<{}} available\n", b->name(), w);
+  for (const auto& b : backends) {
+    fmt::print(out, "{:<{}} available\n", b->name(), w);
+    // What it declares beyond "everything": the cases the generators draw for it.
+    const std::string r = b->capabilities().restrictions();
+    for (size_t at = 0, end; at < r.size(); at = end + 1) {
+      end = r.find('\n', at);
+      if (end == std::string::npos) end = r.size();
+      fmt::print(out, "{:<{}}   {}\n", "", w, r.substr(at, end - at));
+    }
+  }
   for (const auto& m : missing) fmt::print(out, "{}\n", m);
 }
 

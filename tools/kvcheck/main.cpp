@@ -20,6 +20,7 @@
 #include "tools/kvcheck/explain.h"
 #include "tools/kvcheck/options.h"
 #include "tools/kvcheck/report.h"
+#include "tools/kvcheck/recipes.h"
 #include "tools/kvcheck/summary_merge.h"
 
 namespace {
@@ -194,6 +195,20 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--out", merge_out, "Write the merged summary.json here")->required();
   merge_cmd->add_option("--junit", merge_junit, "Also write the merged summary as JUnit XML");
 
+  // The FP8 K/V store recipes of docs/spec.md §7.3.1 (tools/kvcheck/recipes.h).
+  kvcheck::tool::RecipeDiffOptions recipe_diff;
+  auto* recipes_cmd = app.add_subcommand("recipes", "The engines' FP8 K/V store recipes (docs/spec.md §7.3.1)");
+  recipes_cmd->require_subcommand(1);
+  auto* recipes_list = recipes_cmd->add_subcommand("list", "Print the recipes and how each stores an element");
+  auto* recipes_diff = recipes_cmd->add_subcommand(
+      "diff", "Print the smallest inputs on which two recipes store different bytes (exit 1 when they differ)");
+  recipes_diff->add_option("R1", recipe_diff.a, "A recipe: spec, vllm or sglang")->required();
+  recipes_diff->add_option("R2", recipe_diff.b, "Another recipe")->required();
+  recipes_diff->add_option("--dtype", recipe_diff.dtype, "The FP8 cache dtype: e4m3 (default) or e5m2");
+  recipes_diff->add_option("--model", recipe_diff.model, "The model dtype of the inputs: bf16 (default) or fp16");
+  recipes_diff->add_option("--scale", recipe_diff.scales, "A k_scale/v_scale to compare at (repeatable; default 1, 3, 7, 0.1)");
+  recipes_diff->add_option("--count", recipe_diff.count, "Inputs printed per scale (default 5)")->check(CLI::PositiveNumber);
+
   auto* record_cmd = app.add_subcommand("record", "Run directory and summary.json for tools/fuzz.sh");
   record_cmd->require_subcommand(1);
   auto* record_start = record_cmd->add_subcommand("start", "Make a run directory, print it, write summary.json");
@@ -228,6 +243,11 @@ int main(int argc, char** argv) {
   if (junit_cmd->parsed()) return kvcheck::tool::junit_file(junit_summary, junit_out, std::cerr);
   if (merge_cmd->parsed())
     return kvcheck::tool::summary_merge(merge_inputs, merge_out, merge_junit, std::cout, std::cerr);
+  if (recipes_list->parsed()) {
+    kvcheck::tool::list_recipes(std::cout);
+    return 0;
+  }
+  if (recipes_diff->parsed()) return kvcheck::tool::diff_recipes(recipe_diff, std::cout, std::cerr);
   if (record_start->parsed()) return kvcheck::tool::record_start(record_kind, record_work, std::cout, std::cerr);
   if (record_finish->parsed())
     return kvcheck::tool::record_finish(record_dir, record_verdict, record_junit, std::cerr);
