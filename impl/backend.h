@@ -22,6 +22,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual BackendCapabilities capabilities() const { return {}; }
+  /// The backend whose operations these are: itself, or for a wrapper that forwards
+  /// every call (the runner's call counting) the backend it wraps, so a check can ask
+  /// what it is really testing (a writer x reader contract, impl/contract_backend.h).
+  virtual const Backend& underlying() const { return *this; }
 
   /// Test hook (SPEC §6): this backend's later calls made on the calling thread split
   /// their work as if the machine had `max_threads` threads and a thread paid for

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "impl/backends.h"
+#include "impl/contract_backend.h"
 #include "impl/error.h"
 #include "impl/plugin/loader.h"
 
@@ -72,11 +73,33 @@ std::string user_plugins_unavailable() {
   return "no backend of $KVCHECK_PLUGIN / --plugin can run here (" + why + ")";
 }
 
+std::shared_ptr<const Backend> contract_backend(const std::shared_ptr<const Backend>& writer,
+                                                const std::shared_ptr<const Backend>& reader) {
+  // One object per pair and process: the campaign and its children name it alike.
+  static std::mutex m;
+  static std::vector<std::shared_ptr<const ContractBackend>> made;
+  const std::lock_guard<std::mutex> lock(m);
+  for (const auto& c : made)
+    if (&c->writer() == writer.get() && &c->reader() == reader.get()) return c;
+  made.push_back(std::make_shared<const ContractBackend>(writer, reader));
+  return made.back();
+}
+
 std::shared_ptr<const Backend> backend_by_name(const std::string& name) {
   std::string names;
   for (auto& b : available_backends()) {
     if (b->name() == name) return b;
     names += (names.empty() ? "" : ", ") + std::string(b->name());
+  }
+  // "<writer>-to-<reader>": a writer x reader contract of two backends here (either
+  // name may hold "-to-" itself: every split is tried).
+  for (size_t at = name.find("-to-"); at != std::string::npos; at = name.find("-to-", at + 1)) {
+    std::shared_ptr<const Backend> w, r;
+    for (auto& b : available_backends()) {
+      if (b->name() == name.substr(0, at)) w = b;
+      if (b->name() == name.substr(at + 4)) r = b;
+    }
+    if (w && r) return contract_backend(w, r);
   }
   // A backend that loaded but cannot run here (its probe said why): say why.
   for (const auto& why : loaded().why_missing)

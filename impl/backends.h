@@ -21,7 +21,13 @@ std::vector<std::shared_ptr<const Backend>> available_backends(
 /// refuse to run instead of testing the built-in backends in its place.
 std::string user_plugins_unavailable();
 
-/// The backend called `name`; throws Error(kUnsupported) with its probe's reason when
+/// The writer x reader contract backend of two backends (impl/contract_backend.h),
+/// one object per pair in this process.
+std::shared_ptr<const Backend> contract_backend(const std::shared_ptr<const Backend>& writer,
+                                                const std::shared_ptr<const Backend>& reader);
+
+/// The backend called `name`, or for "<writer>-to-<reader>" (two backends here) their
+/// contract backend; throws Error(kUnsupported) with its probe's reason when
 /// it loaded but cannot run here ("backend reshape-and-cache: no usable CUDA device:
 /// ..."), else Error(kInvalidArgument) listing the names available here.
 std::shared_ptr<const Backend> backend_by_name(const std::string& name);

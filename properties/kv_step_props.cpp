@@ -7,11 +7,13 @@
 
 #include <vector>
 
+#include "impl/contract_backend.h"
 #include "impl/kv_page_table.h"
 #include "impl/kv_slot_mapping.h"
 #include "properties/kv_harness.h"
 #include "properties/registry.h"
 #include "reference/kv_numerics.h"
+#include "reference/store_kv.h"
 
 namespace kvcheck::props {
 namespace {
@@ -115,10 +117,26 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
                                                      kv_value_bits(in, seed, static_cast<int64_t>(i), t, h, d), h);
               if (got != want) {
                 const uint8_t w[2] = {static_cast<uint8_t>(want & 0xFF), static_cast<uint8_t>(want >> 8)};
+                // A writer x reader contract (docs/spec.md §6.2): which side broke it. The
+                // same two stores by the reference, against the writer's cache.
+                std::string side_note;
+                if (const auto* pair = as_contract(b)) {
+                  KvBuffers ref_cache(s.cache);
+                  ref::store_kv(kv_tokens(k0), kv_tokens(v0), first.slot_mapping, ref_cache.view());
+                  ref::store_kv(kv_tokens(k1), kv_tokens(v1), m.slot_mapping, ref_cache.view());
+                  const std::string diff = diff_kv_buffers(cache, ref_cache.bytes, cache.bytes);
+                  side_note = diff.empty()
+                                  ? fmt::format("\ncontract: the writer {}'s K/V cache is the reference store's byte "
+                                                "for byte: the reader {} gathers it differently",
+                                                pair->writer().name(), pair->reader().name())
+                                  : fmt::format("\ncontract: the writer {}'s K/V cache differs from the reference "
+                                                "store's (what the reader {} is judged against):\n{}",
+                                                pair->writer().name(), pair->reader().name(), diff);
+                }
                 RC_FAIL(fmt::format("{}\nsequence {} token {} ({} in this step) {} head {} element {} (output row {}):\n"
-                                    "  expected: {}\n  actual:   {}",
+                                    "  expected: {}\n  actual:   {}{}",
                                     ctx, i, t, t >= s.num_cached[i] ? "stored" : "cached earlier", side ? "V" : "K",
-                                    h, d, row, show_kv_element(o.dtype, w), show_kv_element(o.dtype, p)));
+                                    h, d, row, show_kv_element(o.dtype, w), show_kv_element(o.dtype, p), side_note));
               }
             }
         }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "impl/contract_backend.h"
 #include "properties/diff.h"
 #include "properties/op_checks.h"
 #include "reference/numerics.h"
@@ -191,6 +192,20 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
     const std::string d = diff_load_output(f, total_k, ref_out.out, be_out.out);
     fail += "load output differs from the reference's store + load:\n" +
             (d.empty() ? std::string("  in row padding or the tail band") : d) + "\n";
+  }
+  // A writer x reader contract (docs/spec.md §6.2): which side broke it. The writer's
+  // cache against the reference store's; if they agree, the reader loads it wrong.
+  if (const auto* pair = as_contract(b); pair && !fail.empty() && !be.code) {
+    Cache ref_store = make_cache(s.shape);  // the same pattern-filled cache the writer got
+    const Outcome stored = run_store(nullptr, s, ref_store);
+    const std::string d = stored.code ? std::string("  (the reference refused the store)")
+                                      : diff_cache(be_cache.layout(), ref_store.bytes(), be_cache.bytes());
+    fail += d.empty() ? fmt::format("contract: the writer {}'s cache is the reference store's byte for byte: the "
+                                    "reader {} loads it differently\n",
+                                    pair->writer().name(), pair->reader().name())
+                      : fmt::format("contract: the writer {}'s cache differs from the reference store's (what the "
+                                    "reader {} is judged against):\n{}\n",
+                                    pair->writer().name(), pair->reader().name(), d);
   }
   if (!fail.empty()) fail = context("round_trip", s.shape, b.name()) + "\n" + fail;
   return v;

@@ -21,6 +21,7 @@ class CountingBackend final : public Backend {
   int64_t calls() const { return calls_; }
   std::string_view name() const override { return b_.name(); }
   BackendCapabilities capabilities() const override { return b_.capabilities(); }
+  const Backend& underlying() const override { return b_.underlying(); }
   bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override {
     return b_.set_test_parallelism(max_threads, min_bytes_per_thread);
   }

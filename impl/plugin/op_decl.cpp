@@ -80,12 +80,16 @@ void ArgDecl::kv_cache(const kvcheck_kv_cache& c) const {
   if (!caps_.supports_block_size(c.block_size))
     throw Error(ErrorCode::kUnsupported,
                 where + "block_size " + std::to_string(c.block_size) + " is outside the plugin's capabilities");
-  // A recipe the plugin does not declare would be judged against bytes it never meant
-  // to write; an unknown value still reaches its validation (SPEC §7.3.1).
+}
+
+void ArgDecl::kv_store_recipe(const kvcheck_kv_cache& c) const {
+  // A store under a recipe the plugin does not declare would be judged against bytes it
+  // never meant to write; an unknown value still reaches its validation. Readers take
+  // every recipe: they dequantise alike (SPEC §7.3.1).
   const auto recipe = static_cast<KvRecipe>(c.recipe);
-  if (is_fp8(dtype) && is_kv_recipe(recipe) && !caps_.supports_kv_recipe(recipe))
-    throw Error(ErrorCode::kUnsupported,
-                where + "recipe " + to_string(recipe) + " is not one the plugin's contract declares");
+  if (is_fp8(static_cast<KvDtype>(c.dtype)) && is_kv_recipe(recipe) && !caps_.supports_kv_recipe(recipe))
+    throw Error(ErrorCode::kUnsupported, backend_ + " " + op_ + ": recipe " + to_string(recipe) +
+                                             " is not one the plugin's contract declares");
 }
 
 void ArgDecl::ints(const char* what, const int32_t*& p, int64_t n) { read(what, 0, {view(p, entries_bytes(n))}); }
@@ -196,6 +200,7 @@ void declare(kvcheck_swa_decode_index_args& a, ArgDecl& d) {
 // plugin's to check.
 void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
   d.kv_cache(a.cache);
+  d.kv_store_recipe(a.cache);
   if (!d.bound([&] {
         validate_store_kv_shape(KvTokensIn(from_abi(a.key)), KvTokensIn(from_abi(a.value)), a.num_tokens,
                                 from_abi(a.cache));

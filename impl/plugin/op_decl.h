@@ -77,6 +77,9 @@ class ArgDecl {
   /// K/V dtype, block size): the plugin is not called.
   void paged_cache(const kvcheck_paged_cache& c) const;
   void kv_cache(const kvcheck_kv_cache& c) const;
+  /// store_kv's gate on its FP8 recipe: kUnsupported for a known recipe the plugin's
+  /// contract does not declare (SPEC §7.3.1).
+  void kv_store_recipe(const kvcheck_kv_cache& c) const;
   /// Host plugins: false (they get the harness's buffers as they are; nothing more is
   /// declared). Device plugins: runs `check` (throws the reference's Error), which
   /// returns false when there is nothing to do (no token): the plugin is not called.

@@ -69,6 +69,7 @@ kvcheck_kv_cache kv_cache(PyObject* d) {
   c.k_scale = pointer<const float>(d, "k_scale");
   c.v_scale = pointer<const float>(d, "v_scale");
   c.num_v_scales = static_cast<int32_t>(integer(d, "num_v_scales"));
+  c.recipe = static_cast<int32_t>(integer(d, "recipe"));
   return c;
 }
 

@@ -57,6 +57,7 @@ struct State {
   std::string name;
   bool device = false;  // memory_space CUDA_DEVICE
   kvcheck_backend_v1_t table{};
+  kvcheck_contract contract{};  // the Backend's recipe and head_dims
 };
 State g;
 
@@ -291,15 +292,25 @@ std::string make_table(const char* spec) {
   if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error();
   PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
   if (info == nullptr) return "cannot load the Python backend " + std::string(spec) + ":\n" + take_python_error();
-  // (backend, name, memory_space, ops, formats, kv_dtypes, block_size_multiple, max_block_size)
+  // (backend, name, memory_space, ops, formats, kv_dtypes, block_size_multiple, max_block_size,
+  //  recipe bits, head_dims): the last two become the table's contract.
   PyObject* backend = nullptr;
+  PyObject* head_dims = nullptr;
   const char* name = nullptr;
-  unsigned int ops = 0, formats = 0, kv_dtypes = 0;
+  unsigned int ops = 0, formats = 0, kv_dtypes = 0, recipes = 0;
   int memory_space = KVCHECK_MEMORY_HOST, multiple = 0, max_bs = 0;
-  if (!PyArg_ParseTuple(info, "OsiIIIii", &backend, &name, &memory_space, &ops, &formats, &kv_dtypes, &multiple,
-                        &max_bs)) {
+  if (!PyArg_ParseTuple(info, "OsiIIIiiIO", &backend, &name, &memory_space, &ops, &formats, &kv_dtypes, &multiple,
+                        &max_bs, &recipes, &head_dims)) {
     Py_DECREF(info);
     return "kvcheck._bridge.load returned no table description: " + take_python_error();
+  }
+  // The contract, read while `info` (which owns head_dims) lives.
+  g.contract = {sizeof(kvcheck_contract), recipes, 0, {}};
+  const Py_ssize_t n = PySequence_Size(head_dims);
+  for (Py_ssize_t i = 0; i < n && i < KVCHECK_MAX_DECLARED_HEAD_DIMS; ++i) {
+    PyObject* d = PySequence_GetItem(head_dims, i);
+    g.contract.head_dims[g.contract.num_head_dims++] = static_cast<int32_t>(PyLong_AsLong(d));
+    Py_XDECREF(d);
   }
   Py_INCREF(backend);
   g.backend = backend;
@@ -318,6 +329,7 @@ std::string make_table(const char* spec) {
   if (g.device) t.probe = [](void*, char* msg, size_t size) { return kvcheck_probe_cuda_device(msg, size); };
 #endif
   t.capabilities = {ops, formats, kv_dtypes, multiple, max_bs};
+  t.contract = &g.contract;
   if (ops & KVCHECK_OP_STORE_KV) t.store_kv = store_kv;
   if (ops & KVCHECK_OP_GATHER_KV) t.gather_kv = gather_kv;
   if (ops & KVCHECK_OP_STORE_KV_CACHE) t.store_kv_cache = store_kv_cache;

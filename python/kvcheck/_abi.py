@@ -19,15 +19,16 @@ def _read():
                            for m in re.finditer(r"\b" + prefix + r"([A-Z0-9_]+)\s*=\s*(\d+)", text)}
     bits = {m.group(1).lower(): 1 << int(m.group(2))
             for m in re.finditer(r"#define KVCHECK_OP_([A-Z0-9_]+)\s+\(1u << (\d+)\)", text)}
-    return enum("KVCHECK_STATUS_"), bits, enum("KVCHECK_KV_"), enum("KVCHECK_FORMAT_")
+    return enum("KVCHECK_STATUS_"), bits, enum("KVCHECK_KV_"), enum("KVCHECK_FORMAT_"), enum("KVCHECK_RECIPE_")
 
 
-STATUS, OPS, KV_DTYPES, FORMATS = _read()
+STATUS, OPS, KV_DTYPES, FORMATS, RECIPES = _read()
 # A short read of the header would make every backend look empty: fail loudly instead.
 for _name, _table, _need in (("status", STATUS, ("ok", "slot_out_of_range", "internal")),
                              ("op", OPS, ("store_kv", "gather_kv", "gather_kv_seq_starts")),
                              ("kv dtype", KV_DTYPES, ("bf16", "fp16", "e4m3", "e5m2")),
-                             ("format", FORMATS, ("bf16", "v41"))):
+                             ("format", FORMATS, ("bf16", "v41")),
+                             ("recipe", RECIPES, ("spec", "vllm", "sglang"))):
     if any(n not in _table for n in _need):
         raise ImportError(f"kvcheck: {HEADER} lacks {_name} constants {_need} (found {sorted(_table)})")
 

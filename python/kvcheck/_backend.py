@@ -43,7 +43,13 @@ class Backend:
     kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
     formats: the paged cache formats of store/load ('bf16', 'v41', ...);
     seq_starts: gather_kv honours seq_starts (else it is never sent them);
-    block_size_multiple / max_block_size: declared limits (0 = none).
+    block_size_multiple / max_block_size: declared limits (0 = none);
+    recipe: the FP8 K/V store recipe store_kv implements ('spec', 'vllm' or 'sglang',
+      docs/spec.md §7.3.1): its bytes are judged against it, and a mismatch says which
+      recipe they do match;
+    head_dims: the head_dims store_kv / gather_kv were built for (empty = any): cases
+      are drawn among them, and prop_store_kv_undeclared_shape_is_refused hands
+      store_kv others, which it must refuse with kvcheck.Refusal("unsupported").
     kvcheck validates every call first with its own validator, so the functions see
     only valid calls (as an engine kernel assumes); refusals carry kvcheck's codes.
     Define it at module level: kvcheck runs it in fresh processes, found again by
@@ -51,7 +57,8 @@ class Backend:
     """
 
     def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, device="host",
-                 kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0):
+                 kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0,
+                 recipe="spec", head_dims=()):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}}")
         self.name = name
@@ -80,6 +87,13 @@ class Backend:
         self.seq_starts = bool(seq_starts)
         self.block_size_multiple = int(block_size_multiple)
         self.max_block_size = int(max_block_size)
+        if recipe not in _abi.RECIPES:
+            raise ValueError(f"kvcheck.Backend {name}: recipe {recipe!r} is not one of "
+                             f"{sorted(_abi.RECIPES, key=_abi.RECIPES.get)}")
+        self.recipe = recipe
+        self.head_dims = tuple(int(d) for d in head_dims)
+        if len(self.head_dims) > 16 or any(d < 1 for d in self.head_dims):
+            raise ValueError(f"kvcheck.Backend {name}: head_dims {self.head_dims} must be at most 16 values >= 1")
         # Where it is defined, to be found again by a fresh interpreter (check()).
         frame = inspect.stack()[1]
         self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")

@@ -97,7 +97,8 @@ def _cache(key_cache, value_cache, dtype, k_scale, v_scale, keep):
             "num_kv_heads": heads, "head_dim": head_dim, "num_blocks": nb, "stride_page": page,
             "stride_token": token, "stride_head": head, "scale_kind": kind,
             "num_scales": 0 if k_s is None else k_s.size, "k_scale": 0 if k_s is None else _address(k_s),
-            "v_scale": 0 if v_s is None else _address(v_s), "num_v_scales": 0 if v_s is None else v_s.size}
+            "v_scale": 0 if v_s is None else _address(v_s), "num_v_scales": 0 if v_s is None else v_s.size,
+            "recipe": _abi.RECIPES["spec"]}
 
 
 def _finish(status_message):
@@ -114,10 +115,14 @@ def _writable(array, what):
         raise ValueError(f"kvcheck.reference: {what} is read-only")
 
 
-def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype=None, k_scale=None, v_scale=None):
+def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype=None, k_scale=None, v_scale=None,
+             recipe="spec"):
     """SPEC §7.4: key/value [rows][H][D] into key_cache/value_cache
     [num_blocks][block_size][H][D] at slot_mapping[i] (-1 skipped), FP8 quantised
-    with k_scale/v_scale (1 float: per tensor, H floats: per KV head)."""
+    with k_scale/v_scale (1 float: per tensor, H floats: per KV head) under `recipe`
+    ('spec', 'vllm', 'sglang': SPEC §7.3.1)."""
+    if recipe not in _abi.RECIPES:
+        raise ValueError(f"kvcheck.reference: recipe {recipe!r} is not one of {sorted(_abi.RECIPES)}")
     for what, a in (("key_cache", key_cache), ("value_cache", value_cache)):
         _writable(a, what)
     keep = []
@@ -127,6 +132,7 @@ def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype=No
               "num_tokens": slots.size,
               "cache": _cache(key_cache, value_cache, _kv_dtype(key_cache, kv_cache_dtype, "key_cache"), k_scale,
                               v_scale, keep)}
+    fields["cache"]["recipe"] = _abi.RECIPES[recipe]
     _finish(_module().store_kv(fields))
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kvcheck
+import kvcheck.reference
 import numpy_kv
 from kvcheck import _bridge, _run
 
@@ -132,3 +133,39 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     # A BF16-only backend has no quantisation error to bound: not exercised, never drawn a V41 cache.
     bound = rows["prop_round_trip_error_within_bound"]
     assert bound["verdict"] == "not_run" and "no quantised format" in bound["why"], bound
+
+
+def store_kv_sglang(**kwargs):
+    # SGLang's store_cache_quant recipe (x * RN(1/s), NaN to +448), through the reference.
+    kvcheck.reference.store_kv(**kwargs, recipe="sglang")
+
+
+def store_kv_head_dim_128(**kwargs):
+    if kwargs["key_cache"].shape[3] != 128:
+        raise kvcheck.Refusal("unsupported", "built for head_dim 128 only")
+    kvcheck.reference.store_kv(**kwargs)
+
+
+sglang_declared = kvcheck.Backend("sglang-declared", store_kv=store_kv_sglang, kv_dtypes=("e4m3",), recipe="sglang")
+sglang_as_vllm = kvcheck.Backend("sglang-as-vllm", store_kv=store_kv_sglang, kv_dtypes=("e4m3",), recipe="vllm")
+head_dim_128 = kvcheck.Backend("hd128", store_kv=store_kv_head_dim_128, kv_dtypes=("bf16", "e4m3"), recipe="vllm",
+                               head_dims=(128,))
+
+
+def test_a_backend_is_judged_by_its_declared_recipe(kvcheck_check, tmp_path):
+    # docs/spec.md §7.3.1: the same kernel passes as sglang and, declared vllm, is told what it matches.
+    result = kvcheck_check(sglang_declared, properties=["prop_store_kv_matches_reference"], cases=200, seed=1)
+    assert result.passed and result.passed[0]["backend_calls"] > 0
+    with pytest.raises(AssertionError, match="match recipe sglang exactly, not the declared vllm"):
+        kvcheck.check(sglang_as_vllm, properties=["prop_store_kv_matches_reference"], cases=200, seed=1,
+                      work_dir=tmp_path)
+    with pytest.raises(ValueError, match="recipe 'sglang2' is not one of"):
+        kvcheck.Backend("bad", store_kv=store_kv_sglang, recipe="sglang2")
+
+
+def test_declared_head_dims_are_drawn_and_others_refused(kvcheck_check):
+    # Match properties draw head_dim 128 only; the refusal property hands it others.
+    result = kvcheck_check(head_dim_128, properties=["prop_store_kv_matches_reference",
+                                                     "prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=2)
+    names = {r["property"] for r in result.passed}
+    assert names == {"prop_store_kv_matches_reference", "prop_store_kv_undeclared_shape_is_refused"}, result

@@ -12,14 +12,23 @@
  *   KVCHECK_HEAD_DIM_128      the contract declares head_dims {128}, and a call with any
  *                             other head_dim is refused with KVCHECK_STATUS_UNSUPPORTED;
  *   KVCHECK_IGNORES_HEAD_DIM  ... except that the guard is missing (the plugin runs any
- *                             head_dim): the refusal property must catch it.
+ *                             head_dim): the refusal property must catch it;
+ *   KVCHECK_WITH_GATHER       also a gather_kv (SPEC §7.5) reading the e4m3 cache back:
+ *                             RN(e4m3(code) * scale) (one float multiply), then RNE to
+ *                             the outputs' bf16 / fp16. No seq_starts (the feature bit
+ *                             KVCHECK_OP_GATHER_KV_SEQ_STARTS is not declared);
+ *   KVCHECK_GATHER_DIVIDES    ... whose reader divides by the scale instead (a reader
+ *                             that disagrees with the writer on the scale's direction):
+ *                             the gather match property must catch it.
  *
  * Built by tests/plugin/CMakeLists.txt as
  *   librecipe_sglang_as_vllm.so        SGLang math declared as vllm: the match property
  *                                      fails and names the recipe the bytes match;
  *   librecipe_sglang.so                SGLang math declared as sglang: every property holds;
  *   librecipe_vllm_hd128.so            vLLM math, head_dim 128 only, guarded;
- *   librecipe_vllm_hd128_unguarded.so  the same without the guard. */
+ *   librecipe_vllm_hd128_unguarded.so  the same without the guard;
+ *   librecipe_vllm_rw.so               vLLM math with a gather_kv: every property holds;
+ *   librecipe_vllm_rw_divides.so       the same with the dividing reader. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +37,11 @@
 
 #include "include/kvcheck/backend_abi.h"
 
-#if defined(KVCHECK_IGNORES_HEAD_DIM)
+#if defined(KVCHECK_WITH_GATHER) && defined(KVCHECK_GATHER_DIVIDES)
+#define PLUGIN_NAME "vllm-rw-divides"
+#elif defined(KVCHECK_WITH_GATHER)
+#define PLUGIN_NAME "vllm-rw"
+#elif defined(KVCHECK_IGNORES_HEAD_DIM)
 #define PLUGIN_NAME "vllm-hd128-unguarded"
 #elif defined(KVCHECK_HEAD_DIM_128)
 #define PLUGIN_NAME "vllm-hd128"
@@ -338,6 +351,168 @@ static int store_kv(void* context, const kvcheck_store_kv_args* a, void* stream,
   return KVCHECK_STATUS_OK;
 }
 
+#if defined(KVCHECK_WITH_GATHER)
+/* ---- gather_kv (SPEC §7.5) ----------------------------------------------------------- */
+
+static float e4m3_to_float(uint8_t code) {
+  const int mag = code & 0x7F, e = mag >> 3, m = mag & 7;
+  float v;
+  if (mag == 0x7F) return NAN;
+  v = e == 0 ? (float)ldexp((double)m, -9) : (float)ldexp((double)(8 + m), e - 10); /* exact */
+  return (code & 0x80) ? -v : v;
+}
+
+/* RNE on the bit pattern (the carry out of the mantissa steps the exponent, up to Inf);
+ * NaN -> 0x7FFF (reference/numerics.cpp float_to_bf16_rn). */
+static uint16_t float_to_bf16_rn(float x) {
+  uint32_t u;
+  if (isnan(x)) return 0x7FFF;
+  memcpy(&u, &x, sizeof u);
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* RNE; |x| >= 65520 (the midpoint of 65504 and 2^16) -> Inf; subnormals (step 2^-24)
+ * kept; NaN -> 0x7FFF (reference/kv_numerics.cpp float_to_fp16_rn). */
+static uint16_t float_to_fp16_rn(float x) {
+  uint16_t sign;
+  double mag;
+  long code;
+  if (isnan(x)) return 0x7FFF;
+  sign = signbit(x) ? 0x8000 : 0x0000;
+  mag = fabs((double)x);
+  if (mag >= 65520.0) return (uint16_t)(sign | 0x7C00);
+  if (mag < ldexp(1.0, -14)) {
+    code = round_half_even(ldexp(mag, 24)); /* m * 2^-24, a carry to 0x400 = 2^-14 */
+  } else {
+    int e2;
+    (void)frexp(mag, &e2); /* exponent E = e2 - 1 */
+    code = (long)(e2 - 1 + 15) * 1024 + round_half_even(ldexp(mag, 10 - (e2 - 1)) - 1024.0);
+  }
+  return (uint16_t)(sign | (uint16_t)code);
+}
+
+static float dequantize(uint8_t code, float scale) {
+#if defined(KVCHECK_GATHER_DIVIDES)
+  return e4m3_to_float(code) / scale; /* the deliberate bug: the scale's direction */
+#else
+  return e4m3_to_float(code) * scale; /* one float multiply (the E4M3 value is exact) */
+#endif
+}
+
+/* The outputs when cu[b] > 0, in the reference's order and words. */
+static int check_out(const kvcheck_kv_tokens* o, int64_t total, const kvcheck_kv_cache* c, const char* what,
+                     char* msg, size_t msg_size) {
+  int64_t strides[3], extents[3];
+  if (o->rows < total)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "%s holds %lld rows, needs %lld", what,
+                  (long long)o->rows, (long long)total);
+  if (o->data == NULL) return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "%s is null", what);
+  if ((uintptr_t)o->data % 2 != 0)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "%s is misaligned", what);
+  strides[0] = o->token_stride;
+  extents[0] = total;
+  strides[1] = o->head_stride;
+  extents[1] = c->num_kv_heads;
+  strides[2] = 1;
+  extents[2] = c->head_dim;
+  if (o->token_stride < 0 || o->head_stride < 0 || !non_overlapping(strides, extents, 3))
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "%s rows overlap", what);
+  return KVCHECK_STATUS_OK;
+}
+
+static void store_model(const kvcheck_kv_tokens* t, int64_t element, float x) {
+  uint8_t* p = t->data + 2 * element;
+  const uint16_t y = t->dtype == KVCHECK_KV_BF16 ? float_to_bf16_rn(x) : float_to_fp16_rn(x);
+  p[0] = (uint8_t)(y & 0xFF);
+  p[1] = (uint8_t)(y >> 8);
+}
+
+static int gather_kv(void* context, const kvcheck_gather_kv_args* a, void* stream, char* msg, size_t msg_size) {
+  const kvcheck_kv_cache* c = &a->cache;
+  const int32_t* cu = a->cu_seqlens_k;
+  const int32_t max_blocks = a->max_blocks;
+  const int64_t bs = c->block_size;
+  int64_t b, i, total;
+  int st;
+  (void)context;
+  (void)stream;
+  if (a->seq_starts_unit != 0) /* never so: the feature bit is not declared */
+    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "no seq_starts (seq_starts_unit %d)",
+                  (int)a->seq_starts_unit);
+  if (c->dtype != KVCHECK_KV_E4M3)
+    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "e4m3 caches only, got K/V dtype %d", (int)c->dtype);
+  /* 1-3 as the store: the cache, its scales, the (outputs') model dtype. */
+  if ((st = check_cache(c, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  if ((st = check_model_dtype(&a->out_k, "out_k", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  if ((st = check_model_dtype(&a->out_v, "out_v", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  if (a->out_k.dtype != a->out_v.dtype)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "out_k dtype %d differs from out_v dtype %d",
+                  (int)a->out_k.dtype, (int)a->out_v.dtype);
+  /* 4. cu_seqlens_k, max_blocks, the table's size, the outputs. Messages name the entry
+   * and its value, as the reference words them (the harness compares the blamed entry). */
+  if (a->cu_seqlens_entries < 1)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "cu_seqlens_k is empty");
+  if (cu == NULL) return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "cu_seqlens_k is null");
+  b = a->cu_seqlens_entries - 1;
+  if (cu[0] != 0)
+    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "cu_seqlens_k[0] = %d is not 0", (int)cu[0]);
+  for (i = 0; i < b; ++i)
+    if (cu[i + 1] < cu[i])
+      return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "cu_seqlens_k[%lld] = %d < cu_seqlens_k[%lld]",
+                    (long long)(i + 1), (int)cu[i + 1], (long long)i);
+  if (max_blocks < 0) return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "max_blocks < 0");
+  if ((wide)a->block_table_entries != (wide)b * max_blocks)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "block_table is not num_seqs x max_blocks");
+  if (a->block_table == NULL && a->block_table_entries > 0)
+    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "block_table is null");
+  total = cu[b];
+  if (total > 0) {
+    if ((st = check_out(&a->out_k, total, c, "out_k", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+    if ((st = check_out(&a->out_v, total, c, "out_v", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  }
+  /* 5. Sequences in order: the row's reach, then each needed column (the first token
+   * of each column reports it). */
+  for (i = 0; i < b; ++i) {
+    const int64_t len = (int64_t)cu[i + 1] - cu[i];
+    int64_t j;
+    if (len > 0 && len > (int64_t)max_blocks * bs)
+      return refuse(KVCHECK_STATUS_RANGE_OUT_OF_TABLE, msg, msg_size, "sequence %lld reaches past its table row",
+                    (long long)i);
+    for (j = 0; j * bs < len; ++j) {
+      const int32_t block = a->block_table[i * max_blocks + j];
+      if (block == -1)
+        return refuse(KVCHECK_STATUS_RANGE_OUT_OF_TABLE, msg, msg_size,
+                      "block_table[%lld][%lld] = -1 is needed by token %lld of sequence %lld", (long long)i,
+                      (long long)j, (long long)(j * bs), (long long)i);
+      if (block < 0 || block >= c->num_blocks)
+        return refuse(KVCHECK_STATUS_BLOCK_OUT_OF_RANGE, msg, msg_size, "block_table[%lld][%lld] = %d is out of range",
+                      (long long)i, (long long)j, (int)block);
+    }
+  }
+
+  for (i = 0; i < b; ++i) {
+    const int64_t begin = cu[i], len = (int64_t)cu[i + 1] - cu[i];
+    int64_t t, h, d;
+    int side;
+    for (t = 0; t < len; ++t) {
+      const int64_t block = a->block_table[i * max_blocks + t / bs], token = t % bs;
+      for (side = 0; side < 2; ++side) {
+        const kvcheck_kv_tokens* o = side ? &a->out_v : &a->out_k;
+        const uint8_t* base = side ? c->v : c->k;
+        const float* scales = side ? c->v_scale : c->k_scale;
+        for (h = 0; h < c->num_kv_heads; ++h) {
+          const float scale = c->scale_kind == 2 ? scales[h] : scales[0];
+          const int64_t src = block * c->stride_page + token * c->stride_token + h * c->stride_head;
+          const int64_t dst = (begin + t) * o->token_stride + h * o->head_stride;
+          for (d = 0; d < c->head_dim; ++d) store_model(o, dst + d, dequantize(base[src + d], scale));
+        }
+      }
+    }
+  }
+  return KVCHECK_STATUS_OK;
+}
+#endif /* KVCHECK_WITH_GATHER */
+
 static kvcheck_contract contract;
 static kvcheck_backend_v1_t table;
 
@@ -365,6 +540,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
   table.capabilities.block_size_multiple = 0; /* any */
   table.capabilities.max_block_size = 0;      /* no limit */
   table.store_kv = store_kv;
+#if defined(KVCHECK_WITH_GATHER)
+  table.capabilities.ops |= KVCHECK_OP_GATHER_KV; /* not KVCHECK_OP_GATHER_KV_SEQ_STARTS */
+  table.gather_kv = gather_kv;
+#endif
   table.contract = &contract;
   *out = &table;
   return KVCHECK_STATUS_OK;

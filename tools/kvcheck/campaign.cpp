@@ -18,6 +18,7 @@
 #include <streambuf>
 
 #include "impl/backends.h"
+#include "impl/contract_backend.h"
 #include "impl/error.h"
 #include "properties/registry.h"
 #include "properties/regression.h"
@@ -294,6 +295,17 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       }
     }
     backends = chosen;
+  } else if (options.contract_pairs) {
+    // Every ordered pair of two backends here whose writer and reader meet in a
+    // contract operation (docs/spec.md §6.2): what one writes, the other reads.
+    const size_t single = backends.size();
+    for (size_t w = 0; w < single; ++w)
+      for (size_t r = 0; r < single; ++r) {
+        const BackendCapabilities cw = backends[w]->capabilities(), cr = backends[r]->capabilities();
+        const bool paged = (cw.ops & KVCHECK_OP_STORE_KV_CACHE) && (cr.ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE);
+        const bool kv = (cw.ops & KVCHECK_OP_STORE_KV) && (cr.ops & KVCHECK_OP_GATHER_KV);
+        if (w != r && (paged || kv)) backends.push_back(contract_backend(backends[w], backends[r]));
+      }
   }
   std::vector<Row> rows;
   int host_left_out = 0;
@@ -307,7 +319,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       rows.push_back(make_row(p, host_backend));
       continue;
     }
-    for (const auto& b : backends) rows.push_back(make_row(p, b));
+    for (const auto& b : backends)  // a contract backend runs the contract properties only
+      if (!as_contract(*b) || is_contract_op(p.op)) rows.push_back(make_row(p, b));
   }
   const size_t pairs_total = rows.size();
   for (size_t i = 0; i < rows.size(); ++i) rows[i].index = i;

@@ -29,6 +29,7 @@ struct CampaignOptions {
   bool plugin_run = false;             // --plugin given: host properties are left out unless --backend host
   int shard_index = 0;                 // --shard I/N: 1-based I; 0 = the whole run
   int shard_count = 0;                 // N; 0 = the whole run
+  bool contract_pairs = true;          // without `backends`: also every writer x reader pair (docs/spec.md §6.2)
 };
 
 /// "I/N" (1 <= I <= N <= 10000) -> {I, N}; nullopt for anything else.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "impl/backends.h"
+#include "impl/contract_backend.h"
 #include "impl/plugin/loader.h"
 
 #include "tools/kvcheck/campaign.h"
@@ -195,6 +196,29 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--out", merge_out, "Write the merged summary.json here")->required();
   merge_cmd->add_option("--junit", merge_junit, "Also write the merged summary as JUnit XML");
 
+  // Writer x reader contracts (docs/spec.md §6.2): the round-trip and K/V-step
+  // properties on the contract backend "<writer>-to-<reader>" (impl/contract_backend.h).
+  kvcheck::tool::CampaignOptions contract;
+  std::string contract_writer, contract_reader;
+  uint64_t contract_seed = 0;
+  bool contract_quiet = false;
+  auto* contract_cmd = app.add_subcommand(
+      "contract", "Store with one backend, load/gather with another, against the reference (exit 1 on a break)");
+  contract_cmd->add_option("--writer", contract_writer, "The backend that stores (store_kv_cache, store_kv)")->required();
+  contract_cmd->add_option("--reader", contract_reader, "The backend that reads (load_paged_kv_cache, gather_kv)")
+      ->required();
+  auto* contract_seconds = contract_cmd->add_option("--seconds", contract.seconds, "Time budget in seconds")
+                               ->check(CLI::PositiveNumber);
+  contract_cmd->add_option("--cases", contract.cases, "Cases per property (default 200)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(contract_seconds);
+  auto* contract_seed_opt = contract_cmd->add_option("--seed", contract_seed, "RapidCheck seed (default: the clock)");
+  contract_cmd->add_option("--plugin", plugins, "Load a backend plugin (repeatable), as for run");
+  contract_cmd->add_option("--report", contract.report_path, "Also write the JSON summary to this file");
+  contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file");
+  contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories");
+  contract_cmd->add_flag("--quiet", contract_quiet, "No progress line");
+
   // The FP8 K/V store recipes of docs/spec.md §7.3.1 (tools/kvcheck/recipes.h).
   kvcheck::tool::RecipeDiffOptions recipe_diff;
   auto* recipes_cmd = app.add_subcommand("recipes", "The engines' FP8 K/V store recipes (docs/spec.md §7.3.1)");
@@ -243,6 +267,20 @@ int main(int argc, char** argv) {
   if (junit_cmd->parsed()) return kvcheck::tool::junit_file(junit_summary, junit_out, std::cerr);
   if (merge_cmd->parsed())
     return kvcheck::tool::summary_merge(merge_inputs, merge_out, merge_junit, std::cout, std::cerr);
+  if (contract_cmd->parsed()) {
+    for (const std::string& name : {contract_writer, contract_reader}) try {
+        (void)kvcheck::backend_by_name(name);
+      } catch (const std::exception& e) {
+        std::cerr << "kvcheck contract: " << e.what() << "\n";
+        return 2;
+      }
+    contract.backends = {kvcheck::contract_name(contract_writer, contract_reader)};
+    contract.properties = {"round_trip", "kv_step"};
+    contract.plugin_run = true;
+    contract.progress = !contract_quiet;
+    if (contract_seed_opt->count() > 0) contract.seed = contract_seed;
+    return kvcheck::tool::run_campaign(contract, std::cout, std::cerr);
+  }
   if (recipes_list->parsed()) {
     kvcheck::tool::list_recipes(std::cout);
     return 0;

@@ -1,0 +1,96 @@
+#include "impl/contract_backend.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "impl/error.h"
+
+namespace kvcheck {
+namespace {
+
+constexpr uint32_t kWriterOps = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_STORE_KV | KVCHECK_OP_ANY_BLOCK_STRIDE;
+constexpr uint32_t kReaderOps = KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_GATHER_KV |
+                                KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE;
+
+BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities& r) {
+  BackendCapabilities c;
+  c.ops = (w.ops & kWriterOps) | (r.ops & kReaderOps);
+  if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
+    c.ops &= ~KVCHECK_OP_ANY_BLOCK_STRIDE;  // a stride both must take
+  c.formats = w.formats & r.formats;
+  c.kv_dtypes = w.kv_dtypes & r.kv_dtypes;
+  c.block_size_multiple = std::lcm(std::max(w.block_size_multiple, 1), std::max(r.block_size_multiple, 1));
+  c.max_block_size = w.max_block_size == 0   ? r.max_block_size
+                     : r.max_block_size == 0 ? w.max_block_size
+                                             : std::min(w.max_block_size, r.max_block_size);
+  c.kv_recipes = w.kv_recipes;  // the recipe is the store's; every recipe loads alike (SPEC §7.3.1)
+  if (w.head_dims.empty()) {
+    c.head_dims = r.head_dims;
+  } else if (r.head_dims.empty()) {
+    c.head_dims = w.head_dims;
+  } else {
+    for (int32_t d : w.head_dims)
+      if (std::find(r.head_dims.begin(), r.head_dims.end(), d) != r.head_dims.end()) c.head_dims.push_back(d);
+    if (c.head_dims.empty()) c.kv_dtypes = 0;  // no shape both take: nothing of the K/V family to draw
+  }
+  c.host_memory = w.host_memory && r.host_memory;
+  return c;
+}
+
+[[noreturn]] void not_a_contract_op(std::string_view name, const char* op) {
+  throw Error(ErrorCode::kUnsupported, std::string(name) + " has no " + op + " (a writer x reader contract)");
+}
+
+}  // namespace
+
+std::string contract_name(std::string_view w, std::string_view r) {
+  return std::string(w) + "-to-" + std::string(r);
+}
+
+bool is_contract_op(std::string_view op) { return op == "round_trip" || op == "kv_step"; }
+
+ContractBackend::ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader)
+    : writer_(std::move(writer)),
+      reader_(std::move(reader)),
+      name_(contract_name(writer_->name(), reader_->name())),
+      caps_(both(writer_->capabilities(), reader_->capabilities())) {}
+
+bool ContractBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
+  const bool w = writer_->set_test_parallelism(max_threads, min_bytes_per_thread);
+  const bool r = reader_->set_test_parallelism(max_threads, min_bytes_per_thread);
+  return w && r;
+}
+
+void ContractBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
+                                     const CacheView& cache) const {
+  writer_->store_kv_cache(kv, slot_mapping, cache);
+}
+
+void ContractBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments,
+                                          int32_t total_k, const LoadOutput& out) const {
+  reader_->load_paged_kv_cache(cache, load_segments, total_k, out);
+}
+
+void ContractBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                               const KvCacheView& cache) const {
+  writer_->store_kv(key, value, slot_mapping, cache);
+}
+
+void ContractBackend::gather_kv(const GatherKvArgs& args) const { reader_->gather_kv(args); }
+
+void ContractBackend::convert_kv_index(const ConvertKvIndexArgs&, std::span<int32_t>) const {
+  not_a_contract_op(name_, "convert_kv_index");
+}
+void ContractBackend::kv_index_cat(std::span<const int32_t>, int32_t, std::span<const int32_t>, int32_t, int32_t,
+                                   int32_t, int32_t, std::span<int32_t>) const {
+  not_a_contract_op(name_, "kv_index_cat");
+}
+void ContractBackend::expand_swa_index(std::span<const int32_t>, int32_t, int32_t, std::span<int32_t>) const {
+  not_a_contract_op(name_, "expand_swa_index");
+}
+void ContractBackend::swa_decode_index(std::span<const int32_t>, int32_t, int32_t, int32_t,
+                                       std::span<int32_t>) const {
+  not_a_contract_op(name_, "swa_decode_index");
+}
+
+}  // namespace kvcheck
