@@ -34,6 +34,11 @@ struct BackendCapabilities {
   /// generators draw a case's recipe among them. In-process backends implement all; a
   /// plugin without a contract declares kSpec only.
   uint32_t kv_recipes = ~0u;
+  /// Whether the backend reads kvcheck_kv_cache.recipe at all (in-process backends, and
+  /// plugins with a contract): only these are handed a store with another recipe than
+  /// spec, or an unknown recipe value to refuse. A plugin built before contracts has it
+  /// as reserved0 and is handed 0.
+  bool recipe_aware = true;
   /// The head_dims store_kv and gather_kv take (SPEC §7.2 caches); empty = any. The
   /// match properties draw only these; prop_store_kv_undeclared_shape_is_refused draws
   /// the others and requires a kUnsupported refusal.

@@ -24,6 +24,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
                      : r.max_block_size == 0 ? w.max_block_size
                                              : std::min(w.max_block_size, r.max_block_size);
   c.kv_recipes = w.kv_recipes;  // the recipe is the store's; every recipe loads alike (SPEC §7.3.1)
+  bool kv_shapes = true;  // a head_dim both take
   if (w.head_dims.empty()) {
     c.head_dims = r.head_dims;
   } else if (r.head_dims.empty()) {
@@ -31,9 +32,17 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   } else {
     for (int32_t d : w.head_dims)
       if (std::find(r.head_dims.begin(), r.head_dims.end(), d) != r.head_dims.end()) c.head_dims.push_back(d);
-    if (c.head_dims.empty()) c.kv_dtypes = 0;  // no shape both take: nothing of the K/V family to draw
+    kv_shapes = !c.head_dims.empty();
   }
   c.host_memory = w.host_memory && r.host_memory;
+  // A family whose cases no side-by-side draw can satisfy is dropped, so its rows are
+  // "not exercised" (a zero mask would read as "everything" to the generators).
+  const bool block_sizes = c.max_block_size == 0 || c.block_size_multiple <= c.max_block_size;
+  if (!block_sizes || c.formats == 0)
+    c.ops &= ~(KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_ANY_BLOCK_STRIDE);
+  if (!block_sizes || c.kv_dtypes == 0 || !kv_shapes)
+    c.ops &= ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV | KVCHECK_OP_GATHER_KV_SEQ_STARTS);
+  if (!(c.ops & KVCHECK_OP_GATHER_KV)) c.ops &= ~KVCHECK_OP_GATHER_KV_SEQ_STARTS;
   return c;
 }
 

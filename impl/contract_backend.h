@@ -15,8 +15,9 @@ namespace kvcheck {
 
 /// The composite "<writer>-to-<reader>". Its capabilities: the writer's store
 /// operations and the reader's load operations, the formats, K/V dtypes, head_dims and
-/// block sizes both take, the writer's recipes; host memory only when both are. Every
-/// other operation is kUnsupported.
+/// block sizes both take, the writer's recipes; host memory only when both are. A
+/// family (paged, K/V) whose formats, dtypes, head_dims or block sizes do not overlap
+/// loses its operations. Every other operation is kUnsupported.
 class ContractBackend final : public Backend {
  public:
   ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader);

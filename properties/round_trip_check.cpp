@@ -149,6 +149,9 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
   if (with_reference && !ref.code) ref = run_load(nullptr, load, ref_cache, ref_out);
   Outcome be = run_store(&b, s, be_cache);
   const std::string store_canaries = be_cache.canary_report();
+  // A contract's diagnosis compares the writer's cache as the store left it.
+  const std::vector<uint8_t> written =
+      as_contract(b) ? std::vector<uint8_t>(be_cache.bytes().begin(), be_cache.bytes().end()) : std::vector<uint8_t>();
   if (!be.code) be = run_load(&b, load, be_cache, be_out);
   Verdict v;
   // (The store may have written before the load refused: only the capabilities decide.)
@@ -199,10 +202,12 @@ Verdict check_round_trip(const Backend& b, const StoreScenario& s, unsigned whic
     Cache ref_store = make_cache(s.shape);  // the same pattern-filled cache the writer got
     const Outcome stored = run_store(nullptr, s, ref_store);
     const std::string d = stored.code ? std::string("  (the reference refused the store)")
-                                      : diff_cache(be_cache.layout(), ref_store.bytes(), be_cache.bytes());
-    fail += d.empty() ? fmt::format("contract: the writer {}'s cache is the reference store's byte for byte: the "
+                                      : diff_cache(be_cache.layout(), ref_store.bytes(), written);
+    fail += d.empty() ? fmt::format("contract: the writer {}'s cache is the reference store's byte for byte{}: the "
                                     "reader {} loads it differently\n",
-                                    pair->writer().name(), pair->reader().name())
+                                    pair->writer().name(),
+                                    store_canaries.empty() ? "" : " (but the store wrote into the canary band)",
+                                    pair->reader().name())
                       : fmt::format("contract: the writer {}'s cache differs from the reference store's (what the "
                                     "reader {} is judged against):\n{}\n",
                                     pair->writer().name(), pair->reader().name(), d);

@@ -259,7 +259,9 @@ TEST(KvStore, UnknownRecipeIsRefused) {
 
 // Every bf16 and fp16 input through the cpu kernel (all of them in one head of 65,536
 // elements, so the vectorised chunks run), every recipe, both FP8 dtypes, scales that
-// round differently (non-powers of two, tiny, huge): the cache equals the reference's
+// round differently (non-powers of two, tiny, huge; a subnormal one, whose RN(1/s) is
+// Inf under sglang: 0 * Inf = NaN -> +max; one whose reciprocal is subnormal): the
+// cache equals the reference's
 // quantize_kv element by element.
 TEST(KvStore, CpuRecipesMatchReferenceOnEveryInput) {
   const cpu::CpuBackend cpu;
@@ -268,7 +270,7 @@ TEST(KvStore, CpuRecipesMatchReferenceOnEveryInput) {
   for (const KvDtype fp8 : {KvDtype::kE4M3, KvDtype::kE5M2})
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
       for (const KvRecipe recipe : kv_recipes())
-        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f}) {
+        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f, 1e-40f, 1e38f}) {
           const KvCacheLayout l = kv_dense_layout(fp8, KvHeadLayout::kNHD, 1, 1, 1, 65536);
           Pair p(l);
           const float sc[] = {scale};

@@ -164,7 +164,7 @@ TEST(KvNumericsOracle, RecipesMatchNvidiaOnEveryInput) {
     const __nv_fp8_interpretation_t nv = fp8 == KvDtype::kE4M3 ? __NV_E4M3 : __NV_E5M2;
     const float max = fp8 == KvDtype::kE4M3 ? 448.0f : 57344.0f;
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
-      for (const float s : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f})
+      for (const float s : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f, 1e-40f, 1e38f})
         for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
           float x;
           if (model == KvDtype::kBF16) {

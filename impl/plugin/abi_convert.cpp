@@ -210,10 +210,11 @@ BackendCapabilities from_abi(const kvcheck_capabilities& c) {
 void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   b.kv_recipes = 1u << static_cast<int>(KvRecipe::kSpec);  // no contract: the spec's recipe
   b.head_dims.clear();
+  b.recipe_aware = c != nullptr;
   if (c == nullptr) return;
   if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
     b.kv_recipes = c->kv_fp8_recipes;
-  if (c->struct_size >= sizeof(kvcheck_contract))
+  if (c->struct_size >= offsetof(kvcheck_contract, head_dims) + sizeof c->head_dims)
     b.head_dims.assign(c->head_dims, c->head_dims + c->num_head_dims);
 }
 

@@ -27,6 +27,10 @@ namespace {
   throw Error(code, "plugin " + path + ": " + what);
 }
 
+// The largest head_dim a contract may declare: the generators size caches from it (every
+// engine's is far below: 64..576).
+constexpr int32_t kMaxDeclaredHeadDim = 16384;
+
 // A declared contract (backend_abi.h kvcheck_contract): every field it covers in range.
 void check_contract(const std::string& path, const kvcheck_contract* c) {
   if (c == nullptr) return;
@@ -37,14 +41,15 @@ void check_contract(const std::string& path, const kvcheck_contract* c) {
   if (c->kv_fp8_recipes & ~known)
     fail(path, "contract kv_fp8_recipes " + std::to_string(c->kv_fp8_recipes) + " has bits outside the " +
                    std::to_string(kNumKvRecipes) + " known recipes (docs/spec.md §7.3.1)");
-  if (c->struct_size < sizeof(kvcheck_contract)) return;
+  // (Each field is read when struct_size covers it, never by sizeof: later headers append.)
+  if (c->struct_size < offsetof(kvcheck_contract, head_dims) + sizeof c->head_dims) return;
   if (c->num_head_dims < 0 || c->num_head_dims > KVCHECK_MAX_DECLARED_HEAD_DIMS)
     fail(path, "contract num_head_dims " + std::to_string(c->num_head_dims) + " is not in [0, " +
                    std::to_string(KVCHECK_MAX_DECLARED_HEAD_DIMS) + "]");
   for (int32_t i = 0; i < c->num_head_dims; ++i)
-    if (c->head_dims[i] < 1)
+    if (c->head_dims[i] < 1 || c->head_dims[i] > kMaxDeclaredHeadDim)
       fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
-                     " is not a head_dim (>= 1)");
+                     " is not a head_dim in [1, " + std::to_string(kMaxDeclaredHeadDim) + "]");
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).
@@ -59,6 +64,9 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
                    std::to_string(required) + " required bytes");
   if (t.name == nullptr || !std::regex_match(t.name, std::regex("[a-z0-9_-]{1,32}")))
     fail(path, std::string("backend name '") + (t.name ? t.name : "(null)") + "' is not [a-z0-9_-]{1,32}");
+  if (std::string(t.name).find("-to-") != std::string::npos)
+    fail(path, std::string("backend name '") + t.name +
+                   "' holds '-to-', which names writer x reader pairs (<writer>-to-<reader>, docs/spec.md §6.2)");
   if (t.memory_space != KVCHECK_MEMORY_HOST && t.memory_space != KVCHECK_MEMORY_CUDA_DEVICE)
     fail(path, "memory_space " + std::to_string(t.memory_space) + " is neither HOST (0) nor CUDA_DEVICE (1)");
   const auto has = [&](size_t offset) { return t.struct_size >= offset + sizeof(void*); };

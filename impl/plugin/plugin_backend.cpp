@@ -106,7 +106,11 @@ void PluginBackend::gather_kv(const GatherKvArgs& args) const {
   if (!args.seq_starts.empty() && !(capabilities().ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS))
     throw Error(ErrorCode::kUnsupported, std::string(name()) +
                                              "'s gather_kv takes no seq_starts (no KVCHECK_OP_GATHER_KV_SEQ_STARTS)");
-  invoke(to_abi(args));
+  // A gather dequantises alike under every recipe (SPEC §7.3.1): it is handed none (0,
+  // what reserved0 always was), whatever recipe the cache was written under.
+  kvcheck_gather_kv_args a = to_abi(args);
+  a.cache.recipe = 0;
+  invoke(a);
 }
 
 void PluginBackend::copy_blocks(const CopyBlocksArgs& args) const { invoke(to_abi(args)); }

@@ -358,7 +358,8 @@ typedef struct kvcheck_contract {
 typedef struct kvcheck_backend_v1_t {
   uint32_t abi_version;  /* KVCHECK_ABI_VERSION */
   uint32_t struct_size;  /* sizeof(kvcheck_backend_v1_t) the plugin was built with */
-  const char* name;      /* backend name in reports: [a-z0-9_-]+, unique per run */
+  const char* name;      /* backend name in reports: [a-z0-9_-]+, unique per run, without
+                            "-to-" (the separator of writer x reader pairs) */
   int32_t memory_space;  /* kvcheck_memory_space */
   int32_t reserved0;
   kvcheck_capabilities capabilities;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "properties/gen/choices.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/gen/kv_gen.h"
 
 namespace kvcheck::props {
@@ -21,7 +22,8 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   bool has_valid = false;
   for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
   if (n >= 2 && has_valid) kinds.push_back(1);
-  if (fp8) kinds.insert(kinds.end(), {4, 5, 10, 11});
+  if (fp8) kinds.insert(kinds.end(), {4, 5, 10});
+  if (fp8 && generator_caps().recipe_aware) kinds.push_back(11);  // a plugin without a contract: reserved0 = 0
   if (s.cache.num_kv_heads > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0: {

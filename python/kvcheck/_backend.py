@@ -59,8 +59,9 @@ class Backend:
     def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, device="host",
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0,
                  recipe="spec", head_dims=()):
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
-            raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}}")
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
+            raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}} without '-to-' (the "
+                             "separator of writer x reader pairs)")
         self.name = name
         if device not in ("host", "cuda"):
             raise ValueError(f"kvcheck.Backend {name}: device is 'host' (numpy arrays) or 'cuda' (torch CUDA tensors), "
@@ -92,8 +93,9 @@ class Backend:
                              f"{sorted(_abi.RECIPES, key=_abi.RECIPES.get)}")
         self.recipe = recipe
         self.head_dims = tuple(int(d) for d in head_dims)
-        if len(self.head_dims) > 16 or any(d < 1 for d in self.head_dims):
-            raise ValueError(f"kvcheck.Backend {name}: head_dims {self.head_dims} must be at most 16 values >= 1")
+        if len(self.head_dims) > 16 or any(not 1 <= d <= 16384 for d in self.head_dims):
+            raise ValueError(f"kvcheck.Backend {name}: head_dims {self.head_dims} must be at most 16 values in "
+                             "[1, 16384]")
         # Where it is defined, to be found again by a fresh interpreter (check()).
         frame = inspect.stack()[1]
         self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")

@@ -493,7 +493,8 @@ TEST(KvDeviceApi, HostRefusalsAreTheCpuRefusalsBeforeAnyLaunch) {
 
 // SPEC §7.3.1 on the device: every bf16 and fp16 input (one head of 65,536 elements,
 // so the vectorised path runs), every recipe, both FP8 dtypes, scales that round
-// differently; the device's caches equal the cpu's byte for byte (the cpu equals the
+// differently (a subnormal scale too: RN(1/s) = Inf on the device as well, no flush to
+// zero); the device's caches equal the cpu's byte for byte (the cpu equals the
 // reference on the same inputs: tests/kv_cache_test.cpp).
 TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
   KVCHECK_NEED_GPU();
@@ -502,7 +503,7 @@ TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
   for (const KvDtype fp8 : {KvDtype::kE4M3, KvDtype::kE5M2})
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
       for (const KvRecipe recipe : kv_recipes())
-        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f}) {
+        for (const float scale : {1.0f, 7.0f, 3.0f, 0.1f, 1e-3f, 448.0f, 1e-30f, 3e30f, 1e-40f, 1e38f}) {
           const KvCacheLayout l = kv_dense_layout(fp8, KvHeadLayout::kNHD, 1, 1, 1, 65536);
           const std::vector<float> scales{scale, scale};
           const std::vector<int32_t> slot{0};

@@ -20,6 +20,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.struct_size = sizeof table;
   table.name = "bad";
   table.memory_space = KVCHECK_MEMORY_HOST;
+#ifdef NAME_WITH_TO
+  table.name = "cpu-to-gpu"; /* "-to-" names writer x reader pairs */
+#endif
 #ifdef WRONG_VERSION
   table.abi_version = 2;
 #endif

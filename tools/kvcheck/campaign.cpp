@@ -301,10 +301,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     const size_t single = backends.size();
     for (size_t w = 0; w < single; ++w)
       for (size_t r = 0; r < single; ++r) {
-        const BackendCapabilities cw = backends[w]->capabilities(), cr = backends[r]->capabilities();
-        const bool paged = (cw.ops & KVCHECK_OP_STORE_KV_CACHE) && (cr.ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE);
-        const bool kv = (cw.ops & KVCHECK_OP_STORE_KV) && (cr.ops & KVCHECK_OP_GATHER_KV);
-        if (w != r && (paged || kv)) backends.push_back(contract_backend(backends[w], backends[r]));
+        if (w == r) continue;
+        auto pair = contract_backend(backends[w], backends[r]);
+        const uint32_t ops = pair->capabilities().ops;  // what both sides take (contract_backend.h)
+        const uint32_t paged = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE;
+        const uint32_t kv = KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV;
+        if ((ops & paged) == paged || (ops & kv) == kv) backends.push_back(std::move(pair));
       }
   }
   std::vector<Row> rows;
@@ -319,8 +321,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       rows.push_back(make_row(p, host_backend));
       continue;
     }
-    for (const auto& b : backends)  // a contract backend runs the contract properties only
-      if (!as_contract(*b) || is_contract_op(p.op)) rows.push_back(make_row(p, b));
+    for (const auto& b : backends)  // a contract backend runs the contract properties its pair can
+      if (!as_contract(*b) || (is_contract_op(p.op) && b->capabilities().supports_property_op(p.op, nullptr)))
+        rows.push_back(make_row(p, b));
   }
   const size_t pairs_total = rows.size();
   for (size_t i = 0; i < rows.size(); ++i) rows[i].index = i;
