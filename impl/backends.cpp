@@ -91,9 +91,9 @@ std::shared_ptr<const Backend> backend_by_name(const std::string& name) {
     if (b->name() == name) return b;
     names += (names.empty() ? "" : ", ") + std::string(b->name());
   }
-  // "<writer>-to-<reader>": a writer x reader contract of two backends here (either
-  // name may hold "-to-" itself: every split is tried).
-  for (size_t at = name.find("-to-"); at != std::string::npos; at = name.find("-to-", at + 1)) {
+  // "<writer>-to-<reader>": a writer x reader contract of two backends here (no
+  // backend name holds "-to-": the loader refuses it, so the split is unique).
+  if (const size_t at = name.find("-to-"); at != std::string::npos) {
     std::shared_ptr<const Backend> w, r;
     for (auto& b : available_backends()) {
       if (b->name() == name.substr(0, at)) w = b;

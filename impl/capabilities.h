@@ -56,6 +56,14 @@ struct BackendCapabilities {
   bool supports_kv_recipe(KvRecipe r) const {
     return is_kv_recipe(r) && ((kv_recipes >> static_cast<int>(r)) & 1u);
   }
+  /// Whether a store_kv into a cache of `dtype` under `recipe` is inside the
+  /// capabilities: an FP8 store with a known recipe needs it declared; bf16/fp16 caches
+  /// ignore the recipe, and an unknown value is invalid input, not a capability
+  /// question (SPEC §7.3.1). The plugin gate and the checks' judgement of a
+  /// kUnsupported refusal both use this.
+  bool supports_kv_store_recipe(KvDtype dtype, KvRecipe recipe) const {
+    return !is_fp8(dtype) || !is_kv_recipe(recipe) || supports_kv_recipe(recipe);
+  }
   /// The recipes of kv_recipes, in enum order (never empty: kSpec when none is set).
   std::vector<KvRecipe> supported_kv_recipes() const;
   /// Whether head_dims is empty or holds d. A head_dim below 1 is invalid input, not a

@@ -24,6 +24,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
                      : r.max_block_size == 0 ? w.max_block_size
                                              : std::min(w.max_block_size, r.max_block_size);
   c.kv_recipes = w.kv_recipes;  // the recipe is the store's; every recipe loads alike (SPEC §7.3.1)
+  c.recipe_aware = w.recipe_aware;
   bool kv_shapes = true;  // a head_dim both take
   if (w.head_dims.empty()) {
     c.head_dims = r.head_dims;

@@ -294,7 +294,7 @@ bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape&
 bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size, int64_t head_dim,
                 KvRecipe recipe) {
   return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size) ||
-         !c.supports_head_dim(head_dim) || (is_fp8(dtype) && is_kv_recipe(recipe) && !c.supports_kv_recipe(recipe));
+         !c.supports_head_dim(head_dim) || !c.supports_kv_store_recipe(dtype, recipe);
 }
 
 void require_isolated(const std::function<Verdict()>& check) {

@@ -87,7 +87,7 @@ void ArgDecl::kv_store_recipe(const kvcheck_kv_cache& c) const {
   // never meant to write; an unknown value still reaches its validation. Readers take
   // every recipe: they dequantise alike (SPEC §7.3.1).
   const auto recipe = static_cast<KvRecipe>(c.recipe);
-  if (is_fp8(static_cast<KvDtype>(c.dtype)) && is_kv_recipe(recipe) && !caps_.supports_kv_recipe(recipe))
+  if (!caps_.supports_kv_store_recipe(static_cast<KvDtype>(c.dtype), recipe))
     throw Error(ErrorCode::kUnsupported, backend_ + " " + op_ + ": recipe " + to_string(recipe) +
                                              " is not one the plugin's contract declares");
 }
