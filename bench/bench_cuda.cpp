@@ -4,7 +4,14 @@
 // loads read whole blocks in a random order). Baselines timed in the same process: a
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
-//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]
+//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE] [--tolerance POINTS]
+// --check: the performance gate (docs/benchmarks.md). BASELINE is a --json file of an
+// earlier run (bench/baseline_h200.json is the committed one); every bandwidth row it
+// holds that this run measured again must keep its ratio to the copy within POINTS
+// percentage points (default: the file's "tolerance_points", else 5), else the row is
+// DROPPED and the exit code is 1. A baseline row this run did not measure is "not
+// measured", never a pass; a run that measured none of them fails too (it gated
+// nothing). Decode rows are not gated (a launch of a few microseconds: noise).
 // --format / --tokens run one format / one size (for ncu). K/V family rows (SPEC §7,
 // "kv ..."; op "load" is gather_kv) follow the MLA formats, then copy_blocks (SPEC §8.1,
 // "copy ...": bytes = every copied block read and written).
@@ -101,6 +108,60 @@ struct Row {
   bool decode;
 };
 
+/// The performance gate (--check): compares this run's bandwidth rows with the
+/// baseline's, prints one line per baseline row, returns the exit code (0 or 1).
+int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::string& file, double tolerance,
+                   const std::string& this_device) {
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "bench_cuda: cannot read the baseline %s\n", file.c_str());
+    return 1;
+  }
+  nlohmann::json base;
+  try {
+    base = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    std::fprintf(stderr, "bench_cuda: the baseline %s is not JSON: %s\n", file.c_str(), e.what());
+    return 1;
+  }
+  if (tolerance < 0) tolerance = base.value("tolerance_points", 5.0);
+  const std::string device = base.value("device", std::string());
+  if (device != this_device) {  // ratios to the copy shift between GPUs: no verdict
+    std::printf("\nperformance gate: not run: the baseline %s is from '%s', this is '%s'\n", file.c_str(),
+                device.c_str(), this_device.c_str());
+    return 0;
+  }
+  std::printf("\nperformance gate: %s (%s), ratio to the copy in %% points, tolerance %.1f\n", file.c_str(),
+              device.c_str(), tolerance);
+  std::printf("%-6s %-28s %7s %4s %8s %8s %7s  %s\n", "op", "format", "tokens", "bs", "baseline", "now", "delta",
+              "verdict");
+  int dropped = 0, compared = 0, missing = 0;
+  for (const nlohmann::json& b : base.at("rows")) {
+    if (b.value("decode", false) || !b.contains("ratio_to_copy")) continue;
+    const std::string op = b.at("op"), format = b.at("format");
+    const int64_t tokens = b.at("tokens"), bs = b.at("block_size");
+    const double want = 100 * b.at("ratio_to_copy").get<double>();
+    const auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
+      return !r.decode && r.op == op && r.format == format && r.tokens == tokens && r.block_size == bs;
+    });
+    if (it == rows.end()) {  // counted, not listed: a --format or --quick run leaves out most rows
+      ++missing;
+      continue;
+    }
+    ++compared;
+    const double now = 100 * it->gbps / copy_gbps, delta = now - want;
+    const bool drop = delta < -tolerance;
+    dropped += drop;
+    std::printf("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), format.c_str(),
+                static_cast<long long>(tokens), static_cast<long long>(bs), want, now, delta, drop ? "DROPPED" : "ok");
+  }
+  std::printf("performance gate: %d rows compared, %d dropped by more than %.1f points, %d not measured (not "
+              "in this run): %s\n",
+              compared, dropped, tolerance, missing,
+              compared == 0 ? "FAILED (nothing compared)" : dropped ? "FAILED" : "passed");
+  return compared == 0 || dropped ? 1 : 0;
+}
+
 void* dmalloc(size_t bytes) {
   void* p = nullptr;
   CK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
@@ -112,9 +173,10 @@ void* dmalloc(size_t bytes) {
 
 int main(int argc, char** argv) {
   using namespace kvcheck;
-  std::string json, only_format;
+  std::string json, only_format, baseline;
   bool quick = false;
   int64_t only_tokens = 0;
+  double tolerance = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) {
@@ -125,14 +187,29 @@ int main(int argc, char** argv) {
       only_tokens = std::atoll(argv[++i]);
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--check" && i + 1 < argc) {
+      baseline = argv[++i];
+    } else if (a == "--tolerance" && i + 1 < argc) {
+      char* end = nullptr;
+      tolerance = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(tolerance >= 0)) {
+        std::fprintf(stderr, "bench_cuda: --tolerance takes percentage points >= 0, not '%s'\n", argv[i]);
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N]\n");
+      std::fprintf(stderr,
+                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE] "
+                   "[--tolerance POINTS]\n");
       return 2;
     }
   }
+  if (!baseline.empty() && !std::ifstream(baseline)) {
+    std::fprintf(stderr, "bench_cuda: cannot read the baseline %s\n", baseline.c_str());
+    return 2;
+  }
   const std::string why = cuda::probe_device();
   if (!why.empty()) {
-    std::printf("bench_cuda: skipped (%s)\n", why.c_str());
+    std::printf("bench_cuda: skipped (%s)%s\n", why.c_str(), baseline.empty() ? "" : "; the performance gate did not run");
     return 0;
   }
   cudaStream_t s;
@@ -376,7 +453,7 @@ int main(int argc, char** argv) {
     for (const Row& r : rows)
       j["rows"].push_back({{"op", r.op}, {"format", r.format}, {"tokens", r.tokens}, {"block_size", r.block_size},
                            {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps}, {"ratio_to_copy", r.gbps / copy_gbps},
-                           {"ratio_to_empty_kernel", r.ms / empty_ms}});
+                           {"ratio_to_empty_kernel", r.ms / empty_ms}, {"decode", r.decode}});
     std::ofstream out(json);
     out << j.dump(1) << "\n";
     if (!out) {
@@ -385,5 +462,5 @@ int main(int argc, char** argv) {
     }
     std::printf("wrote %s\n", json.c_str());
   }
-  return 0;
+  return baseline.empty() ? 0 : check_baseline(rows, copy_gbps, baseline, tolerance, prop.name);
 }

@@ -6,13 +6,15 @@
 #      cuda, the plugin seam (the example plugin built and run on the GPU)
 #   2. kvcheck run --backend cuda --seconds ${KVCHECK_GPU_CAMPAIGN_SECONDS:-120} (in
 #      parallel with 1)
-#   3. bench_cuda --json, then bench/compare_alternatives.py when torch is importable
+#   3. bench_cuda --json --check bench/baseline_h200.json (the performance gate), then
+#      bench/compare_alternatives.py when torch is importable; summary.json = the
+#      campaign's summary with the benchmark's ratios
 #   4. bench/ncu.sh for every 262,144-token row under 90 % of the copy (block size 64)
 #   5. the Python bridge's tests (python/tests: numpy, torch and Triton backends, 1,000
 #      cases per property on the GPU) when python3 has torch, Triton and pytest
 # KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass). JUnit: ctest-junit.xml,
 # campaign-junit.xml, python-junit.xml in OUT_DIR (.github/workflows/gpu.yml uploads them).
-# Exit 1 when a test, the campaign or the Python tests failed. The build dir must exist
+# Exit 1 when a test, the campaign, the Python tests or the performance gate failed. The build dir must exist
 # (cmake --preset gpu).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,7 +50,22 @@ if [[ ${KVCHECK_GPU_BENCH:-1} == 0 ]]; then
   ((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0))
   exit
 fi
-"$build/bench/bench_cuda" --json "$out/bench.json" > "$out/bench.txt" 2>&1 || echo "bench_cuda failed"
+# The performance gate: every bandwidth row against the committed baseline's ratio to
+# the copy (bench_cuda --check, docs/benchmarks.md); exit 1 on a drop.
+"$build/bench/bench_cuda" --json "$out/bench.json" --check "$root/bench/baseline_h200.json" > "$out/bench.txt" 2>&1
+bench_rc=$?
+grep -E '^performance gate' "$out/bench.txt" || echo "bench_cuda failed (exit $bench_rc; see $out/bench.txt)"
+# summary.json: the campaign's summary with the benchmark's ratios, so the nightly's
+# artifacts show a trend per row.
+python3 - "$out/campaign.json" "$out/bench.json" "$out/summary.json" <<'PY' || echo "summary.json not written"
+import json, sys
+summary = json.load(open(sys.argv[1]))
+bench = json.load(open(sys.argv[2]))
+summary["bench"] = {"device": bench["device"], "copy_gbps": bench["copy_gbps"],
+                    "rows": [{k: r[k] for k in ("op", "format", "tokens", "block_size", "ratio_to_copy",
+                                                "ratio_to_empty_kernel", "decode")} for r in bench["rows"]]}
+json.dump(summary, open(sys.argv[3], "w"), indent=1)
+PY
 if python3 -c 'import torch, triton' 2> /dev/null; then
   python3 "$root/bench/compare_alternatives.py" --ours "$out/bench.json" > "$out/compare.txt" 2>&1 ||
     echo "compare_alternatives failed (see $out/compare.txt)"
@@ -62,4 +79,4 @@ print(" ".join(sorted({f"{r['format']}:{r['op']}" for r in rows
 PY
 )
 [[ -n $misses ]] && bash "$root/bench/ncu.sh" "$build" $misses > "$out/ncu.txt" 2>&1
-((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0))
+((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0 && bench_rc == 0))

@@ -1,31 +1,53 @@
 // K/V family kernels (SPEC §7.3-§7.5). Work unit = (token row, K or V, head): a group
 // of T threads (T a power of two <= 32 chosen from head_dim) moves that head's
-// head_dim contiguous elements, 8 elements per thread step (16-byte loads/stores of
+// head_dim contiguous elements, 8 elements per vector (16-byte loads/stores of
 // bf16/fp16, 8-byte of FP8) when every base, stride and head_dim allow it (checked on
-// the host at launch), else one element per step. Grid-stride over units; the only
-// integer divisions are per unit (row/side/head, token/block), never per element.
+// the host at launch), else one element per step. Each thread keeps kSteps (2 or 4)
+// vectors of a unit in flight (all loads, then all conversions and stores), so the
+// per-unit work (unit split, slot or sequence lookup, scale) is paid once per 32-64
+// bytes of rows, not per 16 (ncu on the H200 had the FP8 store and the gathers
+// issue-bound at 67-69 % of issue slots with one vector per unit and thread).
+// Grid-stride over units; the only integer divisions are per unit (row/side/
+// head, token/block), 32-bit where the values fit, never per element.
 // Templated on what changes the code (model dtype, cache dtype, vector width);
 // layout travels as runtime strides in a KvPagedLayout, whose helpers (split,
 // slot_offset, offset) are the only address formula used here. Launched like every kvcheck kernel
 // (launch.cuh: PDL wait/trigger, the device status, dev::grid_for's grid cap). Numerics: NVIDIA's conversions (SATFINITE
-// e4m3/e5m2, RN bf16/fp16) with NaN results pinned to SPEC §7.3's codes,
-// __fdiv_rn / __fmul_rn, built with -fmad=false.
+// e4m3/e5m2 and RN bf16/fp16, two per hardware cvt) with NaN results pinned to SPEC
+// §7.3's codes; x / s as dev::div_rn (equal to __fdiv_rn on every input, numerics.cuh),
+// __fmul_rn, built with -fmad=false.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <type_traits>
+
 #include "impl/cuda/kv_family.h"
 #include "impl/cuda/launch.cuh"
+#include "impl/cuda/numerics.cuh"
 #include "impl/kv_rules.h"
 
 namespace kvcheck::cuda {
 namespace {
 
 using dev::kThreads;
-constexpr int kVec = 8;
+constexpr int kVec = 8;    // elements per vector access
+// Vectors of one unit a thread has in flight: 2 for a copy (32 bytes each way), 4
+// when the move converts (FP8 store and gather; 8-byte vectors on the FP8 side).
+// Measured on the H200 at 262,144 tokens, 8 heads x 128, % of the d2d copy, store /
+// gather: copies 88.9 / 92.1 at 2 against 85.1 / 85.7 at 4; e4m3 87.5 / 81.0 at 4
+// against 80.6 / 64.4 at 2 (1 step, the old shape: 56 / 40). Capping registers
+// (__launch_bounds__ with 6 or 8 CTAs per SM) lost 5 to 30 points everywhere.
+template <KvDevDtype In, KvDevDtype Out>
+constexpr int kSteps = In == Out ? 2 : 4;
 
 template <KvDevDtype D>
 constexpr bool kIsFp8 = kv_dev_is_fp8(D);
+template <KvDevDtype D>
+constexpr __nv_fp8_interpretation_t kFp8Kind = D == KvDevDtype::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+// The largest finite value, where recipe sglang's clamp sends a NaN product.
+template <KvDevDtype D>
+constexpr float kFp8Max = D == KvDevDtype::kE4M3 ? 448.0f : 57344.0f;
 
 template <KvDevDtype In>
 __device__ __forceinline__ float model_to_f32(uint16_t x) {
@@ -33,111 +55,180 @@ __device__ __forceinline__ float model_to_f32(uint16_t x) {
   else return __half2float(__ushort_as_half(x));
 }
 
+// Two floats to two model-dtype values (RN, one cvt), lo in bits 0-15; a NaN half is
+// SPEC §7.3 / §4's canonical 0x7FFF, sign dropped.
+template <KvDevDtype Out>
+__device__ __forceinline__ uint32_t f32x2_to_model(float lo, float hi) {
+  uint32_t y;
+  if constexpr (Out == KvDevDtype::kBF16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    y = *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    y = *reinterpret_cast<const uint32_t*>(&v);
+  }
+  if (isnan(lo)) y = (y & 0xFFFF0000u) | 0x7FFFu;
+  if (isnan(hi)) y = (y & 0x0000FFFFu) | 0x7FFF0000u;
+  return y;
+}
 template <KvDevDtype Out>
 __device__ __forceinline__ uint16_t f32_to_model(float y) {
-  if (isnan(y)) return 0x7FFFu;  // SPEC §7.3 / §4: canonical NaN, sign dropped
-  if constexpr (Out == KvDevDtype::kBF16) return __bfloat16_as_ushort(__float2bfloat16_rn(y));
-  else return __half_as_ushort(__float2half_rn(y));
+  return static_cast<uint16_t>(f32x2_to_model<Out>(y, y));
 }
 
+// Two floats to two FP8 codes (SATFINITE, one cvt), lo in bits 0-7; NaN -> 0x7F.
 template <KvDevDtype C>
-__device__ __forceinline__ uint8_t f32_to_fp8(float y) {
-  if (isnan(y)) return 0x7Fu;
-  return static_cast<uint8_t>(
-      __nv_cvt_float_to_fp8(y, __NV_SATFINITE, C == KvDevDtype::kE4M3 ? __NV_E4M3 : __NV_E5M2));
+__device__ __forceinline__ uint32_t f32x2_to_fp8(float lo, float hi) {
+  uint32_t q = __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, kFp8Kind<C>);
+  if (isnan(lo)) q = (q & 0xFF00u) | 0x7Fu;
+  if (isnan(hi)) q = (q & 0x00FFu) | 0x7F00u;
+  return q;
 }
 
+// Two FP8 codes (lo in bits 0-7) to their values, exact (the hardware cvt to f16x2:
+// every e4m3 and e5m2 value is an f16 value; NaN codes give NaN).
 template <KvDevDtype C>
-__device__ __forceinline__ float fp8_to_f32(uint8_t q) {
-  if constexpr (C == KvDevDtype::kE5M2) {
-    return __half2float(__ushort_as_half(static_cast<uint16_t>(uint32_t{q} << 8)));  // exact
-  } else {
-    const uint32_t mag = q & 0x7Fu, sign = uint32_t{q & 0x80u} << 24;
-    if (mag == 0x7Fu) return __uint_as_float(0x7FC00000u);
-    const float v = mag < 8 ? __fmul_rn(static_cast<float>(mag), 0.001953125f)  // m * 2^-9
-                            : __uint_as_float((mag << 20) + (120u << 23));
-    return __uint_as_float(__float_as_uint(v) | sign);
-  }
+__device__ __forceinline__ float2 fp8x2_to_f32(uint32_t q) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(q), kFp8Kind<C>);
+  return __half22float2(__half2(h));
 }
 
-// Unit u -> (row, side, head) with 2*H units per row.
+// Unit u -> (row, side, head) with 2*H units per row; 32-bit division while u fits.
 struct Unit {
   int64_t row;
   int side, head;
 };
 __device__ __forceinline__ Unit unit_of(int64_t u, int32_t heads) {
-  const int64_t per_row = 2 * int64_t{heads};
-  const int64_t row = u / per_row;
-  const int32_t rest = static_cast<int32_t>(u - row * per_row);
+  const int32_t per_row = 2 * heads;
+  int64_t row;
+  int32_t rest;
+  if (u <= 0x7FFFFFFF) {
+    const uint32_t r = static_cast<uint32_t>(u) / static_cast<uint32_t>(per_row);
+    row = r;
+    rest = static_cast<int32_t>(static_cast<uint32_t>(u) - r * static_cast<uint32_t>(per_row));
+  } else {
+    row = u / per_row;
+    rest = static_cast<int32_t>(u - row * per_row);
+  }
   return {row, rest >= heads ? 1 : 0, rest >= heads ? rest - heads : rest};
 }
 
-// One element of an FP8 store (SPEC §7.3.1): q = cvt(x / s) (kSpec, kVllm), or with
-// Recip (kSglang: s is then RN(1 / scale), taken once per head) q = cvt(x * s) with a
-// NaN product sent to +max, as fminf/fmaxf clamp it (±Inf and overflow saturate in the
-// SATFINITE cvt either way). A template argument, so the division path stays as lean
-// as it was.
-template <KvDevDtype In, KvDevDtype Out, bool Recip>
-__device__ __forceinline__ uint8_t quantize_element(uint16_t e, float s) {
-  const float x = model_to_f32<In>(e);
-  if constexpr (Recip) {
-    const float y = __fmul_rn(x, s);
-    return f32_to_fp8<Out>(isnan(y) ? (Out == KvDevDtype::kE4M3 ? 448.0f : 57344.0f) : y);
-  } else {
-    return f32_to_fp8<Out>(__fdiv_rn(x, s));
-  }
-}
+// The scale one unit (one head of K or V) uses: s, and for an FP8 store its
+// reciprocal RN(1/s) (recipe sglang multiplies by it; spec and vllm divide, through
+// dev::div_rn, which takes it and fast_div_ok(s)).
+struct UnitScale {
+  float s = 1.0f, rcp = 1.0f;
+  bool fast = false;
+};
 
-// One head of one side: D elements src -> dst, thread `lane` of a group of `width`.
-// In/Out are the element types on each side: model (2 bytes) or FP8 (1 byte); Recip:
-// a store of recipe kSglang (quantize_element).
-template <KvDevDtype In, KvDevDtype Out, int V, bool Recip = false>
-__device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
-                                          int32_t d, float scale, int lane, int width) {
-  constexpr bool kQuant = kIsFp8<Out> && !kIsFp8<In>;
-  constexpr bool kDequant = kIsFp8<In> && !kIsFp8<Out>;
-  constexpr int kInBytes = kIsFp8<In> ? 1 : 2, kOutBytes = kIsFp8<Out> ? 1 : 2;
-  if constexpr (V == kVec) {
-    for (int32_t c = lane * kVec; c < d; c += width * kVec) {
-      if constexpr (!kQuant && !kDequant) {  // a 16-bit copy
-        *reinterpret_cast<uint4*>(dst + 2 * c) = __ldg(reinterpret_cast<const uint4*>(src + 2 * c));
-      } else if constexpr (kQuant) {
-        const uint4 x = __ldg(reinterpret_cast<const uint4*>(src + 2 * c));
-        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-        uint32_t q[2] = {0, 0};
-        for (int i = 0; i < kVec; ++i) {
-          const uint16_t e = static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)));
-          q[i / 4] |= uint32_t{quantize_element<In, Out, Recip>(e, scale)} << (8 * (i % 4));
-        }
-        *reinterpret_cast<uint2*>(dst + c) = make_uint2(q[0], q[1]);
-      } else {
-        const uint2 x = __ldg(reinterpret_cast<const uint2*>(src + c));
-        const uint32_t w[2] = {x.x, x.y};
-        uint32_t y[4] = {0, 0, 0, 0};
-        for (int i = 0; i < kVec; ++i) {
-          const uint8_t q = static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4)));
-          y[i / 2] |= uint32_t{f32_to_model<Out>(__fmul_rn(fp8_to_f32<In>(q), scale))} << (16 * (i % 2));
-        }
-        *reinterpret_cast<uint4*>(dst + 2 * c) = make_uint4(y[0], y[1], y[2], y[3]);
-      }
-    }
-  } else {
-    for (int32_t c = lane; c < d; c += width) {
-      if constexpr (!kQuant && !kDequant) {
-        dst[2 * c] = src[2 * c];
-        dst[2 * c + 1] = src[2 * c + 1];
-      } else if constexpr (kQuant) {
-        const uint16_t e = static_cast<uint16_t>(src[2 * c] | (src[2 * c + 1] << 8));
-        dst[c] = quantize_element<In, Out, Recip>(e, scale);
-      } else {
-        const uint16_t y = f32_to_model<Out>(__fmul_rn(fp8_to_f32<In>(src[c]), scale));
-        dst[2 * c] = static_cast<uint8_t>(y);
-        dst[2 * c + 1] = static_cast<uint8_t>(y >> 8);
-      }
+// The elements of one head between two sides of a move: In -> Out, each a model dtype
+// (2 bytes) or FP8 (1 byte). A copy (same dtype), a quantisation (model -> FP8, SPEC
+// §7.3.1 recipe: x / s, or x * RN(1/s) with a NaN product sent to +max when Recip; ±Inf
+// and overflow saturate in the SATFINITE cvt either way) or a dequantisation (FP8 ->
+// model: RN(float(q) * s)). load/store move one vector of kVec elements (16 bytes of
+// a model dtype, 8 of FP8), load1/store1 one element.
+template <KvDevDtype In, KvDevDtype Out, bool Recip>
+struct Elems {
+  static constexpr bool kQuant = kIsFp8<Out> && !kIsFp8<In>;
+  static constexpr bool kDequant = kIsFp8<In> && !kIsFp8<Out>;
+  static constexpr int kInBytes = kIsFp8<In> ? 1 : 2;
+  using Vec = std::conditional_t<kIsFp8<In>, uint2, uint4>;
+
+  __device__ static float quantize(float x, const UnitScale& sc) {
+    if constexpr (Recip) {
+      const float y = __fmul_rn(x, sc.rcp);
+      return isnan(y) ? kFp8Max<Out> : y;
+    } else {
+      return dev::div_rn(x, sc.s, sc.rcp, sc.fast);
     }
   }
-  (void)kInBytes;
-  (void)kOutBytes;
+  // Two elements packed in the low 32 (model) or 16 (FP8) bits -> two on the other side.
+  __device__ static uint32_t pair(uint32_t w, const UnitScale& sc) {
+    static_assert(kQuant || kDequant, "a copy converts nothing");
+    if constexpr (kQuant) {
+      return f32x2_to_fp8<Out>(quantize(model_to_f32<In>(static_cast<uint16_t>(w)), sc),
+                               quantize(model_to_f32<In>(static_cast<uint16_t>(w >> 16)), sc));
+    } else {
+      const float2 f = fp8x2_to_f32<In>(w);
+      return f32x2_to_model<Out>(__fmul_rn(f.x, sc.s), __fmul_rn(f.y, sc.s));
+    }
+  }
+  __device__ static Vec load(const uint8_t* src, int32_t c) {
+    return __ldg(reinterpret_cast<const Vec*>(src + kInBytes * c));
+  }
+  __device__ static void store(uint8_t* dst, int32_t c, const Vec& x, const UnitScale& sc) {
+    if constexpr (kQuant && !Recip) {
+      // A division by s: when the scale and all 8 elements are in div_rn's fast range
+      // (the common case), one branch for the vector, 3 instructions per element and
+      // no NaN to pin; else element by element.
+      const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+      float f[kVec];
+      bool fast = sc.fast;
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        f[i] = model_to_f32<In>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
+        fast &= dev::fast_div_operand(f[i]);
+      }
+      if (fast) {
+        uint32_t q[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          q[j] = __nv_cvt_float2_to_fp8x2(make_float2(dev::div_rn_fast(f[2 * j], sc.s, sc.rcp),
+                                                      dev::div_rn_fast(f[2 * j + 1], sc.s, sc.rcp)),
+                                          __NV_SATFINITE, kFp8Kind<Out>);
+        *reinterpret_cast<uint2*>(dst + c) = make_uint2(q[0] | q[1] << 16, q[2] | q[3] << 16);
+        return;
+      }
+    }
+    if constexpr (kQuant) {
+      *reinterpret_cast<uint2*>(dst + c) =
+          make_uint2(pair(x.x, sc) | pair(x.y, sc) << 16, pair(x.z, sc) | pair(x.w, sc) << 16);
+    } else if constexpr (kDequant) {
+      *reinterpret_cast<uint4*>(dst + 2 * c) =
+          make_uint4(pair(x.x, sc), pair(x.x >> 16, sc), pair(x.y, sc), pair(x.y >> 16, sc));
+    } else {
+      *reinterpret_cast<uint4*>(dst + 2 * c) = x;  // a 16-bit copy
+    }
+  }
+  __device__ static uint32_t load1(const uint8_t* src, int32_t c) {
+    return kIsFp8<In> ? uint32_t{src[c]} : uint32_t{src[2 * c]} | uint32_t{src[2 * c + 1]} << 8;
+  }
+  __device__ static void store1(uint8_t* dst, int32_t c, uint32_t x, const UnitScale& sc) {
+    if constexpr (kQuant) {
+      dst[c] = static_cast<uint8_t>(pair(x, sc));  // the high half is a zero
+    } else {
+      uint32_t y = x;
+      if constexpr (kDequant) y = pair(x, sc);
+      dst[2 * c] = static_cast<uint8_t>(y);
+      dst[2 * c + 1] = static_cast<uint8_t>(y >> 8);
+    }
+  }
+};
+
+// One head of one side: d elements src -> dst, thread `lane` of a group of `width`,
+// up to kSteps vectors per trip: their loads first (issued before `write`, which may
+// wait on a slot load), then their conversions and stores. Nothing is written unless
+// `write`.
+template <KvDevDtype In, KvDevDtype Out, int V, bool Recip = false>
+__device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, bool write,
+                                          int32_t d, const UnitScale& sc, int lane, int width) {
+  using E = Elems<In, Out, Recip>;
+  constexpr int kS = kSteps<In, Out>;
+  if constexpr (V == kVec) {
+    for (int32_t base = lane * kVec; base < d; base += width * kVec * kS) {
+      typename E::Vec x[kS];
+#pragma unroll
+      for (int k = 0; k < kS; ++k)
+        if (base + k * width * kVec < d) x[k] = E::load(src, base + k * width * kVec);
+      if (!write) return;
+#pragma unroll
+      for (int k = 0; k < kS; ++k)
+        if (base + k * width * kVec < d) E::store(dst, base + k * width * kVec, x[k], sc);
+    }
+  } else {
+    if (!write) return;
+    for (int32_t c = lane; c < d; c += width) E::store1(dst, c, E::load1(src, c), sc);
+  }
 }
 
 template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip>
@@ -153,20 +244,21 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
     const int32_t slot = a.slot_mapping[w.row];
     const KvDevRows& in = w.side ? a.value : a.key;
     const uint8_t* src = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
-    // The row's address does not depend on the slot: start bringing it into L2 while
-    // the slot load is in flight, so the two round trips overlap.
-    for (int32_t c = lane * V; c < L.head_dim; c += width * V) asm volatile("prefetch.global.L2 [%0];" ::"l"(src + 2 * c));
-    if (slot < 0) continue;  // -1 padding: nothing written, slot 0 included
-    uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) + kCacheBytes * L.slot_offset(w.side, slot, w.head);
-    float scale = 1.0f;
+    // -1 padding writes nothing (slot 0 included); its row is still read, so the
+    // row loads need not wait for the slot's.
+    const bool write = slot >= 0;
+    uint8_t* dst = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
+                   kCacheBytes * L.slot_offset(w.side, write ? slot : 0, w.head);
+    UnitScale sc;
     if constexpr (kIsFp8<Cache>) {
-      scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
-      if constexpr (Recip) scale = __fdiv_rn(1.0f, scale);
+      sc.s = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
+      sc.rcp = __frcp_rn(sc.s);  // = __fdiv_rn(1, s): recipe sglang's RN(1/s)
+      sc.fast = !Recip && dev::fast_div_ok(sc.s);
     }
     if (w.side == 0)
-      move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V, Recip>(src, dst, L.head_dim, scale, lane, width);
+      move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);
     else
-      move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V, Recip>(src, dst, L.head_dim, scale, lane, width);
+      move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);
   }
   dev::pdl_trigger();
 }
@@ -196,12 +288,12 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
                          kCacheBytes * L.offset(w.side, block, p.token, w.head);
     const KvDevRowsOut& o = w.side ? a.out_v : a.out_k;
     uint8_t* dst = static_cast<uint8_t*>(o.data) + 2 * (w.row * o.token_stride + w.head * o.head_stride);
-    float scale = 1.0f;
-    if constexpr (kIsFp8<Cache>) scale = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
+    UnitScale sc;
+    if constexpr (kIsFp8<Cache>) sc.s = (w.side ? a.v_scale : a.k_scale)[a.per_head_scale ? w.head : 0];
     if (w.side == 0)
-      move_head<Cache, kIsFp8<Cache> ? KeyOut : Cache, V>(src, dst, L.head_dim, scale, lane, width);
+      move_head<Cache, kIsFp8<Cache> ? KeyOut : Cache, V>(src, dst, true, L.head_dim, sc, lane, width);
     else
-      move_head<Cache, kIsFp8<Cache> ? ValueOut : Cache, V>(src, dst, L.head_dim, scale, lane, width);
+      move_head<Cache, kIsFp8<Cache> ? ValueOut : Cache, V>(src, dst, true, L.head_dim, sc, lane, width);
   }
   dev::pdl_trigger();
 }
@@ -219,11 +311,13 @@ bool vector_ok(const void* rows, int64_t ts, int64_t hs, const void* cache, cons
          (cb * s.stride_head) % ca == 0;
 }
 
-// Threads per unit: enough for one step over head_dim, a power of two in [1, 32].
-int group_width(int32_t head_dim, int v) {
-  const int64_t steps = (int64_t{head_dim} + v - 1) / v;
+// Threads per unit: enough for one trip over head_dim (`steps` vectors per thread,
+// or one element per thread on the scalar path), a power of two in [1, 32].
+int group_width(int32_t head_dim, int v, int steps) {
+  const int64_t per_thread = v == kVec ? int64_t{kVec} * steps : 1;
+  const int64_t threads = (int64_t{head_dim} + per_thread - 1) / per_thread;
   int w = 1;
-  while (w < 32 && w < steps) w *= 2;
+  while (w < 32 && w < threads) w *= 2;
   return w;
 }
 
@@ -237,7 +331,7 @@ template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C, bool R = false>
 std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout, kKvSideK) &&
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
-  const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
+  const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kSteps<K, kIsFp8<C> ? C : K>);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
   return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R>, g, o, a, width, st)
              : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R>, g, o, a, width, st);
@@ -275,7 +369,7 @@ template <KvDevDtype C, KvDevDtype K, KvDevDtype Vd>
 std::string gather_launch(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.out_k.data, a.out_k.token_stride, a.out_k.head_stride, a.k_cache, a.layout, kKvSideK) &&
                    vector_ok(a.out_v.data, a.out_v.token_stride, a.out_v.head_stride, a.v_cache, a.layout, kKvSideV);
-  const int width = group_width(a.layout.head_dim, vec ? kVec : 1);
+  const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kSteps<C, kIsFp8<C> ? K : C>);
   const int64_t g = grid(a.max_tokens * 2 * a.layout.num_kv_heads, width);
   return vec ? dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, kVec>, g, o, a, width, st)
              : dev::launch("gather_kv_kernel", gather_kv_kernel<C, K, Vd, 1>, g, o, a, width, st);

@@ -43,5 +43,32 @@ TEST(CudaNumerics, DeviceConversionsMatchReference) {
   }
 }
 
+// The FP8 K/V store's division (recipes spec and vllm, SPEC §7.3.1): dev::div_rn is
+// a reciprocal and two FMAs where its operands allow, and must give __fdiv_rn's bits
+// on every input: every significand pair a 16-bit x can meet (2^34 pairs), then every
+// bf16 and fp16 value against scales of every exponent (subnormal, the fast range's
+// edges 2^-60 and 2^60 on both sides, huge, 0, Inf, NaN).
+TEST(CudaNumerics, DivisionMatchesIeeeOnEveryInput) {
+  int count = 0;
+  const std::string why = cuda_test::device_count(&count);
+  if (count == 0) GTEST_SKIP() << "no CUDA device here (" << (why.empty() ? "0 devices" : why) << "); runs on the GPU machine";
+  std::vector<uint32_t> scales{0x00000000u, 0x7F800000u, 0x7FC00000u, 0x00000001u, 0x7F7FFFFFu};
+  for (const uint32_t edge : {0x21800000u, 0x5D800000u})  // 2^-60, 2^60 and their neighbours
+    for (const uint32_t b : {edge - 1, edge, edge + 1}) scales.push_back(b);
+  uint64_t r = 0x6469765F726Eull;
+  for (uint32_t e = 0; e < 255; ++e)  // 8 significands per exponent, subnormals included
+    for (int k = 0; k < 8; ++k) {
+      r += 0x9E3779B97F4A7C15ull;
+      const uint64_t z = (r ^ (r >> 31)) * 0xBF58476D1CE4E5B9ull;
+      scales.push_back((e << 23) | (k == 0 ? 0u : static_cast<uint32_t>(z >> 41)));
+    }
+  cuda_test::DivisionCheck sig, val;
+  ASSERT_EQ(cuda_test::check_div_rn(scales, sig, val), "");
+  EXPECT_EQ(sig.mismatches, 0u) << "of " << sig.pairs << " significand pairs; first x 0x" << std::hex << sig.x
+                                << " s 0x" << sig.s;
+  EXPECT_EQ(val.mismatches, 0u) << "of " << val.pairs << " value pairs; first x 0x" << std::hex << val.x << " s 0x"
+                                << val.s;
+}
+
 }  // namespace
 }  // namespace kvcheck

@@ -1,6 +1,7 @@
 // Device-side conversions for the `cuda` label: the conversions kvcheck's kernels use
 // (impl/cuda/numerics.cuh: hardware e4m3 pairs, our e2m1 ladder, NVIDIA's software
 // e2m1, bf16 pairs) over every input the host gives.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,6 +32,33 @@ __global__ void convert_kernel(const uint32_t* in, uint8_t* e4m3, uint8_t* e4m3_
   bf16[i] = static_cast<uint16_t>(dev::f32x2_to_bf16x2(f, g));
 }
 
+// Counts one mismatch of div_rn against __fdiv_rn; the first one found keeps its operands.
+__device__ void compare_div(float x, float s, unsigned long long* counts, unsigned long long* first) {
+  const float got = dev::div_rn(x, s, __frcp_rn(s), dev::fast_div_ok(s));
+  const float want = __fdiv_rn(x, s);
+  if (__float_as_uint(got) != __float_as_uint(want)) {
+    atomicAdd(counts, 1ull);
+    atomicCAS(first, 0ull, (static_cast<unsigned long long>(__float_as_uint(x)) << 32) | __float_as_uint(s));
+  }
+}
+
+// Thread j: scale 1 + j * 2^-23 against x = +-(1 + m * 2^-10) for every 10-bit m.
+__global__ void div_significands_kernel(unsigned long long* counts, unsigned long long* first) {
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= (1u << 23)) return;
+  const float s = __uint_as_float(0x3F800000u | j);
+  for (uint32_t m = 0; m < 2048; ++m)
+    compare_div(__uint_as_float(((m >> 10) << 31) | 0x3F800000u | ((m & 1023u) << 13)), s, counts, first);
+}
+
+// Thread i: input i of 2^17 (bf16 values, then fp16 values as floats) against every scale.
+__global__ void div_values_kernel(const uint32_t* scales, int n, unsigned long long* counts, unsigned long long* first) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (1u << 17)) return;
+  const float x = i < 65536 ? __uint_as_float(i << 16) : __half2float(__ushort_as_half(static_cast<uint16_t>(i)));
+  for (int k = 0; k < n; ++k) compare_div(x, __uint_as_float(scales[k]), counts, first);
+}
+
 std::string check(cudaError_t e, const char* what) {
   return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
 }
@@ -44,6 +72,33 @@ std::string device_count(int* count) {
   const cudaError_t e = cudaGetDeviceCount(count);
   if (e != cudaSuccess) *count = 0;
   return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
+}
+
+std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& significands, DivisionCheck& values) {
+  unsigned long long* d_out = nullptr;  // {count, first} for (a), then for (b)
+  uint32_t* d_scales = nullptr;
+  std::string err = check(cudaMalloc(&d_out, 4 * sizeof(unsigned long long)), "cudaMalloc");
+  if (err.empty()) err = check(cudaMalloc(&d_scales, scales.size() * 4 + 4), "cudaMalloc");
+  if (err.empty()) err = check(cudaMemset(d_out, 0, 4 * sizeof(unsigned long long)), "cudaMemset");
+  if (err.empty())
+    err = check(cudaMemcpy(d_scales, scales.data(), scales.size() * 4, cudaMemcpyHostToDevice), "H2D");
+  if (err.empty()) {
+    div_significands_kernel<<<(1u << 23) / 256, 256>>>(d_out, d_out + 1);
+    err = check(cudaGetLastError(), "launch");
+  }
+  if (err.empty()) {
+    div_values_kernel<<<(1u << 17) / 256, 256>>>(d_scales, static_cast<int>(scales.size()), d_out + 2, d_out + 3);
+    err = check(cudaGetLastError(), "launch");
+  }
+  if (err.empty()) err = check(cudaDeviceSynchronize(), "kernel");
+  unsigned long long out[4] = {};
+  if (err.empty()) err = check(cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost), "D2H");
+  significands = {uint64_t{1} << 34, out[0], static_cast<uint32_t>(out[1] >> 32), static_cast<uint32_t>(out[1])};
+  values = {(uint64_t{1} << 17) * scales.size(), out[2], static_cast<uint32_t>(out[3] >> 32),
+            static_cast<uint32_t>(out[3])};
+  cudaFree(d_out);
+  cudaFree(d_scales);
+  return err;
 }
 
 std::string convert_on_device(const std::vector<uint32_t>& in, DeviceConversions& out) {

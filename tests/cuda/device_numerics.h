@@ -16,6 +16,19 @@ struct DeviceConversions {
   std::vector<uint16_t> bf16;
 };
 
+/// What DivisionsMatchIeee found: pairs compared, mismatches, and the first mismatch
+/// (float bits of x and s; 0 when none).
+struct DivisionCheck {
+  uint64_t pairs = 0, mismatches = 0;
+  uint32_t x = 0, s = 0;
+};
+/// dev::div_rn (impl/cuda/numerics.cuh) against __fdiv_rn on device 0, over (a) every
+/// pair of significands a bf16 or fp16 x can have (11 bits) and any scale's (23 bits),
+/// both signs of x, exponents 0 (the scaling argument covers the rest of div_rn's fast
+/// domain); (b) every bf16 and every fp16 value x against `scales` (bit patterns).
+/// Returns "" or the CUDA error text.
+std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& significands, DivisionCheck& values);
+
 /// Number of CUDA devices; returns the runtime's error text ("" on success).
 std::string device_count(int* count);
 /// Converts float bit patterns on device 0; returns "" or the CUDA error text.
