@@ -5,7 +5,7 @@
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
 //   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE] [--tolerance POINTS]
-// --check: the performance gate (docs/benchmarks.md). BASELINE is a --json file of an
+// --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
 // earlier run (bench/baseline_h200.json is the committed one); every bandwidth row it
 // holds that this run measured again must keep its ratio to the copy within POINTS
 // percentage points (default: the file's "tolerance_points", else 5), else the row is
@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/empty_kernel.h"
+#include "bench/perf_gate.h"
 #include "impl/cuda/device_api.h"
 #include "impl/cuda/kv_family.h"
 #include "impl/kv_layout.h"
@@ -108,58 +109,23 @@ struct Row {
   bool decode;
 };
 
-/// The performance gate (--check): compares this run's bandwidth rows with the
-/// baseline's, prints one line per baseline row, returns the exit code (0 or 1).
+/// The performance gate (--check, bench/perf_gate.h): prints its table, returns the
+/// exit code (0 or 1).
 int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::string& file, double tolerance,
                    const std::string& this_device) {
   std::ifstream in(file);
-  if (!in) {
-    std::fprintf(stderr, "bench_cuda: cannot read the baseline %s\n", file.c_str());
-    return 1;
-  }
-  nlohmann::json base;
+  std::vector<bench::PerfRow> measured;
+  for (const Row& r : rows)
+    measured.push_back({r.op, r.format, r.tokens, r.block_size, r.gbps / copy_gbps, r.decode});
   try {
-    base = nlohmann::json::parse(in);
+    const bench::PerfGateResult g =
+        bench::check_perf_baseline(measured, nlohmann::json::parse(in), tolerance, this_device, file);
+    std::printf("\n%s", g.report.c_str());
+    return g.exit_code();
   } catch (const nlohmann::json::exception& e) {
-    std::fprintf(stderr, "bench_cuda: the baseline %s is not JSON: %s\n", file.c_str(), e.what());
+    std::fprintf(stderr, "bench_cuda: the baseline %s is not a bench_cuda --json file: %s\n", file.c_str(), e.what());
     return 1;
   }
-  if (tolerance < 0) tolerance = base.value("tolerance_points", 5.0);
-  const std::string device = base.value("device", std::string());
-  if (device != this_device) {  // ratios to the copy shift between GPUs: no verdict
-    std::printf("\nperformance gate: not run: the baseline %s is from '%s', this is '%s'\n", file.c_str(),
-                device.c_str(), this_device.c_str());
-    return 0;
-  }
-  std::printf("\nperformance gate: %s (%s), ratio to the copy in %% points, tolerance %.1f\n", file.c_str(),
-              device.c_str(), tolerance);
-  std::printf("%-6s %-28s %7s %4s %8s %8s %7s  %s\n", "op", "format", "tokens", "bs", "baseline", "now", "delta",
-              "verdict");
-  int dropped = 0, compared = 0, missing = 0;
-  for (const nlohmann::json& b : base.at("rows")) {
-    if (b.value("decode", false) || !b.contains("ratio_to_copy")) continue;
-    const std::string op = b.at("op"), format = b.at("format");
-    const int64_t tokens = b.at("tokens"), bs = b.at("block_size");
-    const double want = 100 * b.at("ratio_to_copy").get<double>();
-    const auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
-      return !r.decode && r.op == op && r.format == format && r.tokens == tokens && r.block_size == bs;
-    });
-    if (it == rows.end()) {  // counted, not listed: a --format or --quick run leaves out most rows
-      ++missing;
-      continue;
-    }
-    ++compared;
-    const double now = 100 * it->gbps / copy_gbps, delta = now - want;
-    const bool drop = delta < -tolerance;
-    dropped += drop;
-    std::printf("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), format.c_str(),
-                static_cast<long long>(tokens), static_cast<long long>(bs), want, now, delta, drop ? "DROPPED" : "ok");
-  }
-  std::printf("performance gate: %d rows compared, %d dropped by more than %.1f points, %d not measured (not "
-              "in this run): %s\n",
-              compared, dropped, tolerance, missing,
-              compared == 0 ? "FAILED (nothing compared)" : dropped ? "FAILED" : "passed");
-  return compared == 0 || dropped ? 1 : 0;
 }
 
 void* dmalloc(size_t bytes) {

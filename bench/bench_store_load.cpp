@@ -1,17 +1,28 @@
-// store_kv_cache / load_paged_kv_cache throughput: cpu backend vs the scalar
-// reference, 16k tokens, block_size 64, bytes/s = cache record bytes written (store)
-// or output bytes written (load). KVCHECK_THREADS limits the cpu backend's threads.
+// The cpu backend's throughput, every op and format, each row with two figures a
+// reader can compare across machines (Google Benchmark counters):
+//   memcpy_pct        100 x the time of a memcpy of the same bytes moved (read +
+//                     written; timed in the same process, just before) / the op's time
+//   speedup_per_core  (reference time / cpu time) / the threads the cpu backend may use
+//                     (KVCHECK_THREADS, else every core): the kernels' own gain, per core
+// Rows: store_kv_cache and load_paged_kv_cache for every SPEC §2 format (16k tokens,
+// block_size 64, scattered slots, every block loaded in a shuffled order); store_kv
+// and gather_kv for bf16, fp16, e4m3, e5m2 (H 8 x D 128, NHD, block 16). bytes/s =
+// bytes moved: rows read + records written (stores), records read + rows written
+// (loads and gathers).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
+#include "impl/cpu/parallel.h"
 #include "impl/kv_cache.h"
 #include "impl/kv_layout.h"
 #include "reference/gather_kv.h"
@@ -26,13 +37,42 @@ constexpr int64_t kTokens = 16384;
 constexpr int32_t kBlockSize = 64;
 constexpr int64_t kNumBlocks = kTokens / kBlockSize;
 
-KVCacheFormat format_of(int64_t id) {
-  switch (id) {
-    case 0: return KVCacheFormat::V41();
-    case 1: return KVCacheFormat::V41_FP4();
-    case 2: return KVCacheFormat::MXFP8_INDEX();
-    default: return KVCacheFormat::BF16(512);
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Median seconds of `reps` calls, after one warm-up call.
+double median_seconds(const std::function<void()>& fn, int reps) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) t.push_back(seconds_of(fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Runs the benchmark loop over `cpu` and sets bytes/s and the two counters above:
+/// `bytes_moved` per call, `reference` the same call on the scalar reference.
+void run_and_report(benchmark::State& state, int64_t bytes_moved, const std::function<void()>& cpu,
+                    const std::function<void()>& reference) {
+  std::vector<uint8_t> src(static_cast<size_t>(bytes_moved / 2), 1), dst(src.size());
+  const double copy_s = median_seconds([&] {
+    std::memcpy(dst.data(), src.data(), src.size());
+    benchmark::ClobberMemory();
+  }, 9);
+  const double ref_s = median_seconds(reference, 3);
+  double total = 0;
+  for (auto _ : state) {
+    total += seconds_of(cpu);
+    benchmark::ClobberMemory();
   }
+  const double cpu_s = total / static_cast<double>(state.iterations());
+  const int threads = cpu::max_threads();
+  state.SetBytesProcessed(state.iterations() * bytes_moved);
+  state.counters["memcpy_pct"] = 100 * copy_s / cpu_s;
+  state.counters["speedup_per_core"] = ref_s / cpu_s / threads;
+  state.counters["threads"] = threads;
 }
 
 struct Fixture {
@@ -70,46 +110,35 @@ struct Fixture {
 };
 
 void BM_Store(benchmark::State& state) {
-  Fixture fx(format_of(state.range(0)));
-  const bool ref = state.range(1) != 0;
+  Fixture fx(supported_formats().at(static_cast<size_t>(state.range(0))));
+  const KVCacheFormat& f = fx.layout.format;
   const cpu::CpuBackend cpu;
-  for (auto _ : state) {
-    if (ref)
-      ref::store_kv_cache(fx.input(), fx.slots, fx.cache.bytes(), fx.layout.format, kNumBlocks,
-                          kBlockSize);
-    else
-      cpu.store_kv_cache(fx.input(), fx.slots, fx.cache.view());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * kTokens * fx.layout.format.bytes_per_token());
-  state.SetLabel(fx.layout.format.name + (ref ? " reference" : " cpu"));
+  run_and_report(
+      state, kTokens * (2 * f.elements + f.bytes_per_token()),
+      [&] { cpu.store_kv_cache(fx.input(), fx.slots, fx.cache.view()); },
+      [&] { ref::store_kv_cache(fx.input(), fx.slots, fx.cache.bytes(), f, kNumBlocks, kBlockSize); });
+  state.SetLabel(f.name);
 }
 
 void BM_Load(benchmark::State& state) {
-  Fixture fx(format_of(state.range(0)));
-  const bool ref = state.range(1) != 0;
-  const cpu::CpuBackend cpu;
-  for (auto _ : state) {
-    if (ref)
-      ref::load_paged_kv_cache(fx.cache.bytes(), fx.layout.format, kNumBlocks, kBlockSize, fx.segs,
-                               kTokens, fx.output());
-    else
-      cpu.load_paged_kv_cache(fx.cache.const_view(), fx.segs, kTokens, fx.output());
-    benchmark::ClobberMemory();
-  }
+  Fixture fx(supported_formats().at(static_cast<size_t>(state.range(0))));
   const KVCacheFormat& f = fx.layout.format;
-  state.SetBytesProcessed(state.iterations() * kTokens *
-                          (f.load_row_bytes() + f.load_scale_row_bytes()));
-  state.SetLabel(f.name + (ref ? " reference" : " cpu"));
+  const cpu::CpuBackend cpu;
+  run_and_report(
+      state, kTokens * (f.bytes_per_token() + f.load_row_bytes() + f.load_scale_row_bytes()),
+      [&] { cpu.load_paged_kv_cache(fx.cache.const_view(), fx.segs, kTokens, fx.output()); },
+      [&] { ref::load_paged_kv_cache(fx.cache.bytes(), f, kNumBlocks, kBlockSize, fx.segs, kTokens, fx.output()); });
+  state.SetLabel(f.name);
 }
 
-// Args: {format: 0 V41, 1 V41_FP4, 2 MXFP8_INDEX, 3 BF16(512)}, {0 cpu, 1 reference}.
-BENCHMARK(BM_Store)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Load)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+// Arg: the format's index in supported_formats() (SPEC §2: V41, V41_FP4, FP4_INDEX,
+// FP8_FP32SF_INDEX, MXFP8_INDEX, BF16(512)).
+BENCHMARK(BM_Store)->DenseRange(0, static_cast<int>(supported_formats().size()) - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Load)->DenseRange(0, static_cast<int>(supported_formats().size()) - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The K/V family (SPEC §7): a Llama-3-8B-like layer, H 8 x D 128, NHD, block 16,
-// 16k tokens. bytes/s = bytes MOVED (K and V rows read + records written), so the
-// row is comparable with BM_KvCopy, a plain memcpy of the same bytes.
+// 16k tokens; bytes moved = K and V rows read + records written (store), records read
+// + rows written (gather).
 constexpr int32_t kKvHeads = 8, kKvHeadDim = 128, kKvBlock = 16;
 
 KvDtype kv_dtype_of(int64_t id) {
@@ -170,50 +199,26 @@ struct KvFixture {
 
 void BM_StoreKv(benchmark::State& state) {
   KvFixture fx(kv_dtype_of(state.range(0)));
-  const bool ref = state.range(1) != 0;
   const cpu::CpuBackend cpu;
-  for (auto _ : state) {
-    if (ref) ref::store_kv(fx.in(fx.key), fx.in(fx.value), fx.slots, fx.view());
-    else cpu.store_kv(fx.in(fx.key), fx.in(fx.value), fx.slots, fx.view());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * fx.bytes_moved());
-  state.SetLabel(to_string(fx.layout.dtype) + " H8xD128 " + (ref ? "reference" : "cpu"));
+  run_and_report(
+      state, fx.bytes_moved(), [&] { cpu.store_kv(fx.in(fx.key), fx.in(fx.value), fx.slots, fx.view()); },
+      [&] { ref::store_kv(fx.in(fx.key), fx.in(fx.value), fx.slots, fx.view()); });
+  state.SetLabel(to_string(fx.layout.dtype) + " H8xD128");
 }
 
 void BM_GatherKv(benchmark::State& state) {
   KvFixture fx(kv_dtype_of(state.range(0)));
-  const bool ref = state.range(1) != 0;
   const cpu::CpuBackend cpu;
   const int32_t max_blocks = 1024 / kKvBlock;
-  for (auto _ : state) {
-    const GatherKvArgs a{fx.view(), fx.table, max_blocks, fx.cu, {}, SeqStartUnit::kToken, fx.out(fx.out_k),
-                         fx.out(fx.out_v)};
-    if (ref) ref::gather_kv(a);
-    else cpu.gather_kv(a);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * fx.bytes_moved());
-  state.SetLabel(to_string(fx.layout.dtype) + " H8xD128 " + (ref ? "reference" : "cpu"));
+  const GatherKvArgs a{fx.view(), fx.table, max_blocks, fx.cu, {}, SeqStartUnit::kToken, fx.out(fx.out_k),
+                       fx.out(fx.out_v)};
+  run_and_report(state, fx.bytes_moved(), [&] { cpu.gather_kv(a); }, [&] { ref::gather_kv(a); });
+  state.SetLabel(to_string(fx.layout.dtype) + " H8xD128");
 }
 
-// The copy the K/V rows are measured against: memcpy of the bf16 K and V rows
-// (bytes moved = read + written, as above).
-void BM_KvCopy(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(kTokens) * kKvHeads * kKvHeadDim * 2 * 2;
-  std::vector<uint8_t> src(bytes, 1), dst(bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
-  state.SetLabel("memcpy of the bf16 K+V rows");
-}
-
-// Args: {dtype: 0 bf16, 1 fp16, 2 e4m3 per-head, 3 e5m2 per-head}, {0 cpu, 1 reference}.
-BENCHMARK(BM_StoreKv)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GatherKv)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_KvCopy)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Arg: {0 bf16, 1 fp16, 2 e4m3 per-head, 3 e5m2 per-head}.
+BENCHMARK(BM_StoreKv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GatherKv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kvcheck

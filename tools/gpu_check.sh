@@ -51,7 +51,7 @@ if [[ ${KVCHECK_GPU_BENCH:-1} == 0 ]]; then
   exit
 fi
 # The performance gate: every bandwidth row against the committed baseline's ratio to
-# the copy (bench_cuda --check, docs/benchmarks.md); exit 1 on a drop.
+# the copy (bench_cuda --check, docs/cuda.md, "The performance gate"); exit 1 on a drop.
 "$build/bench/bench_cuda" --json "$out/bench.json" --check "$root/bench/baseline_h200.json" > "$out/bench.txt" 2>&1
 bench_rc=$?
 grep -E '^performance gate' "$out/bench.txt" || echo "bench_cuda failed (exit $bench_rc; see $out/bench.txt)"

@@ -1,0 +1,59 @@
+#include "bench/perf_gate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kvcheck::bench {
+namespace {
+
+std::string format(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+}  // namespace
+
+PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
+                                   const std::string& device, const std::string& baseline_name) {
+  PerfGateResult g;
+  g.tolerance = tolerance >= 0 ? tolerance : baseline.value("tolerance_points", 5.0);
+  const std::string base_device = baseline.value("device", std::string());
+  if (base_device != device) {  // ratios to the copy shift between GPUs: no verdict
+    g.report = format("performance gate: not run: the baseline %s is from '%s', this is '%s'\n", baseline_name.c_str(),
+                      base_device.c_str(), device.c_str());
+    return g;
+  }
+  g.ran = true;
+  g.report = format("performance gate: %s (%s), ratio to the copy in %% points, tolerance %.1f\n",
+                    baseline_name.c_str(), base_device.c_str(), g.tolerance);
+  g.report += format("%-6s %-28s %7s %4s %8s %8s %7s  %s\n", "op", "format", "tokens", "bs", "baseline", "now",
+                     "delta", "verdict");
+  for (const nlohmann::json& b : baseline.at("rows")) {
+    if (b.value("decode", false)) continue;
+    const std::string op = b.at("op"), fmt = b.at("format");
+    const int64_t tokens = b.at("tokens"), bs = b.at("block_size");
+    const double want = 100 * b.at("ratio_to_copy").get<double>();
+    const auto it = std::find_if(rows.begin(), rows.end(), [&](const PerfRow& r) {
+      return !r.decode && r.op == op && r.format == fmt && r.tokens == tokens && r.block_size == bs;
+    });
+    if (it == rows.end()) {  // counted, not listed: a --format or --quick run leaves out most rows
+      ++g.not_measured;
+      continue;
+    }
+    ++g.compared;
+    const double now = 100 * it->ratio_to_copy, delta = now - want;
+    const bool drop = delta < -g.tolerance;
+    g.dropped += drop ? 1 : 0;
+    g.report += format("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), fmt.c_str(),
+                       static_cast<long long>(tokens), static_cast<long long>(bs), want, now, delta,
+                       drop ? "DROPPED" : "ok");
+  }
+  g.report += format("performance gate: %d rows compared, %d dropped by more than %.1f points, %d not measured (not "
+                     "in this run): %s\n",
+                     g.compared, g.dropped, g.tolerance, g.not_measured,
+                     g.compared == 0 ? "FAILED (nothing compared)" : g.dropped ? "FAILED" : "passed");
+  return g;
+}
+
+}  // namespace kvcheck::bench

@@ -1,0 +1,41 @@
+// The performance gate of bench_cuda --check (docs/cuda.md, "The performance gate"):
+// this run's bandwidth rows against a baseline written by bench_cuda --json. Plain
+// C++ (no CUDA), so the unit tests check the verdicts on machines without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvcheck::bench {
+
+/// One measured row: ratio_to_copy is bytes/s over the same-process copy's (1 = the copy).
+struct PerfRow {
+  std::string op, format;
+  int64_t tokens = 0, block_size = 0;
+  double ratio_to_copy = 0;
+  bool decode = false;  // a launch timed alone: not gated
+};
+
+struct PerfGateResult {
+  bool ran = false;  // false: the baseline is from another device model (no verdict)
+  int compared = 0, dropped = 0, not_measured = 0;
+  double tolerance = 0;  // the points in effect
+  std::string report;    // the table and the verdict line, as printed
+  /// 1 when the gate ran and compared nothing or found a drop, else 0.
+  int exit_code() const { return ran && (compared == 0 || dropped > 0) ? 1 : 0; }
+};
+
+/// Compares `rows` with `baseline` (bench_cuda --json's object: "device", "rows" with
+/// op, format, tokens, block_size, ratio_to_copy, decode; optional "tolerance_points").
+/// tolerance < 0: the baseline's tolerance_points, else 5. A baseline row whose ratio
+/// this run fell below by more than `tolerance` percentage points is DROPPED; one this
+/// run did not measure is counted as not measured (never a pass); decode rows are
+/// skipped. A baseline from a device other than `device` is not compared (ran false).
+/// Throws nlohmann::json::exception on a baseline without those fields.
+PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
+                                   const std::string& device, const std::string& baseline_name);
+
+}  // namespace kvcheck::bench

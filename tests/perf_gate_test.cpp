@@ -1,0 +1,97 @@
+// The performance gate's verdicts (bench/perf_gate.h; bench_cuda --check on the GPU):
+// a drop past the tolerance fails, a row not measured is never a pass, a run that
+// compared nothing fails, a baseline from another device gives no verdict.
+#include "bench/perf_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+namespace kvcheck::bench {
+namespace {
+
+nlohmann::json baseline(double tolerance = -1) {
+  nlohmann::json b{{"device", "NVIDIA H200"}, {"rows", nlohmann::json::array()}};
+  if (tolerance >= 0) b["tolerance_points"] = tolerance;
+  b["rows"].push_back({{"op", "store"}, {"format", "V41"}, {"tokens", 262144}, {"block_size", 64},
+                       {"ratio_to_copy", 0.70}, {"decode", false}});
+  b["rows"].push_back({{"op", "load"}, {"format", "V41"}, {"tokens", 262144}, {"block_size", 64},
+                       {"ratio_to_copy", 0.74}, {"decode", false}});
+  b["rows"].push_back({{"op", "store"}, {"format", "V41"}, {"tokens", 1}, {"block_size", 64},
+                       {"ratio_to_copy", 0.001}, {"decode", true}});
+  return b;
+}
+
+TEST(PerfGate, SmallChangesPass) {
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.66, false}, {"load", "V41", 262144, 64, 0.80, false}};
+  const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA H200", "b.json");
+  EXPECT_TRUE(g.ran);
+  EXPECT_EQ(g.compared, 2);
+  EXPECT_EQ(g.dropped, 0);
+  EXPECT_EQ(g.tolerance, 5.0);  // the default
+  EXPECT_EQ(g.exit_code(), 0) << g.report;
+}
+
+TEST(PerfGate, ADropPastTheToleranceFails) {
+  // 70 % -> 64.9 %: 5.1 points down; the decode row (0.1 % -> 0) is not gated.
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.649, false},
+                                  {"load", "V41", 262144, 64, 0.74, false},
+                                  {"store", "V41", 1, 64, 0.0, true}};
+  const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(g.compared, 2);
+  EXPECT_EQ(g.dropped, 1);
+  EXPECT_EQ(g.exit_code(), 1);
+  EXPECT_NE(g.report.find("DROPPED"), std::string::npos) << g.report;
+  // The file's tolerance, then the caller's, decide.
+  EXPECT_EQ(check_perf_baseline(rows, baseline(6), -1, "NVIDIA H200", "b.json").exit_code(), 0);
+  EXPECT_EQ(check_perf_baseline(rows, baseline(6), 1, "NVIDIA H200", "b.json").exit_code(), 1);
+}
+
+TEST(PerfGate, RowsNotMeasuredAreCountedAndNothingComparedFails) {
+  const std::vector<PerfRow> one{{"load", "V41", 262144, 64, 0.74, false}};
+  const PerfGateResult g = check_perf_baseline(one, baseline(), -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(g.compared, 1);
+  EXPECT_EQ(g.not_measured, 1);
+  EXPECT_EQ(g.exit_code(), 0);
+  // Another block size is another row: nothing compared is a failure, not a pass.
+  const std::vector<PerfRow> other{{"load", "V41", 262144, 133, 0.74, false}};
+  const PerfGateResult none = check_perf_baseline(other, baseline(), -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(none.compared, 0);
+  EXPECT_EQ(none.not_measured, 2);
+  EXPECT_EQ(none.exit_code(), 1);
+  EXPECT_NE(none.report.find("nothing compared"), std::string::npos) << none.report;
+}
+
+TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
+  const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA A100", "b.json");
+  EXPECT_FALSE(g.ran);
+  EXPECT_EQ(g.compared, 0);
+  EXPECT_EQ(g.exit_code(), 0);
+  EXPECT_NE(g.report.find("not run"), std::string::npos) << g.report;
+}
+
+TEST(PerfGate, AMalformedBaselineThrows) {
+  nlohmann::json b = baseline();
+  b["rows"][0].erase("ratio_to_copy");
+  EXPECT_THROW(check_perf_baseline({}, b, -1, "NVIDIA H200", "b.json"), nlohmann::json::exception);
+}
+
+// The committed baseline is a bench_cuda --json file the gate reads, with its rows.
+TEST(PerfGate, TheCommittedBaselineParses) {
+  std::ifstream in(std::string(KVCHECK_SOURCE_DIR) + "/bench/baseline_h200.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json b = nlohmann::json::parse(in);
+  std::vector<PerfRow> same;
+  for (const auto& r : b.at("rows"))
+    same.push_back({r.at("op"), r.at("format"), r.at("tokens"), r.at("block_size"), r.at("ratio_to_copy"),
+                    r.value("decode", false)});
+  const PerfGateResult g = check_perf_baseline(same, b, -1, b.at("device"), "baseline_h200.json");
+  EXPECT_GT(g.compared, 50);
+  EXPECT_EQ(g.dropped, 0);
+  EXPECT_EQ(g.tolerance, 5.0);
+}
+
+}  // namespace
+}  // namespace kvcheck::bench
