@@ -16,8 +16,10 @@
 // "kv ..."; op "load" is gather_kv) follow the MLA formats, then copy_blocks (SPEC §8.1,
 // "copy ...": bytes = every copied block read and written).
 // Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
-// rows (n <= 256): each launch timed alone (event, launch, event, sync), median of
-// 200, next to the empty kernel timed the same way. Bytes = payload read + written
+// rows (n <= 256), twice: each launch timed alone (event, launch, event, sync), median
+// of 200, and inside a CUDA graph as engines run decode (100 launches captured, the
+// graph replayed 20 times, median of 5; "timing": "graph"), each next to the empty
+// kernel timed the same way. Bytes = payload read + written
 // (kv rows and records for a store; records and output rows for a load).
 #include <cuda_runtime_api.h>
 
@@ -102,11 +104,28 @@ double time_single(const std::function<void()>& launch, cudaStream_t s) {
   return median(ms);
 }
 
+/// Milliseconds per launch inside a CUDA graph, as engines run decode: `launches`
+/// back-to-back launches captured once, the graph replayed 20 times between events
+/// (time_batched), divided by `launches`.
+double time_graph(const std::function<void()>& launch, cudaStream_t s, int launches = 100) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) launch();
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = time_batched([&] { CK(cudaGraphLaunch(exec, s)); }, 20, s) / launches;
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  return ms;
+}
+
 struct Row {
   std::string op, format;
   int64_t tokens, block_size;
   double bytes, ms, gbps, ratio;  // ratio: to the copy (bandwidth rows) or the empty kernel (decode rows)
   bool decode;
+  std::string timing = "batched";  // batched | single (a launch alone) | graph (inside a CUDA graph)
 };
 
 /// The performance gate (--check, bench/perf_gate.h): prints its table, returns the
@@ -194,8 +213,10 @@ int main(int argc, char** argv) {
   CK(cudaFree(src));
   CK(cudaFree(dst));
   const double empty_ms = time_single([&] { bench::launch_empty(s); }, s);
-  std::printf("device %s: d2d copy %.1f GB/s (read + written), empty kernel %.2f us per launch\n", prop.name,
-              copy_gbps, empty_ms * 1e3);
+  const double empty_graph_ms = time_graph([&] { bench::launch_empty(s); }, s);
+  std::printf("device %s: d2d copy %.1f GB/s (read + written), empty kernel %.2f us per launch alone, %.2f us in a "
+              "CUDA graph\n",
+              prop.name, copy_gbps, empty_ms * 1e3, empty_graph_ms * 1e3);
 
   const int64_t max_tokens = quick ? 65536 : 262144;
   std::vector<int64_t> sizes = {1, 16, 256, 4096, 65536};
@@ -254,7 +275,12 @@ int main(int argc, char** argv) {
           const double bytes = is_store ? store_bytes : load_bytes;
           const double gbps = bytes / ms / 1e6;
           rows.push_back({is_store ? "store" : "load", f.name, n, bs, bytes, ms, gbps,
-                          decode ? ms / empty_ms : gbps / copy_gbps, decode});
+                          decode ? ms / empty_ms : gbps / copy_gbps, decode, decode ? "single" : "batched"});
+          if (decode) {  // and as engines run decode: inside a CUDA graph, next to the empty kernel's
+            const double g = time_graph(fn, s);
+            rows.push_back({is_store ? "store" : "load", f.name, n, bs, bytes, g, bytes / g / 1e6, g / empty_graph_ms,
+                            true, "graph"});
+          }
         }
         CK(cudaFree(d_segs));
       }
@@ -412,14 +438,19 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%-6s %-20s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s\n", r.op.c_str(), r.format.c_str(),
                 static_cast<long long>(r.tokens), static_cast<long long>(r.block_size), r.bytes, r.ms * 1e3, r.gbps,
-                r.decode ? r.ratio : 100 * r.ratio, r.decode ? "x empty kernel" : "% of copy");
+                r.decode ? r.ratio : 100 * r.ratio,
+                !r.decode ? "% of copy" : r.timing == "graph" ? "x empty kernel, in a CUDA graph" : "x empty kernel");
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
-    nlohmann::json j{{"device", prop.name}, {"copy_gbps", copy_gbps}, {"empty_kernel_us", empty_ms * 1e3},
+    nlohmann::json j{{"device", prop.name},
+                     {"copy_gbps", copy_gbps},
+                     {"empty_kernel_us", empty_ms * 1e3},
+                     {"empty_kernel_graph_us", empty_graph_ms * 1e3},
                      {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       j["rows"].push_back({{"op", r.op}, {"format", r.format}, {"tokens", r.tokens}, {"block_size", r.block_size},
                            {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps}, {"ratio_to_copy", r.gbps / copy_gbps},
-                           {"ratio_to_empty_kernel", r.ms / empty_ms}, {"decode", r.decode}});
+                           {"ratio_to_empty_kernel", r.ms / (r.timing == "graph" ? empty_graph_ms : empty_ms)},
+                           {"decode", r.decode}, {"timing", r.timing}});
     std::ofstream out(json);
     out << j.dump(1) << "\n";
     if (!out) {

@@ -338,8 +338,11 @@ def attach_ours(out, path):
         if r["op"] == "copy":
             r["ours_gbps"] = ours.get("copy_gbps")
         else:
+            # A graph-replayed alternative against our rows timed in a CUDA graph, the
+            # rest against the rest (bench_cuda's "timing").
+            graph = "(graph)" in r["alternative"]
             m = [o for o in ours.get("rows", []) if (o["op"], o["format"], o["tokens"], o["block_size"])
-                 == (r["op"], r["format"], r["tokens"], r["block_size"])]
+                 == (r["op"], r["format"], r["tokens"], r["block_size"]) and (o.get("timing") == "graph") == graph]
             if not m:
                 continue
             r["ours_gbps"] = m[0]["gbps"]

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impl/cpu/cpu_backend.h"
+#include "impl/cpu/stream_copy.h"
 #include "impl/error.h"
 #include "tests/test_util.h"
 #include "impl/kv_cache.h"
@@ -199,6 +200,25 @@ TEST(CpuBackend, MatchReferenceBaselineIsaAndManyThreads) {
     ScopedEnv env_isa("KVCHECK_CPU_ISA", isa);
     ScopedEnv env_threads("KVCHECK_THREADS", "5");
     for (const auto& f : all_formats()) check_case({f, 40, 64}, 7, 2500);
+  }
+}
+
+// The BF16 copy kernels write by streaming stores past stream_min_bytes() (32 x the
+// bytes a thread must have: 8 MiB by default); with the thread threshold at 1 byte (the
+// properties' hook) every call streams. Rows 6 bytes wider than a record and odd
+// record sizes cover the unaligned head and tail of each streamed row; the baseline ISA
+// never streams.
+TEST(CpuBackend, StreamedCopiesMatchReference) {
+  EXPECT_EQ(cpu::stream_min_bytes(), int64_t{8} << 20);
+  for (const char* isa : {"baseline", "native"}) {
+    ScopedEnv env_isa("KVCHECK_CPU_ISA", isa);
+    ASSERT_TRUE(cpu::set_thread_parallelism(3, 1));
+    EXPECT_EQ(cpu::stream_min_bytes(), 32);
+    for (const KVCacheFormat& f : {KVCacheFormat::BF16(512), KVCacheFormat::BF16(8), KVCacheFormat::BF16(24)})
+      for (int32_t bs : {1, 16, 133}) check_case({f, 5, bs}, 31 + static_cast<uint64_t>(bs), std::min<int64_t>(5 * bs, 300));
+    cpu::set_thread_parallelism(0, 0);
+    // At the default threshold: 9,000 rows of 1 KiB (a store of 9 MiB streams).
+    check_case({KVCacheFormat::BF16(512), 200, 64}, 5, 9000);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "impl/cpu/fast_numerics.h"
 #include "impl/cpu/isa.h"
 #include "impl/cpu/parallel.h"
+#include "impl/cpu/stream_copy.h"
 #include "impl/validate_store_load.h"
 #include "impl/error.h"
 
@@ -20,6 +21,7 @@ using namespace fast;
 struct LoadJob {
   const uint8_t* cache;
   const CacheLayout* layout;
+  PagedLayout paged;             // layout->paged(), taken once: the inline offset formula
   const int32_t* segs;           // [S][4]
   const int64_t* first_row;      // [S+1]: work row where segment s starts (prefix of lengths)
   int64_t num_segments;
@@ -87,11 +89,12 @@ KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const uint8_t* dat
 
 enum class Kind { kCopy, kDequant };
 
-/// Work rows [rb, re) (row r = the r-th covered output row, in segment order).
-template <Kind K, bool kE4M3Data, SfFormat S, int G>
+/// Work rows [rb, re) (row r = the r-th covered output row, in segment order);
+/// kStream: a copy's rows written by streaming stores (stream_copy.h).
+template <Kind K, bool kE4M3Data, SfFormat S, int G, bool kStream = false>
 KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t re) {
-  const CacheLayout& layout = *job.layout;
-  const KVCacheFormat& f = layout.format;
+  const PagedLayout& layout = job.paged;
+  const KVCacheFormat& f = job.layout->format;
   const LoadOutput& out = job.out;
   const size_t row_bytes = static_cast<size_t>(f.load_row_bytes());
   const size_t scale_row_bytes = static_cast<size_t>(f.load_scale_row_bytes());
@@ -116,7 +119,7 @@ KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t r
         dequant_token<kE4M3Data, S, G>(f, data, job.cache + layout.scale_offset(block, src_begin + k),
                                        o);
       } else {
-        std::memcpy(o, data, row_bytes);
+        copy_row<kStream>(o, data, row_bytes);
         if (index)
           std::memcpy(os, job.cache + layout.scale_offset(block, src_begin + k), scale_row_bytes);
       }
@@ -126,6 +129,13 @@ KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t r
 }
 
 using RowsFn = void (*)(const LoadJob&, int64_t, int64_t);
+
+#if KVCHECK_CPU_X86
+KVCHECK_CPU_TARGET_AVX2 void rows_copy_streaming(const LoadJob& job, int64_t rb, int64_t re) {
+  load_rows_impl<Kind::kCopy, true, SfFormat::kNone, 0, true>(job, rb, re);
+  stream_fence();
+}
+#endif
 
 template <Kind K, bool D, SfFormat S, int G>
 void rows_baseline(const LoadJob& job, int64_t rb, int64_t re) {
@@ -159,9 +169,15 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
                                            to_string(f.sf_format) + " of " + f.name);
 }
 
-RowsFn pick_kernel(const KVCacheFormat& f) {
-  if (!f.do_cast) return &rows_baseline<Kind::kCopy, true, SfFormat::kNone, 0>;
+/// The kernel for format f; `output_bytes`: what the call writes (a large copy streams).
+RowsFn pick_kernel(const KVCacheFormat& f, int64_t output_bytes) {
   const bool avx2 = use_avx2();
+#if KVCHECK_CPU_X86
+  if (!f.do_cast && avx2 && output_bytes >= stream_min_bytes()) return &rows_copy_streaming;
+#else
+  (void)output_bytes;
+#endif
+  if (!f.do_cast) return &rows_baseline<Kind::kCopy, true, SfFormat::kNone, 0>;
   switch (f.quantized_dtype) {
     case QuantizedDtype::kE4M3: return pick_scale<true>(f, avx2);
     case QuantizedDtype::kE2M1: return pick_scale<false>(f, avx2);
@@ -178,15 +194,15 @@ void CpuBackend::load_paged_kv_cache(const ConstCacheView& cache,
   const int64_t covered = validate_load(cache, load_segments, total_k, out);
   if (covered == 0) return;
   const KVCacheFormat& f = cache.layout.format;
-  const RowsFn rows = pick_kernel(f);
+  const int64_t output_bytes = covered * (f.load_row_bytes() + f.load_scale_row_bytes());
+  const RowsFn rows = pick_kernel(f, output_bytes);
   const int64_t num_segments = static_cast<int64_t>(load_segments.size() / 4);
   std::vector<int64_t> first_row(static_cast<size_t>(num_segments + 1), 0);
   for (int64_t s = 0; s < num_segments; ++s)
     first_row[s + 1] = first_row[s] + load_segments[4 * s + 2] - load_segments[4 * s + 1];
-  const LoadJob job{cache.base, &cache.layout, load_segments.data(), first_row.data(),
+  const LoadJob job{cache.base, &cache.layout, cache.layout.paged(), load_segments.data(), first_row.data(),
                     num_segments, out};
-  parallel_for(covered, covered * (f.load_row_bytes() + f.load_scale_row_bytes()),
-               [&](int64_t rb, int64_t re) { rows(job, rb, re); });
+  parallel_for(covered, output_bytes, [&](int64_t rb, int64_t re) { rows(job, rb, re); });
 }
 
 }  // namespace kvcheck::cpu

@@ -9,6 +9,7 @@
 #include "impl/cpu/fast_numerics.h"
 #include "impl/cpu/isa.h"
 #include "impl/cpu/parallel.h"
+#include "impl/cpu/stream_copy.h"
 #include "impl/validate_store_load.h"
 #include "impl/error.h"
 
@@ -23,6 +24,7 @@ struct StoreJob {
   const int32_t* slots;
   uint8_t* cache;
   const CacheLayout* layout;
+  PagedLayout paged;  // layout->paged(), taken once: the inline offset formula
 };
 
 /// One group's scale from its amax (SPEC §4.1-4.4): writes the scale bytes, returns
@@ -99,8 +101,7 @@ KVCHECK_CPU_INLINE void quantize_token_any(const uint16_t* x, const KVCacheForma
 /// Rows [begin, end) of a quantised store; G == 0: group size known at run time.
 template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int64_t end) {
-  const CacheLayout& layout = *job.layout;
-  const KVCacheFormat& f = layout.format;
+  const KVCacheFormat& f = job.layout->format;
   const int64_t groups = f.num_scales();
   constexpr int64_t kScaleBytes = S == SfFormat::kFP32 ? 4 : 1;
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
@@ -108,9 +109,8 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
     if (slot < 0) continue;  // -1 padding: touches nothing (validated: nothing else < 0)
-    const int64_t block = slot / layout.block_size, token = slot % layout.block_size;
-    uint8_t* data = job.cache + layout.data_offset(block, token);
-    uint8_t* scales = job.cache + layout.scale_offset(block, token);
+    uint8_t* data = job.cache + job.paged.slot_data_offset(slot);
+    uint8_t* scales = job.cache + job.paged.slot_scale_offset(slot);
     const uint16_t* x = job.kv + r * job.row_stride;
     if constexpr (G != 0) {
       for (int64_t g = 0; g < groups; ++g)
@@ -122,17 +122,25 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
   }
 }
 
-void store_rows_bf16(const StoreJob& job, int64_t begin, int64_t end) {
-  const CacheLayout& layout = *job.layout;
-  const size_t row_bytes = static_cast<size_t>(layout.format.elements) * 2;
+/// BF16 rows [begin, end): copies; kStream: by streaming stores (stream_copy.h).
+template <bool kStream>
+KVCHECK_CPU_INLINE void store_rows_bf16_impl(const StoreJob& job, int64_t begin, int64_t end) {
+  const size_t row_bytes = static_cast<size_t>(job.layout->format.elements) * 2;
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
     if (slot < 0) continue;
-    const int64_t block = slot / layout.block_size, token = slot % layout.block_size;
-    std::memcpy(job.cache + layout.data_offset(block, token), job.kv + r * job.row_stride,
-                row_bytes);
+    uint8_t* dst = job.cache + job.paged.slot_data_offset(slot);
+    const auto* src = reinterpret_cast<const uint8_t*>(job.kv + r * job.row_stride);
+    copy_row<kStream>(dst, src, row_bytes);
   }
 }
+void store_rows_bf16(const StoreJob& job, int64_t begin, int64_t end) { store_rows_bf16_impl<false>(job, begin, end); }
+#if KVCHECK_CPU_X86
+KVCHECK_CPU_TARGET_AVX2 void store_rows_bf16_streaming(const StoreJob& job, int64_t begin, int64_t end) {
+  store_rows_bf16_impl<true>(job, begin, end);
+  stream_fence();
+}
+#endif
 
 using RowsFn = void (*)(const StoreJob&, int64_t, int64_t);
 
@@ -167,10 +175,17 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
                                            to_string(f.sf_format) + " of " + f.name);
 }
 
-RowsFn pick_kernel(const KVCacheFormat& f) {
+/// The kernel for format f; `output_bytes`: what the call writes (a large copy streams).
+RowsFn pick_kernel(const KVCacheFormat& f, int64_t output_bytes) {
   const bool avx2 = use_avx2();
   switch (f.quantized_dtype) {
-    case QuantizedDtype::kNone: return &store_rows_bf16;
+    case QuantizedDtype::kNone:
+#if KVCHECK_CPU_X86
+      if (avx2 && output_bytes >= stream_min_bytes()) return &store_rows_bf16_streaming;
+#else
+      (void)output_bytes;
+#endif
+      return &store_rows_bf16;
     case QuantizedDtype::kE4M3: return pick_scale<true>(f, avx2);
     case QuantizedDtype::kE2M1: return pick_scale<false>(f, avx2);
   }
@@ -184,10 +199,10 @@ void CpuBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot
   validate_store(kv, slot_mapping, cache);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
-  const RowsFn rows = pick_kernel(cache.layout.format);
-  const StoreJob job{kv.data, kv.row_stride, slot_mapping.data(), cache.base, &cache.layout};
-  parallel_for(n, n * cache.layout.format.bytes_per_token(),
-               [&](int64_t begin, int64_t end) { rows(job, begin, end); });
+  const int64_t output_bytes = n * cache.layout.format.bytes_per_token();
+  const RowsFn rows = pick_kernel(cache.layout.format, output_bytes);
+  const StoreJob job{kv.data, kv.row_stride, slot_mapping.data(), cache.base, &cache.layout, cache.layout.paged()};
+  parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
 }
 
 }  // namespace kvcheck::cpu
