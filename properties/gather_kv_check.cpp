@@ -26,24 +26,28 @@ std::string diff_outputs(const GatherKvScenario& s, const KvOutBuffers& want, co
   return d;
 }
 
+// The output bytes a valid gather may write, merged: each head of rows [0,
+// cu_seqlens_k[b]), the same in out_k's and out_v's buffers (one shape, SPEC §7.5).
+std::vector<ByteRange> row_ranges(const GatherKvScenario& s, const KvOutBuffers& out) {
+  const int64_t total = s.cu_seqlens_k.back(), ts = out.out_k.token_stride, hs = out.out_k.head_stride;
+  std::vector<ByteRange> r;
+  for (int64_t row = 0; row < total; ++row)
+    for (int64_t h = 0; h < s.cache.num_kv_heads; ++h) {
+      const int64_t at = out.offset_bytes + 2 * (row * ts + h * hs);
+      r.push_back({at, at + 2 * int64_t{s.cache.head_dim}});
+    }
+  return merge_ranges(std::move(r), static_cast<int64_t>(out.k.size()));
+}
+
 // "" or the first output byte outside the elements of rows [0, cu_seqlens_k[b]) that
 // changed: row padding, rows past the last sequence, the tail, the bytes before row 0.
-std::string untouched_violation(const char* who, const GatherKvScenario& s, const KvOutBuffers& pristine,
-                                const KvOutBuffers& out) {
-  const auto from = static_cast<size_t>(out.offset_bytes);
-  const int64_t total = s.cu_seqlens_k.back(), ts = out.out_k.token_stride, hs = out.out_k.head_stride;
-  std::vector<bool> mask(out.k.size(), false);
-  for (int64_t r = 0; r < total; ++r)
-    for (int64_t h = 0; h < s.cache.num_kv_heads; ++h)
-      for (int64_t e = 0; e < 2 * int64_t{s.cache.head_dim}; ++e) {
-        const size_t i = from + static_cast<size_t>(2 * (r * ts + h * hs) + e);
-        if (i < mask.size()) mask[i] = true;
-      }
-  for (size_t i = 0; i < mask.size(); ++i)
-    if (!mask[i] && (out.k[i] != pristine.k[i] || out.v[i] != pristine.v[i]))
-      return fmt::format("{}: output byte {} is outside every gathered row's elements (row padding, before row 0 "
-                         "or past cu_seqlens_k[b] = {}) but changed\n", who, i, total);
-  return "";
+std::string untouched_violation(const char* who, const GatherKvScenario& s, const std::vector<ByteRange>& rows,
+                                const KvOutBuffers& pristine, const KvOutBuffers& out) {
+  const int64_t bad = first_change_outside(rows, static_cast<int64_t>(out.k.size()),
+                                           {{pristine.k.data(), out.k.data()}, {pristine.v.data(), out.v.data()}});
+  if (bad < 0) return "";
+  return fmt::format("{}: output byte {} is outside every gathered row's elements (row padding, before row 0 "
+                     "or past cu_seqlens_k[b] = {}) but changed\n", who, bad, s.cu_seqlens_k.back());
 }
 
 }  // namespace
@@ -71,8 +75,9 @@ Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned wh
       fail += "an output changed although gather_kv threw (" + be.message + "):\n" + diff_outputs(s, pristine, be_out) + "\n";
   }
   if ((which & kGatherKvTouchesOnlyRows) && !s.cu_seqlens_k.empty()) {
-    if (!ref.code) fail += untouched_violation("reference", s, pristine, ref_out);
-    if (!be.code) fail += untouched_violation("backend", s, pristine, be_out);
+    const std::vector<ByteRange> rows = row_ranges(s, pristine);
+    if (!ref.code) fail += untouched_violation("reference", s, rows, pristine, ref_out);
+    if (!be.code) fail += untouched_violation("backend", s, rows, pristine, be_out);
   }
   if ((which & kGatherKvMatchesReference) && !ref.code && !be.code)
     if (const std::string d = diff_outputs(s, ref_out, be_out); !d.empty())

@@ -20,6 +20,36 @@
 
 namespace kvcheck::props {
 
+std::vector<ByteRange> merge_ranges(std::vector<ByteRange> r, int64_t size) {
+  for (ByteRange& x : r) x = {std::clamp<int64_t>(x.begin, 0, size), std::clamp<int64_t>(x.end, 0, size)};
+  std::sort(r.begin(), r.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::vector<ByteRange> merged;
+  for (const ByteRange& x : r)
+    if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
+    else merged.push_back(x);
+  return merged;
+}
+
+int64_t first_change_outside(const std::vector<ByteRange>& merged, int64_t size,
+                             std::initializer_list<std::pair<const uint8_t*, const uint8_t*>> pairs) {
+  const auto first_in = [&](int64_t a, int64_t b) -> int64_t {
+    int64_t first = -1;
+    for (const auto& [before, after] : pairs) {
+      if (a >= b || std::memcmp(before + a, after + a, static_cast<size_t>(b - a)) == 0) continue;
+      int64_t i = a;
+      while (before[i] == after[i]) ++i;
+      if (first < 0 || i < first) first = i;
+    }
+    return first;
+  };
+  int64_t pos = 0;
+  for (const ByteRange& r : merged) {
+    if (const int64_t bad = first_in(pos, r.begin); bad >= 0) return bad;
+    pos = std::max(pos, r.end);
+  }
+  return first_in(pos, size);
+}
+
 namespace {
 
 // The free storage of this thread's Buffers (each vector's size is its capacity).

@@ -5,6 +5,8 @@
 // value.
 #pragma once
 
+#include <utility>
+#include <initializer_list>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -123,6 +125,18 @@ class FarKvRows {
   size_t size_ = 0;
   KVInput input_;
 };
+
+/// Bytes [begin, end) of a buffer: where a valid call may write.
+struct ByteRange {
+  int64_t begin, end;
+};
+/// `r` clamped to [0, size), sorted and merged.
+std::vector<ByteRange> merge_ranges(std::vector<ByteRange> r, int64_t size);
+/// The first byte of [0, size) outside every range of `merged` (merge_ranges) where any
+/// of the (before, after) pairs differ, or -1. One memcmp per gap: the whole-buffer
+/// invariants' check costs what the buffers do, not a per-byte loop.
+int64_t first_change_outside(const std::vector<ByteRange>& merged, int64_t size,
+                             std::initializer_list<std::pair<const uint8_t*, const uint8_t*>> pairs);
 
 /// Sets backend's work split (Backend::set_test_parallelism) to `threads` threads with
 /// a one-byte threshold for one call, restores its default after; notes the case

@@ -115,8 +115,11 @@ ConstKvCacheView KvBuffers::view() const {
 }
 
 bool KvBuffers::guards_intact() const {
-  return std::all_of(bytes.begin(), bytes.begin() + kGuardBytes, [](uint8_t b) { return b == kCanary; }) &&
-         std::all_of(bytes.end() - kGuardBytes, bytes.end(), [](uint8_t b) { return b == kCanary; });
+  // Two memcmps against one canary band: no per-byte loop for ASan and the coverage
+  // hooks to instrument (it was 8 % of fuzz_store_kv's time).
+  static const std::vector<uint8_t> band(static_cast<size_t>(kGuardBytes), kCanary);
+  return std::memcmp(bytes.data(), band.data(), band.size()) == 0 &&
+         std::memcmp(bytes.data() + bytes.size() - band.size(), band.data(), band.size()) == 0;
 }
 
 KvOutBuffers::KvOutBuffers(const GatherKvScenario& s) {

@@ -12,17 +12,13 @@
 namespace kvcheck::props {
 namespace {
 
-struct Range {
-  int64_t begin, end;
-};
-
 // The bytes a valid store may write, by the reference formula (reference/layout.h):
 // data and scales of each valid row's record, sorted and merged.
-std::vector<Range> record_ranges(const StoreScenario& s) {
+std::vector<ByteRange> record_ranges(const StoreScenario& s, int64_t size) {
   const KVCacheFormat& f = s.shape.format;
   const int32_t bs = s.shape.block_size;
   const int64_t num_slots = int64_t{s.shape.num_blocks} * bs;
-  std::vector<Range> r;
+  std::vector<ByteRange> r;
   for (int32_t slot : s.slot_mapping) {
     if (slot < 0 || slot >= num_slots) continue;  // (a backend that accepted a bad slot fails the outcome)
     const int64_t d = ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
@@ -32,29 +28,14 @@ std::vector<Range> record_ranges(const StoreScenario& s) {
       r.push_back({sc, sc + f.sf_bytes()});
     }
   }
-  std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  std::vector<Range> merged;
-  for (const Range& x : r)
-    if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
-    else merged.push_back(x);
-  return merged;
+  return merge_ranges(std::move(r), size);
 }
 
 // "" or the first byte outside the records of valid rows that changed.
 std::string untouched_violation(const char* who, const StoreScenario& s, std::span<const uint8_t> before,
                                 std::span<const uint8_t> after) {
-  auto first_change = [&](int64_t a, int64_t b) -> int64_t {
-    if (a >= b || std::memcmp(&before[static_cast<size_t>(a)], &after[static_cast<size_t>(a)], static_cast<size_t>(b - a)) == 0)
-      return -1;
-    while (before[static_cast<size_t>(a)] == after[static_cast<size_t>(a)]) ++a;
-    return a;
-  };
-  int64_t pos = 0, bad = -1;
-  for (const Range& r : record_ranges(s)) {
-    if ((bad = first_change(pos, r.begin)) >= 0) break;
-    pos = std::max(pos, r.end);
-  }
-  if (bad < 0) bad = first_change(pos, static_cast<int64_t>(after.size()));
+  const int64_t size = static_cast<int64_t>(after.size());
+  const int64_t bad = first_change_outside(record_ranges(s, size), size, {{before.data(), after.data()}});
   if (bad < 0) return "";
   const auto loc = locate_cache_byte(s.shape.format, s.shape.block_size, bad, s.shape.block_stride);
   return fmt::format("{}: byte {} changed but no valid row stores there (block {}, token {}, {}): 0x{:02X} -> 0x{:02X}\n",

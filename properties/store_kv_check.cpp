@@ -14,47 +14,28 @@
 namespace kvcheck::props {
 namespace {
 
-struct Range {
-  int64_t begin, end;  // body bytes [begin, end)
-};
-
 // The body bytes a valid store may write, sorted and merged: the K and V records of
 // valid slots (reference formula, SPEC §7.2; a head's head_dim elements are contiguous).
-std::vector<Range> record_ranges(const StoreKvScenario& s, const KvBuffers& buf) {
+std::vector<ByteRange> record_ranges(const StoreKvScenario& s, const KvBuffers& buf) {
   const KvCacheLayout& l = buf.layout;
   const int64_t eb = kv_dtype_bytes(l.dtype);
-  std::vector<Range> r;
+  std::vector<ByteRange> r;
   for (int32_t slot : s.slot_mapping) {
     if (slot < 0 || slot >= s.cache.num_slots()) continue;  // (a backend that accepted it fails the outcome)
     for (int side = 0; side < 2; ++side)
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
         const int64_t off = (side ? buf.v_offset : buf.k_offset) +
                             eb * ref::kv_element_offset(l, slot / l.block_size, slot % l.block_size, h, 0);
-        r.push_back({std::clamp<int64_t>(off, 0, buf.body_bytes), std::clamp<int64_t>(off + eb * l.head_dim, 0, buf.body_bytes)});
+        r.push_back({off, off + eb * l.head_dim});
       }
   }
-  std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  std::vector<Range> merged;
-  for (const Range& x : r)
-    if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
-    else merged.push_back(x);
-  return merged;
+  return merge_ranges(std::move(r), buf.body_bytes);
 }
 
 // "" or the first body byte outside the records of valid slots that changed.
-std::string untouched_violation(const char* who, const std::vector<Range>& records, const KvBuffers& before,
+std::string untouched_violation(const char* who, const std::vector<ByteRange>& records, const KvBuffers& before,
                                 const KvBuffers& after) {
-  auto first_change = [&](int64_t a, int64_t b) -> int64_t {
-    if (a >= b || std::memcmp(before.body() + a, after.body() + a, static_cast<size_t>(b - a)) == 0) return -1;
-    while (before.body()[a] == after.body()[a]) ++a;
-    return a;
-  };
-  int64_t pos = 0, bad = -1;
-  for (const Range& r : records) {
-    if ((bad = first_change(pos, r.begin)) >= 0) break;
-    pos = std::max(pos, r.end);
-  }
-  if (bad < 0) bad = first_change(pos, after.body_bytes);
+  const int64_t bad = first_change_outside(records, after.body_bytes, {{before.body(), after.body()}});
   if (bad < 0) return "";
   return fmt::format("{}: byte {} changed but no valid row stores there ({}): 0x{:02X} -> 0x{:02X}\n", who, bad,
                      locate_kv_byte(after, bad), before.body()[bad], after.body()[bad]);
@@ -137,7 +118,7 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
         fail += "the buffer changed although the store threw (" + be.message + "):\n" + d + "\n";
   }
   if ((which & kStoreKvTouchesOnlyRecords) && (!ref.code || !be.code)) {
-    const std::vector<Range> records = record_ranges(s, pristine);
+    const std::vector<ByteRange> records = record_ranges(s, pristine);
     if (!ref.code) fail += untouched_violation("reference", records, pristine, ref_buf);
     if (!be.code) fail += untouched_violation("backend", records, pristine, be_buf);
   }

@@ -2,12 +2,32 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <cmath>
 #include <set>
 
 #include "properties/gen/kv_gen.h"
+#include "reference/kv_numerics.h"
 
 namespace kvcheck::props {
 namespace {
+
+// kv_normal_bits computes the rounding on the bits; it must give the reference's
+// float_to_model on every value it is asked for (both dtypes, signs, e, k), so the
+// generators' buffers, and the corpus files decoded through them, stay the same.
+TEST(KvGenerators, NormalBitsMatchTheReference) {
+  int64_t checked = 0;
+  for (const KvDtype dtype : {KvDtype::kBF16, KvDtype::kFP16})
+    for (const bool negative : {false, true})
+      for (int e = -12; e < 10; ++e)
+        for (uint32_t k = 0; k < 65536; ++k) {
+          const float x = (negative ? -1.0f : 1.0f) * std::ldexp(1.0f + static_cast<float>(k) / 65536.0f, e);
+          const uint16_t want = ref::float_to_model(dtype, x);
+          ASSERT_EQ(kv_normal_bits(dtype, negative, e, k), want)
+              << to_string(dtype) << " e " << e << " k " << k << " negative " << negative;
+          ++checked;
+        }
+  EXPECT_EQ(checked, 2 * 2 * 22 * 65536);
+}
 
 TEST(KvGenerators, ReachRequiredShapes) {
   std::set<int32_t> head_dims, heads, block_sizes;

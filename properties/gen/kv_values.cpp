@@ -11,7 +11,7 @@
 namespace kvcheck::props {
 namespace {
 
-uint64_t mix(uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
+KVCHECK_BULK uint64_t mix(uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
   SplitMix64 r{seed ^ (uint64_t(a) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(b) << 40) ^ (uint64_t(h) << 20) ^
                uint64_t(d)};
   r.next();
@@ -20,7 +20,7 @@ uint64_t mix(uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
 
 }  // namespace
 
-uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
+KVCHECK_BULK uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
   const uint64_t r = mix(seed, a, b, h, d);
   const int roll = static_cast<int>(r % 100);
   const bool fp16 = dtype == KvDtype::kFP16;
@@ -37,10 +37,17 @@ uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64
   if (roll < 5) return static_cast<uint16_t>(sign | ((r >> 12) & (fp16 ? 0x3FF : 0x7F)) | 1);  // subnormal
   if (roll < 7) return static_cast<uint16_t>(sign | (fp16 ? 0x7BFF : 0x7F7F));  // largest finite
   // |x| = m * 2^e, e in [-12, 10): spans the FP8 range for the scales kv_scales draws.
-  const int e = static_cast<int>((r >> 16) % 22) - 12;
-  const float m = 1.0f + static_cast<float>((r >> 24) & 0xFFFF) / 65536.0f;
-  const float x = (sign ? -1.0f : 1.0f) * std::ldexp(m, e);
-  return ref::float_to_model(dtype, x);
+  return kv_normal_bits(dtype, sign != 0, static_cast<int>((r >> 16) % 22) - 12, static_cast<uint32_t>(r >> 24) & 0xFFFF);
+}
+
+KVCHECK_BULK uint16_t kv_normal_bits(KvDtype dtype, bool negative, int e, uint32_t k) {
+  // x = ±(1 + k/2^16) * 2^e as float bits, exact; then round-to-nearest-even to 16 bits
+  // as an integer add on those bits (x and its rounding are normal in both dtypes).
+  const uint32_t fb = (negative ? 0x80000000u : 0u) | static_cast<uint32_t>(e + 127) << 23 | (k & 0xFFFF) << 7;
+  if (dtype != KvDtype::kFP16) return static_cast<uint16_t>((fb + 0x7FFF + ((fb >> 16) & 1)) >> 16);
+  const uint32_t mant = fb & 0x7FFFFF;
+  const uint32_t rounded = (mant + 0xFFF + ((mant >> 13) & 1)) >> 13;  // 1024: the carry raises the exponent
+  return static_cast<uint16_t>(((fb >> 16) & 0x8000) | ((static_cast<uint32_t>(e + 15) << 10) + rounded));
 }
 
 std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t seed) {
@@ -58,7 +65,7 @@ std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t se
   return s;
 }
 
-KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t head_stride,
+KVCHECK_BULK KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t head_stride,
                     int32_t num_kv_heads, int32_t head_dim, uint64_t seed) {
   KvRows r{dtype, rows, token_stride, head_stride, {}};
   const int64_t size = rows == 0 ? 0 : (rows - 1) * token_stride + (num_kv_heads - 1) * head_stride + head_dim;
