@@ -79,7 +79,7 @@ __device__ __forceinline__ uint16_t f32_to_model(float y) {
 // Two floats to two FP8 codes (SATFINITE, one cvt), lo in bits 0-7; NaN -> 0x7F.
 template <KvDevDtype C>
 __device__ __forceinline__ uint32_t f32x2_to_fp8(float lo, float hi) {
-  uint32_t q = __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, kFp8Kind<C>);
+  uint32_t q = dev::cvt_fp8x2<kFp8Kind<C>>(lo, hi);
   if (isnan(lo)) q = (q & 0xFF00u) | 0x7Fu;
   if (isnan(hi)) q = (q & 0x00FFu) | 0x7F00u;
   return q;
@@ -173,9 +173,8 @@ struct Elems {
         uint32_t q[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          q[j] = __nv_cvt_float2_to_fp8x2(make_float2(dev::div_rn_fast(f[2 * j], sc.s, sc.rcp),
-                                                      dev::div_rn_fast(f[2 * j + 1], sc.s, sc.rcp)),
-                                          __NV_SATFINITE, kFp8Kind<Out>);
+          q[j] = dev::cvt_fp8x2<kFp8Kind<Out>>(dev::div_rn_fast(f[2 * j], sc.s, sc.rcp),
+                                               dev::div_rn_fast(f[2 * j + 1], sc.s, sc.rcp));
         *reinterpret_cast<uint2*>(dst + c) = make_uint2(q[0] | q[1] << 16, q[2] | q[3] << 16);
         return;
       }

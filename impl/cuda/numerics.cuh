@@ -48,10 +48,13 @@ __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
 __device__ __forceinline__ uint8_t cvt_e2m1_nvidia(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) & 0xF);
 }
-/// Two e4m3 codes in one cvt: lo in bits 0-7, hi in bits 8-15.
-__device__ __forceinline__ uint32_t cvt_e4m3x2(float lo, float hi) {
-  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+/// Two FP8 codes (e4m3 or e5m2, SATFINITE) in one cvt: lo in bits 0-7, hi in bits
+/// 8-15. NaN inputs are not pinned here: callers that promise a code do it.
+template <__nv_fp8_interpretation_t K>
+__device__ __forceinline__ uint32_t cvt_fp8x2(float lo, float hi) {
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, K));
 }
+__device__ __forceinline__ uint32_t cvt_e4m3x2(float lo, float hi) { return cvt_fp8x2<__NV_E4M3>(lo, hi); }
 /// Two bf16 (RN) packed: lo in bits 0-15.
 __device__ __forceinline__ uint32_t f32x2_to_bf16x2(float lo, float hi) {
   return uint32_t{f32_to_bf16(lo)} | (uint32_t{f32_to_bf16(hi)} << 16);
