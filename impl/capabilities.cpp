@@ -2,8 +2,11 @@
 // the kvcheck_format of a record, which both it and the ABI conversions use.
 #include "impl/capabilities.h"
 
+#include <algorithm>
 #include <climits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "impl/error.h"
 #include "impl/layout.h"
@@ -11,13 +14,27 @@
 
 namespace kvcheck {
 
+namespace {
+
+// The named formats of the ABI's kvcheck_format, one table (SPEC §2).
+const std::vector<std::pair<KVCacheFormat, int>>& named_abi_formats() {
+  static const std::vector<std::pair<KVCacheFormat, int>> named = {
+      {KVCacheFormat::V41(), KVCHECK_FORMAT_V41},
+      {KVCacheFormat::V41_FP4(), KVCHECK_FORMAT_V41_FP4},
+      {KVCacheFormat::FP4_INDEX(), KVCHECK_FORMAT_FP4_INDEX},
+      {KVCacheFormat::FP8_FP32SF_INDEX(), KVCHECK_FORMAT_FP8_FP32SF_INDEX},
+      {KVCacheFormat::MXFP8_INDEX(), KVCHECK_FORMAT_MXFP8_INDEX},
+      {KVCacheFormat::FP8_DS_MLA(), KVCHECK_FORMAT_FP8_DS_MLA}};
+  return named;
+}
+
+}  // namespace
+
 int abi_format(const KVCacheFormat& f) {
-  static const KVCacheFormat named[] = {KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
-                                        KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()};
-  for (int i = 0; i < 5; ++i) {
+  for (const auto& [format, id] : named_abi_formats()) {
     KVCacheFormat g = f;
-    g.name = named[i].name;
-    if (g == named[i]) return i;
+    g.name = format.name;
+    if (g == format) return id;
   }
   if (!f.is_quantized() && f.elements_per_sf == 0 && f.sf_format == SfFormat::kNone && !f.do_cast &&
       !f.token_interleaved && f.bf16_tail_elements == 0 && f.elements >= 8 && f.elements <= 4096 &&
@@ -97,11 +114,13 @@ std::string BackendCapabilities::restrictions() const {
   for (const auto& o : kOpNames)
     if (!(ops & o.bit)) ops_missing += (ops_missing.empty() ? "" : ", ") + std::string(o.name);
   if (!ops_missing.empty()) out += "ops: no " + ops_missing + "\n";
-  const char* names[] = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "BF16"};
+  std::vector<std::pair<int, std::string>> names = {{KVCHECK_FORMAT_BF16, "BF16"}};
+  for (const auto& [format, id] : named_abi_formats()) names.emplace_back(id, format.name);
+  std::sort(names.begin(), names.end());
   int nf = 0;
-  for (int i = 0; i < 6; ++i)
-    if ((formats >> i) & 1u) fmts += (nf++ ? ", " : "") + std::string(names[i]);
-  if (nf < 6 && (ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
+  for (const auto& [id, name] : names)
+    if ((formats >> id) & 1u) fmts += (nf++ ? ", " : "") + name;
+  if (nf < static_cast<int>(names.size()) && (ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     out += "formats: " + (nf ? fmts + " only" : std::string("none")) + "\n";
   int nd = 0;
   for (KvDtype d : kvcheck::kv_dtypes())

@@ -34,11 +34,16 @@ void KVCacheFormat::validate() const {
   if (is_quantized()) {
     if (elements_per_sf <= 0 || sf_format == SfFormat::kNone)
       invalid(*this, "quantized data needs elements_per_sf > 0 and a scale format");
-    if (elements % elements_per_sf != 0)
+    if (bf16_tail_elements != 0 && !do_cast)
+      invalid(*this, "a BF16 tail needs do_cast (a main/SWA record; index loads copy bytes)");
+    if (bf16_tail_elements % 8 != 0 || bf16_tail_elements >= elements)
+      invalid(*this, "bf16_tail_elements must be a multiple of 8 below elements, got " +
+                         std::to_string(bf16_tail_elements));
+    if (quantized_elements() % elements_per_sf != 0)
       invalid(*this, "elements_per_sf " + std::to_string(elements_per_sf) +
-                         " does not divide elements " + std::to_string(elements));
-    if (bf16_tail_elements != 0)
-      invalid(*this, "a BF16 tail mixed with quantized data is not supported");
+                         " does not divide the quantised elements " + std::to_string(quantized_elements()));
+    if (sf_format == SfFormat::kFP32Pow2 && quantized_dtype != QuantizedDtype::kE4M3)
+      invalid(*this, "fp32_pow2 scales need e4m3 data (SPEC §4.6)");
     if (quantized_dtype == QuantizedDtype::kE2M1 && elements % 2 != 0)
       invalid(*this, "e2m1 needs an even element count (two per byte)");
     if (is_index() && sf_format == SfFormat::kUE8M0 && sf_bytes() % 4 != 0)
@@ -67,19 +72,28 @@ int32_t KVCacheFormat::bits_per_element() const {
 }
 
 int64_t KVCacheFormat::quantized_bytes() const {
-  return int64_t{elements} * bits_per_element() / 8;
+  return int64_t{quantized_elements()} * bits_per_element() / 8;
 }
 
 int64_t KVCacheFormat::num_scales() const {
   if (!is_quantized()) return 0;
-  return (int64_t{elements} + elements_per_sf - 1) / elements_per_sf;
+  return (int64_t{quantized_elements()} + elements_per_sf - 1) / elements_per_sf;
 }
 
-int64_t KVCacheFormat::sf_bytes() const {
-  return num_scales() * (sf_format == SfFormat::kFP32 ? 4 : 1);
+int64_t KVCacheFormat::scale_width() const {
+  switch (sf_format) {
+    case SfFormat::kNone: return 0;
+    case SfFormat::kUE8M0:
+    case SfFormat::kE4M3: return 1;
+    case SfFormat::kFP32:
+    case SfFormat::kFP32Pow2: return 4;
+  }
+  return 0;
 }
 
-int64_t KVCacheFormat::bytes_per_token() const { return quantized_bytes() + sf_bytes(); }
+int64_t KVCacheFormat::sf_bytes() const { return num_scales() * scale_width(); }
+
+int64_t KVCacheFormat::bytes_per_token() const { return quantized_bytes() + sf_bytes() + tail_bytes(); }
 
 int64_t KVCacheFormat::token_alignment() const { return std::gcd<int64_t>(32, bytes_per_token()); }
 
@@ -104,6 +118,11 @@ KVCacheFormat KVCacheFormat::FP8_FP32SF_INDEX() {
 KVCacheFormat KVCacheFormat::MXFP8_INDEX() {
   return quantized("MXFP8_INDEX", QuantizedDtype::kE4M3, 128, 32, SfFormat::kUE8M0, false);
 }
+KVCacheFormat KVCacheFormat::FP8_DS_MLA() {
+  KVCacheFormat f = quantized("FP8_DS_MLA", QuantizedDtype::kE4M3, 576, 128, SfFormat::kFP32Pow2, true);
+  f.bf16_tail_elements = 64;
+  return f;
+}
 KVCacheFormat KVCacheFormat::BF16(int32_t elements) {
   KVCacheFormat f;
   f.name = "BF16(" + std::to_string(elements) + ")";
@@ -115,7 +134,8 @@ KVCacheFormat KVCacheFormat::BF16(int32_t elements) {
 std::vector<KVCacheFormat> supported_formats() {
   return {KVCacheFormat::V41(),         KVCacheFormat::V41_FP4(),
           KVCacheFormat::FP4_INDEX(),   KVCacheFormat::FP8_FP32SF_INDEX(),
-          KVCacheFormat::MXFP8_INDEX(), KVCacheFormat::BF16(512)};
+          KVCacheFormat::MXFP8_INDEX(), KVCacheFormat::FP8_DS_MLA(),
+          KVCacheFormat::BF16(512)};
 }
 
 KVCacheFormat format_by_name(const std::string& name) {
@@ -129,7 +149,7 @@ KVCacheFormat format_by_name(const std::string& name) {
   }
   throw Error(ErrorCode::kUnknownFormat,
               "no format named '" + name +
-                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, BF16(E)");
+                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, BF16(E)");
 }
 
 std::string to_string(QuantizedDtype q) {
@@ -147,6 +167,7 @@ std::string to_string(SfFormat s) {
     case SfFormat::kUE8M0: return "ue8m0";
     case SfFormat::kE4M3: return "e4m3";
     case SfFormat::kFP32: return "fp32";
+    case SfFormat::kFP32Pow2: return "fp32_pow2";
   }
   return "?";
 }

@@ -11,7 +11,9 @@
 namespace kvcheck {
 
 enum class QuantizedDtype : uint8_t { kNone, kE4M3, kE2M1 };
-enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32 };
+/// How a group's scale is encoded (SPEC §2): kFP32 any fp32 value, kFP32Pow2 an fp32
+/// power of two (the fp8_ds_mla tile scale, SPEC §4.6).
+enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32, kFP32Pow2 };
 /// Element type of a cache tensor as a framework would report it.
 enum class CacheDtype : uint8_t { kUInt8, kBF16 };
 
@@ -23,12 +25,14 @@ using bf16_bits = uint16_t;
 struct KVCacheFormat {
   std::string name;
   QuantizedDtype quantized_dtype = QuantizedDtype::kNone;
-  int32_t elements = 0;            // logical elements per token
+  int32_t elements = 0;            // logical elements per token (kv row, do_cast load row)
   int32_t elements_per_sf = 0;     // group size; 0 for BF16
   SfFormat sf_format = SfFormat::kNone;
   bool do_cast = false;            // load dequantises to BF16
   bool token_interleaved = false;  // record = [data | scales] per token
-  int32_t bf16_tail_elements = 0;  // legacy BF16 tail; only 0 is valid (SPEC §2)
+  // The last bf16_tail_elements of the `elements` are kept as BF16 after the scales
+  // (fp8_ds_mla's 64 rope values); quantised formats with do_cast only (SPEC §2).
+  int32_t bf16_tail_elements = 0;
 
   /// Throws Error(kInvalidFormat) naming the broken rule (SPEC §2 validation).
   void validate() const;
@@ -38,10 +42,17 @@ struct KVCacheFormat {
   /// Index caches keep quantised bytes on load (quantized, no do_cast).
   bool is_index() const { return is_quantized() && !do_cast; }
   int32_t bits_per_element() const;
-  int64_t quantized_bytes() const;  // elements*bits/8 (BF16: 2*elements)
-  int64_t num_scales() const;       // ceil(elements/elements_per_sf); 0 for BF16
-  int64_t sf_bytes() const;         // num_scales * (1|1|4)
-  int64_t bytes_per_token() const;  // quantized_bytes + sf_bytes
+  /// Elements stored quantised: elements - bf16_tail_elements (BF16: elements).
+  int32_t quantized_elements() const { return elements - bf16_tail_elements; }
+  int64_t quantized_bytes() const;  // quantized_elements*bits/8 (BF16: 2*elements)
+  int64_t num_scales() const;       // ceil(quantized_elements/elements_per_sf); 0 for BF16
+  /// Bytes of one scale: 4 for fp32 and fp32_pow2, 1 for ue8m0 and e4m3, 0 for BF16.
+  int64_t scale_width() const;
+  int64_t sf_bytes() const;         // num_scales * scale_width
+  int64_t tail_bytes() const { return int64_t{2} * bf16_tail_elements; }
+  /// Byte offset of the BF16 tail in a token's record: quantized_bytes + sf_bytes.
+  int64_t tail_offset() const { return quantized_bytes() + sf_bytes(); }
+  int64_t bytes_per_token() const;  // quantized_bytes + sf_bytes + tail_bytes
   /// gcd(32, bytes_per_token): the widest alignment a kernel may assume per token.
   int64_t token_alignment() const;
   /// Bytes per output row of load_paged_kv_cache's data buffer (SPEC §5.2):
@@ -58,13 +69,16 @@ struct KVCacheFormat {
   static KVCacheFormat FP4_INDEX();
   static KVCacheFormat FP8_FP32SF_INDEX();
   static KVCacheFormat MXFP8_INDEX();
+  /// vLLM fp8_ds_mla / FlashMLA V32: 512 e4m3, 4 fp32 power-of-two tile scales, 64
+  /// BF16 rope values; 656 bytes (SPEC §2, §4.6).
+  static KVCacheFormat FP8_DS_MLA();
   /// BF16(E): E a multiple of 8, 8 <= E <= 4096; throws kInvalidFormat otherwise.
   static KVCacheFormat BF16(int32_t elements);
 };
 
-/// The five quantised formats plus BF16(512), in SPEC order.
+/// The six quantised formats plus BF16(512), in SPEC order.
 std::vector<KVCacheFormat> supported_formats();
-/// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "BF16(E)".
+/// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA", "BF16(E)".
 /// Throws Error(kUnknownFormat) listing the valid names.
 KVCacheFormat format_by_name(const std::string& name);
 

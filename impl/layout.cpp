@@ -70,8 +70,10 @@ PagedLayout CacheLayout::paged() const {
   p.sf = format.sf_format == SfFormat::kUE8M0  ? PagedSf::kUE8M0
          : format.sf_format == SfFormat::kE4M3 ? PagedSf::kE4M3
          : format.sf_format == SfFormat::kFP32 ? PagedSf::kFP32
+         : format.sf_format == SfFormat::kFP32Pow2 ? PagedSf::kFP32Pow2
                                                : PagedSf::kNone;
   p.elements = format.elements;
+  p.tail_elements = format.bf16_tail_elements;
   p.group = format.elements_per_sf;
   p.quantized_bytes = format.quantized_bytes();
   p.sf_bytes = format.sf_bytes();
@@ -97,8 +99,10 @@ CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
   f.sf_format = p.sf == PagedSf::kUE8M0  ? SfFormat::kUE8M0
                 : p.sf == PagedSf::kE4M3 ? SfFormat::kE4M3
                 : p.sf == PagedSf::kFP32 ? SfFormat::kFP32
+                : p.sf == PagedSf::kFP32Pow2 ? SfFormat::kFP32Pow2
                                          : SfFormat::kNone;
   f.elements = p.elements;
+  f.bf16_tail_elements = p.tail_elements;
   f.elements_per_sf = p.group;
   f.do_cast = p.do_cast;
   f.token_interleaved = p.interleaved;

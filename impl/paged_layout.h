@@ -14,13 +14,19 @@ namespace kvcheck {
 /// Data dtype / scale format codes as plain integers (mirror QuantizedDtype /
 /// SfFormat of impl/format.h, which device code cannot include).
 enum class PagedDtype : int32_t { kBF16 = 0, kE4M3 = 1, kE2M1 = 2 };
-enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3 };
+enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3, kFP32Pow2 = 4 };
+
+/// Bytes of one scale of encoding s (KVCacheFormat::scale_width for kernels).
+KVCHECK_HD constexpr int64_t paged_scale_width(PagedSf s) {
+  return s == PagedSf::kFP32 || s == PagedSf::kFP32Pow2 ? 4 : s == PagedSf::kNone ? 0 : 1;
+}
 
 struct PagedLayout {
   // Record format (SPEC §2).
   PagedDtype dtype = PagedDtype::kBF16;
   PagedSf sf = PagedSf::kNone;
-  int32_t elements = 0;         // logical elements per token
+  int32_t elements = 0;         // logical elements per token (kv row, do_cast load row)
+  int32_t tail_elements = 0;    // the last ones, kept as BF16 after the scales (SPEC §2)
   int32_t group = 0;            // elements_per_sf (0 for BF16)
   int64_t quantized_bytes = 0;  // data bytes per token (BF16: 2*elements)
   int64_t sf_bytes = 0;         // scale bytes per token
@@ -51,6 +57,15 @@ struct PagedLayout {
   KVCHECK_HD int64_t slot_scale_offset(int64_t slot) const {
     return scale_offset(slot_block(slot), slot_token(slot));
   }
+  /// Elements stored quantised (elements - tail_elements).
+  KVCHECK_HD int32_t quantized_elements() const { return elements - tail_elements; }
+  /// Byte offset of (block, token)'s BF16 tail: interleaved records with a tail only,
+  /// after the token's data and scales (SPEC §2).
+  KVCHECK_HD int64_t tail_offset(int64_t block, int64_t token) const {
+    return data_offset(block, token) + quantized_bytes + sf_bytes;
+  }
+  KVCHECK_HD int64_t slot_tail_offset(int64_t slot) const { return tail_offset(slot_block(slot), slot_token(slot)); }
+  KVCHECK_HD int64_t tail_bytes() const { return int64_t{tail_elements} * 2; }
   /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows
   /// are BF16 [elements]; BF16 and index formats copy their data bytes; only index
   /// formats (quantised, no do_cast) have scale rows.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "reference/numerics.h"
@@ -52,13 +53,20 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
       return fmt::format("{} (e4m3 {})", hex_bytes({p, 1}), show_float(ref::e4m3_to_float(*p)));
     case SfFormat::kFP32:
       return fmt::format("{} (fp32 {})", hex_bytes({p, 4}), show_float(load_f32(p)));
+    case SfFormat::kFP32Pow2: {  // a power of two when the writer followed SPEC §4.6
+      const float v = load_f32(p);
+      int e = 0;
+      const bool pow2 = std::isfinite(v) && v > 0 && std::frexp(v, &e) == 0.5f;
+      return fmt::format("{} (fp32 {}{})", hex_bytes({p, 4}), show_float(v),
+                         pow2 ? fmt::format(" = 2^{}", e - 1) : std::string(", not a power of two"));
+    }
     case SfFormat::kNone: break;
   }
   return "?";
 }
 
 int64_t data_unit_bytes(const KVCacheFormat& f) { return f.is_bf16() ? 2 : 1; }
-int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.sf_format == SfFormat::kFP32 ? 4 : 1; }
+int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.scale_width(); }
 
 }  // namespace
 
@@ -91,9 +99,12 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
     const int64_t o = r % bpt;
     if (o < qb) {
       loc.index = o * 8 / per_element_bits;
-    } else {
+    } else if (o < qb + sfb) {
       loc.kind = CacheByteLocation::Kind::kScale;
       loc.index = (o - qb) / scale_unit_bytes(f);
+    } else {  // [data | scales | BF16 tail] (SPEC §2): index = the element of the row
+      loc.kind = CacheByteLocation::Kind::kTail;
+      loc.index = f.quantized_elements() + (o - qb - sfb) / 2;
     }
   } else if (r < int64_t{block_size} * qb) {
     loc.token = r / qb;
@@ -144,6 +155,20 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
                           loc.block * layout.block_size + loc.token, loc.index);
       exp = decode_data(f.quantized_dtype, &expected[start]);
       act = decode_data(f.quantized_dtype, &actual[start]);
+      // A code follows its group's scale: when that scale differs too, show it (a writer
+      // and a reader that disagree on a scale encoding differ there first in meaning).
+      if (f.is_quantized()) {
+        const int64_t g = loc.index / f.elements_per_sf, w = scale_unit_bytes(f);
+        const int64_t base = loc.block * layout.block_stride;
+        const int64_t at = f.token_interleaved ? base + loc.token * f.bytes_per_token() + f.quantized_bytes() + g * w
+                                               : base + int64_t{layout.block_size} * f.quantized_bytes() +
+                                                     loc.token * f.sf_bytes() + g * w;
+        const auto s = static_cast<size_t>(at);
+        if (s + static_cast<size_t>(w) <= expected.size() && std::memcmp(&expected[s], &actual[s], static_cast<size_t>(w)) != 0) {
+          exp += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &expected[s]));
+          act += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &actual[s]));
+        }
+      }
       break;
     }
     case CacheByteLocation::Kind::kScale: {
@@ -154,6 +179,15 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
                           loc.index * f.elements_per_sf, (loc.index + 1) * f.elements_per_sf);
       exp = decode_scale(f.sf_format, &expected[start]);
       act = decode_scale(f.sf_format, &actual[start]);
+      break;
+    }
+    case CacheByteLocation::Kind::kTail: {
+      const size_t start = static_cast<size_t>(loc.block * layout.block_stride + loc.token * f.bytes_per_token() +
+                                               f.tail_offset() + 2 * (loc.index - f.quantized_elements()));
+      where = fmt::format("block {}, token {} (slot {}), BF16 tail element {} (row element {})", loc.block, loc.token,
+                          loc.block * layout.block_size + loc.token, loc.index - f.quantized_elements(), loc.index);
+      exp = decode_data(QuantizedDtype::kNone, &expected[start]);
+      act = decode_data(QuantizedDtype::kNone, &actual[start]);
       break;
     }
   }
@@ -182,9 +216,12 @@ std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOut
         const int64_t unit = bf16_out ? 2 : 1;
         const int64_t start = b - b % unit;
         const QuantizedDtype q = bf16_out ? QuantizedDtype::kNone : f.quantized_dtype;
-        first = fmt::format("  at:       output row {}, data element {}\n  expected: {}\n  actual:   {}", r,
-                            start * 8 / (bf16_out ? 16 : f.bits_per_element()), decode_data(q, e + start),
-                            decode_data(q, a + start));
+        const int64_t element = start * 8 / (bf16_out ? 16 : f.bits_per_element());
+        first = fmt::format("  at:       output row {}, data element {}{}\n  expected: {}\n  actual:   {}", r, element,
+                            f.bf16_tail_elements > 0 && element >= f.quantized_elements()
+                                ? fmt::format(" (BF16 tail element {})", element - f.quantized_elements())
+                                : std::string(),
+                            decode_data(q, e + start), decode_data(q, a + start));
       }
     }
     if (sf_row_bytes == 0) continue;

@@ -14,11 +14,12 @@ namespace kvcheck::props {
 
 /// Where one byte of a paged cache lives (offsets are bytes from the cache base).
 struct CacheByteLocation {
-  enum class Kind { kData, kScale, kPadding };
+  enum class Kind { kData, kScale, kTail, kPadding };
   int64_t block = 0;
   int64_t token = 0;  // -1 for padding
   Kind kind = Kind::kData;
-  int64_t index = 0;  // data element (e2m1: the low element of the byte) or scale group
+  int64_t index = 0;  // data element (e2m1: the low element of the byte), scale group, or
+                      // the row element a BF16 tail byte holds
 };
 
 /// Decodes a byte offset with the SPEC §3 formulas (written here, independent of impl/).

@@ -16,9 +16,13 @@ namespace {
 std::string check_sizes(const KVCacheFormat& f) {
   const int64_t bits = f.quantized_dtype == QuantizedDtype::kE4M3 ? 8
                        : f.quantized_dtype == QuantizedDtype::kE2M1 ? 4 : 16;
-  const int64_t q = f.elements * bits / 8;
-  const int64_t scales = f.is_quantized() ? (f.elements + f.elements_per_sf - 1) / f.elements_per_sf : 0;
-  const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 ? 4 : 1);
+  // SPEC §2: the last bf16_tail_elements are BF16 after the scales, the rest quantised.
+  const int64_t quantised = f.elements - f.bf16_tail_elements, tail = 2 * int64_t{f.bf16_tail_elements};
+  const int64_t q = quantised * bits / 8;
+  const int64_t scales = f.is_quantized() ? (quantised + f.elements_per_sf - 1) / f.elements_per_sf : 0;
+  const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 || f.sf_format == SfFormat::kFP32Pow2 ? 4
+                               : f.is_quantized()                                                  ? 1
+                                                                                                   : 0);
   std::string out;
   auto expect = [&](const char* what, int64_t got, int64_t want) {
     if (got != want)
@@ -27,8 +31,9 @@ std::string check_sizes(const KVCacheFormat& f) {
   expect("quantized_bytes", f.quantized_bytes(), q);
   expect("num_scales", f.num_scales(), scales);
   expect("sf_bytes", f.sf_bytes(), sf);
-  expect("bytes_per_token", f.bytes_per_token(), q + sf);
-  expect("token_alignment", f.token_alignment(), std::gcd<int64_t>(32, q + sf));
+  expect("bytes_per_token", f.bytes_per_token(), q + sf + tail);
+  expect("tail_offset", f.tail_offset(), q + sf);
+  expect("token_alignment", f.token_alignment(), std::gcd<int64_t>(32, q + sf + tail));
   return out;
 }
 
@@ -47,6 +52,9 @@ std::string check_offsets(const FormatScenario& s, const CacheLayout& l) {
   if (f.is_quantized())
     expect("scale_offset" + at, l.scale_offset(s.block, s.token),
            ref::scale_offset(f, s.block_size, s.block, s.token));
+  if (f.bf16_tail_elements > 0)
+    expect("tail_offset" + at, l.paged().tail_offset(s.block, s.token),
+           ref::tail_offset(f, s.block_size, s.block, s.token));
   return out;
 }
 

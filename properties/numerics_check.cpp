@@ -104,7 +104,7 @@ std::string check_float(uint32_t bits) {
 }
 #endif
 
-// SPEC §4.1-4.4: expected codes (one per element) and scale bytes.
+// SPEC §4.1-4.4, §4.6: expected codes (one per element) and scale bytes.
 void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::vector<uint8_t>& codes,
                   std::vector<uint8_t>& scale) {
   const float inv448 = std::bit_cast<float>(0x3B124925u), inv6 = std::bit_cast<float>(0x3E2AAAABu);
@@ -127,6 +127,15 @@ void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::
     const float inv = 1.0f / nv_e4m3_value(sf);
     scale = {sf};
     for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * inv);
+  } else if (f.sf_format == SfFormat::kFP32Pow2) {  // §4.6: 2^ceil(log2(max(amax / 448, 1e-4)))
+    const float t = std::fmax(amax / 448.0f, 1e-4f);
+    // log2 in double: a float's distance from a power of two (>= 2^-24 relative) moves it
+    // by >= 8e-8, far above double's error, so ceil sees the exact side.
+    const float sf = std::isinf(t) ? t : std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(double{t}))));
+    const uint32_t b = std::bit_cast<uint32_t>(sf);
+    scale = {static_cast<uint8_t>(b), static_cast<uint8_t>(b >> 8), static_cast<uint8_t>(b >> 16),
+             static_cast<uint8_t>(b >> 24)};
+    for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] / sf);
   } else {
     const float sf = std::fmax(amax, 1e-4f) * inv448;
     const float inv = 1.0f / sf;

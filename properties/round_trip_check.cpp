@@ -27,7 +27,8 @@ double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
   switch (f.sf_format) {
     case SfFormat::kUE8M0: return std::ldexp(1.0, int{*scale} - 127);
     case SfFormat::kE4M3: return ref::e4m3_to_float(*scale);
-    case SfFormat::kFP32: {
+    case SfFormat::kFP32:
+    case SfFormat::kFP32Pow2: {
       float v;
       std::memcpy(&v, scale, 4);
       return v;
@@ -46,7 +47,10 @@ KVCHECK_BULK void recipe_row(const KVCacheFormat& f, const bf16_bits* x, Recipe&
     return;
   }
   const int64_t group = f.elements_per_sf;
-  const int64_t scale_width = f.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const int64_t scale_width = f.scale_width();
+  // SPEC §2/§5.2: a BF16 tail loads as stored, after the dequantised elements.
+  std::memcpy(r.data.data() + 2 * int64_t{f.quantized_elements()}, x + f.quantized_elements(),
+              static_cast<size_t>(f.tail_bytes()));
   r.codes.resize(static_cast<size_t>(group));
   r.scale.resize(static_cast<size_t>(scale_width));
   for (int64_t g = 0; g < f.num_scales(); ++g) {
@@ -79,7 +83,12 @@ KVCHECK_BULK std::string bound_violation(const KVCacheFormat& f, const bf16_bits
   const double abs = f.quantized_dtype == QuantizedDtype::kE4M3 ? 0x1p-10 : 0.25;
   const double max_code = f.quantized_dtype == QuantizedDtype::kE4M3 ? 448.0 : 6.0;
   const int64_t group = f.elements_per_sf;
-  const size_t width = f.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const size_t width = static_cast<size_t>(f.scale_width());
+  // The BF16 tail makes the round trip unchanged, bit for bit (SPEC §2).
+  for (int64_t e = f.quantized_elements(); e < f.elements; ++e)
+    if (std::memcmp(out + 2 * e, row + e, 2) != 0)
+      return fmt::format("kv row {} BF16 tail element {}: stored {:04x}, loaded back {:02x}{:02x}\n", kv_row,
+                         e - f.quantized_elements(), row[e], out[2 * e + 1], out[2 * e]);
   for (int64_t g = 0; g < f.num_scales(); ++g) {
     double amax = 0;
     bool finite = true;

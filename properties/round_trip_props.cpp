@@ -24,9 +24,8 @@ void prop_round_trip_matches_reference(const Backend& b, const StoreScenario& s)
 // bound for BF16): a backend with none leaves the property not exercised.
 std::vector<KVCacheFormat> quantised_formats(const BackendCapabilities& caps) {
   std::vector<KVCacheFormat> out;
-  for (const auto& f : {KVCacheFormat::V41(), KVCacheFormat::V41_FP4(), KVCacheFormat::FP4_INDEX(),
-                        KVCacheFormat::FP8_FP32SF_INDEX(), KVCacheFormat::MXFP8_INDEX()})
-    if (caps.supports_format(f)) out.push_back(f);
+  for (const auto& f : supported_formats())  // the SPEC §2 table, one place
+    if (f.is_quantized() && caps.supports_format(f)) out.push_back(f);
   return out;
 }
 

@@ -27,6 +27,10 @@ std::vector<ByteRange> record_ranges(const StoreScenario& s, int64_t size) {
       const int64_t sc = ref::scale_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
       r.push_back({sc, sc + f.sf_bytes()});
     }
+    if (f.bf16_tail_elements > 0) {
+      const int64_t t = ref::tail_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
+      r.push_back({t, t + f.tail_bytes()});
+    }
   }
   return merge_ranges(std::move(r), size);
 }
@@ -44,21 +48,25 @@ std::string untouched_violation(const char* who, const StoreScenario& s, std::sp
                      before[static_cast<size_t>(bad)], after[static_cast<size_t>(bad)]);
 }
 
-// BF16: the record of each valid row equals its input row.
+// BF16: the record of each valid row equals its input row; a quantised record's BF16
+// tail equals the row's last bf16_tail_elements (SPEC §2).
 std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_t* after) {
   const KVCacheFormat& f = s.shape.format;
-  if (!f.is_bf16()) return "";
+  if (!f.is_bf16() && f.bf16_tail_elements == 0) return "";
+  const int64_t first = f.is_bf16() ? 0 : f.quantized_elements();
   const int32_t bs = s.shape.block_size;
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
     const int32_t slot = s.slot_mapping[r];
     if (slot < 0) continue;
-    const uint8_t* rec = after + ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
+    const uint8_t* rec = after + (f.is_bf16() ? ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride)
+                                              : ref::tail_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride));
     const bf16_bits* row = s.kv.data() + static_cast<int64_t>(r) * s.row_stride;
-    for (int64_t e = 0; e < f.elements; ++e) {
-      const uint16_t got = static_cast<uint16_t>(rec[2 * e] | (rec[2 * e + 1] << 8));
+    for (int64_t e = first; e < f.elements; ++e) {
+      const int64_t at = 2 * (e - first);
+      const uint16_t got = static_cast<uint16_t>(rec[at] | (rec[at + 1] << 8));
       if (got != row[e])
-        return fmt::format("{}: BF16 record of row {} (slot {}) element {} is 0x{:04X}, the input is 0x{:04X}\n", who, r,
-                           slot, e, got, row[e]);
+        return fmt::format("{}: BF16 {} of row {} (slot {}) element {} is 0x{:04X}, the input is 0x{:04X}\n", who,
+                           f.is_bf16() ? "record" : "tail", r, slot, e, got, row[e]);
     }
   }
   return "";
@@ -115,6 +123,7 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
     if (!ref.code) fail += untouched_violation("reference", s, before, ref_cache.bytes());
     if (!ref.code) fail += bf16_violation("reference", s, ref_cache.data());
     if (!be.code) fail += untouched_violation("backend", s, before, be_cache.bytes());
+    if (!be.code) fail += bf16_violation("backend", s, be_cache.data());
   }
   if ((which & kStoreUe8m0NeverFF) && !be.code) fail += ue8m0_violation(s, be_cache.data());
   if ((which & kStoreMatchesReference) && !ref.code && !be.code) {

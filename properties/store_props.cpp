@@ -28,8 +28,8 @@ void prop_store_touches_only_written_records(const Backend& b, const StoreScenar
 // The UE8M0 formats a backend supports (the ones prop_store_ue8m0_never_ff draws).
 std::vector<KVCacheFormat> ue8m0_formats(const BackendCapabilities& caps) {
   std::vector<KVCacheFormat> out;
-  for (const auto& f : {KVCacheFormat::V41(), KVCacheFormat::FP4_INDEX(), KVCacheFormat::MXFP8_INDEX()})
-    if (caps.supports_format(f)) out.push_back(f);
+  for (const auto& f : supported_formats())  // the SPEC §2 table, one place
+    if (f.sf_format == SfFormat::kUE8M0 && caps.supports_format(f)) out.push_back(f);
   return out;
 }
 

@@ -73,4 +73,11 @@ int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t bl
   return base + int64_t{block_size} * format.quantized_bytes() + token * format.sf_bytes();
 }
 
+int64_t tail_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
+                    int64_t stride) {
+  // Only token-interleaved records have a tail: [quantised data | scales | BF16 tail].
+  const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
+  return base + token * format.bytes_per_token() + format.quantized_bytes() + format.sf_bytes();
+}
+
 }  // namespace kvcheck::ref

@@ -118,9 +118,9 @@ void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_s
     std::memcpy(scale_row, scales, static_cast<size_t>(format.sf_bytes()));
     return;
   }
-  const int64_t scale_bytes = format.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const int64_t scale_bytes = format.scale_width();
   const bool fp4 = format.quantized_dtype == QuantizedDtype::kE2M1;
-  for (int64_t e = 0; e < format.elements; ++e) {
+  for (int64_t e = 0; e < format.quantized_elements(); ++e) {
     const uint8_t code = fp4 ? static_cast<uint8_t>((data[e / 2] >> (e % 2 == 0 ? 0 : 4)) & 0xF)
                              : data[e];
     const int64_t g = e / format.elements_per_sf;
@@ -130,6 +130,10 @@ void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_s
     data_row[2 * e] = static_cast<uint8_t>(v & 0xFF);
     data_row[2 * e + 1] = static_cast<uint8_t>(v >> 8);
   }
+  // The BF16 tail follows the dequantised elements in the output row, as stored.
+  std::memcpy(data_row + 2 * int64_t{format.quantized_elements()},
+              cache + tail_offset(format, block_size, block, token, stride),
+              static_cast<size_t>(format.tail_bytes()));
 }
 
 }  // namespace

@@ -129,7 +129,7 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
     throw Error(ErrorCode::kInvalidFormat,
                 "quantize_group: format '" + format.name + "' is not quantized");
   const size_t group = static_cast<size_t>(format.elements_per_sf);
-  const size_t scale_bytes = format.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const size_t scale_bytes = static_cast<size_t>(format.scale_width());
   if (x.size() != group || codes.size() != group || scale.size() != scale_bytes)
     throw Error(ErrorCode::kInvalidArgument,
                 "quantize_group: need " + std::to_string(group) + " elements and " +
@@ -169,6 +169,15 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
         codes[i] = e4m3_data ? cvt_e4m3(xf[i] * inv) : cvt_e2m1(xf[i] * inv);
       return;
     }
+    case SfFormat::kFP32Pow2: {  // §4.6 (fp8_ds_mla): the floor after the division
+      const float t = std::max(amax / 448.0f, kFp8AmaxMargin);  // IEEE division
+      const int k = ceil_log2(t);  // -13 .. 120 for finite bf16 input, 128 for Inf
+      const float sf = k == 128 ? std::numeric_limits<float>::infinity() : std::ldexp(1.0f, k);
+      const uint32_t bits = std::bit_cast<uint32_t>(sf);
+      for (size_t b = 0; b < 4; ++b) scale[b] = static_cast<uint8_t>(bits >> (8 * b));
+      for (size_t i = 0; i < group; ++i) codes[i] = cvt_e4m3(xf[i] / sf);  // exact scaling
+      return;
+    }
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kInvalidFormat,
@@ -179,7 +188,8 @@ float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale) {
   switch (format.sf_format) {
     case SfFormat::kUE8M0: return e8m0_to_float(scale[0]);
     case SfFormat::kE4M3: return e4m3_to_float(scale[0]);
-    case SfFormat::kFP32: {
+    case SfFormat::kFP32:
+    case SfFormat::kFP32Pow2: {
       uint32_t bits = 0;
       for (size_t b = 0; b < 4; ++b) bits |= uint32_t{scale[b]} << (8 * b);
       return bits_to_float(bits);
@@ -191,7 +201,7 @@ float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale) {
 }
 
 bf16_bits dequantize(const KVCacheFormat& format, uint8_t code, std::span<const uint8_t> scale) {
-  const size_t scale_bytes = format.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const size_t scale_bytes = static_cast<size_t>(format.scale_width());
   if (scale.size() != scale_bytes)
     throw Error(ErrorCode::kInvalidArgument,
                 "dequantize: need " + std::to_string(scale_bytes) + " scale bytes, got " +

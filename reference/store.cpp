@@ -65,7 +65,7 @@ void write_bf16_row(const bf16_bits* x, int64_t elements, uint8_t* dst) {
 void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_t* data,
                          uint8_t* scales) {
   const int64_t group = format.elements_per_sf;
-  const int64_t scale_bytes = format.sf_format == SfFormat::kFP32 ? 4 : 1;
+  const int64_t scale_bytes = format.scale_width();
   const bool fp4 = format.quantized_dtype == QuantizedDtype::kE2M1;
   std::vector<uint8_t> codes(static_cast<size_t>(group));
   for (int64_t g = 0; g < format.num_scales(); ++g) {
@@ -104,6 +104,10 @@ void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, st
     } else {
       write_quantized_row(format, x, data,
                           cache + scale_offset(format, block_size, block, token, block_stride));
+      // The last bf16_tail_elements of the row, as they are (SPEC §2: fp8_ds_mla's rope).
+      if (format.bf16_tail_elements > 0)
+        write_bf16_row(x + format.quantized_elements(), format.bf16_tail_elements,
+                       cache + tail_offset(format, block_size, block, token, block_stride));
     }
   }
 }

@@ -100,6 +100,19 @@ std::vector<KVCacheFormat> all_formats() {
   fp8cast.name = "E4M3_G128_FP32_CAST";
   fp8cast.do_cast = fp8cast.token_interleaved = true;
   fs.push_back(fp8cast);
+  // BF16 tails (SPEC §2): 43-byte records (15 e4m3, 3 fp32 power-of-two scales, 8 BF16),
+  // and an e2m1 record whose groups end mid-byte before a 64-element tail.
+  KVCacheFormat tail8 = KVCacheFormat::FP8_DS_MLA();
+  tail8.name = "E4M3_G5_POW2_CAST_TAIL8";
+  tail8.elements = 23;
+  tail8.elements_per_sf = 5;
+  tail8.bf16_tail_elements = 8;
+  fs.push_back(tail8);
+  KVCacheFormat tail64 = odd;
+  tail64.name = "E2M1_G3_UE8M0_TAIL64";
+  tail64.elements = 24 + 64;
+  tail64.bf16_tail_elements = 64;
+  fs.push_back(tail64);
   for (const auto& f : fs) f.validate();
   return fs;
 }

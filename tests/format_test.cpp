@@ -54,10 +54,48 @@ TEST(Format, ValidationGroupMustDivideElements) {
   expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"48", "512"});
 }
 
-TEST(Format, ValidationBf16TailWithQuantized) {
+TEST(Format, ValidationBf16Tail) {
+  // SPEC §2: a tail is the last elements of a do_cast record, a multiple of 8 below elements.
   KVCacheFormat f = KVCacheFormat::V41();
-  f.bf16_tail_elements = 64;
-  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+  f.bf16_tail_elements = 64;  // 448 quantised elements, 14 groups of 32: valid
+  EXPECT_NO_THROW(f.validate());
+  EXPECT_EQ(f.bytes_per_token(), 448 + 14 + 128);
+  f.bf16_tail_elements = 60;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"multiple of 8"});
+  f.bf16_tail_elements = 512;
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"below elements"});
+  f.bf16_tail_elements = 48;  // 464 quantised elements: 32 does not divide them
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"does not divide"});
+  KVCacheFormat index = KVCacheFormat::MXFP8_INDEX();
+  index.bf16_tail_elements = 32;
+  expect_error([&] { index.validate(); }, ErrorCode::kInvalidFormat, {"needs do_cast"});
+  KVCacheFormat fp4 = KVCacheFormat::V41_FP4();
+  fp4.sf_format = SfFormat::kFP32Pow2;
+  expect_error([&] { fp4.validate(); }, ErrorCode::kInvalidFormat, {"fp32_pow2", "e4m3"});
+}
+
+TEST(Format, Fp8DsMlaIsThe656ByteRecord) {
+  // vLLM fp8_ds_mla / FlashMLA V32 (ENGINES.md §2): 512 e4m3, 4 fp32 tile scales, 64 bf16.
+  const KVCacheFormat f = KVCacheFormat::FP8_DS_MLA();
+  EXPECT_EQ(f.elements, 576);
+  EXPECT_EQ(f.quantized_elements(), 512);
+  EXPECT_EQ(f.quantized_bytes(), 512);
+  EXPECT_EQ(f.num_scales(), 4);
+  EXPECT_EQ(f.scale_width(), 4);
+  EXPECT_EQ(f.sf_bytes(), 16);
+  EXPECT_EQ(f.tail_offset(), 528);
+  EXPECT_EQ(f.tail_bytes(), 128);
+  EXPECT_EQ(f.bytes_per_token(), 656);
+  EXPECT_EQ(f.load_row_bytes(), 1152);  // 576 BF16
+  EXPECT_EQ(f.token_alignment(), 16);
+  const std::vector<int64_t> shape = {100, 64, 1, 656};
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape).name, "FP8_DS_MLA");
+  EXPECT_EQ(format_by_name("FP8_DS_MLA"), f);
+  // SPEC §3: interleaved, lcm(32, 656) = 1312 = 2 records: block 64 -> 41984 bytes, block 3 -> 2624.
+  EXPECT_EQ(CacheLayout::make(f, 2, 64).block_stride, 41984);
+  EXPECT_EQ(CacheLayout::make(f, 2, 3).block_stride, 2624);
+  const PagedLayout p = CacheLayout::make(f, 4, 16).paged();
+  EXPECT_EQ(p.tail_offset(1, 2), 16 * 656 + 2 * 656 + 528);
 }
 
 TEST(Format, ValidationDoCastNeedsInterleaved) {

@@ -27,7 +27,7 @@ struct Quantized {
 Quantized quantize(const KVCacheFormat& f, std::vector<bf16_bits> head) {
   head.resize(static_cast<size_t>(f.elements_per_sf), 0);
   Quantized q{std::vector<uint8_t>(head.size()),
-              std::vector<uint8_t>(f.sf_format == SfFormat::kFP32 ? 4 : 1)};
+              std::vector<uint8_t>(static_cast<size_t>(f.scale_width()))};
   quantize_group(f, head, q.codes, q.scale);
   return q;
 }
@@ -201,6 +201,34 @@ TEST(Numerics, Recipe44Fp32Scale) {
   EXPECT_EQ(dequantize(f, 0x49, q.scale), 0x3F81);
   EXPECT_EQ(dequantize(f, 0xC1, q.scale), 0xBF01);
   EXPECT_EQ(dequantize(f, 0x7E, q.scale), 0x42C8);
+}
+
+// §4.6 (FP8_DS_MLA, fp32 power-of-two tile scale, the floor after the division):
+// s = 2^ceil_log2(max(RN(amax / 448), 1e-4)), stored as fp32 bits little-endian.
+//  - amax 336 (0x43A8): 336/448 = 0.75 -> k = 0, s = 1.0 (0x3F800000). 336 = 2^8 * 1.3125
+//    lies halfway between 320 (m = 2) and 352 (m = 3): ties to even, code 15<<3|2 = 0x7A.
+//  - amax 452 (0x43E2): RN(452/448) = 1.0089 -> k = 1, s = 2.0 (0x40000000); 452/2 = 226 =
+//    2^7 * 1.765625, nearest 1.75 (m = 6): code 14<<3|6 = 0x76. -1 (0xBF80) / 2 = -0.5 =
+//    2^-1 * 1.0: code 0x80|6<<3 = 0xB0.
+//  - all zero: max(0, 1e-4) = 1e-4 in (2^-14, 2^-13] -> k = -13, s = 0x39000000 (V41's
+//    rule, the floor before the division, gives 2^-22 instead: Numerics.AllZeroGroups).
+//  - an Inf amax: t = Inf -> s = +Inf (0x7F800000); finite x / Inf = ±0, Inf / Inf = NaN -> 0x7F.
+TEST(Numerics, Recipe46Fp32PowerOfTwoTileScale) {
+  const auto f = KVCacheFormat::FP8_DS_MLA();
+  const Quantized a = quantize(f, {0x43A8, 0x43A0});
+  EXPECT_EQ(a.scale, (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x3F}));
+  EXPECT_EQ(first(a, 3), (std::vector<uint8_t>{0x7A, 0x7A, 0x00}));
+  EXPECT_EQ(dequantize(f, 0x7A, a.scale), 0x43A0);  // 320
+  const Quantized b = quantize(f, {0x43E2, 0xBF80});
+  EXPECT_EQ(b.scale, (std::vector<uint8_t>{0x00, 0x00, 0x00, 0x40}));
+  EXPECT_EQ(first(b, 2), (std::vector<uint8_t>{0x76, 0xB0}));
+  EXPECT_EQ(dequantize(f, 0x76, b.scale), 0x43E0);  // 1.75 * 2^7 * 2 = 448 = 1.75 * 2^8
+  const Quantized zero = quantize(f, {kNegZero});
+  EXPECT_EQ(zero.scale, (std::vector<uint8_t>{0x00, 0x00, 0x00, 0x39}));
+  EXPECT_EQ(first(zero, 2), (std::vector<uint8_t>{0x80, 0x00}));
+  const Quantized inf = quantize(f, {kPosInf, 0xBF80, kNaN});
+  EXPECT_EQ(inf.scale, (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x7F}));
+  EXPECT_EQ(first(inf, 4), (std::vector<uint8_t>{0x7F, 0x80, 0x7F, 0x00}));
 }
 
 // All-zero groups. ue8m0: a = 1e-4f. e4m3: 1e-4*INV448 = 2.232e-7 in (2^-23, 2^-22]

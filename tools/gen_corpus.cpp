@@ -82,7 +82,8 @@ bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) =
 bool has(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 const std::vector<std::string> kFormats = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX",
-                                           "MXFP8_INDEX", "BF16(512)", "BF16(8)", "BF16(136)", "BF16(4096)"};
+                                           "MXFP8_INDEX", "FP8_DS_MLA", "BF16(512)", "BF16(8)", "BF16(136)",
+                                           "BF16(4096)"};
 const std::vector<int> kBlockSizes = {1, 2, 16, 64, 133, 256, 53, 61, 69};
 
 // Custom (outside the SPEC §2 table) formats: every dtype x scale format x group class
@@ -95,8 +96,10 @@ struct CustomKind {
 std::vector<CustomKind> custom_kinds() {
   std::vector<CustomKind> out;
   for (auto d : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
-    for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
-      for (int g : {16, 32, 128, 0}) out.push_back({d, sf, g});
+    for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32,
+                    kvcheck::SfFormat::kFP32Pow2})
+      if (sf != kvcheck::SfFormat::kFP32Pow2 || d == kvcheck::QuantizedDtype::kE4M3)  // SPEC §2: e4m3 only
+        for (int g : {16, 32, 128, 0}) out.push_back({d, sf, g});
   return out;
 }
 std::string name_of(const CustomKind& k) {
@@ -194,6 +197,7 @@ void store_seeds(const fs::path& root) {
   seed<S>(root, "store", "row-stride-padded", d, [](const S& c) { return c.fault.empty() && c.scenario.row_stride > c.scenario.shape.format.elements && valid_rows(c.scenario) >= 2; });
   for (const auto& k : custom_kinds())
     seed<S>(root, "store", "custom-" + name_of(k), d, [&](const S& c) { return c.fault.empty() && is_custom(c.scenario.shape.format, k) && valid_rows(c.scenario) >= 3 && value_stats(c.scenario).zero < 0.5; });
+  seed<S>(root, "store", "custom-bf16-tail", d, [](const S& c) { const auto& f = c.scenario.shape.format; return c.fault.empty() && !kvcheck::props::is_named_format(f) && f.bf16_tail_elements > 0 && valid_rows(c.scenario) >= 3; });
   const auto values = [](const S& c, const std::string& v) {
     const ValueStats st = value_stats(c.scenario);
     return v == "specials" ? st.special >= 0.4 : v == "mostly-zero" ? st.zero >= 0.8 : st.spread >= 0.4;
@@ -285,6 +289,7 @@ void load_seeds(const fs::path& root) {
     seed<L>(root, t, "custom-cast-" + name_of(k), d, [&](const L& c) { return plain(c) && is_custom(c.scenario.shape.format, k) && c.scenario.shape.format.do_cast; });
   seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
   seed<L>(root, t, "custom-index-interleaved-fp32", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.is_index() && f.token_interleaved && f.sf_format == kvcheck::SfFormat::kFP32; });
+  seed<L>(root, t, "custom-cast-bf16-tail", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.bf16_tail_elements > 0 && c.scenario.shape.block_size > 1; });
   seed<L>(root, t, "padded-out-rows", d, [&](const L& c) { return plain(c) && c.scenario.out_data_pad == 33 && c.scenario.out_scale_pad == 5 && c.scenario.shape.format.is_index(); });
 }
 
@@ -318,7 +323,7 @@ void format_seeds(const fs::path& root) {
   seed<F>(root, "format", "arbitrary", d, [](const F& s) { return s.format.name == "fuzzed"; });
   seed<F>(root, "format", "resolve-132-ambiguous", d, [](const F& s) { return s.dtype == kvcheck::CacheDtype::kUInt8 && !s.shape.empty() && s.shape.back() == 132 && s.sf_choice == 0; });
   seed<F>(root, "format", "resolve-132-fp32", d, [](const F& s) { return s.dtype == kvcheck::CacheDtype::kUInt8 && !s.shape.empty() && s.shape.back() == 132 && s.sf_choice == 3; });
-  for (int64_t bpt : {528, 288, 68})
+  for (int64_t bpt : {528, 288, 68, 656})
     seed<F>(root, "format", "resolve-" + std::to_string(bpt), d, [&](const F& s) { return s.dtype == kvcheck::CacheDtype::kUInt8 && !s.shape.empty() && s.shape.back() == bpt; });
   seed<F>(root, "format", "resolve-bf16", d, [](const F& s) { return s.dtype == kvcheck::CacheDtype::kBF16 && !s.shape.empty() && s.shape.back() == 512; });
   seed<F>(root, "format", "resolve-empty-shape", d, [](const F& s) { return s.shape.empty(); });
@@ -329,11 +334,12 @@ void format_seeds(const fs::path& root) {
 void numerics_seeds(const fs::path& root) {
   using N = kvcheck::props::NumericsScenario;
   const auto d = byte_decoder(kvcheck::fuzz::decode_numerics);
-  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX"})
+  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA"})
     seed<N>(root, "numerics", "group-" + f, d, [&](const N& s) { return s.format.name == f && s.floats.size() >= 8; });
   for (auto dt : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
     for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
       seed<N>(root, "numerics", "custom-" + kvcheck::to_string(dt) + "-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.quantized_dtype == dt && s.format.sf_format == sf && s.floats.size() >= 2; });
+  seed<N>(root, "numerics", "custom-e4m3-fp32_pow2", d, [](const N& s) { return starts(s.format.name, "custom(") && s.format.sf_format == kvcheck::SfFormat::kFP32Pow2 && s.floats.size() >= 2; });
   seed<N>(root, "numerics", "zero-group", d, [](const N& s) { return std::all_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0; }); });
   seed<N>(root, "numerics", "nan-inf-in-group", d, [](const N& s) { return std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) > 0x7F80; }) && std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0x7F80; }); });
   seed<N>(root, "numerics", "many-floats", d, [](const N& s) { return s.floats.size() >= 40; });

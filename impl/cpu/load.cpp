@@ -35,7 +35,7 @@ KVCHECK_CPU_INLINE float scale_value(const uint8_t* scale) {
   } else if constexpr (S == SfFormat::kE4M3) {
     return e4m3_to_f32(scale[0]);
   } else {
-    static_assert(S == SfFormat::kFP32);
+    static_assert(S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2);
     float s;
     std::memcpy(&s, scale, 4);
     return s;
@@ -70,14 +70,14 @@ KVCHECK_CPU_INLINE void dequant_group(const uint8_t* data, const uint8_t* scale,
 template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const uint8_t* data,
                                       const uint8_t* scales, uint8_t* out) {
-  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 ? 4 : 1;
+  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2 ? 4 : 1;
   if constexpr (G != 0) {
     constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
     for (int64_t g = 0; g < f.num_scales(); ++g)
       dequant_group<kE4M3Data, S, G>(data + g * kGroupDataBytes, scales + g * kScaleBytes,
                                      out + g * G * 2);
   } else {  // any group size
-    for (int64_t i = 0; i < f.elements; ++i) {
+    for (int64_t i = 0; i < f.quantized_elements(); ++i) {
       const uint8_t code =
           kE4M3Data ? data[i] : static_cast<uint8_t>((data[i / 2] >> (4 * (i & 1))) & 0xF);
       const float s = scale_value<S>(scales + (i / f.elements_per_sf) * kScaleBytes);
@@ -118,6 +118,9 @@ KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t r
       if constexpr (K == Kind::kDequant) {
         dequant_token<kE4M3Data, S, G>(f, data, job.cache + layout.scale_offset(block, src_begin + k),
                                        o);
+        if (layout.tail_elements != 0)  // the BF16 tail after the dequantised elements, as stored
+          std::memcpy(o + 2 * int64_t{layout.quantized_elements()}, job.cache + layout.tail_offset(block, src_begin + k),
+                      static_cast<size_t>(layout.tail_bytes()));
       } else {
         copy_row<kStream>(o, data, row_bytes);
         if (index)
@@ -163,6 +166,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kUE8M0: return pick_group<D, SfFormat::kUE8M0>(f.elements_per_sf, avx2);
     case SfFormat::kE4M3: return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
     case SfFormat::kFP32: return pick_group<D, SfFormat::kFP32>(f.elements_per_sf, avx2);
+    case SfFormat::kFP32Pow2:
+      if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2>(f.elements_per_sf, avx2);
+      break;  // e4m3 data only (validated)
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kUnsupported, "cpu load: no kernel for scale format " +

@@ -43,6 +43,13 @@ KVCHECK_CPU_INLINE float group_scale(float amax, uint8_t* scale) {
     const uint8_t sf = f32_to_e4m3(t);
     *scale = sf;
     return 1.0f / e4m3_to_f32(sf);
+  } else if constexpr (S == SfFormat::kFP32Pow2) {  // SPEC §4.6: the floor after the division
+    float t = amax / 448.0f;
+    t = t < kAmaxMargin ? kAmaxMargin : t;
+    const int32_t k = ceil_log2(t);  // -13 .. 120, or 128 for an Inf amax
+    const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;  // 2^k; k = 128: +Inf
+    std::memcpy(scale, &bits, 4);
+    return k == 128 ? 0.0f : exp2_neg(k);  // x * 2^-k == x / 2^k; x / Inf == x * 0
   } else {
     static_assert(S == SfFormat::kFP32);
     const float sf = (amax < kAmaxMargin ? kAmaxMargin : amax) * kInv448;
@@ -81,7 +88,7 @@ KVCHECK_CPU_INLINE void quantize_token_any(const uint16_t* x, const KVCacheForma
                                            uint8_t* data, uint8_t* scales,
                                            std::vector<uint8_t>& codes) {
   const int32_t gs = f.elements_per_sf;
-  const int64_t scale_bytes = S == SfFormat::kFP32 ? 4 : 1;
+  const int64_t scale_bytes = f.scale_width();
   for (int64_t g = 0; g < f.num_scales(); ++g) {
     const uint16_t* xg = x + g * gs;
     const float mult =
@@ -90,9 +97,9 @@ KVCHECK_CPU_INLINE void quantize_token_any(const uint16_t* x, const KVCacheForma
       codes[static_cast<size_t>(g * gs + j)] = encode<kE4M3Data>(bf16_to_f32(xg[j]) * mult);
   }
   if constexpr (kE4M3Data) {
-    std::memcpy(data, codes.data(), static_cast<size_t>(f.elements));
+    std::memcpy(data, codes.data(), static_cast<size_t>(f.quantized_elements()));
   } else {
-    for (int64_t i = 0; i < f.elements / 2; ++i)
+    for (int64_t i = 0; i < f.quantized_elements() / 2; ++i)
       data[i] = static_cast<uint8_t>(codes[static_cast<size_t>(2 * i)] |
                                      (codes[static_cast<size_t>(2 * i + 1)] << 4));
   }
@@ -103,8 +110,9 @@ template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int64_t end) {
   const KVCacheFormat& f = job.layout->format;
   const int64_t groups = f.num_scales();
-  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 ? 4 : 1;
+  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2 ? 4 : 1;
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
+  const size_t tail_bytes = static_cast<size_t>(f.tail_bytes());
   std::vector<uint8_t> codes(G == 0 ? static_cast<size_t>(f.elements) : 0);
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
@@ -119,6 +127,8 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
     } else {
       quantize_token_any<kE4M3Data, S>(x, f, data, scales, codes);
     }
+    if (tail_bytes != 0)  // the row's last elements as they are (SPEC §2)
+      std::memcpy(job.cache + job.paged.slot_tail_offset(slot), x + f.quantized_elements(), tail_bytes);
   }
 }
 
@@ -169,6 +179,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kUE8M0: return pick_group<D, SfFormat::kUE8M0>(f.elements_per_sf, avx2);
     case SfFormat::kE4M3: return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
     case SfFormat::kFP32: return pick_group<D, SfFormat::kFP32>(f.elements_per_sf, avx2);
+    case SfFormat::kFP32Pow2:
+      if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2>(f.elements_per_sf, avx2);
+      break;  // e4m3 data only (validated)
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kUnsupported, "cpu store: no kernel for scale format " +

@@ -4,8 +4,8 @@
 // Segment lengths are at most block_size (validated, or assumed by the unchecked
 // entry), so a segment has ceil(block_size / tile) tiles.
 //
-// Fixed dequantising path (V41, V41_FP4): each lane turns 8 codes into 8 BF16 (one
-// 16-byte store) per step; run-time path for custom do_cast formats and unaligned
+// Fixed dequantising path (V41, V41_FP4, FP8_DS_MLA): each lane turns 8 codes into 8 BF16 (one
+// 16-byte store) per step, FP8_DS_MLA's BF16 tail a 16-byte copy per lane; run-time path for custom do_cast formats and unaligned
 // outputs; a copy path (BF16 and index formats: data bytes, then scale bytes).
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
@@ -43,12 +43,14 @@ __device__ __forceinline__ int64_t num_warps() { return (int64_t{gridDim.x} * kT
 constexpr int kDeep = 4;
 constexpr int64_t kDeepFrom = 8192;  // tokens a load may cover before tiles go deep
 
-template <int E, int G, PagedDtype D, PagedSf S, int kDequantTile>
+/// E quantised elements, then T BF16 tail elements (T/8 <= 32 16-byte chunks).
+template <int E, int G, PagedDtype D, PagedSf S, int T, int kDequantTile>
 __global__ void __launch_bounds__(kThreads)
     load_dequant_fixed_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
   constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, a token per warp
   constexpr int kGroupLanes = G / 8;
-  static_assert(E % 256 == 0 && G % 8 == 0, "fixed load layout");
+  constexpr int kTailChunks = T / 8;
+  static_assert(E % 256 == 0 && G % 8 == 0 && T % 8 == 0 && kTailChunks <= 32, "fixed load layout");
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -58,10 +60,15 @@ __global__ void __launch_bounds__(kThreads)
     const Task t = task_of(a, task, tiles, kDequantTile);
     uint32_t q[kDequantTile][kSteps][2];
     float scale[kDequantTile][kSteps];
+    uint4 tail[kDequantTile];
 #pragma unroll
     for (int u = 0; u < kDequantTile; ++u) {  // all loads of the tile first
       const int64_t i = t.t0 + u;
+      if constexpr (kTailChunks > 0) tail[u] = make_uint4(0, 0, 0, 0);  // zero rows keep 0
       if (i >= t.len || t.block < 0) continue;
+      if constexpr (kTailChunks > 0)
+        if (lane < kTailChunks)
+          tail[u] = __ldcs(reinterpret_cast<const uint4*>(cache.base + L.tail_offset(t.block, t.begin + i)) + lane);
       const uint8_t* __restrict__ data = cache.base + L.data_offset(t.block, t.begin + i);
       const uint8_t* __restrict__ sc = cache.base + L.scale_offset(t.block, t.begin + i);
 #pragma unroll
@@ -75,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
           q[u][s][0] = __ldcs(reinterpret_cast<const unsigned int*>(data) + chunk);
           q[u][s][1] = 0;
         }
-        scale[u][s] = dev::scale_value<S>(sc + chunk / kGroupLanes);
+        scale[u][s] = dev::scale_value<S>(sc + (chunk / kGroupLanes) * paged_scale_width(S));
       }
     }
 #pragma unroll
@@ -83,6 +90,8 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t i = t.t0 + u;
       if (i >= t.len) continue;
       uint4* __restrict__ o = reinterpret_cast<uint4*>(a.out_data + (t.dst + i) * a.out_data_stride);
+      if constexpr (kTailChunks > 0)  // the tail after the E dequantised elements, as stored
+        if (lane < kTailChunks) __stcs(o + E / 8 + lane, tail[u]);
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         if (t.block < 0) {  // -1: zero rows (SPEC §5.2)
@@ -111,8 +120,8 @@ __global__ void __launch_bounds__(kThreads)
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  constexpr int64_t kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
-  const int64_t row_bytes = int64_t{L.elements} * 2;
+  constexpr int64_t kScaleBytes = paged_scale_width(S);
+  const int64_t row_bytes = int64_t{L.elements} * 2;  // the tail's bytes included
   const int lane = threadIdx.x & 31;
   const int64_t tiles = L.block_size;  // a token per warp tile
   for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
@@ -136,8 +145,18 @@ __global__ void __launch_bounds__(kThreads)
       }
     };
     const int32_t G = L.group;
+    if (L.tail_elements > 0) {  // the BF16 tail after the dequantised elements, as stored
+      const uint8_t* tail = cache.base + L.tail_offset(t.block, t.begin + i);
+      const int64_t at = int64_t{L.quantized_elements()} * 2;
+      if (even) {
+        for (int64_t e = lane; e < L.tail_elements; e += 32)
+          reinterpret_cast<uint16_t*>(o + at)[e] = uint16_t(tail[2 * e] | tail[2 * e + 1] << 8);
+      } else {
+        dev::copy_bytes(o + at, tail, L.tail_bytes(), lane, 32);
+      }
+    }
     if constexpr (D == PagedDtype::kE4M3) {
-      for (int32_t g = 0; g < L.elements / G; ++g) {  // group by group: no division per element
+      for (int32_t g = 0; g < L.quantized_elements() / G; ++g) {  // group by group: no division per element
         const float s = dev::scale_value<S>(sc + g * kScaleBytes);
         for (int32_t j = lane; j < G; j += 32) {
           const int64_t e = int64_t{g} * G + j;
@@ -145,7 +164,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     } else {  // an odd G splits a byte across groups: one division per byte
-      for (int32_t b = lane; b < L.elements / 2; b += 32) {
+      for (int32_t b = lane; b < L.quantized_elements() / 2; b += 32) {
         const uint8_t q = data[b];
         const float s0 = dev::scale_value<S>(sc + (2 * b / G) * kScaleBytes);
         const float s1 = dev::scale_value<S>(sc + ((2 * b + 1) / G) * kScaleBytes);
@@ -252,13 +271,13 @@ std::string copy(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st
   return deep(a, c.layout) ? copy_with<kLanes, kDeep>(c, a, st, o, vec) : copy_with<kLanes, 1>(c, a, st, o, vec);
 }
 
-template <int E, int G, PagedDtype D, PagedSf S>
+template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
 std::string dequant_fixed(const DeviceCache& c, const LoadArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (deep(a, c.layout))
-    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, kDeep>,
+    return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, T, kDeep>,
                        grid(a, c.layout, kDeep), o, c, a, st);
-  return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, 1>, grid(a, c.layout, 1), o,
-                     c, a, st);
+  return dev::launch("load_dequant_fixed_kernel", load_dequant_fixed_kernel<E, G, D, S, T, 1>, grid(a, c.layout, 1),
+                     o, c, a, st);
 }
 
 template <PagedDtype D>
@@ -268,6 +287,7 @@ std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus*
     case PagedSf::kUE8M0: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
     case PagedSf::kE4M3: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
     case PagedSf::kFP32: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
+    case PagedSf::kFP32Pow2: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
     default: return "cuda load: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -294,10 +314,16 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
   const int64_t word = L.dtype == Dt::kE4M3 ? 8 : 4;
   const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0 &&
                    L.data_token_stride % word == 0 && L.block_stride % word == 0;
-  if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
+  const bool untailed = L.tail_elements == 0;
+  if (vec && untailed && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
     return dequant_fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);
-  if (vec && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4
+  if (vec && untailed && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4
     return dequant_fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, st, o);
+  // FP8_DS_MLA: its 16-byte tail loads need the tail (at data + 528) 16-byte aligned too.
+  if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kFP32Pow2 && L.quantized_elements() == 512 &&
+      L.tail_elements == 64 && L.group == 128 && L.data_token_stride % 16 == 0 && L.block_stride % 16 == 0 &&
+      (L.quantized_bytes + L.sf_bytes) % 16 == 0)
+    return dequant_fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

@@ -138,6 +138,11 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
     t = 448.0f < t ? 448.0f : t;
     const uint8_t sf = cvt_e4m3(t);
     return {__frcp_rn(e4m3_to_f32(sf)), sf};  // RN(1/sf): the same rounded scale both ways
+  } else if constexpr (S == PagedSf::kFP32Pow2) {  // SPEC §4.6: the floor after the division
+    float t = __fdiv_rn(amax, 448.0f);
+    t = t < kAmaxMargin ? kAmaxMargin : t;
+    const int32_t k = ceil_log2(t);  // -13 .. 120, or 128 for an Inf amax (code +Inf)
+    return {k == 128 ? 0.0f : exp2_neg(k), static_cast<uint32_t>(k + 127) << 23};
   } else {
     static_assert(S == PagedSf::kFP32, "scale format");
     const float sf = __fmul_rn(amax < kAmaxMargin ? kAmaxMargin : amax, kInv448);
@@ -147,7 +152,7 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
 /// Writes a scale code's bytes (1, or 4 little-endian; `scale` may be unaligned).
 template <PagedSf S>
 __device__ __forceinline__ void put_scale(uint8_t* scale, uint32_t code) {
-  if constexpr (S == PagedSf::kFP32) {
+  if constexpr (paged_scale_width(S) == 4) {
     scale[0] = static_cast<uint8_t>(code);
     scale[1] = static_cast<uint8_t>(code >> 8);
     scale[2] = static_cast<uint8_t>(code >> 16);
@@ -173,7 +178,7 @@ __device__ __forceinline__ float scale_value(const uint8_t* scale) {
   } else if constexpr (S == PagedSf::kE4M3) {
     return e4m3_to_f32(scale[0]);
   } else {
-    static_assert(S == PagedSf::kFP32, "scale format");
+    static_assert(paged_scale_width(S) == 4, "scale format");
     return __uint_as_float(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
                            uint32_t{scale[3]} << 24);
   }

@@ -1,7 +1,7 @@
 // store_kv_cache kernels (SPEC §4, §5.1).
 //
-// Fixed-format path (the five SPEC §2 formats, group size and element count known at
-// compile time): a token is handled by kLanes lanes of a warp, each lane holding 8
+// Fixed-format path (the six quantised SPEC §2 formats, group size and element count known at
+// compile time; FP8_DS_MLA's BF16 tail copied by 16-byte lanes beside its tiles): a token is handled by kLanes lanes of a warp, each lane holding 8
 // BF16 elements (one 16-byte load) per step, so a warp instruction reads 512
 // contiguous bytes; a scale group of G elements lives in G/8 neighbouring lanes and
 // its amax is a shuffle reduction. No shared memory, no barrier, no integer division
@@ -27,7 +27,7 @@ template <int kLanes, int kSteps, int G, PagedDtype D, PagedSf S>
 __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, int32_t slot, uint8_t* data,
                                              uint8_t* scales) {
   constexpr int kGroupLanes = G / 8;  // lanes sharing one scale group
-  constexpr int kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+  constexpr int kScaleBytes = paged_scale_width(S);
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     const int chunk = s * kLanes + sl;
@@ -63,7 +63,8 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
 
 constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
 
-template <int E, int G, PagedDtype D, PagedSf S>
+/// E quantised elements, then T BF16 tail elements (T/8 <= kLanes 16-byte chunks).
+template <int E, int G, PagedDtype D, PagedSf S, int T>
 __global__ void __launch_bounds__(kThreads)
     store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
@@ -72,8 +73,9 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kTokensPerWarp = 32 / kLanes;
   constexpr int kRowsPerTrip = kTokensPerWarp * kUnroll;
   static_assert(E % 8 == 0 && G % 8 == 0 && kChunks % kLanes == 0 && 32 % kLanes == 0 && G / 8 <= kLanes &&
-                    E % G == 0,
+                    E % G == 0 && T % 8 == 0 && T / 8 <= kLanes,
                 "fixed store layout");
+  constexpr int kTailChunks = T / 8;
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -83,6 +85,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t r0 = warp * kRowsPerTrip; r0 < a.num_tokens; r0 += num_warps * kRowsPerTrip) {
     int32_t slot[kUnroll];
     uint4 in[kUnroll][kSteps];
+    uint4 tail[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {  // slot and kv loads in flight together
       const int64_t r = r0 + u * kTokensPerWarp + sub;
@@ -91,12 +94,16 @@ __global__ void __launch_bounds__(kThreads)
       const uint4* __restrict__ x = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(x + s * kLanes + sl) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTailChunks > 0) tail[u] = live && sl < kTailChunks ? __ldcs(x + kChunks + sl) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t off = slot[u] >= 0 ? L.slot_data_offset(slot[u]) : 0;
       const int64_t sc = slot[u] >= 0 ? L.slot_scale_offset(slot[u]) : 0;
       encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + off, cache.base + sc);
+      if constexpr (kTailChunks > 0)  // the row's last T elements as they are (SPEC §2)
+        if (slot[u] >= 0 && sl < kTailChunks)
+          reinterpret_cast<uint4*>(cache.base + L.slot_tail_offset(slot[u]))[sl] = tail[u];
     }
   }
   dev::pdl_trigger();
@@ -113,8 +120,8 @@ __global__ void __launch_bounds__(kThreads)
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
   const int32_t G = L.group;
-  const int32_t num_groups = L.elements / G;
-  constexpr int64_t kScaleBytes = S == PagedSf::kFP32 ? 4 : 1;
+  const int32_t num_groups = L.quantized_elements() / G;
+  constexpr int64_t kScaleBytes = paged_scale_width(S);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, num_warps = kThreads / 32;
   for (int64_t r = blockIdx.x; r < a.num_tokens; r += gridDim.x) {
     const int32_t slot = a.slot_mapping[r];
@@ -122,6 +129,9 @@ __global__ void __launch_bounds__(kThreads)
     uint8_t* data = cache.base + L.slot_data_offset(slot);
     uint8_t* scales = cache.base + L.slot_scale_offset(slot);
     const uint16_t* x = a.kv + r * a.kv_row_stride;
+    if (L.tail_elements > 0)  // the BF16 tail as it is (SPEC §2); the threads then quantise
+      dev::copy_bytes(cache.base + L.slot_tail_offset(slot), reinterpret_cast<const uint8_t*>(x + L.quantized_elements()),
+                      L.tail_bytes(), threadIdx.x, kThreads);
     for (int32_t g0 = 0; g0 < num_groups; g0 += kChunkGroups) {
       const int32_t g1 = min(num_groups, g0 + kChunkGroups);
       for (int32_t g = g0 + warp; g < g1; g += num_warps) {
@@ -221,10 +231,10 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 /// CTAs for n rows handled `rows_per_cta` at a time.
 int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_per_cta - 1) / rows_per_cta); }
 
-template <int E, int G, PagedDtype D, PagedSf S>
+template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
 std::string fixed(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
-  return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S>,
+  return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T>,
                           grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), false, o, c, a, st);
 }
 
@@ -235,6 +245,7 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
     case PagedSf::kUE8M0: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
     case PagedSf::kE4M3: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
     case PagedSf::kFP32: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
+    case PagedSf::kFP32Pow2: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
     default: return "cuda store: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -261,15 +272,16 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceS
     if (chunks <= 16) return copy<16>(c, a, st, o, v);
     return copy<32>(c, a, st, o, v);
   }
-  // The five SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
-  // data store aligned once the cache base is 16-byte aligned. A custom format with a
+  // The six quantised SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
+  // data store (and FP8_DS_MLA's 16-byte tail stores) aligned once the cache base is 16-byte aligned. A custom format with a
   // named one's dtype, scales, E and G need not (interleaved e4m3 128 x32: 132-byte
   // records, every odd token 4-byte aligned): the strides are checked, else the
   // run-time path (H200, seed 4 of a 300-case run: "misaligned address").
-  const auto is = [&](PagedDtype d, PagedSf s, int32_t e, int32_t g) {
-    const int64_t store_bytes = d == PagedDtype::kE4M3 ? 8 : 4;
-    return vec && L.dtype == d && L.sf == s && L.elements == e && L.group == g &&
-           L.data_token_stride % store_bytes == 0 && L.block_stride % store_bytes == 0;
+  const auto is = [&](PagedDtype d, PagedSf s, int32_t e, int32_t g, int32_t tail = 0) {
+    const int64_t store_bytes = tail > 0 ? 16 : d == PagedDtype::kE4M3 ? 8 : 4;
+    return vec && L.dtype == d && L.sf == s && L.quantized_elements() == e && L.tail_elements == tail &&
+           L.group == g && L.data_token_stride % store_bytes == 0 && L.block_stride % store_bytes == 0 &&
+           (tail == 0 || (L.quantized_bytes + L.sf_bytes) % 16 == 0);
   };
   using Dt = PagedDtype;
   using Sf = PagedSf;
@@ -280,6 +292,8 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceS
   if (is(Dt::kE4M3, Sf::kFP32, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
     return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, st, o);  // FP8_FP32SF_INDEX
   if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // MXFP8_INDEX
+  if (is(Dt::kE4M3, Sf::kFP32Pow2, 512, 128, 64))
+    return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);  // FP8_DS_MLA
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

@@ -64,7 +64,7 @@ NumericsScenario build_numerics_scenario(Source& src) {
     std::vector<KVCacheFormat> table;
     for (const auto& f : supported_formats())
       if (f.is_quantized()) table.push_back(f);
-    s.format = table[static_cast<size_t>(src.range(0, static_cast<int64_t>(table.size()) - 1))];
+    s.format = src.pick(std::span<const KVCacheFormat>(table));  // a category: every size reaches each
   } else {
     s.format = choose_custom_format(src);
   }

@@ -91,6 +91,26 @@ std::vector<KVCacheFormat> test_formats() {
   f.elements_per_sf = 2048;
   f.do_cast = f.token_interleaved = true;
   fs.push_back(f);
+  // BF16 tails (SPEC §2) off the 16-byte grid: 15 e4m3 + 3 fp32 power-of-two scales + 8
+  // BF16 = 43-byte records (odd tokens start at odd bytes); 6 e2m1 bytes + 4 e4m3 scales +
+  // 64 BF16 = 138 bytes; FP8_DS_MLA's own shape with groups of 64 (the run-time path).
+  f.name = "E4M3_G5_POW2_CAST_TAIL8";
+  f.elements = 23;
+  f.elements_per_sf = 5;
+  f.sf_format = SfFormat::kFP32Pow2;
+  f.bf16_tail_elements = 8;
+  fs.push_back(f);
+  f.name = "E2M1_G3_E4M3_CAST_TAIL64";
+  f.quantized_dtype = QuantizedDtype::kE2M1;
+  f.elements = 76;
+  f.elements_per_sf = 3;
+  f.sf_format = SfFormat::kE4M3;
+  f.bf16_tail_elements = 64;
+  fs.push_back(f);
+  f = KVCacheFormat::FP8_DS_MLA();
+  f.name = "E4M3_G64_POW2_CAST_TAIL64";
+  f.elements_per_sf = 64;
+  fs.push_back(f);
   for (auto& x : fs) x.validate();
   return fs;
 }

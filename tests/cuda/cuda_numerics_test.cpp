@@ -3,7 +3,11 @@
 // for every bf16 input and a large deterministic sample of float bit patterns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "reference/numerics.h"
 #include "tests/cuda/device_numerics.h"
@@ -68,6 +72,42 @@ TEST(CudaNumerics, DivisionMatchesIeeeOnEveryInput) {
                                 << " s 0x" << sig.s;
   EXPECT_EQ(val.mismatches, 0u) << "of " << val.pairs << " value pairs; first x 0x" << std::hex << val.x << " s 0x"
                                 << val.s;
+}
+
+// SPEC §4.6 and the engines' power-of-two scales written with device log2f/exp2f
+// (ENGINES.md §3): for every tile amax a bf16 tile can have, the exact 2^ceil_log2(t)
+// (the reference's bit formula; +Inf for an Inf amax) against (a) kvcheck's kernel scale,
+// (b) exp2f(ceilf(log2f(max(amax/448, 1e-4)))) (fp8_ds_mla), (c) exp2f(ceilf(log2f(
+// max(amax, 1e-4)/448))) (the indexer's ue8m0 option). Device log2f is not exact near
+// powers of two; this measures whether any t these recipes meet lies where it errs.
+TEST(CudaNumerics, PowerOfTwoTileScalesOnEveryAmax) {
+  int count = 0;
+  const std::string why = cuda_test::device_count(&count);
+  if (count == 0) GTEST_SKIP() << "no CUDA device here (" << (why.empty() ? "0 devices" : why) << "); runs on the GPU machine";
+  std::vector<uint32_t> out;
+  ASSERT_EQ(cuda_test::pow2_scales_on_device(out), "");
+  const auto exact = [](float t) {
+    const int k = ref::ceil_log2(t);
+    const float s = k >= 128 ? std::numeric_limits<float>::infinity() : std::ldexp(1.0f, k);
+    uint32_t b;
+    std::memcpy(&b, &s, 4);
+    return b;
+  };
+  int64_t bad[3] = {0, 0, 0};
+  for (uint32_t i = 0; i <= 0x7F80u; ++i) {
+    const float amax = ref::bf16_to_float(static_cast<bf16_bits>(i));
+    const uint32_t after = exact(std::max(amax / 448.0f, 1e-4f)), before = exact(std::max(amax, 1e-4f) / 448.0f);
+    const uint32_t want[3] = {after, after, before};
+    static const char* const kWhat[3] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
+                                         "exp2f(ceilf(log2f(max(amax,1e-4)/448)))"};
+    for (int r = 0; r < 3; ++r)
+      if (out[3 * i + r] != want[r] && bad[r]++ < 8)
+        ADD_FAILURE() << kWhat[r] << " at amax bf16 0x" << std::hex << i << ": device 0x" << out[3 * i + r]
+                      << ", exact 0x" << want[r];
+  }
+  std::printf("power-of-two scales over %u amax values: kernel %lld, log2f after the division %lld, before %lld "
+              "mismatches\n",
+              0x7F81u, static_cast<long long>(bad[0]), static_cast<long long>(bad[1]), static_cast<long long>(bad[2]));
 }
 
 }  // namespace

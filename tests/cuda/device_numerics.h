@@ -29,6 +29,12 @@ struct DivisionCheck {
 /// Returns "" or the CUDA error text.
 std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& significands, DivisionCheck& values);
 
+/// Power-of-two tile scales on device 0 for every tile amax a bf16 tile can have (bf16
+/// bits i = 0 .. 0x7F80): out[3i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[3i+1]
+/// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[3i+2] exp2f(ceilf(log2f(max(amax,
+/// 1e-4) / 448))), as float bits. Returns "" or the CUDA error text.
+std::string pow2_scales_on_device(std::vector<uint32_t>& out);
+
 /// Number of CUDA devices; returns the runtime's error text ("" on success).
 std::string device_count(int* count);
 /// Converts float bit patterns on device 0; returns "" or the CUDA error text.

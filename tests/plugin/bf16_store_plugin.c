@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
+#include "tests/plugin/store_checks.h"
 
 #if defined(KVCHECK_FAULTY)
 #define PLUGIN_NAME "faulty-bf16-store"
@@ -24,65 +25,36 @@
 #define PLUGIN_NAME "good-bf16-store"
 #endif
 
-static int refuse(int status, char* msg, size_t msg_size, const char* text, long long a, long long b) {
-  snprintf(msg, msg_size, text, a, b);
-  return status;
-}
 
 /* SPEC §5.1 with the validation order of docs/spec.md §5.2. */
 static int store(void* context, const kvcheck_store_args* a, void* stream, char* msg, size_t msg_size) {
   const kvcheck_paged_cache* c = &a->cache;
-  int64_t i, num_slots, row_bytes, stride;
-  unsigned char* seen;
+  int64_t i, row_bytes, stride;
   (void)context;
   (void)stream;
   if (c->format == KVCHECK_FORMAT_OTHER)
-    return refuse(KVCHECK_STATUS_INVALID_FORMAT, msg, msg_size, "not a SPEC §2 format (%lld, %lld)", c->elements, 0);
+    return store_refuse(KVCHECK_STATUS_INVALID_FORMAT, msg, msg_size, "not a SPEC §2 format (%lld, %lld)", c->elements, 0);
   if (c->format != KVCHECK_FORMAT_BF16)
-    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "BF16 only, got format %lld%lld", c->format, 0);
+    return store_refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "BF16 only, got format %lld%lld", c->format, 0);
   if (c->num_blocks < 1 || c->block_size < 1)
-    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "num_blocks %lld, block_size %lld",
+    return store_refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "num_blocks %lld, block_size %lld",
                   (long long)c->num_blocks, c->block_size);
   row_bytes = 2 * (int64_t)c->elements;
   stride = (c->block_size * row_bytes + 31) / 32 * 32; /* SPEC §3, non-interleaved */
   if (c->block_stride != stride)
-    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "block_stride %lld is not %lld",
+    return store_refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "block_stride %lld is not %lld",
                   (long long)c->block_stride, (long long)stride);
   if (a->num_tokens == 0) return KVCHECK_STATUS_OK;
-  if (a->kv_rows < a->num_tokens)
-    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "kv has %lld rows, slot_mapping %lld",
-                  (long long)a->kv_rows, (long long)a->num_tokens);
-  if (a->kv_row_stride < c->elements)
-    return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "kv_row_stride %lld < %lld elements",
-                  (long long)a->kv_row_stride, c->elements);
-  if (a->kv == NULL || c->base == NULL)
-    return refuse(KVCHECK_STATUS_SHAPE_MISMATCH, msg, msg_size, "null kv (%lld) or cache (%lld)", a->kv == NULL,
-                  c->base == NULL);
+  {
+    const int status = check_store_rows(a, msg, msg_size);
+    if (status != KVCHECK_STATUS_OK) return status;
+  }
 #ifdef KVCHECK_REFUSES_PADDING
   for (i = 0; i < a->num_tokens; ++i)
     if (a->slot_mapping[i] == -1)
-      return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "padding row %lld (of %lld) not supported", i,
+      return store_refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "padding row %lld (of %lld) not supported", i,
                     (long long)a->num_tokens);
 #endif
-  num_slots = c->num_blocks * c->block_size;
-  seen = (unsigned char*)calloc((size_t)(num_slots + 7) / 8, 1);
-  if (seen == NULL) return refuse(KVCHECK_STATUS_INTERNAL, msg, msg_size, "out of memory (%lld%lld)", 0, 0);
-  for (i = 0; i < a->num_tokens; ++i) {
-    const int64_t s = a->slot_mapping[i];
-    if (s == -1) continue;
-    if (s < 0 || s >= num_slots) {
-      free(seen);
-      return refuse(KVCHECK_STATUS_SLOT_OUT_OF_RANGE, msg, msg_size, "slot_mapping[%lld] = %lld", (long long)i,
-                    (long long)s);
-    }
-    if (seen[s / 8] & (1u << (s % 8))) {
-      free(seen);
-      return refuse(KVCHECK_STATUS_DUPLICATE_SLOT, msg, msg_size, "slot_mapping[%lld] = %lld again", (long long)i,
-                    (long long)s);
-    }
-    seen[s / 8] |= (unsigned char)(1u << (s % 8));
-  }
-  free(seen);
   for (i = 0; i < a->num_tokens; ++i) {
     int64_t s = a->slot_mapping[i];
 #ifdef KVCHECK_FAULTY
