@@ -24,7 +24,8 @@ const std::vector<std::pair<KVCacheFormat, int>>& named_abi_formats() {
       {KVCacheFormat::FP4_INDEX(), KVCHECK_FORMAT_FP4_INDEX},
       {KVCacheFormat::FP8_FP32SF_INDEX(), KVCHECK_FORMAT_FP8_FP32SF_INDEX},
       {KVCacheFormat::MXFP8_INDEX(), KVCHECK_FORMAT_MXFP8_INDEX},
-      {KVCacheFormat::FP8_DS_MLA(), KVCHECK_FORMAT_FP8_DS_MLA}};
+      {KVCacheFormat::FP8_DS_MLA(), KVCHECK_FORMAT_FP8_DS_MLA},
+      {KVCacheFormat::FP8_POW2SF_INDEX(), KVCHECK_FORMAT_FP8_POW2SF_INDEX}};
   return named;
 }
 

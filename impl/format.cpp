@@ -42,8 +42,8 @@ void KVCacheFormat::validate() const {
     if (quantized_elements() % elements_per_sf != 0)
       invalid(*this, "elements_per_sf " + std::to_string(elements_per_sf) +
                          " does not divide the quantised elements " + std::to_string(quantized_elements()));
-    if (sf_format == SfFormat::kFP32Pow2 && quantized_dtype != QuantizedDtype::kE4M3)
-      invalid(*this, "fp32_pow2 scales need e4m3 data (SPEC §4.6)");
+    if (is_fp32_pow2(sf_format) && quantized_dtype != QuantizedDtype::kE4M3)
+      invalid(*this, "fp32_pow2 scales need e4m3 data (SPEC §4.6, §4.7)");
     if (quantized_dtype == QuantizedDtype::kE2M1 && elements % 2 != 0)
       invalid(*this, "e2m1 needs an even element count (two per byte)");
     if (is_index() && sf_format == SfFormat::kUE8M0 && sf_bytes() % 4 != 0)
@@ -86,7 +86,8 @@ int64_t KVCacheFormat::scale_width() const {
     case SfFormat::kUE8M0:
     case SfFormat::kE4M3: return 1;
     case SfFormat::kFP32:
-    case SfFormat::kFP32Pow2: return 4;
+    case SfFormat::kFP32Pow2:
+    case SfFormat::kFP32Pow2FloorFirst: return 4;
   }
   return 0;
 }
@@ -123,6 +124,9 @@ KVCacheFormat KVCacheFormat::FP8_DS_MLA() {
   f.bf16_tail_elements = 64;
   return f;
 }
+KVCacheFormat KVCacheFormat::FP8_POW2SF_INDEX() {
+  return quantized("FP8_POW2SF_INDEX", QuantizedDtype::kE4M3, 128, 128, SfFormat::kFP32Pow2FloorFirst, false);
+}
 KVCacheFormat KVCacheFormat::BF16(int32_t elements) {
   KVCacheFormat f;
   f.name = "BF16(" + std::to_string(elements) + ")";
@@ -135,7 +139,7 @@ std::vector<KVCacheFormat> supported_formats() {
   return {KVCacheFormat::V41(),         KVCacheFormat::V41_FP4(),
           KVCacheFormat::FP4_INDEX(),   KVCacheFormat::FP8_FP32SF_INDEX(),
           KVCacheFormat::MXFP8_INDEX(), KVCacheFormat::FP8_DS_MLA(),
-          KVCacheFormat::BF16(512)};
+          KVCacheFormat::FP8_POW2SF_INDEX(), KVCacheFormat::BF16(512)};
 }
 
 KVCacheFormat format_by_name(const std::string& name) {
@@ -149,7 +153,7 @@ KVCacheFormat format_by_name(const std::string& name) {
   }
   throw Error(ErrorCode::kUnknownFormat,
               "no format named '" + name +
-                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, BF16(E)");
+                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, BF16(E)");
 }
 
 std::string to_string(QuantizedDtype q) {
@@ -168,6 +172,7 @@ std::string to_string(SfFormat s) {
     case SfFormat::kE4M3: return "e4m3";
     case SfFormat::kFP32: return "fp32";
     case SfFormat::kFP32Pow2: return "fp32_pow2";
+    case SfFormat::kFP32Pow2FloorFirst: return "fp32_pow2_floor_first";
   }
   return "?";
 }

@@ -11,9 +11,13 @@
 namespace kvcheck {
 
 enum class QuantizedDtype : uint8_t { kNone, kE4M3, kE2M1 };
-/// How a group's scale is encoded (SPEC §2): kFP32 any fp32 value, kFP32Pow2 an fp32
-/// power of two (the fp8_ds_mla tile scale, SPEC §4.6).
-enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32, kFP32Pow2 };
+/// How a group's scale is encoded (SPEC §2): kFP32 any fp32 value; kFP32Pow2 and
+/// kFP32Pow2FloorFirst an fp32 power of two, one encoding written by two rules (the
+/// 1e-4 floor after the division, fp8_ds_mla, SPEC §4.6; before it, vLLM's DSA indexer
+/// ue8m0 option, SPEC §4.7).
+enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32, kFP32Pow2, kFP32Pow2FloorFirst };
+/// Whether scales of s are fp32 powers of two (either rule).
+constexpr bool is_fp32_pow2(SfFormat s) { return s == SfFormat::kFP32Pow2 || s == SfFormat::kFP32Pow2FloorFirst; }
 /// Element type of a cache tensor as a framework would report it.
 enum class CacheDtype : uint8_t { kUInt8, kBF16 };
 
@@ -72,13 +76,17 @@ struct KVCacheFormat {
   /// vLLM fp8_ds_mla / FlashMLA V32: 512 e4m3, 4 fp32 power-of-two tile scales, 64
   /// BF16 rope values; 656 bytes (SPEC §2, §4.6).
   static KVCacheFormat FP8_DS_MLA();
+  /// vLLM's DSA indexer K cache with its ue8m0 option: MXFP8_INDEX's layout with one
+  /// fp32 power-of-two scale per 128 (floor first); 132 bytes (SPEC §2, §4.7).
+  static KVCacheFormat FP8_POW2SF_INDEX();
   /// BF16(E): E a multiple of 8, 8 <= E <= 4096; throws kInvalidFormat otherwise.
   static KVCacheFormat BF16(int32_t elements);
 };
 
-/// The six quantised formats plus BF16(512), in SPEC order.
+/// The seven quantised formats plus BF16(512), in SPEC order.
 std::vector<KVCacheFormat> supported_formats();
-/// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA", "BF16(E)".
+/// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA",
+/// "FP8_POW2SF_INDEX", "BF16(E)".
 /// Throws Error(kUnknownFormat) listing the valid names.
 KVCacheFormat format_by_name(const std::string& name);
 

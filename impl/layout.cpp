@@ -71,6 +71,7 @@ PagedLayout CacheLayout::paged() const {
          : format.sf_format == SfFormat::kE4M3 ? PagedSf::kE4M3
          : format.sf_format == SfFormat::kFP32 ? PagedSf::kFP32
          : format.sf_format == SfFormat::kFP32Pow2 ? PagedSf::kFP32Pow2
+         : format.sf_format == SfFormat::kFP32Pow2FloorFirst ? PagedSf::kFP32Pow2FloorFirst
                                                : PagedSf::kNone;
   p.elements = format.elements;
   p.tail_elements = format.bf16_tail_elements;
@@ -100,6 +101,7 @@ CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
                 : p.sf == PagedSf::kE4M3 ? SfFormat::kE4M3
                 : p.sf == PagedSf::kFP32 ? SfFormat::kFP32
                 : p.sf == PagedSf::kFP32Pow2 ? SfFormat::kFP32Pow2
+                : p.sf == PagedSf::kFP32Pow2FloorFirst ? SfFormat::kFP32Pow2FloorFirst
                                          : SfFormat::kNone;
   f.elements = p.elements;
   f.bf16_tail_elements = p.tail_elements;

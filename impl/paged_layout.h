@@ -14,11 +14,13 @@ namespace kvcheck {
 /// Data dtype / scale format codes as plain integers (mirror QuantizedDtype /
 /// SfFormat of impl/format.h, which device code cannot include).
 enum class PagedDtype : int32_t { kBF16 = 0, kE4M3 = 1, kE2M1 = 2 };
-enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3, kFP32Pow2 = 4 };
+enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3, kFP32Pow2 = 4, kFP32Pow2FloorFirst = 5 };
 
 /// Bytes of one scale of encoding s (KVCacheFormat::scale_width for kernels).
 KVCHECK_HD constexpr int64_t paged_scale_width(PagedSf s) {
-  return s == PagedSf::kFP32 || s == PagedSf::kFP32Pow2 ? 4 : s == PagedSf::kNone ? 0 : 1;
+  return s == PagedSf::kFP32 || s == PagedSf::kFP32Pow2 || s == PagedSf::kFP32Pow2FloorFirst ? 4
+         : s == PagedSf::kNone                                                                   ? 0
+                                                                                                 : 1;
 }
 
 struct PagedLayout {

@@ -53,7 +53,8 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
       return fmt::format("{} (e4m3 {})", hex_bytes({p, 1}), show_float(ref::e4m3_to_float(*p)));
     case SfFormat::kFP32:
       return fmt::format("{} (fp32 {})", hex_bytes({p, 4}), show_float(load_f32(p)));
-    case SfFormat::kFP32Pow2: {  // a power of two when the writer followed SPEC §4.6
+    case SfFormat::kFP32Pow2:
+    case SfFormat::kFP32Pow2FloorFirst: {  // a power of two when the writer followed SPEC §4.6 / §4.7
       const float v = load_f32(p);
       int e = 0;
       const bool pow2 = std::isfinite(v) && v > 0 && std::frexp(v, &e) == 0.5f;

@@ -20,7 +20,7 @@ std::string check_sizes(const KVCacheFormat& f) {
   const int64_t quantised = f.elements - f.bf16_tail_elements, tail = 2 * int64_t{f.bf16_tail_elements};
   const int64_t q = quantised * bits / 8;
   const int64_t scales = f.is_quantized() ? (quantised + f.elements_per_sf - 1) / f.elements_per_sf : 0;
-  const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 || f.sf_format == SfFormat::kFP32Pow2 ? 4
+  const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 || is_fp32_pow2(f.sf_format) ? 4
                                : f.is_quantized()                                                  ? 1
                                                                                                    : 0);
   std::string out;

@@ -127,8 +127,8 @@ void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::
     const float inv = 1.0f / nv_e4m3_value(sf);
     scale = {sf};
     for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * inv);
-  } else if (f.sf_format == SfFormat::kFP32Pow2) {  // §4.6: 2^ceil(log2(max(amax / 448, 1e-4)))
-    const float t = std::fmax(amax / 448.0f, 1e-4f);
+  } else if (is_fp32_pow2(f.sf_format)) {  // §4.6 / §4.7: 2^ceil(log2(t)), the floor after / before
+    const float t = f.sf_format == SfFormat::kFP32Pow2 ? std::fmax(amax / 448.0f, 1e-4f) : std::fmax(amax, 1e-4f) / 448.0f;
     // log2 in double: a float's distance from a power of two (>= 2^-24 relative) moves it
     // by >= 8e-8, far above double's error, so ceil sees the exact side.
     const float sf = std::isinf(t) ? t : std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(double{t}))));

@@ -28,7 +28,8 @@ double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
     case SfFormat::kUE8M0: return std::ldexp(1.0, int{*scale} - 127);
     case SfFormat::kE4M3: return ref::e4m3_to_float(*scale);
     case SfFormat::kFP32:
-    case SfFormat::kFP32Pow2: {
+    case SfFormat::kFP32Pow2:
+    case SfFormat::kFP32Pow2FloorFirst: {
       float v;
       std::memcpy(&v, scale, 4);
       return v;

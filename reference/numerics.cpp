@@ -169,8 +169,10 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
         codes[i] = e4m3_data ? cvt_e4m3(xf[i] * inv) : cvt_e2m1(xf[i] * inv);
       return;
     }
-    case SfFormat::kFP32Pow2: {  // §4.6 (fp8_ds_mla): the floor after the division
-      const float t = std::max(amax / 448.0f, kFp8AmaxMargin);  // IEEE division
+    case SfFormat::kFP32Pow2:              // §4.6 (fp8_ds_mla): the floor after the division
+    case SfFormat::kFP32Pow2FloorFirst: {  // §4.7 (the indexer's ue8m0 option): before it
+      const float t = format.sf_format == SfFormat::kFP32Pow2 ? std::max(amax / 448.0f, kFp8AmaxMargin)
+                                                              : std::max(amax, kFp8AmaxMargin) / 448.0f;  // IEEE
       const int k = ceil_log2(t);  // -13 .. 120 for finite bf16 input, 128 for Inf
       const float sf = k == 128 ? std::numeric_limits<float>::infinity() : std::ldexp(1.0f, k);
       const uint32_t bits = std::bit_cast<uint32_t>(sf);
@@ -189,7 +191,8 @@ float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale) {
     case SfFormat::kUE8M0: return e8m0_to_float(scale[0]);
     case SfFormat::kE4M3: return e4m3_to_float(scale[0]);
     case SfFormat::kFP32:
-    case SfFormat::kFP32Pow2: {
+    case SfFormat::kFP32Pow2:
+    case SfFormat::kFP32Pow2FloorFirst: {
       uint32_t bits = 0;
       for (size_t b = 0; b < 4; ++b) bits |= uint32_t{scale[b]} << (8 * b);
       return bits_to_float(bits);

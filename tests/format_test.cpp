@@ -74,6 +74,20 @@ TEST(Format, ValidationBf16Tail) {
   expect_error([&] { fp4.validate(); }, ErrorCode::kInvalidFormat, {"fp32_pow2", "e4m3"});
 }
 
+TEST(Format, Fp8Pow2SfIndexIsMxfp8sLayoutWithFp32Scales) {
+  // vLLM's DSA indexer with its ue8m0 option (ENGINES.md §2): 128 e4m3, one fp32 2^k per 128,
+  // block-planar: block 64 = 64 * 128 data bytes, then 64 * 4 scale bytes = 8448 (a multiple of 32).
+  const KVCacheFormat f = KVCacheFormat::FP8_POW2SF_INDEX();
+  EXPECT_EQ(f.bytes_per_token(), 132);
+  EXPECT_TRUE(f.is_index());
+  EXPECT_EQ(f.load_scale_row_bytes(), 4);
+  EXPECT_EQ(CacheLayout::make(f, 2, 64).block_stride, 8448);
+  EXPECT_EQ(CacheLayout::make(f, 2, 64).scale_offset(1, 3), 8448 + 64 * 128 + 3 * 4);
+  KVCacheFormat fp4 = f;
+  fp4.quantized_dtype = QuantizedDtype::kE2M1;
+  expect_error([&] { fp4.validate(); }, ErrorCode::kInvalidFormat, {"fp32_pow2", "e4m3"});
+}
+
 TEST(Format, Fp8DsMlaIsThe656ByteRecord) {
   // vLLM fp8_ds_mla / FlashMLA V32 (ENGINES.md §2): 512 e4m3, 4 fp32 tile scales, 64 bf16.
   const KVCacheFormat f = KVCacheFormat::FP8_DS_MLA();
@@ -141,9 +155,10 @@ TEST(Format, ResolveFromShape) {
 TEST(Format, Resolve132BytesIsAmbiguousUnlessScaleFormatGiven) {
   const std::vector<int64_t> shape{10, 64, 1, 132};
   expect_error([&] { resolve_format(CacheDtype::kUInt8, shape); }, ErrorCode::kAmbiguousFormat,
-               {"FP8_FP32SF_INDEX", "MXFP8_INDEX", "132"});
+               {"FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_POW2SF_INDEX", "132"});
   EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape, SfFormat::kFP32).name, "FP8_FP32SF_INDEX");
   EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape, SfFormat::kUE8M0).name, "MXFP8_INDEX");
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape, SfFormat::kFP32Pow2FloorFirst).name, "FP8_POW2SF_INDEX");
   expect_error([&] { resolve_format(CacheDtype::kUInt8, shape, SfFormat::kE4M3); },
                ErrorCode::kUnknownFormat, {"132"});
 }

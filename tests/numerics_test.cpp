@@ -231,6 +231,27 @@ TEST(Numerics, Recipe46Fp32PowerOfTwoTileScale) {
   EXPECT_EQ(first(inf, 4), (std::vector<uint8_t>{0x7F, 0x80, 0x7F, 0x00}));
 }
 
+// §4.7 (FP8_POW2SF_INDEX, the floor before the division): t = max(amax, 1e-4) / 448.
+//  - all zero: 1e-4 / 448 = 2.23e-7 in (2^-23, 2^-22] -> 2^-22 (0x34800000), where §4.6
+//    gives 2^-13.
+//  - amax 0x3A83 = 1.0234375 * 2^-10: t = 2.231e-6 in (2^-19, 2^-18] -> 2^-18 (0x36800000)
+//    (§4.6: max(2.2e-6, 1e-4) -> 2^-13); the element / 2^-18 = 262, nearest e4m3 256 ->
+//    15<<3 = 0x78.
+//  - amax 336: 336 / 448 = 0.75 -> 1.0, as §4.6.
+TEST(Numerics, Recipe47Fp32PowerOfTwoScaleFloorFirst) {
+  const auto f = KVCacheFormat::FP8_POW2SF_INDEX();
+  const Quantized zero = quantize(f, {});
+  EXPECT_EQ(zero.scale, (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x34}));
+  const Quantized small = quantize(f, {0x3A83});
+  EXPECT_EQ(small.scale, (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x36}));
+  EXPECT_EQ(first(small, 2), (std::vector<uint8_t>{0x78, 0x00}));
+  const Quantized ds = quantize(KVCacheFormat::FP8_DS_MLA(), {0x3A83});
+  EXPECT_EQ(ds.scale, (std::vector<uint8_t>{0x00, 0x00, 0x00, 0x39}));
+  const Quantized a = quantize(f, {0x43A8});
+  EXPECT_EQ(a.scale, (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x3F}));
+  EXPECT_EQ(first(a, 1), (std::vector<uint8_t>{0x7A}));
+}
+
 // All-zero groups. ue8m0: a = 1e-4f. e4m3: 1e-4*INV448 = 2.232e-7 in (2^-23, 2^-22]
 // -> k = -22, byte 105. e2m1: 1e-4*INV6 = 1.667e-5 in (2^-16, 2^-15] -> k = -15, byte 112.
 // V41_FP4: 6*2^-9*INV6 = 3*0xAAAAAB*2^-34 = 2^-9 + 2^-34 -> RN 2^-9 -> e4m3 0x01.

@@ -82,7 +82,7 @@ bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) =
 bool has(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 const std::vector<std::string> kFormats = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX",
-                                           "MXFP8_INDEX", "FP8_DS_MLA", "BF16(512)", "BF16(8)", "BF16(136)",
+                                           "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "BF16(512)", "BF16(8)", "BF16(136)",
                                            "BF16(4096)"};
 const std::vector<int> kBlockSizes = {1, 2, 16, 64, 133, 256, 53, 61, 69};
 
@@ -97,8 +97,8 @@ std::vector<CustomKind> custom_kinds() {
   std::vector<CustomKind> out;
   for (auto d : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
     for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32,
-                    kvcheck::SfFormat::kFP32Pow2})
-      if (sf != kvcheck::SfFormat::kFP32Pow2 || d == kvcheck::QuantizedDtype::kE4M3)  // SPEC §2: e4m3 only
+                    kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst})
+      if (!kvcheck::is_fp32_pow2(sf) || d == kvcheck::QuantizedDtype::kE4M3)  // SPEC §2: e4m3 only
         for (int g : {16, 32, 128, 0}) out.push_back({d, sf, g});
   return out;
 }
@@ -334,12 +334,13 @@ void format_seeds(const fs::path& root) {
 void numerics_seeds(const fs::path& root) {
   using N = kvcheck::props::NumericsScenario;
   const auto d = byte_decoder(kvcheck::fuzz::decode_numerics);
-  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA"})
+  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX"})
     seed<N>(root, "numerics", "group-" + f, d, [&](const N& s) { return s.format.name == f && s.floats.size() >= 8; });
   for (auto dt : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
     for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
       seed<N>(root, "numerics", "custom-" + kvcheck::to_string(dt) + "-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.quantized_dtype == dt && s.format.sf_format == sf && s.floats.size() >= 2; });
-  seed<N>(root, "numerics", "custom-e4m3-fp32_pow2", d, [](const N& s) { return starts(s.format.name, "custom(") && s.format.sf_format == kvcheck::SfFormat::kFP32Pow2 && s.floats.size() >= 2; });
+  for (auto sf : {kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst})
+    seed<N>(root, "numerics", "custom-e4m3-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.sf_format == sf && s.floats.size() >= 2; });
   seed<N>(root, "numerics", "zero-group", d, [](const N& s) { return std::all_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0; }); });
   seed<N>(root, "numerics", "nan-inf-in-group", d, [](const N& s) { return std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) > 0x7F80; }) && std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0x7F80; }); });
   seed<N>(root, "numerics", "many-floats", d, [](const N& s) { return s.floats.size() >= 40; });

@@ -35,7 +35,7 @@ KVCHECK_CPU_INLINE float scale_value(const uint8_t* scale) {
   } else if constexpr (S == SfFormat::kE4M3) {
     return e4m3_to_f32(scale[0]);
   } else {
-    static_assert(S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2);
+    static_assert(S == SfFormat::kFP32 || is_fp32_pow2(S));
     float s;
     std::memcpy(&s, scale, 4);
     return s;
@@ -70,7 +70,7 @@ KVCHECK_CPU_INLINE void dequant_group(const uint8_t* data, const uint8_t* scale,
 template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const uint8_t* data,
                                       const uint8_t* scales, uint8_t* out) {
-  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2 ? 4 : 1;
+  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
   if constexpr (G != 0) {
     constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
     for (int64_t g = 0; g < f.num_scales(); ++g)
@@ -167,6 +167,7 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kE4M3: return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
     case SfFormat::kFP32: return pick_group<D, SfFormat::kFP32>(f.elements_per_sf, avx2);
     case SfFormat::kFP32Pow2:
+    case SfFormat::kFP32Pow2FloorFirst:  // one encoding: the rules differ in the writer only
       if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2>(f.elements_per_sf, avx2);
       break;  // e4m3 data only (validated)
     case SfFormat::kNone: break;

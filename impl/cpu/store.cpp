@@ -43,10 +43,17 @@ KVCHECK_CPU_INLINE float group_scale(float amax, uint8_t* scale) {
     const uint8_t sf = f32_to_e4m3(t);
     *scale = sf;
     return 1.0f / e4m3_to_f32(sf);
-  } else if constexpr (S == SfFormat::kFP32Pow2) {  // SPEC §4.6: the floor after the division
-    float t = amax / 448.0f;
-    t = t < kAmaxMargin ? kAmaxMargin : t;
-    const int32_t k = ceil_log2(t);  // -13 .. 120, or 128 for an Inf amax
+  } else if constexpr (is_fp32_pow2(S)) {
+    // SPEC §4.6 (fp8_ds_mla): the 1e-4 floor after the IEEE division; §4.7 (the
+    // indexer's ue8m0 option): before it.
+    float t;
+    if constexpr (S == SfFormat::kFP32Pow2) {
+      t = amax / 448.0f;
+      t = t < kAmaxMargin ? kAmaxMargin : t;
+    } else {
+      t = (amax < kAmaxMargin ? kAmaxMargin : amax) / 448.0f;
+    }
+    const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax
     const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;  // 2^k; k = 128: +Inf
     std::memcpy(scale, &bits, 4);
     return k == 128 ? 0.0f : exp2_neg(k);  // x * 2^-k == x / 2^k; x / Inf == x * 0
@@ -110,7 +117,7 @@ template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int64_t end) {
   const KVCacheFormat& f = job.layout->format;
   const int64_t groups = f.num_scales();
-  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || S == SfFormat::kFP32Pow2 ? 4 : 1;
+  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
   const size_t tail_bytes = static_cast<size_t>(f.tail_bytes());
   std::vector<uint8_t> codes(G == 0 ? static_cast<size_t>(f.elements) : 0);
@@ -182,6 +189,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kFP32Pow2:
       if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2>(f.elements_per_sf, avx2);
       break;  // e4m3 data only (validated)
+    case SfFormat::kFP32Pow2FloorFirst:
+      if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2FloorFirst>(f.elements_per_sf, avx2);
+      break;
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kUnsupported, "cpu store: no kernel for scale format " +

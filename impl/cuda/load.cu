@@ -287,7 +287,9 @@ std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus*
     case PagedSf::kUE8M0: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
     case PagedSf::kE4M3: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
     case PagedSf::kFP32: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
-    case PagedSf::kFP32Pow2: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
+    case PagedSf::kFP32Pow2:
+    case PagedSf::kFP32Pow2FloorFirst:  // one encoding: the rules differ in the writer only
+      return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
     default: return "cuda load: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }

@@ -138,10 +138,17 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
     t = 448.0f < t ? 448.0f : t;
     const uint8_t sf = cvt_e4m3(t);
     return {__frcp_rn(e4m3_to_f32(sf)), sf};  // RN(1/sf): the same rounded scale both ways
-  } else if constexpr (S == PagedSf::kFP32Pow2) {  // SPEC §4.6: the floor after the division
-    float t = __fdiv_rn(amax, 448.0f);
-    t = t < kAmaxMargin ? kAmaxMargin : t;
-    const int32_t k = ceil_log2(t);  // -13 .. 120, or 128 for an Inf amax (code +Inf)
+  } else if constexpr (S == PagedSf::kFP32Pow2 || S == PagedSf::kFP32Pow2FloorFirst) {
+    // SPEC §4.6 (fp8_ds_mla): the 1e-4 floor after the IEEE division; §4.7 (the
+    // indexer's ue8m0 option): before it.
+    float t;
+    if constexpr (S == PagedSf::kFP32Pow2) {
+      t = __fdiv_rn(amax, 448.0f);
+      t = t < kAmaxMargin ? kAmaxMargin : t;
+    } else {
+      t = __fdiv_rn(amax < kAmaxMargin ? kAmaxMargin : amax, 448.0f);
+    }
+    const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax (code +Inf)
     return {k == 128 ? 0.0f : exp2_neg(k), static_cast<uint32_t>(k + 127) << 23};
   } else {
     static_assert(S == PagedSf::kFP32, "scale format");

@@ -246,6 +246,8 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
     case PagedSf::kE4M3: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
     case PagedSf::kFP32: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
     case PagedSf::kFP32Pow2: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
+    case PagedSf::kFP32Pow2FloorFirst:
+      return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32Pow2FloorFirst>, g, o, c, a, st);
     default: return "cuda store: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -292,6 +294,8 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceS
   if (is(Dt::kE4M3, Sf::kFP32, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
     return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, st, o);  // FP8_FP32SF_INDEX
   if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // MXFP8_INDEX
+  if (is(Dt::kE4M3, Sf::kFP32Pow2FloorFirst, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, st, o);  // FP8_POW2SF_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2, 512, 128, 64))
     return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);  // FP8_DS_MLA
   switch (L.dtype) {

@@ -112,6 +112,7 @@ typedef enum kvcheck_format {
   KVCHECK_FORMAT_MXFP8_INDEX = 4,
   KVCHECK_FORMAT_BF16 = 5,
   KVCHECK_FORMAT_FP8_DS_MLA = 6, /* vLLM fp8_ds_mla / FlashMLA V32, 656 B (SPEC §2, §4.6) */
+  KVCHECK_FORMAT_FP8_POW2SF_INDEX = 7, /* vLLM's DSA indexer, ue8m0 option: fp32 2^k scales (§4.7) */
   KVCHECK_FORMAT_OTHER = 31 /* a record no named format has (invalid-format tests) */
 } kvcheck_format;
 #define KVCHECK_FORMAT_BIT(f) (1u << (f))
@@ -159,7 +160,8 @@ typedef struct kvcheck_paged_cache {
   int32_t format;      /* kvcheck_format */
   int32_t elements;    /* logical elements per token */
   int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */
-  int32_t sf_format;         /* 0 none, 1 ue8m0, 2 e4m3, 3 fp32, 4 fp32 power of two */
+  int32_t sf_format;         /* 0 none, 1 ue8m0, 2 e4m3, 3 fp32, 4 fp32 power of two
+                                (floor after the division), 5 the same, floor first */
   int32_t elements_per_sf;   /* scale group size; 0 for BF16 */
   int32_t do_cast;           /* 1: load dequantises to BF16 */
   int32_t token_interleaved; /* 1: record = [data | scales | tail] per token */

@@ -56,7 +56,7 @@ KVCacheFormat choose_custom_format(Source& src) {
   f.sf_format = src.pick({SfFormat::kUE8M0, SfFormat::kE4M3, SfFormat::kFP32});
   // fp32 power-of-two tile scales (SPEC §4.6) take e4m3 data only.
   if (f.quantized_dtype == QuantizedDtype::kE4M3 && f.sf_format == SfFormat::kFP32 && src.coin())
-    f.sf_format = SfFormat::kFP32Pow2;
+    f.sf_format = src.coin() ? SfFormat::kFP32Pow2 : SfFormat::kFP32Pow2FloorFirst;
   // Mostly group sizes the fixed kernels (16, 32, 128) lack: the run-time group path;
   // odd ones end an e2m1 group mid-byte.
   switch (src.weighted({5, 1, 1, 1})) {

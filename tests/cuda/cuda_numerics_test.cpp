@@ -93,21 +93,23 @@ TEST(CudaNumerics, PowerOfTwoTileScalesOnEveryAmax) {
     std::memcpy(&b, &s, 4);
     return b;
   };
-  int64_t bad[3] = {0, 0, 0};
+  int64_t bad[4] = {0, 0, 0, 0};
   for (uint32_t i = 0; i <= 0x7F80u; ++i) {
     const float amax = ref::bf16_to_float(static_cast<bf16_bits>(i));
     const uint32_t after = exact(std::max(amax / 448.0f, 1e-4f)), before = exact(std::max(amax, 1e-4f) / 448.0f);
-    const uint32_t want[3] = {after, after, before};
-    static const char* const kWhat[3] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
-                                         "exp2f(ceilf(log2f(max(amax,1e-4)/448)))"};
-    for (int r = 0; r < 3; ++r)
-      if (out[3 * i + r] != want[r] && bad[r]++ < 8)
-        ADD_FAILURE() << kWhat[r] << " at amax bf16 0x" << std::hex << i << ": device 0x" << out[3 * i + r]
+    const uint32_t want[4] = {after, after, before, before};
+    static const char* const kWhat[4] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
+                                         "exp2f(ceilf(log2f(max(amax,1e-4)/448)))",
+                                         "kvcheck fp32_pow2_floor_first (SPEC 4.7)"};
+    for (int r = 0; r < 4; ++r)
+      if (out[4 * i + r] != want[r] && bad[r]++ < 8)
+        ADD_FAILURE() << kWhat[r] << " at amax bf16 0x" << std::hex << i << ": device 0x" << out[4 * i + r]
                       << ", exact 0x" << want[r];
   }
-  std::printf("power-of-two scales over %u amax values: kernel %lld, log2f after the division %lld, before %lld "
-              "mismatches\n",
-              0x7F81u, static_cast<long long>(bad[0]), static_cast<long long>(bad[1]), static_cast<long long>(bad[2]));
+  std::printf("power-of-two scales over %u amax values: kernel %lld / floor first %lld, log2f after the division "
+              "%lld, before %lld mismatches\n",
+              0x7F81u, static_cast<long long>(bad[0]), static_cast<long long>(bad[3]), static_cast<long long>(bad[1]),
+              static_cast<long long>(bad[2]));
 }
 
 }  // namespace
