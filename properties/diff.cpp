@@ -58,8 +58,11 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
       const float v = load_f32(p);
       int e = 0;
       const bool pow2 = std::isfinite(v) && v > 0 && std::frexp(v, &e) == 0.5f;
+      const bool inf = std::isinf(v) && v > 0;  // the scale of a tile holding an Inf (SPEC §4.6)
       return fmt::format("{} (fp32 {}{})", hex_bytes({p, 4}), show_float(v),
-                         pow2 ? fmt::format(" = 2^{}", e - 1) : std::string(", not a power of two"));
+                         pow2  ? fmt::format(" = 2^{}", e - 1)
+                         : inf ? std::string(", an Inf tile's scale")
+                               : std::string(", not a power of two"));
     }
     case SfFormat::kNone: break;
   }

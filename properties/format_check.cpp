@@ -4,6 +4,7 @@
 // format_check.h for the invariants.
 #include "properties/format_check.h"
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -104,8 +105,10 @@ std::string check_resolve(const FormatScenario& s) {
     return "resolve_format: " + show(o) + "; the SPEC §2 table says " +
            (want.code ? std::string(to_string(*want.code)) : std::string("a unique format")) + "\n";
   if (o.code == ErrorCode::kAmbiguousFormat &&
-      (o.message.find("FP8_FP32SF_INDEX") == std::string::npos || o.message.find("MXFP8_INDEX") == std::string::npos))
-    return "resolve_format: ambiguity error does not name both candidates: " + o.message + "\n";
+      std::ranges::any_of(supported_formats(), [&](const KVCacheFormat& f) {
+        return f.is_quantized() && f.bytes_per_token() == s.shape.back() && o.message.find(f.name) == std::string::npos;
+      }))
+    return "resolve_format: ambiguity error does not name every candidate: " + o.message + "\n";
   if (o.code) return "";
   const int64_t last = s.shape.back();
   const int64_t per_token = s.dtype == CacheDtype::kBF16 ? got.elements : got.bytes_per_token();

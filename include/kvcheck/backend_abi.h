@@ -113,7 +113,9 @@ typedef enum kvcheck_format {
   KVCHECK_FORMAT_BF16 = 5,
   KVCHECK_FORMAT_FP8_DS_MLA = 6, /* vLLM fp8_ds_mla / FlashMLA V32, 656 B (SPEC §2, §4.6) */
   KVCHECK_FORMAT_FP8_POW2SF_INDEX = 7, /* vLLM's DSA indexer, ue8m0 option: fp32 2^k scales (§4.7) */
-  KVCHECK_FORMAT_OTHER = 31 /* a record no named format has (invalid-format tests) */
+  KVCHECK_FORMAT_OTHER = 31 /* a record no named format has: an invalid one (refuse it with
+                               INVALID_FORMAT only when its fields break SPEC §2), or a valid
+                               custom record, drawn only for a plugin whose formats is ~0u */
 } kvcheck_format;
 #define KVCHECK_FORMAT_BIT(f) (1u << (f))
 
@@ -166,7 +168,10 @@ typedef struct kvcheck_paged_cache {
   int32_t do_cast;           /* 1: load dequantises to BF16 */
   int32_t token_interleaved; /* 1: record = [data | scales | tail] per token */
   int32_t bf16_tail_elements;/* the last of `elements`, stored as BF16 after the scales at
-                                data + quantized_bytes + sf_bytes (do_cast formats only) */
+                                data + quantized_bytes + sf_bytes (do_cast formats only).
+                                Was always 0 before FP8_DS_MLA: a plugin declaring formats
+                                ~0u receives it, and sf_format 4/5, and should answer
+                                UNSUPPORTED for a record it does not implement */
   int64_t quantized_bytes;   /* data bytes per token (BF16: 2*elements) */
   int64_t sf_bytes;          /* scale bytes per token */
   int64_t num_blocks;

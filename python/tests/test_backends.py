@@ -135,6 +135,16 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     assert bound["verdict"] == "not_run" and "no quantised format" in bound["why"], bound
 
 
+def test_a_python_reader_of_the_656_byte_record(kvcheck_check):
+    # FP8_DS_MLA (docs/spec.md §4.6): codes times their tile's fp32 scale, then the rope tail,
+    # found through layout.bf16_tail_elements; judged on caches of arbitrary bytes too.
+    import numpy_ds_mla
+    result = kvcheck_check(numpy_ds_mla.backend, cases=100, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    for p in ("prop_load_matches_reference", "prop_load_invalid_metadata_throws_and_writes_nothing"):
+        assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
+
+
 def store_kv_sglang(**kwargs):
     # SGLang's store_cache_quant recipe (x * RN(1/s), NaN to +448), through the reference.
     kvcheck.reference.store_kv(**kwargs, recipe="sglang")
