@@ -32,6 +32,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -269,17 +270,22 @@ int main(int argc, char** argv) {
         const auto load = [&] { cuda::load_paged_kv_cache(cache, ld, {s, false}); };
         const double store_bytes = static_cast<double>(n) * (2.0 * f.elements + f.bytes_per_token());
         const double load_bytes = static_cast<double>(n) * (f.bytes_per_token() + out_row + sf_row);
-        for (const bool is_store : {true, false}) {
-          const auto& fn = is_store ? std::function<void()>(store) : std::function<void()>(load);
+        // concat_and_cache_mla (docs/spec.md §8.2) as vLLM calls it on the MLA records:
+        // kv_c and k_pe two views of one [n][576] tensor, split 512 + 64.
+        const cuda::ConcatArgs ct{d_kv, max_tokens, f.elements, d_kv + 512, max_tokens, f.elements,
+                                  512, f.elements - 512, d_slots, n};
+        const auto concat = [&] { cuda::concat_and_cache_mla(cache, ct, {s, false}); };
+        std::vector<std::tuple<const char*, std::function<void()>, double>> ops{{"store", store, store_bytes},
+                                                                                 {"load", load, load_bytes}};
+        if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat", concat, store_bytes);
+        for (const auto& [op, fn, bytes] : ops) {
           const double ms = decode ? time_single(fn, s) : time_batched(fn, 20, s);
-          const double bytes = is_store ? store_bytes : load_bytes;
           const double gbps = bytes / ms / 1e6;
-          rows.push_back({is_store ? "store" : "load", f.name, n, bs, bytes, ms, gbps,
-                          decode ? ms / empty_ms : gbps / copy_gbps, decode, decode ? "single" : "batched"});
+          rows.push_back({op, f.name, n, bs, bytes, ms, gbps, decode ? ms / empty_ms : gbps / copy_gbps, decode,
+                          decode ? "single" : "batched"});
           if (decode) {  // and as engines run decode: inside a CUDA graph, next to the empty kernel's
             const double g = time_graph(fn, s);
-            rows.push_back({is_store ? "store" : "load", f.name, n, bs, bytes, g, bytes / g / 1e6, g / empty_graph_ms,
-                            true, "graph"});
+            rows.push_back({op, f.name, n, bs, bytes, g, bytes / g / 1e6, g / empty_graph_ms, true, "graph"});
           }
         }
         CK(cudaFree(d_segs));

@@ -41,6 +41,10 @@ using props::SplitMix64;
 /// (several errors: the backend must match the reference); the input's last bytes
 /// overwrite the first kv values, so libFuzzer can steer values.
 props::StoreFaultScenario decode_store(ByteSource& src);
+/// concat_and_cache_mla: a two-source scenario from the concat builder (docs/spec.md
+/// §8.2); one input in four a fault from its injector, one in eight raw slots; values
+/// steered as for store.
+props::StoreFaultScenario decode_concat_and_cache_mla(ByteSource& src);
 /// load: a scenario from the load builder; one input in four a fault, one in eight raw
 /// segments.
 props::LoadFaultScenario decode_load(ByteSource& src);

@@ -21,4 +21,8 @@ void Backend::copy_blocks(const CopyBlocksArgs&) const {
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no copy_blocks (SPEC §8.1)");
 }
 
+void Backend::concat_and_cache_mla(const ConcatMlaArgs&) const {
+  throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no concat_and_cache_mla (docs/spec.md §8.2)");
+}
+
 }  // namespace kvcheck

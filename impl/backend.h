@@ -93,6 +93,11 @@ class Backend {
   /// kInvalidArgument, kShapeMismatch, kBlockOutOfRange, kBlockConflict; default:
   /// kUnsupported.
   virtual void copy_blocks(const CopyBlocksArgs& args) const;
+
+  /// docs/spec.md §8.2 concat_and_cache_mla: store_kv_cache of the rows kv_c[i] ++
+  /// k_pe[i]. Throws (nothing written) kInvalidFormat, kInvalidArgument,
+  /// kShapeMismatch, kSlotOutOfRange, kDuplicateSlot; default: kUnsupported.
+  virtual void concat_and_cache_mla(const ConcatMlaArgs& args) const;
 };
 
 }  // namespace kvcheck

@@ -84,4 +84,19 @@ struct CopyBlocksArgs {
   std::span<const int64_t> block_mapping;
 };
 
+/// concat_and_cache_mla (docs/spec.md §8.2): the store row of token i is kv_c row i
+/// (kv_lora_rank elements) followed by k_pe row i (rope_dim elements), stored as
+/// store_kv_cache stores a row of E = kv_lora_rank + rope_dim elements (SPEC §5.1).
+/// kv_c and k_pe are BF16 bit patterns with their own rows (what the buffer holds, >= n)
+/// and row strides (elements); they may be views of one tensor (k_pe = kv_c +
+/// kv_lora_rank, one stride: vLLM's split of kv_lora). n = slot_mapping.size().
+struct ConcatMlaArgs {
+  KVInput kv_c;
+  KVInput k_pe;
+  int32_t kv_lora_rank = 0;  // elements of a kv_c row
+  int32_t rope_dim = 0;      // elements of a k_pe row
+  std::span<const int32_t> slot_mapping;
+  CacheView cache;
+};
+
 }  // namespace kvcheck

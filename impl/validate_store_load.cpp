@@ -89,6 +89,44 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
   validate_slot_mapping(slot_mapping, cache.layout.num_blocks, cache.layout.block_size);
 }
 
+void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                              int64_t n, int64_t elements, const void* cache_base) {
+  if (kv_lora_rank < 1 || rope_dim < 1)
+    fail(ErrorCode::kInvalidArgument, "kv_lora_rank = " + to_string(kv_lora_rank) + ", rope_dim = " +
+                                          to_string(rope_dim) + ": both must be at least 1");
+  if (int64_t{kv_lora_rank} + rope_dim != elements)
+    fail(ErrorCode::kShapeMismatch, "kv_lora_rank + rope_dim = " + to_string(kv_lora_rank) + " + " +
+                                        to_string(rope_dim) + " but the format's rows have " + to_string(elements) +
+                                        " elements");
+  if (n == 0) return;
+  const auto rows = [&](const KVInput& x, const char* name, const char* width_name, int32_t width) {
+    if (x.rows < n)
+      fail(ErrorCode::kShapeMismatch, std::string(name) + " has " + to_string(x.rows) +
+                                          " rows but slot_mapping has " + to_string(n));
+    if (x.row_stride < width)
+      fail(ErrorCode::kInvalidArgument, std::string(name) + ".row_stride " + to_string(x.row_stride) +
+                                            " is smaller than " + width_name + " = " + to_string(width));
+  };
+  rows(kv_c, "kv_c", "kv_lora_rank", kv_lora_rank);
+  rows(k_pe, "k_pe", "rope_dim", rope_dim);
+  if (kv_c.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv_c.data is null");
+  if (k_pe.data == nullptr) fail(ErrorCode::kShapeMismatch, "k_pe.data is null");
+  if (cache_base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+}
+
+void validate_concat_mla_shape(const ConcatMlaArgs& a) {
+  validate_layout(a.cache.layout);
+  validate_cache_bytes(a.cache.layout, a.cache.base, a.cache.size_bytes);
+  validate_concat_mla_rows(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, static_cast<int64_t>(a.slot_mapping.size()),
+                           a.cache.layout.format.elements, a.cache.base);
+}
+
+void validate_concat_mla(const ConcatMlaArgs& a) {
+  validate_concat_mla_shape(a);
+  if (a.slot_mapping.empty()) return;
+  validate_slot_mapping(a.slot_mapping, a.cache.layout.num_blocks, a.cache.layout.block_size);
+}
+
 void validate_load_outputs(int64_t num_ints, int32_t total_k, const LoadOutput& out, int64_t row_bytes,
                            int64_t scale_row_bytes) {
   if (num_ints % 4 != 0)

@@ -31,6 +31,18 @@ void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache);
 /// total_k, output buffers); num_ints = load_segments.size().
 void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
                          const LoadOutput& out);
+/// The checks of validate_concat_mla that read no metadata (docs/spec.md §8.2 steps
+/// 1-2): the cache's as validate_store_shape, then kv_lora_rank / rope_dim < 1
+/// (kInvalidArgument), kv_lora_rank + rope_dim != E (kShapeMismatch); for n > 0 each
+/// source's rows (kShapeMismatch) and stride (kInvalidArgument), kv_c before k_pe, then
+/// null kv_c, k_pe, cache (kShapeMismatch).
+void validate_concat_mla_shape(const ConcatMlaArgs& args);
+/// validate_concat_mla_shape without the layout's checks (O(1)): for n rows of a
+/// format of `elements` elements.
+void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                              int64_t n, int64_t elements, const void* cache_base);
+/// docs/spec.md §8.2: validate_concat_mla_shape, then the slot rules of §5.1.
+void validate_concat_mla(const ConcatMlaArgs& args);
 /// SPEC §5.1 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,
 /// kInvalidArgument (layout), kShapeMismatch (a non-null view whose buffer is smaller
 /// than its layout, impl/validate_cache.h); for n > 0: kShapeMismatch (kv.rows < n),

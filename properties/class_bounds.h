@@ -30,6 +30,23 @@ inline std::vector<ClassBound> store_fault() {
   return {{"error blames an entry", 0.25}, {"error duplicate-slot", 0.10}, {"custom format", 0.08}};
 }
 
+/// Valid concat_and_cache_mla (docs/spec.md §8.2): every way the row splits.
+inline std::vector<ClassBound> concat() {
+  return {{"multi-thread", 0.25, 1, N::kThreadKnob},
+          {"concat k_pe a view of kv_c's rows", 0.2},
+          {"concat k_pe a buffer of its own", 0.2},
+          {"concat split off the 16-byte grid", 0.12},
+          {"concat split inside a scale group", 0.12},
+          {"concat engines' MLA record", 0.08},
+          {"padding rows", 0.30},
+          {"writes nothing", 0, 0.15}};
+}
+
+/// concat_and_cache_mla with one broken rule.
+inline std::vector<ClassBound> concat_fault() {
+  return {{"error blames an entry", 0.1}, {"error shape-mismatch", 0.1}, {"error invalid-argument", 0.1}};
+}
+
 /// Valid loads.
 inline std::vector<ClassBound> load() {
   return {{"multi-thread", 0.30, 1, N::kThreadKnob},

@@ -227,6 +227,31 @@ ScopedParallelism::~ScopedParallelism() {
   if (backend_) backend_->set_test_parallelism(0, 0);
 }
 
+ConcatSources::ConcatSources(const StoreScenario& s) {
+  kv_c_ = kv_input(s);
+  if (s.pe_row_stride == 0) {  // a view of the kv rows, kv_lora_rank elements in
+    k_pe_ = {s.kv.empty() ? nullptr : s.kv.data() + std::min<int64_t>(s.kv_lora_rank, s.row_stride), s.kv_rows(),
+             s.row_stride};
+    // The view's last row must end inside the kv buffer: one row fewer where it would not
+    // (a fault case whose kv_lora_rank + rope_dim passes the row stride).
+    if (k_pe_.rows > 0 && s.kv_lora_rank + int64_t{s.rope_dim} > s.row_stride) --k_pe_.rows;
+    return;
+  }
+  const int64_t rows = s.pe_rows < 0 ? s.kv_rows() : s.pe_rows;
+  own_k_pe_.assign(static_cast<size_t>(std::max<int64_t>(rows, 0) * s.pe_row_stride), 0x7FC0);  // NaN padding
+  for (int64_t r = 0; r < std::min(rows, s.kv_rows()); ++r)
+    for (int64_t e = 0; e < std::min<int64_t>(s.rope_dim, s.pe_row_stride); ++e)
+      if (s.kv_lora_rank + e < s.row_stride)
+        own_k_pe_[static_cast<size_t>(r * s.pe_row_stride + e)] =
+            s.kv[static_cast<size_t>(r * s.row_stride + s.kv_lora_rank + e)];
+  k_pe_ = {own_k_pe_.empty() ? nullptr : own_k_pe_.data(), rows, s.pe_row_stride};
+  own_kv_c_ = s.kv;
+  for (int64_t r = 0; r < s.kv_rows(); ++r)
+    for (int64_t e = std::max(s.kv_lora_rank, 0); e < s.row_stride; ++e)
+      own_kv_c_[static_cast<size_t>(r * s.row_stride + e)] ^= 0x2A55;  // not k_pe's values
+  kv_c_.data = own_kv_c_.empty() ? nullptr : own_kv_c_.data();
+}
+
 Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) {
   std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
   if (!s.slot_tail.empty()) {
@@ -240,6 +265,18 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) 
   const KVInput kv = far ? far->input() : kv_input(s);
   int64_t valid = 0;
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
+  if (s.is_concat()) {
+    const ConcatSources src(s);
+    const ConcatMlaArgs a{src.kv_c(), src.k_pe(), s.kv_lora_rank, s.rope_dim, slot_mapping, cache.view()};
+    return capture([&] {
+      const ScopedParallelism split(backend, s.threads, valid);
+      if (backend)
+        backend->concat_and_cache_mla(a);
+      else
+        ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, slot_mapping, cache.bytes(),
+                                  s.shape.format, s.shape.num_blocks, s.shape.block_size, s.shape.block_stride);
+    });
+  }
   return capture([&] {
     const ScopedParallelism split(backend, s.threads, valid);
     if (backend)

@@ -163,6 +163,22 @@ struct Outcome {
 Outcome capture(const std::function<void()>& f);
 std::string show(const Outcome& o);
 
+/// The two sources of a concat scenario (StoreScenario::is_concat()): k_pe a view of the
+/// kv rows (kv_c = the kv rows), or (pe_row_stride > 0) a buffer of its own built from
+/// the rows' elements [kv_lora_rank, E), pe_rows rows; kv_c is then a copy of the kv
+/// rows whose elements past kv_lora_rank are changed, so a kernel that reads k_pe's
+/// values from kv_c's rows stores the wrong bytes.
+class ConcatSources {
+ public:
+  explicit ConcatSources(const StoreScenario& s);
+  KVInput kv_c() const { return kv_c_; }
+  KVInput k_pe() const { return k_pe_; }
+
+ private:
+  std::vector<bf16_bits> own_kv_c_, own_k_pe_;
+  KVInput kv_c_, k_pe_;
+};
+
 /// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
 /// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
 /// kv rows in a sparse buffer, and both split the work as on s.threads threads.

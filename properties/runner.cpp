@@ -67,6 +67,10 @@ class CountingBackend final : public Backend {
     ++calls_;
     b_.copy_blocks(args);
   }
+  void concat_and_cache_mla(const ConcatMlaArgs& args) const override {
+    ++calls_;
+    b_.concat_and_cache_mla(args);
+  }
 
  private:
   const Backend& b_;

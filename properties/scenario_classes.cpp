@@ -41,6 +41,16 @@ void note_scenario_classes(const StoreScenario& s) {
       if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && i * s.far_row_stride >= (int64_t{1} << 31))
         note_class("kv row past 2^31 elements");
   if (s.row_stride > s.shape.format.elements) note_class("padded kv rows");
+  if (s.is_concat()) {
+    const KVCacheFormat& f = s.shape.format;
+    note_class(s.pe_row_stride == 0 ? "concat k_pe a view of kv_c's rows" : "concat k_pe a buffer of its own");
+    if (s.kv_lora_rank % 8 != 0) note_class("concat split off the 16-byte grid");
+    if (f.is_quantized() && s.kv_lora_rank < f.quantized_elements() && s.kv_lora_rank % f.elements_per_sf != 0)
+      note_class("concat split inside a scale group");
+    if ((f == KVCacheFormat::FP8_DS_MLA() || f == KVCacheFormat::BF16(576) || f == KVCacheFormat::V41()) &&
+        s.kv_lora_rank == f.elements - 64)
+      note_class("concat engines' MLA record");
+  }
 }
 
 void note_scenario_classes(const LoadScenario& s) {

@@ -101,9 +101,14 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   const Outcome ref = run_store(nullptr, s, ref_cache);
   const Outcome be = run_store(&b, s, be_cache);
   Verdict v;
-  if (judge_unsupported(be, outside_paged(b.capabilities(), KVCHECK_OP_STORE_KV_CACHE, sh),
+  // A two-source scenario runs concat_and_cache_mla (docs/spec.md §8.2), judged by the
+  // same invariants: its rows joined are the kv rows.
+  const char* op = s.is_concat() ? "concat_and_cache_mla" : "store";
+  if (judge_unsupported(be,
+                        outside_paged(b.capabilities(),
+                                      s.is_concat() ? KVCHECK_OP_CONCAT_AND_CACHE_MLA : KVCHECK_OP_STORE_KV_CACHE, sh),
                         std::equal(before.begin(), before.end(), be_cache.bytes().begin()) && be_cache.guards_intact(),
-                        "store", b.name(), v))
+                        op, b.name(), v))
     return v;
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
@@ -131,7 +136,7 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
     if (!d.empty()) fail += d + "\n";
   }
   if (!fail.empty())
-    fail = context("store", sh, b.name()) + (c.fault.empty() ? "" : "\nfault: " + c.fault) + "\n" + fail;
+    fail = context(op, sh, b.name()) + (c.fault.empty() ? "" : "\nfault: " + c.fault) + "\n" + fail;
   return v;
 }
 

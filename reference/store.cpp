@@ -112,4 +112,43 @@ void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, st
   }
 }
 
+void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                          std::span<const int32_t> slot_mapping, std::span<uint8_t> buffer,
+                          const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                          int64_t block_stride) {
+  check_cache_geometry(format, num_blocks, block_size, block_stride);
+  check_cache_bytes(format, num_blocks, block_size, buffer, block_stride);
+  if (kv_lora_rank < 1 || rope_dim < 1)
+    throw Error(ErrorCode::kInvalidArgument, "kv_lora_rank " + std::to_string(kv_lora_rank) + " or rope_dim " +
+                                                 std::to_string(rope_dim) + " < 1");
+  if (int64_t{kv_lora_rank} + rope_dim != format.elements)
+    throw Error(ErrorCode::kShapeMismatch, "kv_lora_rank + rope_dim != E = " + std::to_string(format.elements));
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  if (n == 0) return;
+  const KVInput* sources[2] = {&kv_c, &k_pe};
+  const int32_t widths[2] = {kv_lora_rank, rope_dim};
+  for (int k = 0; k < 2; ++k) {
+    const char* name = k == 0 ? "kv_c" : "k_pe";
+    if (sources[k]->rows < n)
+      throw Error(ErrorCode::kShapeMismatch, std::string(name) + " has " + std::to_string(sources[k]->rows) +
+                                                 " rows < n = " + std::to_string(n));
+    if (sources[k]->row_stride < widths[k])
+      throw Error(ErrorCode::kInvalidArgument, std::string(name) + " row_stride " +
+                                                   std::to_string(sources[k]->row_stride) + " < its width " +
+                                                   std::to_string(widths[k]));
+  }
+  if (kv_c.data == nullptr || k_pe.data == nullptr)
+    throw Error(ErrorCode::kShapeMismatch, std::string(kv_c.data == nullptr ? "kv_c" : "k_pe") + " data is null");
+  if (buffer.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
+  // The rows as one source (the definition), then the store with its slot rules.
+  std::vector<bf16_bits> rows(static_cast<size_t>(n * format.elements));
+  for (int64_t i = 0; i < n; ++i) {
+    bf16_bits* row = rows.data() + i * format.elements;
+    for (int32_t e = 0; e < kv_lora_rank; ++e) row[e] = kv_c.data[i * kv_c.row_stride + e];
+    for (int32_t e = 0; e < rope_dim; ++e) row[kv_lora_rank + e] = k_pe.data[i * k_pe.row_stride + e];
+  }
+  store_kv_cache({rows.data(), n, format.elements}, slot_mapping, buffer, format, num_blocks, block_size,
+                 block_stride);
+}
+
 }  // namespace kvcheck::ref

@@ -16,4 +16,14 @@ namespace kvcheck::ref {
 void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, std::span<uint8_t> cache,
                     const KVCacheFormat& format, int64_t num_blocks, int32_t block_size, int64_t block_stride = 0);
 
+/// docs/spec.md §8.2 concat_and_cache_mla: the store of SPEC §5.1 on the rows
+/// kv_c[i] (kv_lora_rank elements) ++ k_pe[i] (rope_dim elements), cache as for
+/// store_kv_cache. Validates everything first (§8.2 order: the cache, kv_lora_rank and
+/// rope_dim, each source's rows and stride, null pointers, then the slots) and writes
+/// nothing on error.
+void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                          std::span<const int32_t> slot_mapping, std::span<uint8_t> cache,
+                          const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
+                          int64_t block_stride = 0);
+
 }  // namespace kvcheck::ref

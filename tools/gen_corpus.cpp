@@ -673,6 +673,38 @@ void copy_blocks_seeds(const fs::path& root) {
   seed<S>(root, "copy_blocks", "raw-mapping", d, [](const S& s) { return s.fault == "raw block_mapping" && s.block_mapping.size() >= 6; });
 }
 
+void concat_and_cache_mla_seeds(const fs::path& root) {
+  using S = kvcheck::props::StoreFaultScenario;
+  using E = kvcheck::ErrorCode;
+  using F = kvcheck::KVCacheFormat;
+  const std::string t = "concat_and_cache_mla";
+  const auto d = byte_decoder(kvcheck::fuzz::decode_concat_and_cache_mla);
+  const auto valid = [](const S& c) {
+    int64_t stored = 0;
+    for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
+    return c.fault.empty() && stored >= 2;
+  };
+  const auto engines = [](const S& c) { return c.scenario.kv_lora_rank == c.scenario.shape.format.elements - 64; };
+  seed<S>(root, t, "fp8-ds-mla-512-64", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && engines(c); });
+  seed<S>(root, t, "bf16-576-view", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::BF16(576) && engines(c) && c.scenario.pe_row_stride == 0; });
+  seed<S>(root, t, "v41-own-k-pe", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::V41() && c.scenario.pe_row_stride > 0; });
+  seed<S>(root, t, "fp8-ds-mla-split-in-tile", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank % 128 != 0 && c.scenario.kv_lora_rank < 512; });
+  seed<S>(root, t, "fp8-ds-mla-split-in-tail", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank > 512; });
+  seed<S>(root, t, "split-off-16-bytes", d, [&](const S& c) { return valid(c) && c.scenario.kv_lora_rank % 8 != 0; });
+  seed<S>(root, t, "custom-format", d, [&](const S& c) { return valid(c) && c.scenario.shape.format.name.rfind("custom", 0) == 0; });
+  seed<S>(root, t, "other-layers-between-blocks", d, [&](const S& c) { return valid(c) && c.scenario.shape.block_stride != 0; });
+  seed<S>(root, t, "error-kv-lora-rank-0", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault == "kv_lora_rank = 0"; });
+  seed<S>(root, t, "error-rope-dim-0", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault == "rope_dim = 0"; });
+  seed<S>(root, t, "error-sum-not-e", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.find("!= E") != std::string::npos; });
+  seed<S>(root, t, "error-k-pe-short", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.find("k_pe has") != std::string::npos; });
+  seed<S>(root, t, "error-kv-c-short", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.find("kv_c") == 0; });
+  seed<S>(root, t, "error-k-pe-stride", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.find("k_pe row stride") == 0; });
+  seed<S>(root, t, "error-kv-c-stride", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.find("kv_c row stride") == 0; });
+  seed<S>(root, t, "error-duplicate-slot", d, [](const S& c) { return c.code == E::kDuplicateSlot; });
+  seed<S>(root, t, "error-slot-out-of-range", d, [](const S& c) { return c.code == E::kSlotOutOfRange; });
+  seed<S>(root, t, "raw-slots", d, [](const S& c) { return c.fault == "raw slot_mapping" && c.scenario.slot_mapping.size() >= 3; });
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
@@ -690,6 +722,7 @@ int main(int argc, char** argv) {
   kv_seeds(root);
   slot_mapping_seeds(root);
   copy_blocks_seeds(root);
+  concat_and_cache_mla_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

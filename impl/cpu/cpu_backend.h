@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   // impl/cpu/store.cpp
   void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                       const CacheView& cache) const override;
+  void concat_and_cache_mla(const ConcatMlaArgs& args) const override;
   // impl/cpu/load.cpp
   void load_paged_kv_cache(const ConstCacheView& cache, std::span<const int32_t> load_segments,
                            int32_t total_k, const LoadOutput& out) const override;

@@ -25,7 +25,23 @@ struct StoreJob {
   uint8_t* cache;
   const CacheLayout* layout;
   PagedLayout paged;  // layout->paged(), taken once: the inline offset formula
+  // concat_and_cache_mla (docs/spec.md §8.2): elements [split, E) of row r are at
+  // pe + r*pe_stride (kv holds the first split); pe == nullptr: one source.
+  const uint16_t* pe = nullptr;
+  int64_t pe_stride = 0;
+  int64_t split = 0;
 };
+
+/// Row r's E elements: in place, or (two sources) joined into `joined` (E elements),
+/// so every kernel below reads one contiguous row.
+KVCHECK_CPU_INLINE const uint16_t* row_of(const StoreJob& job, int64_t r, uint16_t* joined) {
+  const uint16_t* x = job.kv + r * job.row_stride;
+  if (job.pe == nullptr) return x;
+  const int64_t e = job.layout->format.elements;
+  std::memcpy(joined, x, static_cast<size_t>(job.split) * 2);
+  std::memcpy(joined + job.split, job.pe + r * job.pe_stride, static_cast<size_t>(e - job.split) * 2);
+  return joined;
+}
 
 /// One group's scale from its amax (SPEC §4.1-4.4): writes the scale bytes, returns
 /// the multiplier applied to every element (2^-k or RN(1/sf)).
@@ -121,12 +137,13 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
   const size_t tail_bytes = static_cast<size_t>(f.tail_bytes());
   std::vector<uint8_t> codes(G == 0 ? static_cast<size_t>(f.elements) : 0);
+  std::vector<uint16_t> joined(job.pe != nullptr ? static_cast<size_t>(f.elements) : 0);
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
     if (slot < 0) continue;  // -1 padding: touches nothing (validated: nothing else < 0)
     uint8_t* data = job.cache + job.paged.slot_data_offset(slot);
     uint8_t* scales = job.cache + job.paged.slot_scale_offset(slot);
-    const uint16_t* x = job.kv + r * job.row_stride;
+    const uint16_t* x = row_of(job, r, joined.data());
     if constexpr (G != 0) {
       for (int64_t g = 0; g < groups; ++g)
         quantize_group<kE4M3Data, S, G>(x + g * G, data + g * kGroupDataBytes,
@@ -148,7 +165,13 @@ KVCHECK_CPU_INLINE void store_rows_bf16_impl(const StoreJob& job, int64_t begin,
     if (slot < 0) continue;
     uint8_t* dst = job.cache + job.paged.slot_data_offset(slot);
     const auto* src = reinterpret_cast<const uint8_t*>(job.kv + r * job.row_stride);
-    copy_row<kStream>(dst, src, row_bytes);
+    if (job.pe == nullptr) {
+      copy_row<kStream>(dst, src, row_bytes);
+    } else {  // the two sources side by side (docs/spec.md §8.2)
+      const size_t first = static_cast<size_t>(job.split) * 2;
+      copy_row<kStream>(dst, src, first);
+      copy_row<kStream>(dst + first, reinterpret_cast<const uint8_t*>(job.pe + r * job.pe_stride), row_bytes - first);
+    }
   }
 }
 void store_rows_bf16(const StoreJob& job, int64_t begin, int64_t end) { store_rows_bf16_impl<false>(job, begin, end); }
@@ -225,6 +248,19 @@ void CpuBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot
   const int64_t output_bytes = n * cache.layout.format.bytes_per_token();
   const RowsFn rows = pick_kernel(cache.layout.format, output_bytes);
   const StoreJob job{kv.data, kv.row_stride, slot_mapping.data(), cache.base, &cache.layout, cache.layout.paged()};
+  parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
+}
+
+void CpuBackend::concat_and_cache_mla(const ConcatMlaArgs& a) const {
+  validate_concat_mla(a);
+  const int64_t n = static_cast<int64_t>(a.slot_mapping.size());
+  if (n == 0) return;
+  const CacheView& cache = a.cache;
+  const int64_t output_bytes = n * cache.layout.format.bytes_per_token();
+  const RowsFn rows = pick_kernel(cache.layout.format, output_bytes);
+  const StoreJob job{a.kv_c.data,  a.kv_c.row_stride,     a.slot_mapping.data(), cache.base,
+                     &cache.layout, cache.layout.paged(), a.k_pe.data,          a.k_pe.row_stride,
+                     a.kv_lora_rank};
   parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
 }
 

@@ -48,6 +48,9 @@ void validate_cache(const DeviceCache& c) {
 void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
   if (layout) validate_cache(c);
   validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
+  if (a.pe != nullptr)  // an unvalidated second source: concat_and_cache_mla is the entry that takes one
+    throw Error(ErrorCode::kInvalidArgument, "store_kv_cache takes one source (StoreArgs::pe is set: call "
+                                             "concat_and_cache_mla)");
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
@@ -202,6 +205,37 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
   check_launch(launch_validate_slots({}, args.slot_mapping, args.num_tokens, cache.layout.num_slots(),
                                      static_cast<unsigned long long*>(workspace), status, opts));
   check_launch(launch_store(cache, args, status, opts));
+  return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
+}
+
+namespace {
+
+/// The §8.2 host checks (validate_concat_mla_shape, on the device view), then the args
+/// as a two-source store.
+StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layout) {
+  if (layout) validate_cache(c);
+  validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
+                           a.kv_lora_rank, a.rope_dim, a.num_tokens, c.layout.elements, c.base);
+  if (a.num_tokens > 0 && a.slot_mapping == nullptr) throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
+  return {a.kv_c, a.kv_c_rows, a.kv_c_row_stride, a.slot_mapping, a.num_tokens, a.k_pe, a.k_pe_row_stride,
+          a.kv_lora_rank};
+}
+
+}  // namespace
+
+void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, const LaunchOptions& opts) {
+  check_launch(launch_store(cache, concat_store_args(cache, args, false), nullptr, opts));
+}
+
+PendingCheck concat_and_cache_mla_checked(const DeviceCache& cache, const ConcatArgs& args, DeviceStatus* status,
+                                          void* workspace, const LaunchOptions& opts) {
+  const StoreArgs s = concat_store_args(cache, args, true);
+  if (args.num_tokens == 0) return {};
+  if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
+  reset(status, opts);
+  check_launch(launch_validate_slots({}, s.slot_mapping, s.num_tokens, cache.layout.num_slots(),
+                                     static_cast<unsigned long long*>(workspace), status, opts));
+  check_launch(launch_store(cache, s, status, opts));
   return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
 }
 

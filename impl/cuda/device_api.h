@@ -86,6 +86,25 @@ struct StoreArgs {
   int64_t kv_row_stride = 0;  // elements
   const int32_t* slot_mapping = nullptr;
   int64_t num_tokens = 0;
+  // A second source, set only by concat_and_cache_mla (docs/spec.md §8.2), which
+  // validates it: elements [split, E) of row r are at pe + r*pe_row_stride + (e - split),
+  // kv holds [0, split). store_kv_cache refuses a non-null pe (kInvalidArgument).
+  const uint16_t* pe = nullptr;
+  int64_t pe_row_stride = 0;  // elements
+  int64_t split = 0;          // elements
+};
+
+/// concat_and_cache_mla input (docs/spec.md §8.2): kv_c[kv_c_rows][kv_lora_rank] and
+/// k_pe[k_pe_rows][rope_dim] BF16 bits, rows kv_c_row_stride / k_pe_row_stride
+/// elements apart (they may be views of one tensor); slot_mapping[num_tokens].
+struct ConcatArgs {
+  const uint16_t* kv_c = nullptr;
+  int64_t kv_c_rows = 0, kv_c_row_stride = 0;
+  const uint16_t* k_pe = nullptr;
+  int64_t k_pe_rows = 0, k_pe_row_stride = 0;
+  int32_t kv_lora_rank = 0, rope_dim = 0;
+  const int32_t* slot_mapping = nullptr;
+  int64_t num_tokens = 0;
 };
 
 /// load_paged_kv_cache arguments (SPEC §5.2): load_segments[num_segments][4] int32;
@@ -117,6 +136,16 @@ void store_kv_cache(const DeviceCache& cache, const StoreArgs& args, const Launc
 PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& args,
                                     DeviceStatus* status, void* workspace,
                                     const LaunchOptions& opts);
+
+/// docs/spec.md §8.2 concat_and_cache_mla, metadata assumed valid, layout as for
+/// store_kv_cache: the store kernels reading each row from two sources (16-byte
+/// accesses when kv_lora_rank % 8 == 0 and both sources are 16-byte aligned rows).
+/// Throws kvcheck::Error for the §8.2 checks that read no metadata.
+void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, const LaunchOptions& opts);
+/// docs/spec.md §8.2, checked on the device as store_kv_cache_checked (its slot rules,
+/// same workspace: store_workspace_bytes(layout)).
+PendingCheck concat_and_cache_mla_checked(const DeviceCache& cache, const ConcatArgs& args, DeviceStatus* status,
+                                          void* workspace, const LaunchOptions& opts);
 
 /// SPEC §5.2, metadata assumed valid (every segment length <= block_size), layout as
 /// for store_kv_cache.

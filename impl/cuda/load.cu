@@ -147,13 +147,8 @@ __global__ void __launch_bounds__(kThreads)
     const int32_t G = L.group;
     if (L.tail_elements > 0) {  // the BF16 tail after the dequantised elements, as stored
       const uint8_t* tail = cache.base + L.tail_offset(t.block, t.begin + i);
-      const int64_t at = int64_t{L.quantized_elements()} * 2;
-      if (even) {
-        for (int64_t e = lane; e < L.tail_elements; e += 32)
-          reinterpret_cast<uint16_t*>(o + at)[e] = uint16_t(tail[2 * e] | tail[2 * e + 1] << 8);
-      } else {
-        dev::copy_bytes(o + at, tail, L.tail_bytes(), lane, 32);
-      }
+      // Bytes as stored, by the widest access both ends allow (copy_bytes checks both).
+      dev::copy_bytes(o + int64_t{L.quantized_elements()} * 2, tail, L.tail_bytes(), lane, 32);
     }
     if constexpr (D == PagedDtype::kE4M3) {
       for (int32_t g = 0; g < L.quantized_elements() / G; ++g) {  // group by group: no division per element

@@ -11,6 +11,10 @@
 // scale group, the group multipliers in shared memory.
 //
 // BF16 formats: a row copy by 16-byte (or narrower) accesses.
+//
+// Every kernel reads a row through StoreArgs' two sources (concat_and_cache_mla,
+// docs/spec.md §8.2: elements [0, split) from kv, the rest from pe); launch_store makes a
+// one-source store a two-source one with split = E, so there is one code path.
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
@@ -20,6 +24,30 @@ namespace kvcheck::cuda {
 namespace {
 
 using dev::kThreads;
+
+/// 16-byte chunk c of row r (the vector paths: split % 8 == 0, both sources aligned).
+__device__ __forceinline__ const uint4* row_chunk(const StoreArgs& a, int64_t r, int64_t c) {
+  const int64_t sc = a.split / 8;
+  return c < sc ? reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c
+                : reinterpret_cast<const uint4*>(a.pe + r * a.pe_row_stride) + (c - sc);
+}
+
+/// Element e of row r (the run-time paths).
+__device__ __forceinline__ uint16_t row_elem(const StoreArgs& a, int64_t r, int64_t e) {
+  return e < a.split ? a.kv[r * a.kv_row_stride + e] : a.pe[r * a.pe_row_stride + (e - a.split)];
+}
+
+/// Elements [from, from + count) of row r to dst, as bytes, each source's piece by the
+/// widest access it allows; threads tid, tid + nt, ... share the work.
+__device__ __forceinline__ void copy_row_range(uint8_t* dst, const StoreArgs& a, int64_t r, int64_t from,
+                                               int64_t count, int tid, int nt) {
+  const int64_t head = min(max(a.split - from, int64_t{0}), count);  // elements from kv
+  if (head > 0)
+    dev::copy_bytes(dst, reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride + from), head * 2, tid, nt);
+  if (count > head)
+    dev::copy_bytes(dst + head * 2, reinterpret_cast<const uint8_t*>(a.pe + r * a.pe_row_stride + (from + head - a.split)),
+                    (count - head) * 2, tid, nt);
+}
 
 /// One token's amax, scales and codes, from the kSteps 16-byte chunks this lane
 /// holds (chunk = step*kLanes + sl). All lanes run the shuffles; only slot >= 0 writes.
@@ -91,10 +119,10 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t r = r0 + u * kTokensPerWarp + sub;
       const bool live = r < a.num_tokens;
       slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
-      const uint4* __restrict__ x = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(x + s * kLanes + sl) : make_uint4(0, 0, 0, 0);
-      if constexpr (kTailChunks > 0) tail[u] = live && sl < kTailChunks ? __ldcs(x + kChunks + sl) : make_uint4(0, 0, 0, 0);
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(row_chunk(a, r, s * kLanes + sl)) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTailChunks > 0)
+        tail[u] = live && sl < kTailChunks ? __ldcs(row_chunk(a, r, kChunks + sl)) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -128,16 +156,15 @@ __global__ void __launch_bounds__(kThreads)
     if (slot < 0) continue;  // -1 padding: nothing written (uniform across the CTA)
     uint8_t* data = cache.base + L.slot_data_offset(slot);
     uint8_t* scales = cache.base + L.slot_scale_offset(slot);
-    const uint16_t* x = a.kv + r * a.kv_row_stride;
     if (L.tail_elements > 0)  // the BF16 tail as it is (SPEC §2); the threads then quantise
-      dev::copy_bytes(cache.base + L.slot_tail_offset(slot), reinterpret_cast<const uint8_t*>(x + L.quantized_elements()),
-                      L.tail_bytes(), threadIdx.x, kThreads);
+      copy_row_range(cache.base + L.slot_tail_offset(slot), a, r, L.quantized_elements(), L.tail_elements,
+                     threadIdx.x, kThreads);
     for (int32_t g0 = 0; g0 < num_groups; g0 += kChunkGroups) {
       const int32_t g1 = min(num_groups, g0 + kChunkGroups);
       for (int32_t g = g0 + warp; g < g1; g += num_warps) {
         uint32_t m = 0;  // NaN-ignoring max |x| on the bf16 bits
         for (int32_t j = lane; j < G; j += 32) {
-          const uint32_t v = x[int64_t{g} * G + j] & 0x7FFFu;
+          const uint32_t v = row_elem(a, r, int64_t{g} * G + j) & 0x7FFFu;
           m = max(m, v > 0x7F80u ? 0u : v);
         }
         m = __reduce_max_sync(0xFFFFFFFFu, m);
@@ -152,14 +179,15 @@ __global__ void __launch_bounds__(kThreads)
         for (int32_t g = g0; g < g1; ++g)  // group by group: no division per element
           for (int32_t j = threadIdx.x; j < G; j += kThreads) {
             const int64_t i = int64_t{g} * G + j;
-            data[i] = dev::cvt_e4m3(__fmul_rn(dev::bf16_to_f32(x[i]), mult[g - g0]));
+            data[i] = dev::cvt_e4m3(__fmul_rn(dev::bf16_to_f32(row_elem(a, r, i)), mult[g - g0]));
           }
       } else {  // an odd G puts a byte's two nibbles in two groups: one division per byte
         const int32_t e0 = g0 * G, e1 = g1 * G;
         for (int32_t b = e0 / 2 + threadIdx.x; b < e1 / 2; b += kThreads) {
-          const uint8_t lo = dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(x[2 * b]), mult[2 * b / G - g0]));
+          const uint8_t lo =
+              dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(row_elem(a, r, 2 * b)), mult[2 * b / G - g0]));
           const uint8_t hi =
-              dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(x[2 * b + 1]), mult[(2 * b + 1) / G - g0]));
+              dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(row_elem(a, r, 2 * b + 1)), mult[(2 * b + 1) / G - g0]));
           data[b] = static_cast<uint8_t>(lo | (hi << 4));
         }
       }
@@ -193,10 +221,9 @@ __global__ void __launch_bounds__(kThreads)
           const int64_t r = r0 + u * kRowsPerWarp + sub;
           const bool live = r < a.num_tokens;
           slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
-          const uint4* __restrict__ src = reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride);
 #pragma unroll
           for (int k = 0; k < 2; ++k)
-            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(row_chunk(a, r, sl + k * kLanes)) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -214,12 +241,10 @@ __global__ void __launch_bounds__(kThreads)
       const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
       if (slot < 0) continue;
       uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
-      const uint8_t* __restrict__ src = reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride);
       if constexpr (kVec) {
-        for (int64_t c = sl; c < chunks; c += kLanes)
-          reinterpret_cast<uint4*>(dst)[c] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+        for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = __ldcs(row_chunk(a, r, c));
       } else {
-        dev::copy_bytes(dst, src, row_bytes, sl, kLanes);
+        copy_row_range(dst, a, r, 0, L.elements, sl, kLanes);
       }
     }
   }
@@ -261,11 +286,18 @@ std::string copy(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* s
 
 }  // namespace
 
-std::string launch_store(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st,
+std::string launch_store(const DeviceCache& c, const StoreArgs& args, const DeviceStatus* st,
                          const LaunchOptions& o) {
-  if (a.num_tokens == 0) return "";
+  if (args.num_tokens == 0) return "";
   const PagedLayout& L = c.layout;
-  const bool vec = aligned16(a.kv) && (a.kv_row_stride * 2) % 16 == 0 && aligned16(c.base);
+  StoreArgs a = args;
+  if (a.pe == nullptr) {  // one source: every element before the split
+    a.pe = a.kv;
+    a.pe_row_stride = a.kv_row_stride;
+    a.split = L.elements;
+  }
+  const bool vec = aligned16(a.kv) && (a.kv_row_stride * 2) % 16 == 0 && aligned16(c.base) && aligned16(a.pe) &&
+                   (a.pe_row_stride * 2) % 16 == 0 && a.split % 8 == 0;
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;

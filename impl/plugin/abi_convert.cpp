@@ -128,6 +128,31 @@ KvTokensOut from_abi(const kvcheck_kv_tokens& t) {
   return {t.data, static_cast<KvDtype>(t.dtype), t.rows, t.token_stride, t.head_stride};
 }
 
+kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& c) {
+  kvcheck_concat_and_cache_mla_args a{};
+  a.kv_c = c.kv_c.data;
+  a.kv_c_rows = c.kv_c.rows;
+  a.kv_c_row_stride = c.kv_c.row_stride;
+  a.k_pe = c.k_pe.data;
+  a.k_pe_rows = c.k_pe.rows;
+  a.k_pe_row_stride = c.k_pe.row_stride;
+  a.kv_lora_rank = c.kv_lora_rank;
+  a.rope_dim = c.rope_dim;
+  a.slot_mapping = c.slot_mapping.data();
+  a.num_tokens = static_cast<int64_t>(c.slot_mapping.size());
+  a.cache = to_abi(c.cache.layout, c.cache.base, c.cache.size_bytes);
+  return a;
+}
+
+ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
+  return {{a.kv_c, a.kv_c_rows, a.kv_c_row_stride},
+          {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
+          a.kv_lora_rank,
+          a.rope_dim,
+          ints(a.slot_mapping, a.num_tokens),
+          {a.cache.base, from_abi(a.cache), a.cache.size_bytes}};
+}
+
 kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& c) {
   return {c.base, c.size_bytes, c.views.data(), static_cast<int64_t>(c.views.size()), c.num_blocks, c.block_stride,
           c.block_mapping.data(), static_cast<int64_t>(c.block_mapping.size())};

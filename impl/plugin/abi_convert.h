@@ -38,6 +38,10 @@ KvTokensOut from_abi(const kvcheck_kv_tokens& t);
 kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& a);
 CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a);
 
+/// concat_and_cache_mla arguments <-> views (docs/spec.md §8.2).
+kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& a);
+ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a);
+
 /// gather_kv arguments <-> views. from_abi reads seq_starts only for a unit of 1 or 2
 /// (0: none) and throws kInvalidArgument for another unit.
 kvcheck_gather_kv_args to_abi(const GatherKvArgs& a);

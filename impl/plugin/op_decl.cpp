@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "impl/validate_cache.h"
 #include "impl/validate_store_load.h"
 #include "impl/error.h"
 #include "impl/kv_layout.h"
@@ -115,6 +116,29 @@ void declare(kvcheck_store_args& a, ArgDecl& d) {
   const CacheLayout layout = from_abi(a.cache);
   a.cache.size_bytes = layout.size_bytes();
   d.read("kv", 0, {view(a.kv, span_bytes(a.kv_rows, a.kv_row_stride * 2, int64_t{layout.format.elements} * 2))});
+  d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
+  d.write("the cache", guard_for(layout.block_stride), {view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))});
+}
+
+// concat_and_cache_mla (docs/spec.md §8.2): kv_c and k_pe read (one group: they may be
+// views of one tensor), slot_mapping read, the cache written.
+void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
+  d.paged_cache(a.cache);
+  if (!d.bound([&] {
+        // n from num_tokens itself (from_abi's span is empty for a null slot_mapping).
+        const CacheLayout layout = from_abi(a.cache);
+        validate_layout(layout);
+        validate_cache_bytes(layout, a.cache.base, a.cache.size_bytes);
+        validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
+                                 a.kv_lora_rank, a.rope_dim, a.num_tokens, layout.format.elements, a.cache.base);
+        return a.num_tokens != 0;
+      }))
+    return;
+  const CacheLayout layout = from_abi(a.cache);
+  a.cache.size_bytes = layout.size_bytes();
+  d.read("kv_c/k_pe", 0,
+         {view(a.kv_c, span_bytes(a.kv_c_rows, a.kv_c_row_stride * 2, int64_t{a.kv_lora_rank} * 2)),
+          view(a.k_pe, span_bytes(a.k_pe_rows, a.k_pe_row_stride * 2, int64_t{a.rope_dim} * 2))});
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
   d.write("the cache", guard_for(layout.block_stride), {view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))});
 }

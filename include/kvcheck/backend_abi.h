@@ -101,6 +101,7 @@ typedef enum kvcheck_memory_space {
  * strides only (the generators draw no other; a call with one is UNSUPPORTED before
  * the plugin runs). */
 #define KVCHECK_OP_ANY_BLOCK_STRIDE (1u << 10)
+#define KVCHECK_OP_CONCAT_AND_CACHE_MLA (1u << 11) /* docs/spec.md §8.2 */
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -318,6 +319,26 @@ typedef struct kvcheck_copy_blocks_args {
   const int64_t* block_mapping; int64_t block_mapping_entries; /* [num_pairs][2] = src, dst */
 } kvcheck_copy_blocks_args;
 
+/* concat_and_cache_mla (docs/spec.md §8.2): for i < num_tokens with slot_mapping[i] !=
+ * -1, the row kv_c[i] (kv_lora_rank BF16) followed by k_pe[i] (rope_dim BF16) is stored
+ * into slot slot_mapping[i] exactly as store_kv_cache stores a row of kv_lora_rank +
+ * rope_dim = E elements (any format: FP8_DS_MLA quantises kv_c and keeps k_pe as its BF16
+ * tail; a split inside a scale group mixes both sources in one group). kv_c and k_pe
+ * may be views of one tensor (k_pe = kv_c + kv_lora_rank with the same stride). */
+typedef struct kvcheck_concat_and_cache_mla_args {
+  const uint16_t* kv_c;     /* [kv_c_rows][kv_c_row_stride] BF16 bits */
+  int64_t kv_c_rows;        /* rows the buffer holds (>= num_tokens when valid) */
+  int64_t kv_c_row_stride;  /* ELEMENTS between rows (>= kv_lora_rank when valid) */
+  const uint16_t* k_pe;     /* [k_pe_rows][k_pe_row_stride] BF16 bits */
+  int64_t k_pe_rows;
+  int64_t k_pe_row_stride;  /* ELEMENTS (>= rope_dim when valid) */
+  int32_t kv_lora_rank;     /* elements of a kv_c row */
+  int32_t rope_dim;         /* elements of a k_pe row */
+  const int32_t* slot_mapping; /* [num_tokens] */
+  int64_t num_tokens;
+  kvcheck_paged_cache cache;   /* written */
+} kvcheck_concat_and_cache_mla_args;
+
 /* A plugin's contract (docs/plugins.md "Declaring a contract"): what its kernels
  * implement and the limits they were built with, beyond kvcheck_capabilities. The
  * match properties draw only cases inside it; the refusal property
@@ -359,8 +380,9 @@ typedef struct kvcheck_contract {
   X(gather_kv, KVCHECK_OP_GATHER_KV, kvcheck_gather_kv_args)
 #define KVCHECK_OPS_ADDED(X)                                            \
   X(copy_blocks, KVCHECK_OP_COPY_BLOCKS, kvcheck_copy_blocks_args)
-/* Operations appended after the table's `contract` field (none yet). */
-#define KVCHECK_OPS_AFTER_CONTRACT(X)
+/* Operations appended after the table's `contract` field. */
+#define KVCHECK_OPS_AFTER_CONTRACT(X) \
+  X(concat_and_cache_mla, KVCHECK_OP_CONCAT_AND_CACHE_MLA, kvcheck_concat_and_cache_mla_args)
 #define KVCHECK_OPS(X) KVCHECK_OPS_V1(X) KVCHECK_OPS_ADDED(X) KVCHECK_OPS_AFTER_CONTRACT(X)
 
 /* The table a plugin hands to the harness (see the top of this file). */

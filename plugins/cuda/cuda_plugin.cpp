@@ -53,6 +53,19 @@ int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, 
       });
 }
 
+int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void* stream, char* msg, size_t size) {
+  PagedLayout layout;
+  return checked(
+      stream, msg, size, [&] { return cuda::store_workspace_bytes(layout = from_abi(a->cache).paged()); },
+      [&](DeviceStatus* st, void* ws) {
+        const cuda::ConcatArgs c{a->kv_c, a->kv_c_rows,       a->kv_c_row_stride, a->k_pe,
+                                 a->k_pe_rows, a->k_pe_row_stride, a->kv_lora_rank, a->rope_dim,
+                                 a->slot_mapping, a->num_tokens};
+        return cuda::concat_and_cache_mla_checked({a->cache.base, layout, a->cache.size_bytes}, c, st, ws,
+                                                  opts(stream));
+      });
+}
+
 int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
   PagedLayout layout;
   return checked(

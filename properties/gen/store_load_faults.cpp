@@ -19,16 +19,19 @@ void inject_block_stride_fault(Source& src, CacheShape& shape, std::string& faul
   fault = "block_stride " + std::to_string(shape.block_stride) + " (packed " + std::to_string(packed) + ")";
 }
 
-void inject_store_fault(Source& src, StoreFaultScenario& c) {
+namespace {
+
+bool has_valid_slot(const StoreScenario& s) {
+  return std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x >= 0; });
+}
+
+// One fault of inject_store_fault's kinds (0 slot range, 1 kv short, 2 kv stride, 3
+// duplicate slot, 4 block stride).
+void apply_store_fault(Source& src, StoreFaultScenario& c, int kind) {
   StoreScenario& s = c.scenario;
   const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
-  std::vector<int> kinds{0, 1};
-  if (n > 0 && s.shape.format.elements >= 2) kinds.push_back(2);  // row_stride E - 1 >= 1 (0 rows otherwise)
-  if (n >= 2 && std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x >= 0; }))
-    kinds.push_back(3);
-  kinds.push_back(4);
-  switch (src.pick(std::span<const int>(kinds))) {
+  switch (kind) {
     case 4:
       inject_block_stride_fault(src, s.shape, c.fault);
       c.code = ErrorCode::kInvalidArgument;
@@ -69,6 +72,87 @@ void inject_store_fault(Source& src, StoreFaultScenario& c) {
       c.fault = "rows " + std::to_string(from) + " and " + std::to_string(to) + " both store slot " +
                 std::to_string(s.slot_mapping[from]);
       c.code = ErrorCode::kDuplicateSlot;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void inject_store_fault(Source& src, StoreFaultScenario& c) {
+  const StoreScenario& s = c.scenario;
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  std::vector<int> kinds{0, 1};
+  if (n > 0 && s.shape.format.elements >= 2) kinds.push_back(2);  // row_stride E - 1 >= 1 (0 rows otherwise)
+  if (n >= 2 && has_valid_slot(s)) kinds.push_back(3);
+  kinds.push_back(4);
+  apply_store_fault(src, c, src.pick(std::span<const int>(kinds)));
+}
+
+void inject_concat_fault(Source& src, StoreFaultScenario& c) {
+  StoreScenario& s = c.scenario;
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  // 0, 3, 4: the store's slot and stride rules; 1: kv_c (the kv rows) one row short;
+  // 10-14 the rules of docs/spec.md §8.2.
+  std::vector<int> kinds{0, 1, 4, 10, 11, 12};
+  if (n >= 2 && has_valid_slot(s)) kinds.push_back(3);
+  if (n > 0) kinds.push_back(13);
+  if (n > 0 && s.rope_dim >= 2) kinds.push_back(14);  // a stride of 0 would read as "k_pe a view
+  if (n > 0 && s.kv_lora_rank >= 2) kinds.push_back(15);
+  const int kind = src.pick(std::span<const int>(kinds));
+  if (kind < 10) {
+    apply_store_fault(src, c, kind);
+    if (kind == 1)  // kv_c is checked first, so it is the one blamed
+      c.fault = s.pe_row_stride == 0 ? "kv_c (and its k_pe view) has one row fewer than slot_mapping"
+                                     : "kv_c and k_pe have one row fewer than slot_mapping";
+    return;
+  }
+  const auto own_pe = [&] {  // k_pe as a buffer of its own (so it can differ from kv_c)
+    if (s.pe_row_stride == 0) s.pe_row_stride = s.rope_dim;
+  };
+  switch (kind) {
+    case 10:
+      c.fault = "kv_lora_rank = 0";
+      s.kv_lora_rank = 0;
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 11:
+      c.fault = "rope_dim = 0";
+      s.rope_dim = 0;
+      s.kv_lora_rank = s.shape.format.elements;
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 12: {
+      const int32_t d = src.coin() ? 1 : -1;
+      if (d < 0 && s.rope_dim == 1) ++s.kv_lora_rank;  // rope_dim stays >= 1: the sum is what is wrong
+      else s.rope_dim += d;
+      c.fault = "kv_lora_rank + rope_dim = " + std::to_string(s.kv_lora_rank + s.rope_dim) + " != E";
+      c.code = ErrorCode::kShapeMismatch;
+      return;
+    }
+    case 13:
+      own_pe();
+      s.pe_rows = n - 1;
+      c.fault = "k_pe has one row fewer than slot_mapping";
+      c.code = ErrorCode::kShapeMismatch;
+      return;
+    case 14:
+      own_pe();
+      s.pe_row_stride = s.rope_dim - 1;
+      c.fault = "k_pe row stride " + std::to_string(s.pe_row_stride) + " < rope_dim " + std::to_string(s.rope_dim);
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    default: {  // kv_c's stride below kv_lora_rank: the kv rows re-laid at that stride
+      own_pe();
+      const int64_t stride = s.kv_lora_rank - 1;
+      std::vector<bf16_bits> kv(static_cast<size_t>(s.kv_rows() * stride));
+      for (int64_t r = 0; r < s.kv_rows(); ++r)
+        std::copy_n(s.kv.begin() + r * s.row_stride, stride, kv.begin() + r * stride);
+      c.fault = "kv_c row stride " + std::to_string(stride) + " < kv_lora_rank " + std::to_string(s.kv_lora_rank);
+      s.kv = std::move(kv);
+      s.row_stride = stride;
+      s.slot_tail.clear();
+      c.code = ErrorCode::kInvalidArgument;
       return;
     }
   }

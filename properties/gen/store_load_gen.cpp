@@ -34,9 +34,11 @@ int64_t choose_far_row_stride(Source& src) {
 // Size-independent: a 2-row case on 2 threads is the edge.
 int32_t choose_threads(Source& src) { return src.pick_weighted<int32_t>({{2, 0}, {1, 1}, {3, 2}, {2, 3}, {2, 4}}); }
 
-CacheShape build_cache_shape(Source& src) {
+CacheShape build_cache_shape(Source& src) { return build_cache_shape(src, choose_format(src)); }
+
+CacheShape build_cache_shape(Source& src, const KVCacheFormat& format) {
   CacheShape s;
-  s.format = choose_format(src);
+  s.format = format;
   s.block_size = choose_block_size(src);
   // One case's cache stays under kMaxCacheBytes: fewer blocks, or a smaller block.
   while (s.block_size > 1 && block_stride_for(s.format, s.block_size) > kMaxCacheBytes)
@@ -224,6 +226,50 @@ rc::Gen<LoadScenario> gen_load_scenario() {
   return rc::gen::exec([] {
     RcSource src;
     return build_load_scenario(src, build_cache_shape(src));
+  });
+}
+
+StoreScenario build_concat_scenario(Source& src) {
+  // Half the cases one of the engines' MLA records (vLLM's 656-byte fp8_ds_mla, the
+  // 576-element BF16 record, V41) when the backend takes it; else any store format.
+  KVCacheFormat f = choose_format(src);
+  std::vector<KVCacheFormat> mla;
+  for (const KVCacheFormat& m : {KVCacheFormat::FP8_DS_MLA(), KVCacheFormat::BF16(576), KVCacheFormat::V41()})
+    if (generator_caps().supports_format(m)) mla.push_back(m);
+  if (!mla.empty() && src.coin()) f = src.pick(std::span<const KVCacheFormat>(mla));
+  if (f.elements < 2) f = KVCacheFormat::BF16(576);  // one element cannot be split
+  StoreScenario s = build_store_scenario(src, build_cache_shape(src, f));
+  s.far_row_stride = 0;
+  const int32_t e = f.elements, g = f.is_quantized() ? f.elements_per_sf : 8;
+  int64_t lora = 0;
+  switch (src.weighted({3, 2, 2, 2})) {
+    case 0: lora = e > 64 ? e - 64 : e / 2; break;  // the engines' rope_dim 64 (512 + 64)
+    case 1: lora = 8 * src.range(1, std::max(1, e / 8 - 1)); break;  // 16-byte boundaries: the vector paths
+    case 2: lora = src.range(1, e - 1); break;  // anywhere: a 16-byte chunk, a tile, a byte of two sources
+    default: lora = g * src.range(0, std::max(0, e / g - 1)) + src.pick<int64_t>({-1, 1, g / 2}); break;  // a group
+  }
+  s.kv_lora_rank = static_cast<int32_t>(std::clamp<int64_t>(lora, 1, e - 1));
+  s.rope_dim = e - s.kv_lora_rank;
+  if (src.coin()) {  // k_pe a tensor of its own: packed, padded, or rows on the 16-byte grid (the vector paths)
+    s.pe_row_stride = src.coin() ? s.rope_dim + src.pick<int64_t>({0, 8, 3, 64}) : (s.rope_dim + 7) / 8 * 8;
+    s.pe_rows = -1;
+  }
+  return s;
+}
+
+rc::Gen<StoreScenario> gen_concat_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    return build_concat_scenario(src);
+  });
+}
+
+rc::Gen<StoreFaultScenario> gen_concat_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    StoreFaultScenario c{build_concat_scenario(src), "", std::nullopt};
+    inject_concat_fault(src, c);
+    return c;
   });
 }
 

@@ -56,7 +56,18 @@ struct StoreScenario {
   int32_t threads = 0;                // > 0: the backend splits the call as on `threads` threads
   std::vector<int32_t> slot_tail;     // entries after slot_mapping in its buffer: a kernel must not read them
   int64_t far_row_stride = 0;         // > 0: kv row r sits at element r*far_row_stride of a sparse buffer
+  // concat_and_cache_mla (docs/spec.md §8.2) when kv_lora_rank > 0: kv_c is the first
+  // kv_lora_rank elements of each kv row (stride row_stride) and k_pe the next rope_dim:
+  // a view of the same rows (pe_row_stride 0: one tensor split, as vLLM's kv_lora) or
+  // a buffer of pe_rows rows (-1: kv_rows()) pe_row_stride apart holding those values.
+  // A valid case has kv_lora_rank + rope_dim = E, so the joined rows are the kv rows and
+  // every store invariant holds as stated. Never with far rows.
+  int32_t kv_lora_rank = 0;
+  int32_t rope_dim = 0;
+  int64_t pe_row_stride = 0;
+  int64_t pe_rows = -1;
   int64_t kv_rows() const { return row_stride > 0 ? static_cast<int64_t>(kv.size()) / row_stride : 0; }
+  bool is_concat() const { return kv_lora_rank > 0 || rope_dim > 0; }
 };
 
 struct LoadScenario {
@@ -114,11 +125,21 @@ void from_json(const nlohmann::json& j, LoadFaultScenario& s);
 // The builders (one per type) and the fault injectors (SPEC §5.1/§5.2 rules, one fault
 // each, with the code it must raise).
 CacheShape build_cache_shape(Source& src);
+/// The same for a given format (block size, blocks, stride drawn).
+CacheShape build_cache_shape(Source& src, const KVCacheFormat& format);
 StoreScenario build_store_scenario(Source& src, const CacheShape& shape);
 LoadScenario build_load_scenario(Source& src, const CacheShape& shape);
 /// Out-of-range slot (SPEC §6 awkward values), kv one row short, row stride < E, or a
 /// duplicate slot.
 void inject_store_fault(Source& src, StoreFaultScenario& c);
+/// concat_and_cache_mla (docs/spec.md §8.2): a two-source scenario of one of the
+/// engines' MLA formats or any store format with E >= 2, split anywhere (the engines'
+/// kv_lora_rank, 8-element boundaries, inside a scale group or a 16-byte chunk); k_pe a
+/// view of the kv rows or a buffer of its own with its own stride.
+StoreScenario build_concat_scenario(Source& src);
+/// A slot fault of inject_store_fault, or a concat rule broken: kv_lora_rank 0,
+/// kv_lora_rank + rope_dim != E, kv_c or k_pe one row short, a stride below its width.
+void inject_concat_fault(Source& src, StoreFaultScenario& c);
 /// shape.block_stride made invalid (SPEC §3: below the packed stride, off the 32-byte
 /// grid, or not positive); `fault` says which. Every op must refuse it (kInvalidArgument).
 void inject_block_stride_fault(Source& src, CacheShape& shape, std::string& fault);
@@ -144,6 +165,8 @@ rc::Gen<StoreScenario> gen_store_scenario(const CacheShape& shape);
 rc::Gen<LoadScenario> gen_load_scenario();
 /// A valid scenario with one injected fault.
 rc::Gen<StoreFaultScenario> gen_store_fault_scenario();
+rc::Gen<StoreScenario> gen_concat_scenario();
+rc::Gen<StoreFaultScenario> gen_concat_fault_scenario();
 rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
 /// A row count in [1, max_rows] scaled by the case size from size 30 up (shrinks to 1).
 rc::Gen<int> gen_row_count(int max_rows);

@@ -3,6 +3,7 @@
 // [block, begin, end, dst]. Declared in store_load_gen.h.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "properties/gen/scenario_json.h"
@@ -61,6 +62,12 @@ void to_json(nlohmann::json& j, const StoreScenario& s) {
   if (s.threads != 0) j["threads"] = s.threads;
   if (!s.slot_tail.empty()) j["slot_mapping_tail"] = s.slot_tail;
   if (s.far_row_stride != 0) j["far_row_stride"] = s.far_row_stride;
+  if (s.is_concat()) {
+    j["kv_lora_rank"] = s.kv_lora_rank;
+    j["rope_dim"] = s.rope_dim;
+    if (s.pe_row_stride != 0) j["pe_row_stride"] = s.pe_row_stride;
+    if (s.pe_rows != -1) j["pe_rows"] = s.pe_rows;
+  }
 }
 
 void from_json(const nlohmann::json& j, StoreScenario& s) {
@@ -80,6 +87,14 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
   s.far_row_stride = j.value("far_row_stride", int64_t{0});
   if (s.far_row_stride != 0 && s.far_row_stride < s.row_stride)
     throw std::runtime_error("far_row_stride is below row_stride");
+  s.kv_lora_rank = j.value("kv_lora_rank", 0);
+  s.rope_dim = j.value("rope_dim", 0);
+  s.pe_row_stride = j.value("pe_row_stride", int64_t{0});
+  s.pe_rows = j.value("pe_rows", int64_t{-1});
+  if (s.is_concat() && s.far_row_stride != 0) throw std::runtime_error("a concat scenario with far rows");
+  if (s.pe_row_stride < 0 || s.pe_rows < -1 || s.pe_row_stride > (int64_t{1} << 20) ||
+      std::max<int64_t>(s.pe_rows, 1) * std::max<int64_t>(s.pe_row_stride, 1) > (int64_t{1} << 24))
+    throw std::runtime_error("pe_row_stride / pe_rows out of range (at most 2^24 k_pe elements)");
 }
 
 void to_json(nlohmann::json& j, const LoadScenario& s) {

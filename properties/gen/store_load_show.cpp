@@ -46,6 +46,11 @@ void showValue(const StoreScenario& s, std::ostream& os) {
   os << "]";
   if (!s.slot_tail.empty()) os << " slot_tail=" << format_ints(s.slot_tail);
   if (s.far_row_stride > 0) os << " far_row_stride=" << s.far_row_stride;
+  if (s.is_concat()) {
+    os << " concat_and_cache_mla kv_lora_rank=" << s.kv_lora_rank << " rope_dim=" << s.rope_dim;
+    if (s.pe_row_stride == 0) os << " k_pe=view of the kv rows";
+    else os << " k_pe_row_stride=" << s.pe_row_stride << " k_pe_rows=" << (s.pe_rows < 0 ? s.kv_rows() : s.pe_rows);
+  }
   if (s.threads > 0) os << " threads=" << s.threads;
 }
 

@@ -1,0 +1,50 @@
+// Properties of concat_and_cache_mla (docs/spec.md §8.2): the store check (op_checks.h)
+// on two-source scenarios, whose rows joined are the kv rows of the store invariants.
+#include <rapidcheck.h>
+
+#include "properties/class_bounds.h"
+#include "properties/op_checks.h"
+#include "properties/regression.h"
+#include "properties/registry.h"
+
+namespace kvcheck::props {
+namespace {
+
+StoreScenario draw_concat_scenario() { return *gen_concat_scenario(); }
+StoreFaultScenario draw_concat_fault_scenario() { return *gen_concat_fault_scenario(); }
+
+void prop_concat_matches_reference(const Backend& b, const StoreScenario& s) {
+  require(check_store(b, {s, "", std::nullopt}, kStoreMatchesReference));
+}
+
+void prop_concat_touches_only_written_records(const Backend& b, const StoreScenario& s) {
+  require(check_store(b, {s, "", std::nullopt}, kStoreTouchesOnlyRecords));
+}
+
+void prop_concat_bad_input_throws_and_writes_nothing(const Backend& b, const StoreFaultScenario& c) {
+  require(check_store(b, c, kStoreErrorChangesNothing));
+}
+
+}  // namespace
+
+void register_concat_and_cache_mla_properties(Registry& r) {
+  const auto add = [&r](Property p) {
+    p.needs = needs_op(KVCHECK_OP_CONCAT_AND_CACHE_MLA, "concat_and_cache_mla");
+    r.add(std::move(p));
+  };
+  add(scenario_property("prop_concat_and_cache_mla_matches_reference", "concat_and_cache_mla",
+                        "storing kv_c ++ k_pe leaves the whole cache (records, block padding, other layers, "
+                        "canaries) bit-identical to the reference's store of the joined rows",
+                        draw_concat_scenario, prop_concat_matches_reference, bounds::concat()));
+  add(scenario_property("prop_concat_and_cache_mla_touches_only_written_records", "concat_and_cache_mla",
+                        "only the records of valid rows change; a BF16 record or tail holds the row's kv_c and "
+                        "k_pe values in order",
+                        draw_concat_scenario, prop_concat_touches_only_written_records, bounds::concat()));
+  add(scenario_property("prop_concat_and_cache_mla_bad_input_is_error", "concat_and_cache_mla",
+                        "kv_lora_rank or rope_dim < 1, kv_lora_rank + rope_dim != E, kv_c or k_pe short or "
+                        "narrow, a bad slot or block stride throws the rule's error and changes no byte",
+                        draw_concat_fault_scenario, prop_concat_bad_input_throws_and_writes_nothing,
+                        bounds::concat_fault()));
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,142 @@
+// concat_and_cache_mla (docs/spec.md §8.2): the spec's known answers, worked out by
+// hand (BF16 bit patterns, and FP8_DS_MLA's record from SPEC §4.6: amax 336 -> scale
+// 2^0, 336 -> e4m3 0x7A), on the reference and on every backend; and the refusals,
+// each with its code and no cache byte changed.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+#include "impl/backends.h"
+#include "reference/store.h"
+#include "tests/test_util.h"
+
+namespace kvcheck {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using Rows = std::vector<uint16_t>;
+
+struct Call {
+  KVCacheFormat format;
+  int32_t num_blocks, block_size;
+  Rows kv_c;
+  int64_t kv_c_stride;
+  Rows k_pe;
+  int64_t k_pe_stride;
+  int32_t kv_lora_rank, rope_dim;
+  std::vector<int32_t> slot_mapping;
+};
+using Run = std::function<void(const ConcatMlaArgs&)>;
+
+constexpr uint8_t kFill = 0xEE;
+
+/// Runs the call on `cache`, first filled with kFill.
+void call(const Run& run, const Call& c, Bytes& cache) {
+  const CacheLayout layout = CacheLayout::make(c.format, c.num_blocks, c.block_size);
+  cache.assign(static_cast<size_t>(layout.size_bytes()), kFill);
+  const auto rows = [](const Rows& r, int64_t stride) { return stride > 0 ? static_cast<int64_t>(r.size()) / stride : 0; };
+  run({{c.kv_c.data(), rows(c.kv_c, c.kv_c_stride), c.kv_c_stride},
+       {c.k_pe.data(), rows(c.k_pe, c.k_pe_stride), c.k_pe_stride},
+       c.kv_lora_rank,
+       c.rope_dim,
+       c.slot_mapping,
+       {cache.data(), layout, static_cast<int64_t>(cache.size())}});
+}
+
+Bytes after(const Run& run, const Call& c) {
+  Bytes cache;
+  call(run, c, cache);
+  return cache;
+}
+
+void expect_refused(const Run& run, const Call& c, ErrorCode code, const std::string& needle) {
+  Bytes cache;
+  expect_error([&] { call(run, c, cache); }, code, {needle});
+  EXPECT_EQ(cache, Bytes(cache.size(), kFill)) << "a refused call wrote";
+}
+
+Bytes repeat(std::initializer_list<uint8_t> unit, size_t times) {
+  Bytes out;
+  for (size_t i = 0; i < times; ++i) out.insert(out.end(), unit);
+  return out;
+}
+
+void known_answers(const Run& run) {
+  const KVCacheFormat bf16 = KVCacheFormat::BF16(8);
+  // 1.0, 2.0, 3.0 ++ 4.0 ... 8.0 into slot 1 of a 2-token block: bytes 16-31, little-endian.
+  Bytes want(32, kFill);
+  const Bytes rec{0x80, 0x3F, 0x00, 0x40, 0x40, 0x40, 0x80, 0x40, 0xA0, 0x40, 0xC0, 0x40, 0xE0, 0x40, 0x00, 0x41};
+  std::copy(rec.begin(), rec.end(), want.begin() + 16);
+  const Rows row{0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100};
+  EXPECT_EQ(after(run, {bf16, 1, 2, Rows(row.begin(), row.begin() + 3), 3, Rows(row.begin() + 3, row.end()), 5, 3, 5,
+                        {1}}),
+            want);
+  // The same record split 1 + 7, kv_c rows padded to 2, k_pe rows to 9; row 0 is padding.
+  Rows k_pe(18, 0x2222);
+  std::copy(row.begin() + 1, row.end(), k_pe.begin() + 9);
+  EXPECT_EQ(after(run, {bf16, 1, 2, {0x1111, 0, 0x3F80, 0}, 2, k_pe, 9, 1, 7, {-1, 1}}), want);
+  // k_pe a view of kv_c's rows (one tensor [1][8] split 2 + 6): the record is the row.
+  EXPECT_EQ(after(
+                [&](const ConcatMlaArgs& a) {
+                  ConcatMlaArgs b = a;
+                  b.k_pe = {a.kv_c.data + 2, 1, 8};
+                  run(b);
+                },
+                {bf16, 1, 2, row, 8, {}, 8, 2, 6, {1}}),
+            want);
+
+  // FP8_DS_MLA, kv_lora_rank 512 + rope_dim 64: kv_c all 336.0 (0x43A8), k_pe all 1.0.
+  const KVCacheFormat mla = KVCacheFormat::FP8_DS_MLA();
+  const Bytes ds = after(run, {mla, 1, 1, Rows(512, 0x43A8), 512, Rows(64, 0x3F80), 64, 512, 64, {0}});
+  Bytes ds_want(512, 0x7A);  // 336 between 320 (0x7A) and 352 (0x7B): the even code
+  const Bytes scales = repeat({0x00, 0x00, 0x80, 0x3F}, 4), tail = repeat({0x80, 0x3F}, 64);  // 2^0 four times
+  ds_want.insert(ds_want.end(), scales.begin(), scales.end());
+  ds_want.insert(ds_want.end(), tail.begin(), tail.end());
+  ds_want.resize(ds.size(), kFill);  // the block's padding to its 32-byte stride (SPEC §3)
+  EXPECT_EQ(ds, ds_want);
+  // Split 528 + 48: the tail starts with kv_c's last 16 values (2.0), then k_pe's (3.0).
+  Rows kv_c(512, 0x43A8);
+  kv_c.resize(528, 0x4000);
+  const Bytes ds2 = after(run, {mla, 1, 1, kv_c, 528, Rows(48, 0x4040), 48, 528, 48, {0}});
+  Bytes ds2_want(ds_want.begin(), ds_want.begin() + 528);
+  const Bytes t1 = repeat({0x00, 0x40}, 16), t2 = repeat({0x40, 0x40}, 48);
+  ds2_want.insert(ds2_want.end(), t1.begin(), t1.end());
+  ds2_want.insert(ds2_want.end(), t2.begin(), t2.end());
+  ds2_want.resize(ds2.size(), kFill);
+  EXPECT_EQ(ds2, ds2_want);
+
+  // Refusals, in the §8.2 order; nothing written. The widths are checked with no row too.
+  expect_refused(run, {bf16, 1, 2, {}, 3, {}, 5, 0, 8, {}}, ErrorCode::kInvalidArgument, "kv_lora_rank");
+  expect_refused(run, {bf16, 1, 2, {}, 3, {}, 5, 4, 5, {}}, ErrorCode::kShapeMismatch, "rope_dim");
+  const Rows c3(3, 0x3F80), p5(5, 0x4000);
+  expect_refused(run, {bf16, 1, 2, c3, 3, p5, 5, 0, 8, {1}}, ErrorCode::kInvalidArgument, "kv_lora_rank");
+  expect_refused(run, {bf16, 1, 2, c3, 3, p5, 5, 3, 4, {1}}, ErrorCode::kShapeMismatch, "rope_dim");
+  expect_refused(run, {bf16, 1, 2, c3, 3, p5, 5, 3, 5, {1, 0}}, ErrorCode::kShapeMismatch, "kv_c");
+  expect_refused(run, {bf16, 1, 2, Rows(6, 0), 3, p5, 5, 3, 5, {1, 0}}, ErrorCode::kShapeMismatch, "k_pe");
+  expect_refused(run, {bf16, 1, 2, Rows(4, 0), 2, Rows(10, 0), 5, 3, 5, {1, 0}}, ErrorCode::kInvalidArgument, "kv_c");
+  expect_refused(run, {bf16, 1, 2, c3, 3, Rows(8, 0), 4, 3, 5, {1}}, ErrorCode::kInvalidArgument, "k_pe");
+  expect_refused(run, {bf16, 1, 2, c3, 3, p5, 5, 3, 5, {2}}, ErrorCode::kSlotOutOfRange, "slot_mapping[0]");
+  expect_refused(run, {bf16, 1, 2, Rows(6, 0), 3, Rows(10, 0), 5, 3, 5, {1, 1}}, ErrorCode::kDuplicateSlot,
+                 "slot_mapping[1]");
+}
+
+TEST(ConcatAndCacheMla, ReferenceKnownAnswers) {
+  known_answers([](const ConcatMlaArgs& a) {
+    ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, a.slot_mapping,
+                              {a.cache.base, static_cast<size_t>(a.cache.size_bytes)}, a.cache.layout.format,
+                              a.cache.layout.num_blocks, a.cache.layout.block_size);
+  });
+}
+
+class ConcatAndCacheMlaBackend : public testing::TestWithParam<std::shared_ptr<const Backend>> {};
+
+TEST_P(ConcatAndCacheMlaBackend, KnownAnswers) {
+  known_answers([&](const ConcatMlaArgs& a) { GetParam()->concat_and_cache_mla(a); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ConcatAndCacheMlaBackend, testing::ValuesIn(available_backends()),
+                         [](const auto& info) { return std::string(info.param->name()); });
+
+}  // namespace
+}  // namespace kvcheck
