@@ -1,4 +1,5 @@
-// Decoders of the store and round_trip targets: the store builder on the input bytes.
+// Decoders of the store, concat_and_cache_mla and round_trip targets: the store and
+// concat builders on the input bytes.
 #include "fuzzers/decoders.h"
 
 namespace kvcheck::fuzz {
@@ -10,23 +11,33 @@ void steer_values(ByteSource& src, props::StoreScenario& s) {
   for (size_t i = 0; i < s.kv.size() && src.remaining() >= 2; ++i) s.kv[i] = src.u16();
 }
 
+// A drawn scenario made a case: no work split (see decoders.h); 0-4 valid, 5-6 one
+// fault of `inject`, 7 raw slots; then the values steered.
+props::StoreFaultScenario faulted(ByteSource& src, props::StoreScenario s,
+                                  void (*inject)(props::Source&, props::StoreFaultScenario&)) {
+  props::StoreFaultScenario c{std::move(s), "", std::nullopt};
+  c.scenario.threads = 0;
+  const int64_t kind = src.range(0, 7);
+  if (kind == 5 || kind == 6) {
+    inject(src, c);
+  } else if (kind == 7) {
+    props::StoreScenario& sc = c.scenario;
+    const int64_t num_slots = int64_t{sc.shape.num_blocks} * sc.shape.block_size;
+    sc.slot_mapping = props::raw_slot_mapping(src, num_slots, static_cast<int64_t>(sc.slot_mapping.size()));
+    c.fault = "raw slot_mapping";
+  }
+  steer_values(src, c.scenario);  // kv_c, and k_pe's values through its view or copy
+  return c;
+}
+
 }  // namespace
 
 props::StoreFaultScenario decode_store(ByteSource& src) {
-  props::StoreFaultScenario c;
-  c.scenario = props::build_store_scenario(src, props::build_cache_shape(src));
-  props::StoreScenario& s = c.scenario;
-  s.threads = 0;  // no work split: see decoders.h
-  const int64_t kind = src.range(0, 7);  // 0-4: valid, 5-6: one fault, 7: raw slots
-  if (kind == 5 || kind == 6) {
-    props::inject_store_fault(src, c);
-  } else if (kind == 7) {
-    const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
-    s.slot_mapping = props::raw_slot_mapping(src, num_slots, static_cast<int64_t>(s.slot_mapping.size()));
-    c.fault = "raw slot_mapping";
-  }
-  steer_values(src, s);
-  return c;
+  return faulted(src, props::build_store_scenario(src, props::build_cache_shape(src)), props::inject_store_fault);
+}
+
+props::StoreFaultScenario decode_concat_and_cache_mla(ByteSource& src) {
+  return faulted(src, props::build_concat_scenario(src), props::inject_concat_fault);
 }
 
 props::StoreScenario decode_round_trip(ByteSource& src) {

@@ -74,14 +74,15 @@ std::string user_plugins_unavailable() {
 }
 
 std::shared_ptr<const Backend> contract_backend(const std::shared_ptr<const Backend>& writer,
-                                                const std::shared_ptr<const Backend>& reader) {
-  // One object per pair and process: the campaign and its children name it alike.
+                                                const std::shared_ptr<const Backend>& reader,
+                                                const ContractScope& scope) {
+  // One object per pair, scope and process: the campaign and its children name it alike.
   static std::mutex m;
   static std::vector<std::shared_ptr<const ContractBackend>> made;
   const std::lock_guard<std::mutex> lock(m);
   for (const auto& c : made)
-    if (&c->writer() == writer.get() && &c->reader() == reader.get()) return c;
-  made.push_back(std::make_shared<const ContractBackend>(writer, reader));
+    if (&c->writer() == writer.get() && &c->reader() == reader.get() && c->scope() == scope) return c;
+  made.push_back(std::make_shared<const ContractBackend>(writer, reader, scope));
   return made.back();
 }
 

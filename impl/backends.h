@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impl/backend.h"
+#include "impl/contract_backend.h"
 
 namespace kvcheck {
 
@@ -22,9 +23,11 @@ std::vector<std::shared_ptr<const Backend>> available_backends(
 std::string user_plugins_unavailable();
 
 /// The writer x reader contract backend of two backends (impl/contract_backend.h),
-/// one object per pair in this process.
+/// one object per pair and scope in this process (the default scope: everything both
+/// take).
 std::shared_ptr<const Backend> contract_backend(const std::shared_ptr<const Backend>& writer,
-                                                const std::shared_ptr<const Backend>& reader);
+                                                const std::shared_ptr<const Backend>& reader,
+                                                const ContractScope& scope = {});
 
 /// The backend called `name`, or for "<writer>-to-<reader>" (two backends here) their
 /// contract backend; throws Error(kUnsupported) with its probe's reason when

@@ -3,6 +3,7 @@
 #include "impl/capabilities.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <string>
 #include <utility>
@@ -108,6 +109,36 @@ bool BackendCapabilities::supports_head_dim(int64_t d) const {
   for (int32_t h : head_dims)
     if (h == d) return true;
   return false;
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+uint32_t format_bit_by_name(const std::string& name) {
+  std::vector<std::pair<int, std::string>> names = {{KVCHECK_FORMAT_BF16, "BF16"}, {KVCHECK_FORMAT_OTHER, "OTHER"}};
+  for (const auto& [format, id] : named_abi_formats()) names.emplace_back(id, format.name);
+  std::sort(names.begin(), names.end());
+  std::string known;
+  for (const auto& [id, n] : names) {
+    if (lower(n) == lower(name)) return KVCHECK_FORMAT_BIT(id);
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "no paged format '" + name + "'; known: " + known);
+}
+
+uint32_t kv_dtype_bit_by_name(const std::string& name) {
+  std::string known;
+  for (KvDtype d : kvcheck::kv_dtypes()) {
+    if (to_string(d) == lower(name)) return 1u << static_cast<int>(d);
+    known += (known.empty() ? "" : ", ") + to_string(d);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "no K/V cache dtype '" + name + "'; known: " + known);
 }
 
 std::string BackendCapabilities::restrictions() const {

@@ -18,6 +18,14 @@ namespace kvcheck {
 /// 8..4096 elements in steps of 8, else KVCHECK_FORMAT_OTHER.
 int abi_format(const KVCacheFormat& f);
 
+/// The capability bit of a paged format named as in kvcheck_format: "V41" ...
+/// "FP8_POW2SF_INDEX", "BF16" (any BF16(E)), "OTHER" (custom records); case-insensitive.
+/// Throws kInvalidArgument naming the known names.
+uint32_t format_bit_by_name(const std::string& name);
+/// The capability bit (1 << KvDtype) of a K/V cache dtype: "bf16", "fp16", "e4m3",
+/// "e5m2" (case-insensitive). Throws kInvalidArgument naming the known names.
+uint32_t kv_dtype_bit_by_name(const std::string& name);
+
 /// What a backend can run; properties skip (and report) what it cannot, and the
 /// generators draw only formats, K/V dtypes and block sizes inside it (the fields
 /// mirror kvcheck_capabilities of include/kvcheck/backend_abi.h).

@@ -12,13 +12,13 @@ constexpr uint32_t kWriterOps = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_STORE_KV 
 constexpr uint32_t kReaderOps = KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_GATHER_KV |
                                 KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE;
 
-BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities& r) {
+BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities& r, const ContractScope& scope) {
   BackendCapabilities c;
   c.ops = (w.ops & kWriterOps) | (r.ops & kReaderOps);
   if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
     c.ops &= ~KVCHECK_OP_ANY_BLOCK_STRIDE;  // a stride both must take
-  c.formats = w.formats & r.formats;
-  c.kv_dtypes = w.kv_dtypes & r.kv_dtypes;
+  c.formats = w.formats & r.formats & scope.formats;
+  c.kv_dtypes = w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes;
   c.block_size_multiple = std::lcm(std::max(w.block_size_multiple, 1), std::max(r.block_size_multiple, 1));
   c.max_block_size = w.max_block_size == 0   ? r.max_block_size
                      : r.max_block_size == 0 ? w.max_block_size
@@ -59,11 +59,13 @@ std::string contract_name(std::string_view w, std::string_view r) {
 
 bool is_contract_op(std::string_view op) { return op == "round_trip" || op == "kv_step"; }
 
-ContractBackend::ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader)
+ContractBackend::ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader,
+                                 ContractScope scope)
     : writer_(std::move(writer)),
       reader_(std::move(reader)),
       name_(contract_name(writer_->name(), reader_->name())),
-      caps_(both(writer_->capabilities(), reader_->capabilities())) {}
+      scope_(scope),
+      caps_(both(writer_->capabilities(), reader_->capabilities(), scope_)) {}
 
 bool ContractBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
   const bool w = writer_->set_test_parallelism(max_threads, min_bytes_per_thread);

@@ -18,9 +18,20 @@ namespace kvcheck {
 /// block sizes both take, the writer's recipes; host memory only when both are. A
 /// family (paged, K/V) whose formats, dtypes, head_dims or block sizes do not overlap
 /// loses its operations. Every other operation is kUnsupported.
+/// The part of a pair's formats and K/V dtypes a contract run covers (`kvcheck contract
+/// --format / --kv-dtype`): masks ANDed into the pair's capabilities, so the generators
+/// draw only those; a family left with none loses its operations (its rows are then
+/// not exercised).
+struct ContractScope {
+  uint32_t formats = ~0u;    // KVCHECK_FORMAT_BIT bits
+  uint32_t kv_dtypes = ~0u;  // 1 << KvDtype bits
+  bool operator==(const ContractScope&) const = default;
+};
+
 class ContractBackend final : public Backend {
  public:
-  ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader);
+  ContractBackend(std::shared_ptr<const Backend> writer, std::shared_ptr<const Backend> reader,
+                  ContractScope scope = {});
   std::string_view name() const override { return name_; }
   BackendCapabilities capabilities() const override { return caps_; }
   bool set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const override;
@@ -41,10 +52,14 @@ class ContractBackend final : public Backend {
 
   const Backend& writer() const { return *writer_; }
   const Backend& reader() const { return *reader_; }
+  const std::shared_ptr<const Backend>& writer_ptr() const { return writer_; }
+  const std::shared_ptr<const Backend>& reader_ptr() const { return reader_; }
+  const ContractScope& scope() const { return scope_; }
 
  private:
   std::shared_ptr<const Backend> writer_, reader_;
   std::string name_;
+  ContractScope scope_;
   BackendCapabilities caps_;
 };
 

@@ -98,8 +98,11 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
     return loc;
   }
   const int64_t per_element_bits = f.bits_per_element();
+  const int64_t block_base = loc.block * stride;
   if (f.token_interleaved) {
     loc.token = r / bpt;
+    loc.data_start = block_base + loc.token * bpt;
+    loc.scale_start = loc.data_start + qb;
     const int64_t o = r % bpt;
     if (o < qb) {
       loc.index = o * 8 / per_element_bits;
@@ -110,14 +113,18 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
       loc.kind = CacheByteLocation::Kind::kTail;
       loc.index = f.quantized_elements() + (o - qb - sfb) / 2;
     }
-  } else if (r < int64_t{block_size} * qb) {
-    loc.token = r / qb;
-    loc.index = (r % qb) * 8 / per_element_bits;
   } else {
-    const int64_t s = r - int64_t{block_size} * qb;
-    loc.kind = CacheByteLocation::Kind::kScale;
-    loc.token = s / sfb;
-    loc.index = (s % sfb) / scale_unit_bytes(f);
+    if (r < int64_t{block_size} * qb) {
+      loc.token = r / qb;
+      loc.index = (r % qb) * 8 / per_element_bits;
+    } else {
+      const int64_t s = r - int64_t{block_size} * qb;
+      loc.kind = CacheByteLocation::Kind::kScale;
+      loc.token = s / sfb;
+      loc.index = (s % sfb) / scale_unit_bytes(f);
+    }
+    loc.data_start = block_base + loc.token * qb;
+    loc.scale_start = block_base + int64_t{block_size} * qb + loc.token * sfb;
   }
   return loc;
 }
@@ -163,11 +170,7 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
       // and a reader that disagree on a scale encoding differ there first in meaning).
       if (f.is_quantized()) {
         const int64_t g = loc.index / f.elements_per_sf, w = scale_unit_bytes(f);
-        const int64_t base = loc.block * layout.block_stride;
-        const int64_t at = f.token_interleaved ? base + loc.token * f.bytes_per_token() + f.quantized_bytes() + g * w
-                                               : base + int64_t{layout.block_size} * f.quantized_bytes() +
-                                                     loc.token * f.sf_bytes() + g * w;
-        const auto s = static_cast<size_t>(at);
+        const auto s = static_cast<size_t>(loc.scale_start + g * w);
         if (s + static_cast<size_t>(w) <= expected.size() && std::memcmp(&expected[s], &actual[s], static_cast<size_t>(w)) != 0) {
           exp += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &expected[s]));
           act += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &actual[s]));
@@ -186,8 +189,8 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
       break;
     }
     case CacheByteLocation::Kind::kTail: {
-      const size_t start = static_cast<size_t>(loc.block * layout.block_stride + loc.token * f.bytes_per_token() +
-                                               f.tail_offset() + 2 * (loc.index - f.quantized_elements()));
+      const size_t start =
+          static_cast<size_t>(loc.data_start + f.tail_offset() + 2 * (loc.index - f.quantized_elements()));
       where = fmt::format("block {}, token {} (slot {}), BF16 tail element {} (row element {})", loc.block, loc.token,
                           loc.block * layout.block_size + loc.token, loc.index - f.quantized_elements(), loc.index);
       exp = decode_data(QuantizedDtype::kNone, &expected[start]);

@@ -20,6 +20,10 @@ struct CacheByteLocation {
   Kind kind = Kind::kData;
   int64_t index = 0;  // data element (e2m1: the low element of the byte), scale group, or
                       // the row element a BF16 tail byte holds
+  // Byte offsets of the token's data and of its scales in the buffer (-1 for padding):
+  // every decoder of the token's bytes starts from these (a tail from data_start).
+  int64_t data_start = -1;
+  int64_t scale_start = -1;
 };
 
 /// Decodes a byte offset with the SPEC §3 formulas (written here, independent of impl/).

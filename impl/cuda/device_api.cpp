@@ -196,9 +196,12 @@ void store_kv_cache(const DeviceCache& cache, const StoreArgs& args, const Launc
   check_launch(launch_store(cache, args, nullptr, opts));
 }
 
-PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& args, DeviceStatus* status,
-                                    void* workspace, const LaunchOptions& opts) {
-  store_shape(cache, args, true);
+namespace {
+
+/// A checked store's device part (store_kv_cache and concat_and_cache_mla, after their
+/// host checks): the slot validation kernel, then the store kernel, which skips on error.
+PendingCheck checked_store(const DeviceCache& cache, const StoreArgs& args, DeviceStatus* status, void* workspace,
+                           const LaunchOptions& opts) {
   if (args.num_tokens == 0) return {};
   if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
   reset(status, opts);
@@ -207,8 +210,6 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
   check_launch(launch_store(cache, args, status, opts));
   return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
 }
-
-namespace {
 
 /// The §8.2 host checks (validate_concat_mla_shape, on the device view), then the args
 /// as a two-source store.
@@ -223,20 +224,19 @@ StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layo
 
 }  // namespace
 
+PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& args, DeviceStatus* status,
+                                    void* workspace, const LaunchOptions& opts) {
+  store_shape(cache, args, true);
+  return checked_store(cache, args, status, workspace, opts);
+}
+
 void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, const LaunchOptions& opts) {
   check_launch(launch_store(cache, concat_store_args(cache, args, false), nullptr, opts));
 }
 
 PendingCheck concat_and_cache_mla_checked(const DeviceCache& cache, const ConcatArgs& args, DeviceStatus* status,
                                           void* workspace, const LaunchOptions& opts) {
-  const StoreArgs s = concat_store_args(cache, args, true);
-  if (args.num_tokens == 0) return {};
-  if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
-  reset(status, opts);
-  check_launch(launch_validate_slots({}, s.slot_mapping, s.num_tokens, cache.layout.num_slots(),
-                                     static_cast<unsigned long long*>(workspace), status, opts));
-  check_launch(launch_store(cache, s, status, opts));
-  return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
+  return checked_store(cache, concat_store_args(cache, args, true), status, workspace, opts);
 }
 
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts) {

@@ -231,6 +231,24 @@ int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, 
                      stream, msg, size);
 }
 
+int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void* stream, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        HostMetadata host(stream);
+        kvcheck_concat_and_cache_mla_args h = *a;
+        h.slot_mapping = host(a->slot_mapping, a->num_tokens);
+        validate_concat_mla(plugin::from_abi(h));
+      }))
+    return s;
+  return call_bridge("concat_and_cache_mla",
+                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N}", "kv_c", addr(a->kv_c), "kv_c_rows",
+                                   (long long)a->kv_c_rows, "kv_c_row_stride", (long long)a->kv_c_row_stride, "k_pe",
+                                   addr(a->k_pe), "k_pe_rows", (long long)a->k_pe_rows, "k_pe_row_stride",
+                                   (long long)a->k_pe_row_stride, "kv_lora_rank", a->kv_lora_rank, "rope_dim",
+                                   a->rope_dim, "slot_mapping", addr(a->slot_mapping), "num_tokens",
+                                   (long long)a->num_tokens, "cache", paged_cache_fields(a->cache)),
+                     stream, msg, size);
+}
+
 int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
         HostMetadata host(stream);
@@ -334,6 +352,7 @@ std::string make_table(const char* spec) {
   if (ops & KVCHECK_OP_GATHER_KV) t.gather_kv = gather_kv;
   if (ops & KVCHECK_OP_STORE_KV_CACHE) t.store_kv_cache = store_kv_cache;
   if (ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE) t.load_paged_kv_cache = load_paged_kv_cache;
+  if (ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA) t.concat_and_cache_mla = concat_and_cache_mla;
   return "";
 }
 

@@ -20,6 +20,15 @@ def store(kv, slot_mapping, cache, layout):
             _record(cache, layout, slot)[:] = rows[i][:layout.quantized_bytes]
 
 
+def concat(kv_c, k_pe, slot_mapping, cache, layout):
+    """vLLM's concat_and_cache_mla (docs/spec.md §8.2): the record of slot_mapping[i] is
+    kv_c[i] then k_pe[i] (two BF16 tensors, views of one or not)."""
+    for i, slot in enumerate(slot_mapping):
+        if slot >= 0:
+            row = np.concatenate([kv_c[i], k_pe[i]])
+            _record(cache, layout, slot)[:] = row.view(np.uint8)
+
+
 def load(cache, layout, load_segments, total_k, out_data, out_scales):
     """Segments (src_block_id, src_begin, src_end, dst_offset): tokens [begin, end) of
     the block to rows dst_offset..; block -1 writes zero rows."""
@@ -32,4 +41,4 @@ def load(cache, layout, load_segments, total_k, out_data, out_scales):
                 row[:] = _record(cache, layout, block * layout.block_size + token)
 
 
-backend = kvcheck.Backend("numpy-paged", store=store, load=load, formats=("bf16",), kv_dtypes=())
+backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, formats=("bf16",), kv_dtypes=())

@@ -6,10 +6,12 @@ import re
 from . import _abi
 
 # The entries a Python backend may give, by keyword: its ABI op (the KVCHECK_OP_* bit).
-ENTRIES = {"store_kv": "store_kv", "gather_kv": "gather_kv", "store": "store_kv_cache", "load": "load_paged_kv_cache"}
+ENTRIES = {"store_kv": "store_kv", "gather_kv": "gather_kv", "store": "store_kv_cache", "load": "load_paged_kv_cache",
+           "concat": "concat_and_cache_mla"}
 # The property ops (`kvcheck run --list`) a backend's functions run: each function's
 # own, and those that need two of them.
-PROPERTY_OPS = {"store_kv": ["store_kv"], "gather_kv": ["gather_kv"], "store": ["store"], "load": ["load"]}
+PROPERTY_OPS = {"store_kv": ["store_kv"], "gather_kv": ["gather_kv"], "store": ["store"], "load": ["load"],
+                "concat": ["concat_and_cache_mla"]}
 PAIRED_OPS = {("store_kv", "gather_kv"): "kv_step", ("store", "load"): "round_trip"}
 
 
@@ -40,8 +42,9 @@ class Backend:
                 kv_cache_dtype, k_scale, v_scale, seq_starts, seq_starts_unit)
       store(kv, slot_mapping, cache, layout)        # SPEC §5.1, raw cache bytes
       load(cache, layout, load_segments, total_k, out_data, out_scales)   # SPEC §5.2
+      concat(kv_c, k_pe, slot_mapping, cache, layout)   # docs/spec.md §8.2, raw cache bytes
     kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
-    formats: the paged cache formats of store/load ('bf16', 'v41', ...);
+    formats: the paged cache formats of store/load/concat ('bf16', 'v41', ...);
     seq_starts: gather_kv honours seq_starts (else it is never sent them);
     block_size_multiple / max_block_size: declared limits (0 = none);
     recipe: the FP8 K/V store recipe store_kv implements ('spec', 'vllm' or 'sglang',
@@ -56,7 +59,7 @@ class Backend:
     its module and attribute name.
     """
 
-    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, device="host",
+    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, concat=None, device="host",
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0,
                  recipe="spec", head_dims=()):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
@@ -68,12 +71,13 @@ class Backend:
                              f"not {device!r}")
         self.device = device
         self.functions = {k: f for k, f in
-                          (("store_kv", store_kv), ("gather_kv", gather_kv), ("store", store), ("load", load)) if f}
+                          (("store_kv", store_kv), ("gather_kv", gather_kv), ("store", store), ("load", load),
+                           ("concat", concat)) if f}
         for key, f in self.functions.items():
             if not callable(f):
                 raise TypeError(f"kvcheck.Backend {name}: {key} is not callable")
         if not self.functions:
-            raise ValueError(f"kvcheck.Backend {name}: no function (store_kv, gather_kv, store or load)")
+            raise ValueError(f"kvcheck.Backend {name}: no function (store_kv, gather_kv, store, load or concat)")
         self.kv_dtypes = tuple(kv_dtypes)
         self.formats = tuple(formats)
         for d in self.kv_dtypes:

@@ -212,6 +212,15 @@ class _Views:
                       cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c))
 
     @staticmethod
+    def concat_and_cache_mla(backend, f, make):
+        c = f["cache"]
+        backend.concat(kv_c=make(f["kv_c"], "bf16", (f["kv_c_rows"], f["kv_lora_rank"]), (f["kv_c_row_stride"], 1),
+                                 False),
+                       k_pe=make(f["k_pe"], "bf16", (f["k_pe_rows"], f["rope_dim"]), (f["k_pe_row_stride"], 1), False),
+                       slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]),
+                       cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c))
+
+    @staticmethod
     def load_paged_kv_cache(backend, f, make):
         c = f["cache"]
         layout = _layout(c)

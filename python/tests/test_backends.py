@@ -128,11 +128,27 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     result = kvcheck_check(numpy_paged.backend, cases=100, seed=3)
     rows = {r["property"]: r for r in result.rows}
     for p in ("prop_store_matches_reference", "prop_load_matches_reference", "prop_round_trip_matches_reference",
-              "prop_load_invalid_metadata_throws_and_writes_nothing"):
+              "prop_load_invalid_metadata_throws_and_writes_nothing", "prop_concat_and_cache_mla_matches_reference",
+              "prop_concat_and_cache_mla_bad_input_is_error"):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
     # A BF16-only backend has no quantisation error to bound: not exercised, never drawn a V41 cache.
     bound = rows["prop_round_trip_error_within_bound"]
     assert bound["verdict"] == "not_run" and "no quantised format" in bound["why"], bound
+
+
+def concat_pe_first(kv_c, k_pe, slot_mapping, cache, layout):
+    # The two tensors in the wrong order: caught unless the split is in the middle of equal halves.
+    import numpy_paged
+    numpy_paged.concat(k_pe, kv_c, slot_mapping, cache, layout)
+
+
+concat_swapped = kvcheck.Backend("concat-swapped", concat=concat_pe_first, formats=("bf16",), kv_dtypes=())
+
+
+def test_a_concat_with_its_tensors_swapped_is_caught(kvcheck_check):
+    with pytest.raises(AssertionError, match="FAIL prop_concat_and_cache_mla_matches_reference") as caught:
+        kvcheck_check(concat_swapped, cases=50, seed=3)
+    assert "concat_and_cache_mla kv_lora_rank=" in str(caught.value)  # the decoded two-source case
 
 
 def test_a_python_reader_of_the_656_byte_record(kvcheck_check):

@@ -295,6 +295,11 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       }
     }
     backends = chosen;
+    // `kvcheck contract --format/--kv-dtype`: the pair narrowed to the formats asked for.
+    if (!(options.contract_scope == ContractScope{}))
+      for (auto& b : backends)
+        if (const ContractBackend* c = as_contract(*b))
+          b = contract_backend(c->writer_ptr(), c->reader_ptr(), options.contract_scope);
   } else if (options.contract_pairs) {
     // Every ordered pair of two backends here whose writer and reader meet in a
     // contract operation (docs/spec.md §6.2): what one writes, the other reads.

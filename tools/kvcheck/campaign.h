@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "impl/contract_backend.h"  // ContractScope
+
 namespace kvcheck::tool {
 
 struct CampaignOptions {
@@ -30,6 +32,7 @@ struct CampaignOptions {
   int shard_index = 0;                 // --shard I/N: 1-based I; 0 = the whole run
   int shard_count = 0;                 // N; 0 = the whole run
   bool contract_pairs = true;          // without `backends`: also every writer x reader pair (docs/spec.md §6.2)
+  ContractScope contract_scope;        // what the contract backends cover (`kvcheck contract --format/--kv-dtype`)
 };
 
 /// "I/N" (1 <= I <= N <= 10000) -> {I, N}; nullopt for anything else.

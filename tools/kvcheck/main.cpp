@@ -218,6 +218,13 @@ int main(int argc, char** argv) {
   contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file");
   contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories");
   contract_cmd->add_flag("--quiet", contract_quiet, "No progress line");
+  std::vector<std::string> contract_formats, contract_kv_dtypes;
+  contract_cmd->add_option("--format", contract_formats,
+                           "Only this paged format (repeatable): V41 ... FP8_POW2SF_INDEX, BF16, OTHER; the K/V rows "
+                           "then run only with --kv-dtype");
+  contract_cmd->add_option("--kv-dtype", contract_kv_dtypes,
+                           "Only this K/V cache dtype (repeatable): bf16, fp16, e4m3, e5m2; the paged rows then run "
+                           "only with --format");
 
   // The FP8 K/V store recipes of docs/spec.md §7.3.1 (tools/kvcheck/recipes.h).
   kvcheck::tool::RecipeDiffOptions recipe_diff;
@@ -274,6 +281,15 @@ int main(int argc, char** argv) {
         std::cerr << "kvcheck contract: " << e.what() << "\n";
         return 2;
       }
+    try {  // a family named by neither option is left out when the other is given
+      if (!contract_formats.empty() || !contract_kv_dtypes.empty()) contract.contract_scope = {0, 0};
+      for (const std::string& f : contract_formats) contract.contract_scope.formats |= kvcheck::format_bit_by_name(f);
+      for (const std::string& d : contract_kv_dtypes)
+        contract.contract_scope.kv_dtypes |= kvcheck::kv_dtype_bit_by_name(d);
+    } catch (const std::exception& e) {
+      std::cerr << "kvcheck contract: " << e.what() << "\n";
+      return 2;
+    }
     contract.backends = {kvcheck::contract_name(contract_writer, contract_reader)};
     contract.properties = {"round_trip", "kv_step"};
     contract.plugin_run = true;
