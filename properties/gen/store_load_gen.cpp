@@ -61,12 +61,12 @@ int64_t shape_block_stride(const CacheShape& s) {
   return s.block_stride != 0 ? s.block_stride : block_stride_for(s.format, s.block_size);
 }
 
-StoreScenario build_store_scenario(Source& src, const CacheShape& shape) {
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows) {
   StoreScenario s;
   s.shape = shape;
   const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
   const int64_t e = shape.format.elements;
-  s.far_row_stride = choose_far_row_stride(src);
+  s.far_row_stride = far_rows ? choose_far_row_stride(src) : 0;
   int64_t max_rows = std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96);
   if (s.far_row_stride > 0) max_rows = std::min<int64_t>(max_rows, 6);  // a few rows, far apart
   // Empty batches are rare (they write nothing); small ones are drawn at every size.
@@ -238,8 +238,7 @@ StoreScenario build_concat_scenario(Source& src) {
     if (generator_caps().supports_format(m)) mla.push_back(m);
   if (!mla.empty() && src.coin()) f = src.pick(std::span<const KVCacheFormat>(mla));
   if (f.elements < 2) f = KVCacheFormat::BF16(576);  // one element cannot be split
-  StoreScenario s = build_store_scenario(src, build_cache_shape(src, f));
-  s.far_row_stride = 0;
+  StoreScenario s = build_store_scenario(src, build_cache_shape(src, f), false);
   const int32_t e = f.elements, g = f.is_quantized() ? f.elements_per_sf : 8;
   int64_t lora = 0;
   switch (src.weighted({3, 2, 2, 2})) {

@@ -127,7 +127,9 @@ void from_json(const nlohmann::json& j, LoadFaultScenario& s);
 CacheShape build_cache_shape(Source& src);
 /// The same for a given format (block size, blocks, stride drawn).
 CacheShape build_cache_shape(Source& src, const KVCacheFormat& format);
-StoreScenario build_store_scenario(Source& src, const CacheShape& shape);
+/// far_rows false: never kv rows past 2^31 elements (the concat builder: its two
+/// sources are plain buffers), so the row count and values are drawn as for plain rows.
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows = true);
 LoadScenario build_load_scenario(Source& src, const CacheShape& shape);
 /// Out-of-range slot (SPEC §6 awkward values), kv one row short, row stride < E, or a
 /// duplicate slot.
