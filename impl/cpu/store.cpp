@@ -238,30 +238,30 @@ RowsFn pick_kernel(const KVCacheFormat& f, int64_t output_bytes) {
   throw Error(ErrorCode::kUnsupported, "cpu store: no kernel for format " + f.name);
 }
 
+/// A validated store of n rows (one source or two): the format's kernel, rows split
+/// across threads.
+void run_store(const StoreJob& job, int64_t n) {
+  if (n == 0) return;
+  const int64_t output_bytes = n * job.layout->format.bytes_per_token();
+  const RowsFn rows = pick_kernel(job.layout->format, output_bytes);
+  parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
+}
+
 }  // namespace
 
 void CpuBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
                                 const CacheView& cache) const {
   validate_store(kv, slot_mapping, cache);
-  const int64_t n = static_cast<int64_t>(slot_mapping.size());
-  if (n == 0) return;
-  const int64_t output_bytes = n * cache.layout.format.bytes_per_token();
-  const RowsFn rows = pick_kernel(cache.layout.format, output_bytes);
-  const StoreJob job{kv.data, kv.row_stride, slot_mapping.data(), cache.base, &cache.layout, cache.layout.paged()};
-  parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
+  run_store(StoreJob{kv.data, kv.row_stride, slot_mapping.data(), cache.base, &cache.layout, cache.layout.paged()},
+            static_cast<int64_t>(slot_mapping.size()));
 }
 
 void CpuBackend::concat_and_cache_mla(const ConcatMlaArgs& a) const {
   validate_concat_mla(a);
-  const int64_t n = static_cast<int64_t>(a.slot_mapping.size());
-  if (n == 0) return;
   const CacheView& cache = a.cache;
-  const int64_t output_bytes = n * cache.layout.format.bytes_per_token();
-  const RowsFn rows = pick_kernel(cache.layout.format, output_bytes);
-  const StoreJob job{a.kv_c.data,  a.kv_c.row_stride,     a.slot_mapping.data(), cache.base,
-                     &cache.layout, cache.layout.paged(), a.k_pe.data,          a.k_pe.row_stride,
-                     a.kv_lora_rank};
-  parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
+  run_store(StoreJob{a.kv_c.data, a.kv_c.row_stride, a.slot_mapping.data(), cache.base, &cache.layout,
+                     cache.layout.paged(), a.k_pe.data, a.k_pe.row_stride, a.kv_lora_rank},
+            static_cast<int64_t>(a.slot_mapping.size()));
 }
 
 }  // namespace kvcheck::cpu

@@ -14,7 +14,8 @@
 //
 // Every kernel reads a row through StoreArgs' two sources (concat_and_cache_mla,
 // docs/spec.md §8.2: elements [0, split) from kv, the rest from pe); launch_store makes a
-// one-source store a two-source one with split = E, so there is one code path.
+// one-source store a two-source one with split = E, so there is one code path; the
+// 16-byte paths are compiled for one source too (kTwo false), without the per-chunk select.
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
@@ -26,7 +27,11 @@ namespace {
 using dev::kThreads;
 
 /// 16-byte chunk c of row r (the vector paths: split % 8 == 0, both sources aligned).
+/// kTwo false (a one-source store): kv's row only, no per-chunk select — on the H200
+/// the select cost MXFP8_INDEX's store 8 points of the copy (64 % -> 56 %).
+template <bool kTwo>
 __device__ __forceinline__ const uint4* row_chunk(const StoreArgs& a, int64_t r, int64_t c) {
+  if constexpr (!kTwo) return reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c;
   const int64_t sc = a.split / 8;
   return c < sc ? reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c
                 : reinterpret_cast<const uint4*>(a.pe + r * a.pe_row_stride) + (c - sc);
@@ -92,7 +97,7 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
 constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
 
 /// E quantised elements, then T BF16 tail elements (T/8 <= kLanes 16-byte chunks).
-template <int E, int G, PagedDtype D, PagedSf S, int T>
+template <int E, int G, PagedDtype D, PagedSf S, int T, bool kTwo>
 __global__ void __launch_bounds__(kThreads)
     store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
@@ -120,9 +125,9 @@ __global__ void __launch_bounds__(kThreads)
       const bool live = r < a.num_tokens;
       slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(row_chunk(a, r, s * kLanes + sl)) : make_uint4(0, 0, 0, 0);
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(row_chunk<kTwo>(a, r, s * kLanes + sl)) : make_uint4(0, 0, 0, 0);
       if constexpr (kTailChunks > 0)
-        tail[u] = live && sl < kTailChunks ? __ldcs(row_chunk(a, r, kChunks + sl)) : make_uint4(0, 0, 0, 0);
+        tail[u] = live && sl < kTailChunks ? __ldcs(row_chunk<kTwo>(a, r, kChunks + sl)) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -200,7 +205,7 @@ __global__ void __launch_bounds__(kThreads)
 /// BF16 rows: kLanes lanes copy one row, kUnroll rows per trip; 16-byte accesses
 /// when kVec, with all of a trip's loads in flight first for rows of up to
 /// 2*kLanes chunks.
-template <int kLanes, bool kVec>
+template <int kLanes, bool kVec, bool kTwo>
 __global__ void __launch_bounds__(kThreads)
     store_copy_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   dev::pdl_wait();
@@ -223,7 +228,7 @@ __global__ void __launch_bounds__(kThreads)
           slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
 #pragma unroll
           for (int k = 0; k < 2; ++k)
-            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(row_chunk(a, r, sl + k * kLanes)) : make_uint4(0, 0, 0, 0);
+            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(row_chunk<kTwo>(a, r, sl + k * kLanes)) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -242,7 +247,7 @@ __global__ void __launch_bounds__(kThreads)
       if (slot < 0) continue;
       uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
       if constexpr (kVec) {
-        for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = __ldcs(row_chunk(a, r, c));
+        for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = __ldcs(row_chunk<kTwo>(a, r, c));
       } else {
         copy_row_range(dst, a, r, 0, L.elements, sl, kLanes);
       }
@@ -257,10 +262,11 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_per_cta - 1) / rows_per_cta); }
 
 template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
-std::string fixed(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o) {
+std::string fixed(const DeviceCache& c, const StoreArgs& a, bool two, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
-  return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T>,
-                          grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll), false, o, c, a, st);
+  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
+  return two ? dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, true>, g, false, o, c, a, st)
+                        : dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, false>, g, false, o, c, a, st);
 }
 
 template <PagedDtype D>
@@ -278,10 +284,13 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
 }
 
 template <int kLanes>
-std::string copy(const DeviceCache& c, const StoreArgs& a, const DeviceStatus* st, const LaunchOptions& o, bool vec) {
+std::string copy(const DeviceCache& c, const StoreArgs& a, bool two, const DeviceStatus* st, const LaunchOptions& o,
+                 bool vec) {
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
-  return vec ? dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true>, g, false, o, c, a, st)
-             : dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false>, g, false, o, c, a, st);
+  // The byte path reads through copy_row_range either way: kTwo matters on the 16-byte path only.
+  if (!vec) return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false, true>, g, false, o, c, a, st);
+  return two ? dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, true>, g, false, o, c, a, st)
+                        : dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, false>, g, false, o, c, a, st);
 }
 
 }  // namespace
@@ -291,7 +300,8 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   if (args.num_tokens == 0) return "";
   const PagedLayout& L = c.layout;
   StoreArgs a = args;
-  if (a.pe == nullptr) {  // one source: every element before the split
+  const bool two = args.pe != nullptr;  // concat_and_cache_mla (the flag, not pe == kv: k_pe may alias kv_c)
+  if (!two) {  // one source: every element before the split
     a.pe = a.kv;
     a.pe_row_stride = a.kv_row_stride;
     a.split = L.elements;
@@ -301,10 +311,10 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;
-    if (chunks <= 4) return copy<4>(c, a, st, o, v);
-    if (chunks <= 8) return copy<8>(c, a, st, o, v);
-    if (chunks <= 16) return copy<16>(c, a, st, o, v);
-    return copy<32>(c, a, st, o, v);
+    if (chunks <= 4) return copy<4>(c, a, two, st, o, v);
+    if (chunks <= 8) return copy<8>(c, a, two, st, o, v);
+    if (chunks <= 16) return copy<16>(c, a, two, st, o, v);
+    return copy<32>(c, a, two, st, o, v);
   }
   // The six quantised SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
   // data store (and FP8_DS_MLA's 16-byte tail stores) aligned once the cache base is 16-byte aligned. A custom format with a
@@ -319,17 +329,17 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   };
   using Dt = PagedDtype;
   using Sf = PagedSf;
-  if (is(Dt::kE4M3, Sf::kUE8M0, 512, 32)) return fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // V41
-  if (is(Dt::kE2M1, Sf::kE4M3, 512, 16)) return fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, st, o);   // V41_FP4
+  if (is(Dt::kE4M3, Sf::kUE8M0, 512, 32)) return fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, two, st, o);  // V41
+  if (is(Dt::kE2M1, Sf::kE4M3, 512, 16)) return fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, two, st, o);   // V41_FP4
   if (is(Dt::kE2M1, Sf::kUE8M0, 128, 32) && L.scale_token_stride % 4 == 0)
-    return fixed<128, 32, Dt::kE2M1, Sf::kUE8M0>(c, a, st, o);  // FP4_INDEX
+    return fixed<128, 32, Dt::kE2M1, Sf::kUE8M0>(c, a, two, st, o);  // FP4_INDEX
   if (is(Dt::kE4M3, Sf::kFP32, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
-    return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, st, o);  // FP8_FP32SF_INDEX
-  if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);  // MXFP8_INDEX
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, two, st, o);  // FP8_FP32SF_INDEX
+  if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, two, st, o);  // MXFP8_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2FloorFirst, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
-    return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, st, o);  // FP8_POW2SF_INDEX
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, two, st, o);  // FP8_POW2SF_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2, 512, 128, 64))
-    return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);  // FP8_DS_MLA
+    return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, two, st, o);  // FP8_DS_MLA
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);
