@@ -14,7 +14,9 @@
 // nothing). Decode rows are not gated (a launch of a few microseconds: noise).
 // --format / --tokens run one format / one size (for ncu). K/V family rows (SPEC §7,
 // "kv ..."; op "load" is gather_kv) follow the MLA formats, then copy_blocks (SPEC §8.1,
-// "copy ...": bytes = every copied block read and written).
+// "copy ...": bytes = every copied block read and written), then swap_blocks (docs/spec.md
+// §8.3, "swap ...": bytes = the bytes moved, the ratio to a cudaMemcpyAsync of them in
+// the same direction).
 // Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
 // rows (n <= 256), twice: each launch timed alone (event, launch, event, sync), median
 // of 200, and inside a CUDA graph as engines run decode (100 launches captured, the
@@ -136,7 +138,7 @@ int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::st
   std::ifstream in(file);
   std::vector<bench::PerfRow> measured;
   for (const Row& r : rows)
-    measured.push_back({r.op, r.format, r.tokens, r.block_size, r.gbps / copy_gbps, r.decode});
+    measured.push_back({r.op, r.format, r.tokens, r.block_size, r.decode ? r.gbps / copy_gbps : r.ratio, r.decode});
   try {
     const bench::PerfGateResult g =
         bench::check_perf_baseline(measured, nlohmann::json::parse(in), tolerance, this_device, file);
@@ -224,10 +226,19 @@ int main(int argc, char** argv) {
   if (!quick) sizes.push_back(262144);
   if (only_tokens > 0 && only_tokens <= max_tokens) sizes = {only_tokens};
   std::vector<KVCacheFormat> formats = supported_formats();
-  if (!only_format.empty())
-    formats = only_format.rfind("kv ", 0) == 0 || only_format.rfind("copy ", 0) == 0
-                  ? std::vector<KVCacheFormat>{}
-                  : std::vector{format_by_name(only_format)};
+  if (!only_format.empty()) {
+    if (only_format.rfind("kv ", 0) == 0 || only_format.rfind("copy ", 0) == 0 || only_format.rfind("swap ", 0) == 0) {
+      formats = {};
+    } else {
+      try {
+        formats = {format_by_name(only_format)};
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_cuda: --format %s: %s (a SPEC §2 format, BF16(E), or a row name such as "
+                     "\"kv bf16\", \"copy 2x32KiB\", \"swap h2d 64x4KiB\")\n", only_format.c_str(), e.what());
+        return 2;
+      }
+    }
+  }
   std::vector<Row> rows;
   std::mt19937_64 rng(1);
   for (const KVCacheFormat& f : formats) {
@@ -437,6 +448,60 @@ int main(int argc, char** argv) {
     for (void* p : {static_cast<void*>(d_base), static_cast<void*>(d_map), static_cast<void*>(d_status), d_ws})
       CK(cudaFree(p));
   }
+  // swap_blocks (docs/spec.md §8.3): half of a pool's blocks moved to another pool,
+  // 32 layers' K/V pages interleaved in src (64 views of 4 KiB, page-first, as a host
+  // swap space keeps them) into 64 layer-first tensors in dst; device->device, host->
+  // device (reload) and device->host (offload), the host pool page-locked. The ratio is
+  // to a cudaMemcpyAsync of the same bytes in the same direction, timed here (a
+  // contiguous copy: the copy engine's rate); bytes = the bytes moved, once.
+  struct SwapCase {
+    const char* name;
+    bool src_host, dst_host;
+  };
+  const SwapCase swap_cases[] = {{"swap d2d 64x4KiB", false, false},
+                                 {"swap h2d 64x4KiB", true, false},
+                                 {"swap d2h 64x4KiB", false, true}};
+  for (const SwapCase& sc : swap_cases) {
+    if (!only_format.empty() && only_format != sc.name) continue;
+    const int64_t tokens = quick ? 65536 : 262144, views_n = 64, record = 4096;
+    const int64_t num_blocks = tokens / 16 / 16;  // as the interleaved copy row
+    const int64_t src_stride = views_n * record, size = num_blocks * src_stride;
+    std::vector<int64_t> views;
+    for (int64_t v = 0; v < views_n; ++v) views.insert(views.end(), {v * record, v * num_blocks * record, record});
+    std::vector<int64_t> order(static_cast<size_t>(num_blocks)), mapping;
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t p = 0; p < num_blocks / 2; ++p)
+      mapping.insert(mapping.end(), {order[static_cast<size_t>(p)], order[static_cast<size_t>(num_blocks / 2 + p)]});
+    const auto alloc = [&](bool host) {
+      void* p = nullptr;
+      if (host)
+        CK(cudaMallocHost(&p, static_cast<size_t>(size)));
+      else
+        p = dmalloc(static_cast<size_t>(size));
+      CK(cudaMemset(p, 3, static_cast<size_t>(size)));
+      return static_cast<uint8_t*>(p);
+    };
+    uint8_t* src_pool = alloc(sc.src_host);
+    uint8_t* dst_pool = alloc(sc.dst_host);
+    auto* d_map = static_cast<int64_t*>(dmalloc(mapping.size() * 8));
+    CK(cudaMemcpy(d_map, mapping.data(), mapping.size() * 8, cudaMemcpyHostToDevice));
+    SwapBlocksArgs a;
+    a.src = src_pool;
+    a.src_pool = {size, num_blocks, src_stride, sc.src_host};
+    a.dst = dst_pool;
+    a.dst_pool = {size, num_blocks, record, sc.dst_host};
+    a.views = views;
+    a.block_mapping = {d_map, mapping.size()};
+    const double moved = static_cast<double>(views_n) * static_cast<double>(mapping.size() / 2) * record;
+    const double ms = time_batched([&] { cuda::swap_blocks(a, {s, false}); }, 20, s);
+    const double memcpy_ms = time_batched(
+        [&] { CK(cudaMemcpyAsync(dst_pool, src_pool, static_cast<size_t>(moved), cudaMemcpyDefault, s)); }, 20, s);
+    rows.push_back({"swap", sc.name, tokens, 16, moved, ms, moved / ms / 1e6, memcpy_ms / ms, false});
+    for (auto [p, host] : {std::pair<void*, bool>{src_pool, sc.src_host}, {dst_pool, sc.dst_host}})
+      CK(host ? cudaFreeHost(p) : cudaFree(p));
+    CK(cudaFree(d_map));
+  }
   CK(cudaStreamDestroy(s));
 
   std::printf("%-6s %-20s %7s %4s %12s %10s %9s %s\n", "op", "format", "tokens", "bs", "bytes", "us", "GB/s",
@@ -454,7 +519,8 @@ int main(int argc, char** argv) {
                      {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       j["rows"].push_back({{"op", r.op}, {"format", r.format}, {"tokens", r.tokens}, {"block_size", r.block_size},
-                           {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps}, {"ratio_to_copy", r.gbps / copy_gbps},
+                           {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps},
+                           {"ratio_to_copy", r.decode ? r.gbps / copy_gbps : r.ratio},
                            {"ratio_to_empty_kernel", r.ms / (r.timing == "graph" ? empty_graph_ms : empty_ms)},
                            {"decode", r.decode}, {"timing", r.timing}});
     std::ofstream out(json);

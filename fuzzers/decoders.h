@@ -22,6 +22,7 @@
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
 #include "properties/gen/copy_blocks_gen.h"
+#include "properties/gen/swap_blocks_gen.h"
 #include "properties/gen/format_gen.h"
 #include "properties/gen/index_gen.h"
 #include "properties/gen/kv_gen.h"
@@ -83,6 +84,10 @@ props::SlotMappingScenario decode_slot_mapping(ByteSource& src);
 /// in four gets an injected fault (its code known), one in eight raw mapping entries
 /// (the SPEC §8.1 rules decide).
 props::CopyBlocksScenario decode_copy_blocks(ByteSource& src);
+/// swap_blocks: the swap_blocks builder (properties/gen/swap_blocks_gen.h); one input
+/// in four gets an injected fault (its code known), one in eight raw mapping entries
+/// (the docs/spec.md §8.3 rules decide).
+props::SwapBlocksScenario decode_swap_blocks(ByteSource& src);
 
 /// format: props::build_format_scenario with any fields (valid, one field changed,
 /// arbitrary; gen/format_gen.h).

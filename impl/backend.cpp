@@ -21,6 +21,10 @@ void Backend::copy_blocks(const CopyBlocksArgs&) const {
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no copy_blocks (SPEC §8.1)");
 }
 
+void Backend::swap_blocks(const SwapBlocksArgs&) const {
+  throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no swap_blocks (docs/spec.md §8.3)");
+}
+
 void Backend::concat_and_cache_mla(const ConcatMlaArgs&) const {
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no concat_and_cache_mla (docs/spec.md §8.2)");
 }

@@ -98,6 +98,12 @@ class Backend {
   /// k_pe[i]. Throws (nothing written) kInvalidFormat, kInvalidArgument,
   /// kShapeMismatch, kSlotOutOfRange, kDuplicateSlot; default: kUnsupported.
   virtual void concat_and_cache_mla(const ConcatMlaArgs& args) const;
+
+  /// docs/spec.md §8.3 swap_blocks: every view's src block s to its dst block d for
+  /// each (s, d) of block_mapping without a -1, between two allocations (src only
+  /// read). Throws (nothing written) kInvalidArgument, kShapeMismatch,
+  /// kBlockOutOfRange, kBlockConflict; default: kUnsupported.
+  virtual void swap_blocks(const SwapBlocksArgs& args) const;
 };
 
 }  // namespace kvcheck

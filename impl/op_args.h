@@ -84,6 +84,31 @@ struct CopyBlocksArgs {
   std::span<const int64_t> block_mapping;
 };
 
+/// One side of swap_blocks (docs/spec.md §8.3): an allocation of size_bytes bytes
+/// whose blocks are block_stride bytes apart, num_blocks of them. `host`: where a DEVICE
+/// backend takes it (page-locked host memory, cudaMallocHost / cudaHostRegister; false:
+/// device memory); a host backend ignores it.
+struct BlockPool {
+  int64_t size_bytes = 0;
+  int64_t num_blocks = 0;
+  int64_t block_stride = 0;  // bytes
+  bool host = false;
+};
+
+/// swap_blocks (docs/spec.md §8.3): blocks moved between two allocations. views
+/// [num_views][3] int64 = (src_offset, dst_offset, block_bytes), bytes: view v's block b
+/// is [src_offset + b*src_pool.block_stride, +block_bytes) of src and [dst_offset +
+/// b*dst_pool.block_stride, +block_bytes) of dst; block_mapping [num_pairs][2] int64 =
+/// (src block, dst block), a pair with a -1 is padding. src is only read.
+struct SwapBlocksArgs {
+  const uint8_t* src = nullptr;
+  BlockPool src_pool;
+  uint8_t* dst = nullptr;
+  BlockPool dst_pool;
+  std::span<const int64_t> views;
+  std::span<const int64_t> block_mapping;
+};
+
 /// concat_and_cache_mla (docs/spec.md §8.2): the store row of token i is kv_c row i
 /// (kv_lora_rank elements) followed by k_pe row i (rope_dim elements), stored as
 /// store_kv_cache stores a row of E = kv_lora_rank + rope_dim elements (SPEC §5.1).

@@ -28,22 +28,24 @@ int64_t floor_div(int64_t a, int64_t b) {  // b > 0
   return a / b - (a % b != 0 && a < 0 ? 1 : 0);
 }
 
-/// Views (o1, b1), (o2, b2) of n >= 1 blocks share a byte that lies in different
-/// blocks of the two.
-bool straddles(int64_t o1, int64_t b1, int64_t o2, int64_t b2, int64_t stride, int64_t n) {
+}  // namespace
+
+bool views_straddle(int64_t o1, int64_t b1, int64_t o2, int64_t b2, int64_t stride, int64_t n) {
   const int64_t d = o2 - o1;  // both offsets are inside the allocation: no overflow
   const int64_t lo = std::max(floor_div(d - b1, stride) + 1, -(n - 1));  // smallest m > (d - b1) / S
   const int64_t hi = std::min(-floor_div(-(d + b2), stride) - 1, n - 1);  // largest m < (d + b2) / S
   return lo <= hi && (lo != 0 || hi != 0);
 }
 
+namespace {
+
 bool padding(int64_t src, int64_t dst) { return src == -1 || dst == -1; }
 
 }  // namespace
 
-Error copy_blocks_range_error(int64_t p, int k, int64_t value, int64_t num_blocks) {
-  return Error(ErrorCode::kBlockOutOfRange,
-               entry_name(p, k, value) + " is not in [0, num_blocks = " + to_string(num_blocks) + ")");
+Error copy_blocks_range_error(int64_t p, int k, int64_t value, int64_t num_blocks, const char* pool) {
+  return Error(ErrorCode::kBlockOutOfRange, entry_name(p, k, value) + " is not in [0, " + pool +
+                                                "num_blocks = " + to_string(num_blocks) + ")");
 }
 
 Error copy_blocks_duplicate_error(int64_t p, int64_t dst, int64_t q) {
@@ -82,7 +84,7 @@ void validate_copy_blocks_shape(const CopyBlocksArgs& a) {
   if (a.num_blocks == 0) return;
   for (size_t w = 1; w < n; ++w)
     for (size_t v = 0; v < w; ++v)
-      if (straddles(views[2 * v], views[2 * v + 1], views[2 * w], views[2 * w + 1], a.block_stride, a.num_blocks))
+      if (views_straddle(views[2 * v], views[2 * v + 1], views[2 * w], views[2 * w + 1], a.block_stride, a.num_blocks))
         bad(view_name(views, w) + " and " + view_name(views, v) + " put a byte in different blocks");
 }
 

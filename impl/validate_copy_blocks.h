@@ -23,6 +23,10 @@ void validate_copy_blocks_shape(const CopyBlocksArgs& a);
 /// nothing is read.
 void validate_copy_blocks_mapping(const CopyBlocksArgs& a);
 
+/// Views (o1, b1), (o2, b2) of n >= 1 blocks `stride` bytes apart share a byte that lies
+/// in different blocks of the two (SPEC §8.1 step 2's rule, in closed form).
+bool views_straddle(int64_t o1, int64_t b1, int64_t o2, int64_t b2, int64_t stride, int64_t n);
+
 /// validate_copy_blocks_shape, then validate_copy_blocks_mapping.
 void validate_copy_blocks(const CopyBlocksArgs& a);
 
@@ -34,7 +38,9 @@ std::vector<std::pair<int64_t, int64_t>> merge_aliased_views(std::span<const int
 /// The step-3 messages (the CUDA validation reports through them too): entry k (0 =
 /// src, 1 = dst) of pair p is not a block; pair p's dst is the dst of the earlier pair
 /// q; pair p's dst is the src of pair q.
-Error copy_blocks_range_error(int64_t p, int k, int64_t value, int64_t num_blocks);
+/// `pool` prefixes num_blocks in the message: "" (copy_blocks), "src." or "dst."
+/// (swap_blocks, docs/spec.md §8.3).
+Error copy_blocks_range_error(int64_t p, int k, int64_t value, int64_t num_blocks, const char* pool = "");
 Error copy_blocks_duplicate_error(int64_t p, int64_t dst, int64_t q);
 Error copy_blocks_source_error(int64_t p, int64_t dst, int64_t q);
 

@@ -4,8 +4,6 @@
 // each to its source's prior bytes), so a bug both sides share still shows.
 #include "properties/copy_blocks_check.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "include/kvcheck/backend_abi.h"
@@ -29,17 +27,6 @@ struct Allocation {
 
 CopyBlocksArgs args_of(const CopyBlocksScenario& s, uint8_t* base) {
   return {base, s.size_bytes, s.views, s.num_blocks, s.block_stride, s.block_mapping};
-}
-
-/// "" or where the bytes first differ, named as the allocation's byte (or a canary).
-std::string first_difference(const CopyBlocksScenario& s, const Buffer& want, const Buffer& got, const char* what) {
-  const auto m = std::mismatch(want.span().begin(), want.span().end(), got.span().begin());
-  if (m.first == want.span().end()) return "";
-  const int64_t at = (m.first - want.span().begin()) - kGuard;
-  const std::string where = at < 0 ? fmt::format("the canary band {} bytes before the allocation", -at)
-                            : at >= s.size_bytes ? fmt::format("the canary band {} bytes past the allocation", at - s.size_bytes)
-                                                 : fmt::format("allocation byte {}", at);
-  return fmt::format("{}: {}: expected 0x{:02x}, actual 0x{:02x}\n", what, where, *m.first, *m.second);
 }
 
 /// Bytes each view's destination blocks hold after a valid copy, worked out from the
@@ -91,13 +78,15 @@ Verdict check_copy_blocks(const Backend& b, const CopyBlocksScenario& s, unsigne
   std::string fail = expect_outcomes(s.fault, s.code, r, o, b.name());
   if ((invariants & kCopyErrorChangesNothing) && o.code && !unchanged)
     fail += "copy_blocks threw (" + o.message + ") but wrote: " +
-            first_difference(s, before.buf, be.buf, "first change");
+            first_framed_difference(s.size_bytes, before.buf, be.buf, "allocation", "first change");
   if (!o.code && !r.code) {
-    if (invariants & kCopyMatchesReference) fail += first_difference(s, ref.buf, be.buf, "against the reference");
+    if (invariants & kCopyMatchesReference)
+      fail += first_framed_difference(s.size_bytes, ref.buf, be.buf, "allocation", "against the reference");
     if (invariants & (kCopyTouchesOnlyDestinations | kCopyDestinationsAreSources)) {
       std::vector<bool> written;
       const Buffer want = expected_by_rule(s, before.buf, written);
-      const std::string diff = first_difference(s, want, be.buf, "against SPEC §8.1's rule");
+      const std::string diff =
+          first_framed_difference(s.size_bytes, want, be.buf, "allocation", "against SPEC §8.1's rule");
       if (!diff.empty()) {
         // Which invariant the first difference breaks: a byte no copy writes, or a
         // destination byte that is not its source's.

@@ -323,6 +323,17 @@ std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_
   return "";
 }
 
+std::string first_framed_difference(int64_t size, const Buffer& want, const Buffer& got, const char* name,
+                                    const char* what) {
+  const auto m = std::mismatch(want.span().begin(), want.span().end(), got.span().begin());
+  if (m.first == want.span().end()) return "";
+  const int64_t at = (m.first - want.span().begin()) - kGuardBytes;
+  const std::string where = at < 0       ? fmt::format("the canary band {} bytes before {}", -at, name)
+                            : at >= size ? fmt::format("the canary band {} bytes past {}", at - size, name)
+                                         : fmt::format("{} byte {}", name, at);
+  return fmt::format("{}: {}: expected 0x{:02x}, actual 0x{:02x}\n", what, where, *m.first, *m.second);
+}
+
 std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
                             const Outcome& be, std::string_view backend) {
   if (code) {

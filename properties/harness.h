@@ -194,6 +194,13 @@ std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_
 std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,
                             const Outcome& be, std::string_view backend);
 
+/// "" or where two framed copies of a buffer (kGuardBytes of canary each side, then
+/// `size` bytes) first differ: "<what>: <name> byte N: expected 0x.., actual 0x..", or
+/// the canary band N bytes before / past <name>. The block operations' checks report
+/// through it.
+std::string first_framed_difference(int64_t size, const Buffer& want, const Buffer& got, const char* name,
+                                    const char* what);
+
 /// The result of one check: the failure report ("" = every invariant held) and, when
 /// the backend threw kUnsupported, what it could not run (the fuzzers skip those).
 struct Verdict {

@@ -26,6 +26,7 @@ const Registry& registry() {
     register_kv_step_properties(r);
     register_far_offset_properties(r);
     register_copy_blocks_properties(r);
+    register_swap_blocks_properties(r);
     register_concat_and_cache_mla_properties(r);
     return r;
   }();

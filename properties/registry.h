@@ -69,6 +69,7 @@ void register_plan_properties(Registry& r);
 void register_slot_mapping_properties(Registry& r);
 void register_index_properties(Registry& r);
 void register_copy_blocks_properties(Registry& r);
+void register_swap_blocks_properties(Registry& r);
 void register_concat_and_cache_mla_properties(Registry& r);
 void register_prefill_properties(Registry& r);
 void register_kv_layout_properties(Registry& r);

@@ -71,6 +71,10 @@ class CountingBackend final : public Backend {
     ++calls_;
     b_.concat_and_cache_mla(args);
   }
+  void swap_blocks(const SwapBlocksArgs& args) const override {
+    ++calls_;
+    b_.swap_blocks(args);
+  }
 
  private:
   const Backend& b_;

@@ -673,6 +673,41 @@ void copy_blocks_seeds(const fs::path& root) {
   seed<S>(root, "copy_blocks", "raw-mapping", d, [](const S& s) { return s.fault == "raw block_mapping" && s.block_mapping.size() >= 6; });
 }
 
+void swap_blocks_seeds(const fs::path& root) {
+  using S = kvcheck::props::SwapBlocksScenario;
+  using L = kvcheck::props::CopyBlocksScenario::Layout;
+  using E = kvcheck::ErrorCode;
+  const std::string t = "swap_blocks";
+  const auto d = byte_decoder(kvcheck::fuzz::decode_swap_blocks);
+  const auto valid = [](const S& s) { return s.fault.empty() && s.block_mapping.size() >= 4; };
+  const auto has = [](const S& s, const char* what) { return s.fault.find(what) != std::string::npos; };
+  for (const std::string dir : {"device->device", "host->device", "device->host", "host->host"})
+    seed<S>(root, t, dir.substr(0, dir.find('-')) + "-to-" + dir.substr(dir.find('>') + 1), d,
+            [&, dir](const S& s) { return valid(s) && direction(s) == dir; });
+  seed<S>(root, t, "layer-first-to-page-first", d, [&](const S& s) {
+    return valid(s) && s.src.layout == L::kSeparate && s.dst.layout == L::kInterleaved && s.views.size() >= 12;
+  });
+  seed<S>(root, t, "padded-to-separate", d, [&](const S& s) {
+    return valid(s) && s.src.layout == L::kPadded && s.dst.layout == L::kSeparate;
+  });
+  seed<S>(root, t, "overlaid", d, [&](const S& s) { return valid(s) && s.dst.layout == L::kOverlaid; });
+  seed<S>(root, t, "padding-pair", d, [&](const S& s) {
+    for (size_t p = 0; p + 1 < s.block_mapping.size(); p += 2)
+      if (s.block_mapping[p] == -1 || s.block_mapping[p + 1] == -1) return valid(s);
+    return false;
+  });
+  seed<S>(root, t, "odd-block-bytes", d, [&](const S& s) { return valid(s) && s.views[2] % 2 == 1; });
+  seed<S>(root, t, "src-block-out-of-range", d, [&](const S& s) { return s.code == E::kBlockOutOfRange && has(s, "src entry"); });
+  seed<S>(root, t, "dst-block-out-of-range", d, [&](const S& s) { return s.code == E::kBlockOutOfRange && has(s, "dst entry"); });
+  seed<S>(root, t, "duplicate-destination", d, [&](const S& s) { return s.code == E::kBlockConflict; });
+  seed<S>(root, t, "src-past-allocation", d, [&](const S& s) { return s.code == E::kShapeMismatch && has(s, "src's"); });
+  seed<S>(root, t, "dst-past-allocation", d, [&](const S& s) { return s.code == E::kShapeMismatch && has(s, "dst's"); });
+  seed<S>(root, t, "view-straddles-dst-blocks", d, [&](const S& s) { return has(s, "one-byte view"); });
+  seed<S>(root, t, "two-sources-for-one-dst-byte", d, [&](const S& s) { return has(s, "one byte further on"); });
+  seed<S>(root, t, "dst-inside-src", d, [&](const S& s) { return s.dst_inside_src >= 0; });
+  seed<S>(root, t, "raw-mapping", d, [&](const S& s) { return s.fault == "raw block_mapping" && s.block_mapping.size() >= 6; });
+}
+
 void concat_and_cache_mla_seeds(const fs::path& root) {
   using S = kvcheck::props::StoreFaultScenario;
   using E = kvcheck::ErrorCode;
@@ -723,6 +758,7 @@ int main(int argc, char** argv) {
   slot_mapping_seeds(root);
   copy_blocks_seeds(root);
   concat_and_cache_mla_seeds(root);
+  swap_blocks_seeds(root);
   std::printf("gen_corpus: wrote %d seeds under %s (%d features not found)\n", g_written,
               root.c_str(), g_missing);
   return g_missing == 0 ? 0 : 1;

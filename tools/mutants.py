@@ -63,8 +63,10 @@ MUTANTS = os.path.join(ROOT, "mutants")
 # Which fuzz targets reach a source file (by path prefix); default: store, load, round_trip.
 FUZZ_TARGETS = [
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
-    ("impl/cuda/copy_blocks", ["copy_blocks"]),
-    ("impl/validate_copy_blocks", ["copy_blocks"]),
+    ("impl/cuda/copy_blocks", ["copy_blocks", "swap_blocks"]),
+    ("impl/validate_copy_blocks", ["copy_blocks", "swap_blocks"]),
+    ("impl/cpu/swap_blocks", ["swap_blocks"]),
+    ("impl/validate_swap_blocks", ["swap_blocks"]),
     ("impl/cpu/store_kv", ["store_kv"]),
     ("impl/cpu/gather_kv", ["gather_kv"]),
     ("impl/cpu/store", ["store", "round_trip", "prefill", "concat_and_cache_mla"]),
@@ -90,8 +92,10 @@ FUZZ_TARGETS = [
 # prefix); default: the whole property layer.
 PROPERTY_OPS = [
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
-    ("impl/cuda/copy_blocks", ["copy_blocks"]),
-    ("impl/validate_copy_blocks", ["copy_blocks"]),
+    ("impl/cuda/copy_blocks", ["copy_blocks", "swap_blocks"]),
+    ("impl/validate_copy_blocks", ["copy_blocks", "swap_blocks"]),
+    ("impl/cpu/swap_blocks", ["swap_blocks"]),
+    ("impl/validate_swap_blocks", ["swap_blocks"]),
     ("impl/cpu/store_kv", ["store_kv", "kv_step"]),
     ("impl/cpu/gather_kv", ["gather_kv", "kv_step"]),
     ("impl/cpu/store", ["store", "round_trip", "prefill", "concat_and_cache_mla"]),

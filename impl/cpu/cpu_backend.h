@@ -43,6 +43,8 @@ class CpuBackend final : public Backend {
   void gather_kv(const GatherKvArgs& args) const override;
   // impl/cpu/copy_blocks.cpp
   void copy_blocks(const CopyBlocksArgs& args) const override;
+  // impl/cpu/swap_blocks.cpp
+  void swap_blocks(const SwapBlocksArgs& args) const override;
 };
 
 }  // namespace kvcheck::cpu

@@ -21,6 +21,7 @@
 #include "impl/kv_layout.h"
 #include "impl/validate_cache.h"
 #include "impl/validate_copy_blocks.h"
+#include "impl/validate_swap_blocks.h"
 #include "impl/validate_errors.h"
 #include "impl/validate_index.h"
 #include "impl/validate_kv.h"
@@ -124,7 +125,11 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
                                             v[5] ? std::optional(i32(v[6])) : std::nullopt);
     case Check::kKvTableEntry:
       return gather_table_entry_error(static_cast<KvTableRule>(v[3]), v[0], v[1], i32(v[2]), i32(v[4]), v[5], v[6]);
-    case Check::kCopyRange: return copy_blocks_range_error(v[0], static_cast<int>(v[1]), v[2], pc.ctx[0]);
+    case Check::kCopyRange:
+      // copy_blocks: ctx[0] = num_blocks; swap_blocks: ctx[k] = its pool's num_blocks.
+      if (pc.op == static_cast<int32_t>(CheckedOp::kSwapBlocks))
+        return copy_blocks_range_error(v[0], static_cast<int>(v[1]), v[2], pc.ctx[v[1]], v[1] == 0 ? "src." : "dst.");
+      return copy_blocks_range_error(v[0], static_cast<int>(v[1]), v[2], pc.ctx[0]);
     case Check::kCopyDuplicate: return copy_blocks_duplicate_error(v[0], v[1], v[2]);
     case Check::kCopySource: return copy_blocks_source_error(v[0], v[1], v[2]);
     case Check::kNone: break;
@@ -436,19 +441,20 @@ PendingCheck gather_kv_checked(const GatherKvArgs& a, DeviceStatus* status, cons
 
 namespace {
 
-/// Validates the views (host) and launches the copy of the merged views.
+/// Launches the copy of the merged views (validated on the host before).
 void launch_copy(const CopyBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
   const auto merged = merge_aliased_views(a.views);
   std::vector<int64_t> views;
-  for (const auto& [offset, bytes] : merged) views.insert(views.end(), {offset, bytes});
-  CopyBlocksLaunch l;
-  l.base = a.base;
+  for (const auto& [offset, bytes] : merged) views.insert(views.end(), {offset, offset, bytes});
+  BlockCopyLaunch l;
+  l.src = a.base;
+  l.dst = a.base;
   l.block_mapping = a.block_mapping.data();
   l.num_pairs = static_cast<int64_t>(a.block_mapping.size()) / 2;
-  l.block_stride = a.block_stride;
+  l.src_stride = l.dst_stride = a.block_stride;
   l.views = views.data();
   l.num_views = static_cast<int64_t>(merged.size());
-  check_launch(launch_copy_blocks(l, status, opts));
+  check_launch(launch_block_copy(l, status, opts));
 }
 
 }  // namespace
@@ -473,10 +479,90 @@ PendingCheck copy_blocks_checked(const CopyBlocksArgs& args, DeviceStatus* statu
   if (workspace == nullptr && args.num_blocks > 0)
     throw Error(ErrorCode::kInvalidArgument, "a checked copy_blocks needs a workspace");
   reset(status, opts);
-  check_launch(launch_validate_copy_blocks(args.block_mapping.data(), pairs, args.num_blocks,
-                                           static_cast<unsigned long long*>(workspace), status, opts));
+  check_launch(launch_validate_block_mapping(args.block_mapping.data(), pairs, args.num_blocks, args.num_blocks, true,
+                                             static_cast<unsigned long long*>(workspace), status, opts));
   launch_copy(args, status, opts);
   return {status, static_cast<int32_t>(CheckedOp::kCopyBlocks), {args.num_blocks, 0, 0}, {}};
+}
+
+// ---- swap_blocks ----
+
+namespace {
+
+/// The address a kernel reaches `p` at: a pool flagged host must be page-locked host
+/// memory (its mapped address), any other device memory; else kInvalidArgument, since
+/// a kernel touching pageable memory faults the whole context.
+template <typename T>
+T* reachable(T* p, bool host, const char* name) {
+  if (p == nullptr) return p;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it
+    attr.type = cudaMemoryTypeUnregistered;
+  }
+  const std::string n = name;
+  if (host) {
+    if (attr.type != cudaMemoryTypeHost || attr.devicePointer == nullptr)
+      throw Error(ErrorCode::kInvalidArgument, n + " is flagged host but is not page-locked host memory "
+                                                   "(cudaMallocHost or cudaHostRegister it)");
+    return static_cast<T*>(attr.devicePointer);
+  }
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    throw Error(ErrorCode::kInvalidArgument,
+                n + " is not device memory (set " + n + "_host for page-locked host memory)");
+  return p;
+}
+
+void launch_swap(const SwapBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
+  const auto merged = merge_swap_views(a.views);
+  std::vector<int64_t> views;
+  for (const auto& v : merged) views.insert(views.end(), v.begin(), v.end());
+  BlockCopyLaunch l;
+  l.src = reachable(a.src, a.src_pool.host, "src");
+  l.dst = reachable(a.dst, a.dst_pool.host, "dst");
+  l.block_mapping = a.block_mapping.data();
+  l.num_pairs = static_cast<int64_t>(a.block_mapping.size()) / 2;
+  l.src_stride = a.src_pool.block_stride;
+  l.dst_stride = a.dst_pool.block_stride;
+  l.views = views.data();
+  l.num_views = static_cast<int64_t>(merged.size());
+  check_launch(launch_block_copy(l, status, opts));
+}
+
+}  // namespace
+
+size_t swap_blocks_workspace_bytes(const SwapBlocksArgs& a) {
+  const BlockPool& d = a.dst_pool;
+  if (a.views.empty() || a.block_mapping.empty() || d.block_stride < 1 || d.num_blocks <= 0) return 0;
+  const int64_t fits = d.size_bytes / d.block_stride + 1;  // bounded as the rule bounds it
+  return count(std::min(d.num_blocks, fits)) * 8;
+}
+
+void swap_blocks(const SwapBlocksArgs& args, const LaunchOptions& opts) {
+  validate_swap_blocks_shape(args);
+  if (args.views.empty() || args.block_mapping.empty()) return;
+  launch_swap(args, nullptr, opts);
+}
+
+PendingCheck swap_blocks_checked(const SwapBlocksArgs& args, DeviceStatus* status, void* workspace,
+                                 const LaunchOptions& opts) {
+  validate_swap_blocks_shape(args);
+  const int64_t pairs = static_cast<int64_t>(args.block_mapping.size()) / 2;
+  if (pairs == 0 || args.views.empty()) return {};  // nothing to move, nothing read
+  // Where the pools live is known on the host: refused before anything is enqueued.
+  (void)reachable(args.src, args.src_pool.host, "src");
+  (void)reachable(args.dst, args.dst_pool.host, "dst");
+  if (workspace == nullptr && args.dst_pool.num_blocks > 0)
+    throw Error(ErrorCode::kInvalidArgument, "a checked swap_blocks needs a workspace");
+  reset(status, opts);
+  check_launch(launch_validate_block_mapping(args.block_mapping.data(), pairs, args.src_pool.num_blocks,
+                                             args.dst_pool.num_blocks, false,
+                                             static_cast<unsigned long long*>(workspace), status, opts));
+  launch_swap(args, status, opts);
+  return {status,
+          static_cast<int32_t>(CheckedOp::kSwapBlocks),
+          {args.src_pool.num_blocks, args.dst_pool.num_blocks, 0},
+          {}};
 }
 
 }  // namespace kvcheck::cuda

@@ -255,5 +255,25 @@ size_t copy_blocks_workspace_bytes(const CopyBlocksArgs& args);
 PendingCheck copy_blocks_checked(const CopyBlocksArgs& args, DeviceStatus* status, void* workspace,
                                  const LaunchOptions& opts);
 
+/// swap_blocks (docs/spec.md §8.3) between two allocations: args.src and args.dst are
+/// DEVICE pointers, or PAGE-LOCKED HOST pointers (cudaMallocHost, cudaHostRegisterMapped)
+/// where their pool's `host` is set — one kernel moves device->device, host->device and
+/// device->host, reading and writing host memory through its mapped address (it takes
+/// SMs, where a copy engine would not: an engine that overlaps its offload with compute
+/// may prefer cudaMemcpyBatchAsync). args.block_mapping is a DEVICE pointer,
+/// args.views HOST memory. Both entries validate the views on the host (steps 1-2,
+/// kvcheck::Error at once, nothing enqueued), and refuse with kInvalidArgument a pool
+/// not where its flag says (pageable memory would fault the context). Unchecked:
+/// block_mapping assumed valid.
+void swap_blocks(const SwapBlocksArgs& args, const LaunchOptions& opts);
+/// Bytes of scratch device memory swap_blocks_checked needs: 8 per dst block when it has
+/// views and pairs (dst.num_blocks bounded by dst's allocation), else 0.
+size_t swap_blocks_workspace_bytes(const SwapBlocksArgs& args);
+/// Checked: block_mapping validated on the device (step 3: the smallest failing
+/// position, the cpu's code and message) into `status`; the copy kernel skips on
+/// error, so a refusal writes nothing.
+PendingCheck swap_blocks_checked(const SwapBlocksArgs& args, DeviceStatus* status, void* workspace,
+                                 const LaunchOptions& opts);
+
 }  // namespace kvcheck::cuda
 #endif

@@ -122,22 +122,30 @@ enum class Check : int32_t {
 
 /// PendingCheck::op values.
 enum class CheckedOp : int32_t {
-  kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode, kStoreKv, kGatherKv, kCopyBlocks
+  kStore = 1, kLoad, kConvert, kCat, kExpand, kSwaDecode, kStoreKv, kGatherKv, kCopyBlocks, kSwapBlocks
 };
 
-/// copy_blocks (SPEC §8.1, copy_blocks.cu): DEVICE base and block_mapping
-/// [num_pairs][2]; `views` HOST [num_views][2] (offset, block_bytes), merged
-/// (impl/validate_copy_blocks.h: no two share a byte) and validated.
-struct CopyBlocksLaunch {
-  uint8_t* base = nullptr;
+/// copy_blocks (SPEC §8.1) and swap_blocks (docs/spec.md §8.3), copy_blocks.cu: src
+/// and dst DEVICE-reachable addresses (the same allocation for copy_blocks; a mapped
+/// page-locked host address for a swap's host side), DEVICE block_mapping
+/// [num_pairs][2]; `views` HOST [num_views][3] (src_offset, dst_offset, block_bytes),
+/// merged (impl/validate_copy_blocks.h, impl/validate_swap_blocks.h: no two write one
+/// byte) and validated.
+struct BlockCopyLaunch {
+  const uint8_t* src = nullptr;
+  uint8_t* dst = nullptr;
   const int64_t* block_mapping = nullptr;
-  int64_t num_pairs = 0, block_stride = 0;
+  int64_t num_pairs = 0, src_stride = 0, dst_stride = 0;
   const int64_t* views = nullptr;
   int64_t num_views = 0;
 };
-std::string launch_copy_blocks(const CopyBlocksLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
-/// The step-3 rules on the device: positions 2p / 2p+1; owner: 2*num_blocks uint64.
-std::string launch_validate_copy_blocks(const int64_t* block_mapping, int64_t num_pairs, int64_t num_blocks,
-                                       unsigned long long* owner, DeviceStatus* status, const LaunchOptions& opts);
+std::string launch_block_copy(const BlockCopyLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
+/// The block_mapping rules on the device: positions 2p / 2p+1, src entries in [0,
+/// src_blocks), dst in [0, dst_blocks), no dst twice and, when `no_dst_is_src`
+/// (copy_blocks, src_blocks == dst_blocks), no dst that is a src. owner: uint64
+/// [src_blocks + dst_blocks] with that rule, else [dst_blocks].
+std::string launch_validate_block_mapping(const int64_t* block_mapping, int64_t num_pairs, int64_t src_blocks,
+                                          int64_t dst_blocks, bool no_dst_is_src, unsigned long long* owner,
+                                          DeviceStatus* status, const LaunchOptions& opts);
 
 }  // namespace kvcheck::cuda

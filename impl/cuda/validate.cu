@@ -381,56 +381,61 @@ __global__ void swa_blame_kernel(const int32_t* start_len, int32_t width, int32_
   dev::pdl_trigger();
 }
 
-// ---- copy_blocks (SPEC §8.1): positions 2p (src) and 2p+1 (dst) of each pair ----
-// owner: [2][num_blocks] — the first pair copying FROM block b, then the first
-// writing it.
+// ---- copy_blocks (SPEC §8.1), swap_blocks (docs/spec.md §8.3): positions 2p (src)
+// and 2p+1 (dst) of each pair ----
+// owner: with no_dst_is_src (copy_blocks: one pool) [2][num_blocks] — the first pair
+// copying FROM block b, then the first writing it; else (swap_blocks: two pools)
+// [dst_blocks] — the first pair writing it.
 
 __device__ __forceinline__ bool copy_padding(int64_t src, int64_t dst) { return src == -1 || dst == -1; }
 __device__ __forceinline__ bool block_in_range(int64_t b, int64_t num_blocks) { return b >= 0 && b < num_blocks; }
 
 template <Pass P>
 __global__ void __launch_bounds__(kThreads)
-    copy_check_kernel(const int64_t* m, int64_t pairs, int64_t num_blocks, unsigned long long* owner,
-                      DeviceStatus* st) {
+    copy_check_kernel(const int64_t* m, int64_t pairs, int64_t src_blocks, int64_t dst_blocks, bool no_dst_is_src,
+                      unsigned long long* owner, DeviceStatus* st) {
   dev::pdl_wait();
-  unsigned long long* from = owner;
-  unsigned long long* to = owner + num_blocks;
+  unsigned long long* from = owner;  // no_dst_is_src only
+  unsigned long long* to = no_dst_is_src ? owner + src_blocks : owner;
   for (int64_t p = tid(); p < pairs; p += nthreads()) {
     const int64_t src = m[2 * p], dst = m[2 * p + 1];
     if (copy_padding(src, dst)) continue;
-    const bool src_ok = block_in_range(src, num_blocks), dst_ok = block_in_range(dst, num_blocks);
+    const bool src_ok = block_in_range(src, src_blocks), dst_ok = block_in_range(dst, dst_blocks);
     const auto me = static_cast<unsigned long long>(p);
     if (P == Pass::kClaim) {  // every claimant writes the same value
-      if (src_ok) from[src] = kUnowned;
-      if (dst_ok) from[dst] = to[dst] = kUnowned;
+      if (src_ok && no_dst_is_src) from[src] = kUnowned;
+      if (dst_ok) {
+        to[dst] = kUnowned;
+        if (no_dst_is_src) from[dst] = kUnowned;
+      }
     }
     if (P == Pass::kOwn) {
-      if (src_ok) atomicMin(&from[src], me);
+      if (src_ok && no_dst_is_src) atomicMin(&from[src], me);
       if (dst_ok) atomicMin(&to[dst], me);
     }
     if (P == Pass::kCompare) {
       if (!src_ok)
         flag(st, 2 * p);
-      else if (!dst_ok || to[dst] != me || from[dst] != kUnowned)
+      else if (!dst_ok || to[dst] != me || (no_dst_is_src && from[dst] != kUnowned))
         flag(st, 2 * p + 1);
     }
   }
   dev::pdl_trigger();
 }
 
-__global__ void copy_blame_kernel(const int64_t* m, int64_t num_blocks, const unsigned long long* owner,
-                                  DeviceStatus* st) {
+__global__ void copy_blame_kernel(const int64_t* m, int64_t src_blocks, int64_t dst_blocks, bool no_dst_is_src,
+                                  const unsigned long long* owner, DeviceStatus* st) {
   dev::pdl_wait();
   if (st->first != kStatusOk) {
     const int64_t p = static_cast<int64_t>(st->first) / 2, k = static_cast<int64_t>(st->first) % 2;
     const int64_t value = m[2 * p + k];
     st->v[0] = p;
-    if (k == 0 || !block_in_range(value, num_blocks)) {
+    if (k == 0 || !block_in_range(value, dst_blocks)) {
       st->check = static_cast<int32_t>(Check::kCopyRange);
       st->v[1] = k;
       st->v[2] = value;
     } else {
-      const unsigned long long first_dst = owner[num_blocks + value];
+      const unsigned long long first_dst = owner[(no_dst_is_src ? src_blocks : 0) + value];
       const bool duplicate = first_dst != static_cast<unsigned long long>(p);
       st->check = static_cast<int32_t>(duplicate ? Check::kCopyDuplicate : Check::kCopySource);
       st->v[1] = value;
@@ -512,17 +517,20 @@ std::string launch_validate_swa_decode(const int32_t* start_len, int32_t num_q, 
       [&] { return dev::launch_one_thread("swa_blame_kernel", swa_blame_kernel, o, start_len, width, ring_size, st); });
 }
 
-std::string launch_validate_copy_blocks(const int64_t* block_mapping, int64_t pairs, int64_t num_blocks,
-                                       unsigned long long* owner, DeviceStatus* st, const LaunchOptions& o) {
+std::string launch_validate_block_mapping(const int64_t* block_mapping, int64_t pairs, int64_t src_blocks,
+                                          int64_t dst_blocks, bool no_dst_is_src, unsigned long long* owner,
+                                          DeviceStatus* st, const LaunchOptions& o) {
   const int64_t g = grid(pairs);
   const auto pass = [&](auto kernel) {
-    return dev::launch("copy_check_kernel", kernel, g, o, block_mapping, pairs, num_blocks, owner, st);
+    return dev::launch("copy_check_kernel", kernel, g, o, block_mapping, pairs, src_blocks, dst_blocks, no_dst_is_src,
+                       owner, st);
   };
   return chain([&] { return pass(copy_check_kernel<Pass::kClaim>); },
                [&] { return pass(copy_check_kernel<Pass::kOwn>); },
                [&] { return pass(copy_check_kernel<Pass::kCompare>); },
                [&] {
-                 return dev::launch_one_thread("copy_blame_kernel", copy_blame_kernel, o, block_mapping, num_blocks,
+                 return dev::launch_one_thread("copy_blame_kernel", copy_blame_kernel, o, block_mapping, src_blocks,
+                                               dst_blocks, no_dst_is_src,
                                                static_cast<const unsigned long long*>(owner), st);
                });
 }

@@ -158,17 +158,53 @@ kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& c) {
           c.block_mapping.data(), static_cast<int64_t>(c.block_mapping.size())};
 }
 
+namespace {
+
+/// No span holds a negative count or a null pointer with entries: refused here, with
+/// the validators' code and wording (SPEC §8.1 / docs/spec.md §8.3 step 1).
+std::span<const int64_t> int64_entries(const int64_t* p, int64_t n, const char* what, int width) {
+  if (n < 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(what) + " has " + std::to_string(n) + " entries, not [n][" + std::to_string(width) + "]");
+  if (p == nullptr && n > 0) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is null");
+  return n > 0 ? std::span<const int64_t>(p, static_cast<size_t>(n)) : std::span<const int64_t>();
+}
+
+}  // namespace
+
 CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a) {
-  // No span holds a negative count or a null pointer with entries: refused here, with
-  // the validator's code and wording (SPEC §8.1 step 1).
-  const auto span = [](const int64_t* p, int64_t n, const char* what) {
-    if (n < 0)
-      throw Error(ErrorCode::kInvalidArgument, std::string(what) + " has " + std::to_string(n) + " entries, not [n][2]");
-    if (p == nullptr && n > 0) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is null");
-    return n > 0 ? std::span<const int64_t>(p, static_cast<size_t>(n)) : std::span<const int64_t>();
-  };
-  return {a.base,         a.size_bytes, span(a.views, a.views_entries, "views"), a.num_blocks,
-          a.block_stride, span(a.block_mapping, a.block_mapping_entries, "block_mapping")};
+  return {a.base,         a.size_bytes, int64_entries(a.views, a.views_entries, "views", 2), a.num_blocks,
+          a.block_stride, int64_entries(a.block_mapping, a.block_mapping_entries, "block_mapping", 2)};
+}
+
+kvcheck_swap_blocks_args to_abi(const SwapBlocksArgs& c) {
+  kvcheck_swap_blocks_args a{};
+  a.src = c.src;
+  a.src_size_bytes = c.src_pool.size_bytes;
+  a.src_num_blocks = c.src_pool.num_blocks;
+  a.src_block_stride = c.src_pool.block_stride;
+  a.dst = c.dst;
+  a.dst_size_bytes = c.dst_pool.size_bytes;
+  a.dst_num_blocks = c.dst_pool.num_blocks;
+  a.dst_block_stride = c.dst_pool.block_stride;
+  a.src_host = c.src_pool.host ? 1 : 0;
+  a.dst_host = c.dst_pool.host ? 1 : 0;
+  a.views = c.views.data();
+  a.views_entries = static_cast<int64_t>(c.views.size());
+  a.block_mapping = c.block_mapping.data();
+  a.block_mapping_entries = static_cast<int64_t>(c.block_mapping.size());
+  return a;
+}
+
+SwapBlocksArgs from_abi(const kvcheck_swap_blocks_args& a) {
+  SwapBlocksArgs s;
+  s.src = a.src;
+  s.src_pool = {a.src_size_bytes, a.src_num_blocks, a.src_block_stride, a.src_host != 0};
+  s.dst = a.dst;
+  s.dst_pool = {a.dst_size_bytes, a.dst_num_blocks, a.dst_block_stride, a.dst_host != 0};
+  s.views = int64_entries(a.views, a.views_entries, "views", 3);
+  s.block_mapping = int64_entries(a.block_mapping, a.block_mapping_entries, "block_mapping", 2);
+  return s;
 }
 
 kvcheck_gather_kv_args to_abi(const GatherKvArgs& g) {

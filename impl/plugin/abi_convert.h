@@ -38,6 +38,10 @@ KvTokensOut from_abi(const kvcheck_kv_tokens& t);
 kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& a);
 CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a);
 
+/// swap_blocks arguments <-> views (docs/spec.md §8.3); from_abi refuses as copy_blocks'.
+kvcheck_swap_blocks_args to_abi(const SwapBlocksArgs& a);
+SwapBlocksArgs from_abi(const kvcheck_swap_blocks_args& a);
+
 /// concat_and_cache_mla arguments <-> views (docs/spec.md §8.2).
 kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& a);
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a);

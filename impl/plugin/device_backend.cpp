@@ -43,7 +43,7 @@ class CudaTransport final : public DeviceTransport {
       }
       std::vector<std::pair<const void*, size_t>> views;
       for (const ArgView& v : g.views) views.emplace_back(v.host, v.bytes);
-      copies.push_back(std::make_unique<cuda::DeviceViews>(views, g.guard, g.what, s));
+      copies.push_back(std::make_unique<cuda::DeviceViews>(views, g.guard, g.what, s, g.pinned));
       for (const ArgView& v : g.views) v.set(copies.back()->map(v.host));
     }
     std::exception_ptr refusal;

@@ -16,25 +16,38 @@ void check_rt(cudaError_t e, const char* what) {
 
 }  // namespace
 
-DeviceBuffer::DeviceBuffer(size_t bytes) {
+DeviceBuffer::DeviceBuffer(size_t bytes, bool pinned) : pinned_(pinned) {
   if (bytes == 0) return;
   void* p = nullptr;
-  check_rt(cudaMalloc(&p, bytes), ("cudaMalloc(" + std::to_string(bytes) + ")").c_str());
+  if (pinned)
+    check_rt(cudaMallocHost(&p, bytes), ("cudaMallocHost(" + std::to_string(bytes) + ")").c_str());
+  else
+    check_rt(cudaMalloc(&p, bytes), ("cudaMalloc(" + std::to_string(bytes) + ")").c_str());
   ptr_ = static_cast<uint8_t*>(p);
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
+  if (ptr_ && pinned_)
+    cudaFreeHost(ptr_);
+  else if (ptr_)
+    cudaFree(ptr_);
 }
 
-GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream)
+GuardedBuffer::GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream,
+                             bool pinned)
     : bytes_(bytes),
       guard_(bytes ? guard : 0),
       front_(bytes ? guard + reinterpret_cast<uintptr_t>(host) % 256 : 0),
       what_(what),
       stream_(stream),
-      buf_(bytes ? front_ + bytes + guard_ : 0) {
+      pinned_(pinned),
+      buf_(bytes ? front_ + bytes + guard_ : 0, pinned) {
   if (bytes_ == 0) return;
+  if (pinned_) {  // fresh host memory no stream touches yet: filled by the CPU
+    std::memset(buf_.get(), kSentinel, front_ + bytes_ + guard_);
+    if (host) std::memcpy(get(), host, bytes_);
+    return;
+  }
   const auto s = static_cast<cudaStream_t>(stream);
   check_rt(cudaMemsetAsync(buf_.get(), kSentinel, front_, s), "cudaMemsetAsync(guard)");
   check_rt(cudaMemsetAsync(buf_.get() + front_ + bytes_, kSentinel, guard_, s), "cudaMemsetAsync(guard)");
@@ -49,11 +62,18 @@ void GuardedBuffer::download(void* host) const {
   if (bytes_ == 0) return;
   const auto s = static_cast<cudaStream_t>(stream_);
   std::vector<uint8_t> guards(front_ + guard_);
-  check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), front_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
-  check_rt(cudaMemcpyAsync(guards.data() + front_, buf_.get() + front_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
-           "cudaMemcpyAsync(guard)");
-  if (host) check_rt(cudaMemcpyAsync(host, get(), bytes_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device->host");
-  check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (pinned_) {  // after the stream's work, read by the CPU
+    check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    std::memcpy(guards.data(), buf_.get(), front_);
+    std::memcpy(guards.data() + front_, buf_.get() + front_ + bytes_, guard_);
+    if (host) std::memcpy(host, get(), bytes_);
+  } else {
+    check_rt(cudaMemcpyAsync(guards.data(), buf_.get(), front_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(guard)");
+    check_rt(cudaMemcpyAsync(guards.data() + front_, buf_.get() + front_ + bytes_, guard_, cudaMemcpyDeviceToHost, s),
+             "cudaMemcpyAsync(guard)");
+    if (host) check_rt(cudaMemcpyAsync(host, get(), bytes_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device->host");
+    check_rt(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
   const auto bad = std::find_if(guards.begin(), guards.end(), [](uint8_t b) { return b != kSentinel; });
   if (bad != guards.end()) {
     const auto at = static_cast<int64_t>(bad - guards.begin());
@@ -70,7 +90,7 @@ void GuardedBuffer::download(void* host) const {
 }
 
 DeviceViews::DeviceViews(const std::vector<std::pair<const void*, size_t>>& views, size_t guard,
-                         const char* what, void* stream)
+                         const char* what, void* stream, bool pinned)
     : what_(what) {
   std::vector<std::pair<const uint8_t*, const uint8_t*>> ranges;  // [lo, hi)
   for (const auto& [p, n] : views)
@@ -81,7 +101,7 @@ DeviceViews::DeviceViews(const std::vector<std::pair<const void*, size_t>>& view
     const uint8_t* hi = ranges[i].second;
     for (++i; i < ranges.size() && ranges[i].first < hi; ++i) hi = std::max(hi, ranges[i].second);
     const size_t bytes = static_cast<size_t>(hi - lo);
-    copies_.push_back({lo, bytes, std::make_unique<GuardedBuffer>(lo, bytes, guard, what, stream)});
+    copies_.push_back({lo, bytes, std::make_unique<GuardedBuffer>(lo, bytes, guard, what, stream, pinned)});
   }
 }
 

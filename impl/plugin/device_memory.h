@@ -12,10 +12,11 @@
 
 namespace kvcheck::cuda {
 
-/// An owned device allocation (cudaMalloc); size 0 holds nullptr.
+/// An owned device allocation (cudaMalloc), or page-locked host memory
+/// (cudaMallocHost) when `pinned`; size 0 holds nullptr.
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(size_t bytes);
+  explicit DeviceBuffer(size_t bytes, bool pinned = false);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -25,6 +26,7 @@ class DeviceBuffer {
 
  private:
   uint8_t* ptr_ = nullptr;
+  bool pinned_ = false;
 };
 
 /// A device copy of `bytes` host bytes between two guard bands of at least `guard`
@@ -37,7 +39,9 @@ class GuardedBuffer {
   static constexpr uint8_t kSentinel = 0xA5;
   /// `what` names the buffer in reports ("cache", "out.data", ...). Fills and
   /// uploads on `stream` (a cudaStream_t), so kernels later on it see them.
-  GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream);
+  /// `pinned`: the copy lives in page-locked host memory (a device kernel reaches it
+  /// through its mapped address), else in device memory.
+  GuardedBuffer(const void* host, size_t bytes, size_t guard, const char* what, void* stream, bool pinned = false);
   uint8_t* get() const { return bytes_ ? buf_.get() + front_ : nullptr; }
   /// Copies the buffer's bytes to host (may be nullptr: only the guards are
   /// checked) after the stream's work, and checks both guard bands.
@@ -47,6 +51,7 @@ class GuardedBuffer {
   size_t bytes_, guard_, front_;  // front_ = guard_ + the host's offset modulo 256
   const char* what_;
   void* stream_;
+  bool pinned_;
   DeviceBuffer buf_;
 };
 
@@ -58,7 +63,7 @@ class GuardedBuffer {
 class DeviceViews {
  public:
   DeviceViews(const std::vector<std::pair<const void*, size_t>>& views, size_t guard, const char* what,
-              void* stream);
+              void* stream, bool pinned = false);
   /// The device address of host address `host` (inside one of the views).
   template <typename T = uint8_t>
   T* map(const void* host) const { return reinterpret_cast<T*>(map_bytes(host)); }

@@ -13,6 +13,7 @@
 #include "impl/plugin/device_memory.h"
 #include "impl/validate_index.h"
 #include "impl/validate_copy_blocks.h"
+#include "impl/validate_swap_blocks.h"
 #include "impl/validate_kv.h"
 
 namespace kvcheck::plugin {
@@ -276,6 +277,23 @@ void declare(kvcheck_copy_blocks_args& a, ArgDecl& d) {
   d.host_int64s("views", a.views, a.views_entries);
   d.int64s("block_mapping", a.block_mapping, a.block_mapping_entries);
   d.write("the cache", guard_for(a.block_stride), {view(a.base, static_cast<size_t>(a.size_bytes))});
+}
+
+// swap_blocks (docs/spec.md §8.3): src read (it must come back unchanged), dst written
+// whole (bytes no copy touches travel both ways, so a stray write shows), each in
+// page-locked host memory when its pool says so (host->device, device->host moves);
+// block_mapping read in the plugin's memory; views in host memory for every plugin.
+// Nothing to do without a pair or a view.
+void declare(kvcheck_swap_blocks_args& a, ArgDecl& d) {
+  if (!d.bound([&] {
+        validate_swap_blocks_shape(from_abi(a));
+        return a.block_mapping_entries > 0 && a.views_entries > 0;
+      }))
+    return;
+  d.host_int64s("views", a.views, a.views_entries);
+  d.int64s("block_mapping", a.block_mapping, a.block_mapping_entries);
+  d.read("src", guard_for(a.src_block_stride), {view(a.src, static_cast<size_t>(a.src_size_bytes))}, a.src_host != 0);
+  d.write("dst", guard_for(a.dst_block_stride), {view(a.dst, static_cast<size_t>(a.dst_size_bytes))}, a.dst_host != 0);
 }
 
 }  // namespace kvcheck::plugin

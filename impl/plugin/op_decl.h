@@ -61,6 +61,8 @@ struct ArgGroup {
   std::vector<ArgView> views;
   bool host = false;  // host memory for every plugin (launch metadata such as
                       // copy_blocks' views): never uploaded, must come back unchanged
+  bool pinned = false;  // a device plugin gets a guarded copy in PAGE-LOCKED HOST memory
+                        // instead of device memory (swap_blocks' host side)
 };
 
 /// What an operation declares about one call (op_decl.cpp: a `declare` per operation,
@@ -89,12 +91,13 @@ class ArgDecl {
     nothing_to_do_ = !check();
     return !nothing_to_do_;
   }
-  /// A group of views the op only reads (must come back unchanged) / writes.
-  void read(const char* what, size_t guard, std::vector<ArgView> views) {
-    groups_.push_back({what, false, guard, std::move(views)});
+  /// A group of views the op only reads (must come back unchanged) / writes;
+  /// `pinned`: a device plugin gets it in page-locked host memory (ArgGroup::pinned).
+  void read(const char* what, size_t guard, std::vector<ArgView> views, bool pinned = false) {
+    groups_.push_back({what, false, guard, std::move(views), false, pinned});
   }
-  void write(const char* what, size_t guard, std::vector<ArgView> views) {
-    groups_.push_back({what, true, guard, std::move(views)});
+  void write(const char* what, size_t guard, std::vector<ArgView> views, bool pinned = false) {
+    groups_.push_back({what, true, guard, std::move(views), false, pinned});
   }
   /// `n` int32 / int64 / float entries of metadata the op reads (exact extent, no guard).
   void ints(const char* what, const int32_t*& p, int64_t n);

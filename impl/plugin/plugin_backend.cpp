@@ -115,5 +115,6 @@ void PluginBackend::gather_kv(const GatherKvArgs& args) const {
 
 void PluginBackend::copy_blocks(const CopyBlocksArgs& args) const { invoke(to_abi(args)); }
 void PluginBackend::concat_and_cache_mla(const ConcatMlaArgs& args) const { invoke(to_abi(args)); }
+void PluginBackend::swap_blocks(const SwapBlocksArgs& args) const { invoke(to_abi(args)); }
 
 }  // namespace kvcheck::plugin

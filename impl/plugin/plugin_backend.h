@@ -63,6 +63,7 @@ class PluginBackend final : public Backend {
   void gather_kv(const GatherKvArgs& args) const override;
   void copy_blocks(const CopyBlocksArgs& args) const override;
   void concat_and_cache_mla(const ConcatMlaArgs& args) const override;
+  void swap_blocks(const SwapBlocksArgs& args) const override;
 
  private:
   /// The one path of every operation (see the top of this file).

@@ -102,6 +102,7 @@ typedef enum kvcheck_memory_space {
  * the plugin runs). */
 #define KVCHECK_OP_ANY_BLOCK_STRIDE (1u << 10)
 #define KVCHECK_OP_CONCAT_AND_CACHE_MLA (1u << 11) /* docs/spec.md §8.2 */
+#define KVCHECK_OP_SWAP_BLOCKS (1u << 12)          /* docs/spec.md §8.3 */
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -339,6 +340,23 @@ typedef struct kvcheck_concat_and_cache_mla_args {
   kvcheck_paged_cache cache;   /* written */
 } kvcheck_concat_and_cache_mla_args;
 
+/* swap_blocks (docs/spec.md §8.3): blocks moved between two allocations, src only read.
+ * For every view (src_offset, dst_offset, block_bytes) and every pair (s, d) of
+ * block_mapping that is not padding (-1): bytes [src_offset + s*src_block_stride,
+ * +block_bytes) of src copied to [dst_offset + d*dst_block_stride, +block_bytes) of dst.
+ * Where src and dst live: a pool whose *_host is 1 is PAGE-LOCKED HOST memory
+ * (cudaMallocHost / cudaHostRegister) for a device plugin, else the plugin's memory
+ * space (device↔device, host→device, device→host moves); a host plugin ignores the
+ * flags. views: HOST memory for every plugin; block_mapping: the plugin's memory space.
+ * No views: nothing is read or written. */
+typedef struct kvcheck_swap_blocks_args {
+  const uint8_t* src; int64_t src_size_bytes, src_num_blocks, src_block_stride; /* read */
+  uint8_t* dst; int64_t dst_size_bytes, dst_num_blocks, dst_block_stride;       /* written */
+  int32_t src_host, dst_host;                   /* 1: page-locked host memory (see above) */
+  const int64_t* views; int64_t views_entries;  /* [num_views][3] = src_offset, dst_offset, block_bytes */
+  const int64_t* block_mapping; int64_t block_mapping_entries; /* [num_pairs][2] = src, dst */
+} kvcheck_swap_blocks_args;
+
 /* A plugin's contract (docs/plugins.md "Declaring a contract"): what its kernels
  * implement and the limits they were built with, beyond kvcheck_capabilities. The
  * match properties draw only cases inside it; the refusal property
@@ -382,7 +400,8 @@ typedef struct kvcheck_contract {
   X(copy_blocks, KVCHECK_OP_COPY_BLOCKS, kvcheck_copy_blocks_args)
 /* Operations appended after the table's `contract` field. */
 #define KVCHECK_OPS_AFTER_CONTRACT(X) \
-  X(concat_and_cache_mla, KVCHECK_OP_CONCAT_AND_CACHE_MLA, kvcheck_concat_and_cache_mla_args)
+  X(concat_and_cache_mla, KVCHECK_OP_CONCAT_AND_CACHE_MLA, kvcheck_concat_and_cache_mla_args) \
+  X(swap_blocks, KVCHECK_OP_SWAP_BLOCKS, kvcheck_swap_blocks_args)
 #define KVCHECK_OPS(X) KVCHECK_OPS_V1(X) KVCHECK_OPS_ADDED(X) KVCHECK_OPS_AFTER_CONTRACT(X)
 
 /* The table a plugin hands to the harness (see the top of this file). */

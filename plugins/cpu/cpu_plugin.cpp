@@ -77,6 +77,10 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t s
   });
 }
 
+int swap_blocks(void*, const kvcheck_swap_blocks_args* a, void*, char* msg, size_t size) {
+  return guarded(msg, size, [&] { backend.swap_blocks(from_abi(*a)); });
+}
+
 int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] { backend.concat_and_cache_mla(from_abi(*a)); });
 }

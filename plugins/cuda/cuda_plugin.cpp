@@ -134,6 +134,13 @@ int copy_blocks(void*, const kvcheck_copy_blocks_args* a, void* stream, char* ms
       [&](DeviceStatus* st, void* ws) { return cuda::copy_blocks_checked(c, st, ws, opts(stream)); });
 }
 
+int swap_blocks(void*, const kvcheck_swap_blocks_args* a, void* stream, char* msg, size_t size) {
+  SwapBlocksArgs c;  // views: host memory; src / dst where their *_host flags say
+  return checked(
+      stream, msg, size, [&] { return cuda::swap_blocks_workspace_bytes(c = from_abi(*a)); },
+      [&](DeviceStatus* st, void* ws) { return cuda::swap_blocks_checked(c, st, ws, opts(stream)); });
+}
+
 kvcheck_backend_v1_t make_table() {
   kvcheck_backend_v1_t t{};
   t.abi_version = KVCHECK_ABI_VERSION;

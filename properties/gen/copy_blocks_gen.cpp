@@ -12,7 +12,6 @@
 #include "properties/gen/splitmix.h"
 
 namespace kvcheck::props {
-namespace {
 
 using Layout = CopyBlocksScenario::Layout;
 
@@ -23,50 +22,64 @@ int64_t choose_block_bytes(Source& src) {
                                      {1, 584}, {1, 656}, {1, 1152}, {1, src.range(2, 300)}});
 }
 
-/// End of the last byte any view owns (the allocation's exact fit).
-int64_t views_end(const CopyBlocksScenario& s) {
+int64_t views_end(std::span<const int64_t> views, int width, int column, int64_t num_blocks, int64_t block_stride) {
   int64_t end = 0;
-  if (s.num_blocks == 0) return 0;
-  for (size_t v = 0; v + 1 < s.views.size(); v += 2)
-    end = std::max(end, s.views[v] + (s.num_blocks - 1) * s.block_stride + s.views[v + 1]);
+  if (num_blocks == 0) return 0;
+  for (size_t v = 0; v + width - 1 < views.size(); v += width)
+    end = std::max(end, views[v + column] + (num_blocks - 1) * block_stride + views[v + width - 1]);
   return end;
 }
+
+std::vector<int64_t> lay_out_views(Source& src, Layout layout, int64_t layers, int64_t bytes, int64_t other,
+                                   int64_t num_blocks, int64_t& block_stride) {
+  const int64_t views = 2 * layers;
+  switch (layout) {
+    case Layout::kOneView:
+      block_stride = bytes;
+      return {0, bytes};
+    case Layout::kSeparate: {  // view v: [num_blocks][bytes] at v * num_blocks * bytes (+ a gap)
+      block_stride = bytes;
+      const int64_t gap = src.pick<int64_t>({0, 0, 1, 64});
+      std::vector<int64_t> out;
+      for (int64_t v = 0; v < views; ++v) out.insert(out.end(), {v * (num_blocks * bytes + gap), bytes});
+      return out;
+    }
+    case Layout::kInterleaved:
+    case Layout::kPadded: {
+      const int64_t pad = layout == Layout::kPadded ? src.pick<int64_t>({1, 16, 100}) : 0;
+      block_stride = views * bytes + pad;
+      std::vector<int64_t> out;
+      for (int64_t v = 0; v < views; ++v) out.insert(out.end(), {v * bytes, bytes});
+      return out;
+    }
+    case Layout::kOverlaid: {  // per layer: one page, read as a K/V pair or as one larger record
+      const int64_t page = std::max(2 * bytes, other);
+      block_stride = layers * page;
+      std::vector<int64_t> out;
+      for (int64_t l = 0; l < layers; ++l)
+        out.insert(out.end(), {l * page, bytes, l * page + bytes, bytes, l * page, other});
+      return out;
+    }
+  }
+  return {};
+}
+
+int64_t choose_overlaid_bytes(Source& src, int64_t bytes) {
+  return std::max<int64_t>(1, src.pick<int64_t>({bytes / 2, bytes * 2, bytes + 1}));
+}
+
+namespace {
+
+/// End of the last byte any view owns (the allocation's exact fit).
+int64_t allocation_end(const CopyBlocksScenario& s) { return views_end(s.views, 2, 0, s.num_blocks, s.block_stride); }
 
 void set_views(Source& src, CopyBlocksScenario& s) {
   s.layout = static_cast<Layout>(src.weighted({2, 3, 3, 2, 2}));
   const int64_t layers = s.layout == Layout::kOneView ? 1 : src.count(1, 8, 4);
-  const int64_t views = s.layout == Layout::kOneView ? 1 : 2 * layers;
   const int64_t bytes = choose_block_bytes(src);
-  s.views.clear();
-  switch (s.layout) {
-    case Layout::kOneView:
-      s.block_stride = bytes;
-      s.views = {0, bytes};
-      break;
-    case Layout::kSeparate:  // view v: [num_blocks][bytes] at v * num_blocks * bytes (+ a gap)
-    {
-      s.block_stride = bytes;
-      const int64_t gap = src.pick<int64_t>({0, 0, 1, 64});
-      for (int64_t v = 0; v < views; ++v) s.views.insert(s.views.end(), {v * (s.num_blocks * bytes + gap), bytes});
-      break;
-    }
-    case Layout::kInterleaved:
-    case Layout::kPadded: {
-      const int64_t pad = s.layout == Layout::kPadded ? src.pick<int64_t>({1, 16, 100}) : 0;
-      s.block_stride = views * bytes + pad;
-      for (int64_t v = 0; v < views; ++v) s.views.insert(s.views.end(), {v * bytes, bytes});
-      break;
-    }
-    case Layout::kOverlaid: {  // per layer: one page, read as a K/V pair or as one larger record
-      const int64_t other = std::max<int64_t>(1, src.pick<int64_t>({bytes / 2, bytes * 2, bytes + 1}));
-      const int64_t page = std::max(2 * bytes, other);
-      s.block_stride = layers * page;
-      for (int64_t l = 0; l < layers; ++l)
-        s.views.insert(s.views.end(), {l * page, bytes, l * page + bytes, bytes, l * page, other});
-      break;
-    }
-  }
-  s.size_bytes = views_end(s) + src.pick<int64_t>({0, 0, 1, 7});  // slack past the last view
+  const int64_t other = s.layout == Layout::kOverlaid ? choose_overlaid_bytes(src, bytes) : 0;
+  s.views = lay_out_views(src, s.layout, layers, bytes, other, s.num_blocks, s.block_stride);
+  s.size_bytes = allocation_end(s) + src.pick<int64_t>({0, 0, 1, 7});  // slack past the last view
 }
 
 }  // namespace
@@ -150,12 +163,12 @@ void inject_copy_blocks_fault(Source& src, CopyBlocksScenario& s) {
       s.block_mapping.insert(s.block_mapping.end(), {0, 0});
       return fail("block_mapping copies block 0 onto itself", ErrorCode::kBlockConflict);
     case 4:  // the allocation one byte short of the last view's last block
-      s.size_bytes = views_end(s) - 1;
+      s.size_bytes = allocation_end(s) - 1;
       return fail("the allocation is one byte short of the last view", ErrorCode::kShapeMismatch);
     case 5: {
       const size_t v = static_cast<size_t>(src.range(0, static_cast<int64_t>(s.views.size()) / 2 - 1));
       s.views[2 * v + 1] = s.block_stride + 1;
-      s.size_bytes = views_end(s);
+      s.size_bytes = allocation_end(s);
       return fail("views[" + std::to_string(v) + "] block_bytes = block_stride + 1", ErrorCode::kInvalidArgument);
     }
     case 6: {
@@ -171,7 +184,7 @@ void inject_copy_blocks_fault(Source& src, CopyBlocksScenario& s) {
         const bool first = src.coin();
         const int64_t offset = s.views[2 * v] + 1;
         s.views.insert(first ? s.views.begin() : s.views.end(), {offset, s.block_stride});
-        s.size_bytes = std::max(s.size_bytes, views_end(s));
+        s.size_bytes = std::max(s.size_bytes, allocation_end(s));
         return fail("views[" + std::to_string(first ? 0 : n) + "] starts one byte into views[" +
                         std::to_string(first ? v + 1 : v) + "] and spans a whole block_stride",
                     ErrorCode::kInvalidArgument);
@@ -211,12 +224,13 @@ rc::Gen<CopyBlocksScenario> gen_copy_blocks_fault_scenario() {
   });
 }
 
+std::string ints(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size() && i < 96; ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() > 96 ? ", ...]" : "]");
+}
+
 void showValue(const CopyBlocksScenario& s, std::ostream& os) {
-  const auto ints = [](const std::vector<int64_t>& v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size() && i < 96; ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-    return out + (v.size() > 96 ? ", ...]" : "]");
-  };
   os << "copy_blocks scenario: " << to_string(s.layout) << ", size_bytes " << s.size_bytes << ", num_blocks "
      << s.num_blocks << ", block_stride " << s.block_stride << ", threads " << s.threads << ", fill seed "
      << s.fill_seed << "\n  views [offset, block_bytes]... " << ints(s.views)

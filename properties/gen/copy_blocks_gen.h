@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,25 @@ struct CopyBlocksScenario {
 };
 
 const char* to_string(CopyBlocksScenario::Layout layout);
+
+/// The views' pieces the block-op builders share (copy_blocks here, swap_blocks in
+/// swap_blocks_gen.h lays out each of its two pools with them).
+/// A view's block_bytes: 16-byte multiples (the vector path), odd sizes (the byte path,
+/// tails), the engines' records (576 BF16 rope, 584 / 656 MLA FP8, 1152).
+int64_t choose_block_bytes(Source& src);
+/// The second record size of an overlaid layout, from the first.
+int64_t choose_overlaid_bytes(Source& src, int64_t bytes);
+/// The views of `layers` layers (K and V each: 2 per layer; one view for kOneView; 3 per
+/// layer for kOverlaid: K, V and the page as one `other`-byte record) of `bytes` bytes in
+/// `layout`, for num_blocks blocks: [num_views][2] = offset, block_bytes; sets
+/// block_stride. Draws the layout's gap or padding from src.
+std::vector<int64_t> lay_out_views(Source& src, CopyBlocksScenario::Layout layout, int64_t layers, int64_t bytes,
+                                   int64_t other, int64_t num_blocks, int64_t& block_stride);
+/// The printers' form of views and block_mapping: "[a, b, ...]", the first 96 entries.
+std::string ints(const std::vector<int64_t>& v);
+/// One past the last byte any view holds: views [n][width], offsets in `column`,
+/// block_bytes in the last column; 0 without blocks.
+int64_t views_end(std::span<const int64_t> views, int width, int column, int64_t num_blocks, int64_t block_stride);
 
 /// The builder: a valid call. Views of 1–8 layers (K and V each) in one of the layouts,
 /// block_bytes from 1 to 1,152 (odd ones, 16-byte multiples, the engines' 576, 584,

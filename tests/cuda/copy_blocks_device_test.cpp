@@ -18,11 +18,7 @@ using cuda_test::ck;
 using cuda_test::outcome;
 
 template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(size_t n) { ck(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 1)); }
-  ~Dev() { cudaFree(p); }
-};
+using Dev = cuda_test::DeviceArray<T>;
 
 /// 70 layers' K/V pages interleaved (140 views: three launches of the copy kernel),
 /// 13-byte records (the byte path) and a 16-byte stride remainder.

@@ -22,6 +22,17 @@ namespace kvcheck::cuda_test {
 
 inline void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
 
+/// `n` elements of T in device memory (one byte more, so n = 0 is not a null pointer),
+/// freed with the test.
+template <class T>
+struct DeviceArray {
+  T* p = nullptr;
+  explicit DeviceArray(size_t n) { ck(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 1)); }
+  ~DeviceArray() { cudaFree(p); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
 /// What a call did: "" when it returned, else "<code>: <message>" of its Error.
 inline std::string outcome(const std::function<void()>& op) {
   try {

@@ -39,6 +39,11 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.ops = KVCHECK_OP_CONCAT_AND_CACHE_MLA;
   table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, concat_and_cache_mla);
 #endif
+#ifdef SWAP_PAST_END
+  /* swap_blocks named, but the table (built before it) ends at concat_and_cache_mla. */
+  table.capabilities.ops = KVCHECK_OP_SWAP_BLOCKS;
+  table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, swap_blocks);
+#endif
 #ifdef SEQ_STARTS_WITHOUT_GATHER
   /* The seq_starts feature bit qualifies gather_kv: alone it names nothing. */
   table.capabilities.ops = KVCHECK_OP_GATHER_KV_SEQ_STARTS;

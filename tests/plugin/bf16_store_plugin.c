@@ -86,6 +86,10 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
   /* As built before concat_and_cache_mla followed the contract field. */
   table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, concat_and_cache_mla);
 #endif
+#ifdef BEFORE_SWAP
+  /* As built before swap_blocks followed concat_and_cache_mla. */
+  table.struct_size = (uint32_t)offsetof(kvcheck_backend_v1_t, swap_blocks);
+#endif
   table.name = PLUGIN_NAME;
   table.memory_space = KVCHECK_MEMORY_HOST;
   table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;

@@ -96,6 +96,7 @@ std::string decoded_scenario(const nlohmann::json& s) {
     else if (type == "store_kv") props::showValue(s.get<props::StoreKvScenario>(), o);
     else if (type == "gather_kv") props::showValue(s.get<props::GatherKvScenario>(), o);
     else if (type == "copy_blocks") props::showValue(s.get<props::CopyBlocksScenario>(), o);
+    else if (type == "swap_blocks") props::showValue(s.get<props::SwapBlocksScenario>(), o);
   } catch (const std::exception&) {
     return "";  // the replay below says what is wrong with it
   }
