@@ -69,11 +69,12 @@ void validate_swap_blocks_shape(const SwapBlocksArgs& a) {
     check_extent(views, v, d, a.dst_pool, a.dst, "dst");
   }
   if (n == 0) return;
-  // Addresses compared as integers (two allocations: no pointer order is defined).
+  // Addresses compared as integers (two allocations: no pointer order is defined), wide
+  // enough that an allocation claimed to end past the address space cannot wrap.
   const auto s0 = reinterpret_cast<uintptr_t>(a.src), d0 = reinterpret_cast<uintptr_t>(a.dst);
   if (a.src && a.dst && a.src_pool.size_bytes > 0 && a.dst_pool.size_bytes > 0 &&
-      s0 < d0 + static_cast<uintptr_t>(a.dst_pool.size_bytes) &&
-      d0 < s0 + static_cast<uintptr_t>(a.src_pool.size_bytes))
+      static_cast<__int128>(s0) < static_cast<__int128>(d0) + a.dst_pool.size_bytes &&
+      static_cast<__int128>(d0) < static_cast<__int128>(s0) + a.src_pool.size_bytes)
     bad(d0 >= s0 ? "dst starts " + to_string(d0 - s0) + " bytes into src: the allocations overlap (copy_blocks "
                    "moves blocks within one allocation)"
                  : "src starts " + to_string(s0 - d0) + " bytes into dst: the allocations overlap (copy_blocks "

@@ -74,8 +74,8 @@ void check_views(const SwapBlocksArgs& a) {
     // Byte by byte: is any byte of dst's allocation one of src's?
     const auto s0 = reinterpret_cast<uintptr_t>(a.src), d0 = reinterpret_cast<uintptr_t>(a.dst);
     for (int64_t i = 0; i < a.dst_pool.size_bytes; ++i) {
-      const uintptr_t at = d0 + static_cast<uintptr_t>(i);
-      if (at >= s0 && at < s0 + static_cast<uintptr_t>(a.src_pool.size_bytes)) {
+      const __int128 at = static_cast<__int128>(d0) + i;
+      if (at >= s0 && at < static_cast<__int128>(s0) + a.src_pool.size_bytes) {
         invalid(d0 >= s0 ? "dst starts " + to_string(d0 - s0) +
                                " bytes into src: the allocations overlap (copy_blocks moves blocks within one "
                                "allocation)"

@@ -33,6 +33,7 @@
 #include "impl/plugin/abi_convert.h"
 #include "impl/validate_kv.h"
 #include "impl/validate_store_load.h"
+#include "impl/validate_swap_blocks.h"
 #include "include/kvcheck/backend_abi.h"
 #include "plugins/guard.h"
 #ifdef KVCHECK_PYTHON_CUDA
@@ -249,6 +250,28 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
                      stream, msg, size);
 }
 
+int swap_blocks(void*, const kvcheck_swap_blocks_args* a, void* stream, char* msg, size_t size) {
+  if (int s = validated(msg, size, [&] {
+        HostMetadata host(stream);
+        kvcheck_swap_blocks_args h = *a;
+        h.block_mapping = host(a->block_mapping, a->block_mapping_entries);
+        validate_swap_blocks(plugin::from_abi(h));
+      }))
+    return s;
+  const auto pool = [](const void* base, int64_t size_bytes, int64_t num_blocks, int64_t block_stride, int32_t host) {
+    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:i}", "base", addr(base), "size_bytes", (long long)size_bytes, "num_blocks",
+                         (long long)num_blocks, "block_stride", (long long)block_stride, "host", host);
+  };
+  return call_bridge(
+      "swap_blocks",
+      Py_BuildValue("{s:N,s:N,s:N,s:L,s:N,s:L}", "src",
+                    pool(a->src, a->src_size_bytes, a->src_num_blocks, a->src_block_stride, a->src_host), "dst",
+                    pool(a->dst, a->dst_size_bytes, a->dst_num_blocks, a->dst_block_stride, a->dst_host), "views",
+                    addr(a->views), "views_entries", (long long)a->views_entries, "block_mapping",
+                    addr(a->block_mapping), "block_mapping_entries", (long long)a->block_mapping_entries),
+      stream, msg, size);
+}
+
 int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
         HostMetadata host(stream);
@@ -353,6 +376,7 @@ std::string make_table(const char* spec) {
   if (ops & KVCHECK_OP_STORE_KV_CACHE) t.store_kv_cache = store_kv_cache;
   if (ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE) t.load_paged_kv_cache = load_paged_kv_cache;
   if (ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA) t.concat_and_cache_mla = concat_and_cache_mla;
+  if (ops & KVCHECK_OP_SWAP_BLOCKS) t.swap_blocks = swap_blocks;
   return "";
 }
 

@@ -29,6 +29,18 @@ def concat(kv_c, k_pe, slot_mapping, cache, layout):
             _record(cache, layout, slot)[:] = row.view(np.uint8)
 
 
+def swap(src, dst, views, block_mapping, src_pool, dst_pool):
+    """vLLM's swap_blocks (docs/spec.md §8.3): for every view (src_offset, dst_offset,
+    block_bytes) and pair (s, d) without a -1, src block s to dst block d."""
+    for s, d in block_mapping:
+        if s == -1 or d == -1:
+            continue
+        for src_offset, dst_offset, block_bytes in views:
+            at = src_offset + s * src_pool["block_stride"]
+            to = dst_offset + d * dst_pool["block_stride"]
+            dst[to:to + block_bytes] = src[at:at + block_bytes]
+
+
 def load(cache, layout, load_segments, total_k, out_data, out_scales):
     """Segments (src_block_id, src_begin, src_end, dst_offset): tokens [begin, end) of
     the block to rows dst_offset..; block -1 writes zero rows."""
@@ -41,4 +53,5 @@ def load(cache, layout, load_segments, total_k, out_data, out_scales):
                 row[:] = _record(cache, layout, block * layout.block_size + token)
 
 
-backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, formats=("bf16",), kv_dtypes=())
+backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, swap=swap, formats=("bf16",),
+                          kv_dtypes=())

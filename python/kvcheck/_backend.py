@@ -7,11 +7,11 @@ from . import _abi
 
 # The entries a Python backend may give, by keyword: its ABI op (the KVCHECK_OP_* bit).
 ENTRIES = {"store_kv": "store_kv", "gather_kv": "gather_kv", "store": "store_kv_cache", "load": "load_paged_kv_cache",
-           "concat": "concat_and_cache_mla"}
+           "concat": "concat_and_cache_mla", "swap": "swap_blocks"}
 # The property ops (`kvcheck run --list`) a backend's functions run: each function's
 # own, and those that need two of them.
 PROPERTY_OPS = {"store_kv": ["store_kv"], "gather_kv": ["gather_kv"], "store": ["store"], "load": ["load"],
-                "concat": ["concat_and_cache_mla"]}
+                "concat": ["concat_and_cache_mla"], "swap": ["swap_blocks"]}
 PAIRED_OPS = {("store_kv", "gather_kv"): "kv_step", ("store", "load"): "round_trip"}
 
 
@@ -43,6 +43,8 @@ class Backend:
       store(kv, slot_mapping, cache, layout)        # SPEC §5.1, raw cache bytes
       load(cache, layout, load_segments, total_k, out_data, out_scales)   # SPEC §5.2
       concat(kv_c, k_pe, slot_mapping, cache, layout)   # docs/spec.md §8.2, raw cache bytes
+      swap(src, dst, views, block_mapping, src_pool, dst_pool)   # docs/spec.md §8.3, raw bytes;
+                                                    # device="host" only for now
     kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
     formats: the paged cache formats of store/load/concat ('bf16', 'v41', ...);
     seq_starts: gather_kv honours seq_starts (else it is never sent them);
@@ -59,7 +61,8 @@ class Backend:
     its module and attribute name.
     """
 
-    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, concat=None, device="host",
+    def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, concat=None, swap=None,
+                 device="host",
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, block_size_multiple=0, max_block_size=0,
                  recipe="spec", head_dims=()):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
@@ -72,12 +75,16 @@ class Backend:
         self.device = device
         self.functions = {k: f for k, f in
                           (("store_kv", store_kv), ("gather_kv", gather_kv), ("store", store), ("load", load),
-                           ("concat", concat)) if f}
+                           ("concat", concat), ("swap", swap)) if f}
         for key, f in self.functions.items():
             if not callable(f):
                 raise TypeError(f"kvcheck.Backend {name}: {key} is not callable")
         if not self.functions:
-            raise ValueError(f"kvcheck.Backend {name}: no function (store_kv, gather_kv, store, load or concat)")
+            raise ValueError(f"kvcheck.Backend {name}: no function (store_kv, gather_kv, store, load, concat or swap)")
+        if swap is not None and device != "host":
+            # A device backend's swap would get a host-flagged pool as page-locked host
+            # memory next to device tensors; the bridge does not hand those out yet.
+            raise ValueError(f"kvcheck.Backend {name}: swap is for device='host' backends only (for now)")
         self.kv_dtypes = tuple(kv_dtypes)
         self.formats = tuple(formats)
         for d in self.kv_dtypes:

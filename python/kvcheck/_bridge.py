@@ -110,7 +110,7 @@ def view(address, dtype, shape, strides, writeable):
 
 class _HostArrays:
     """numpy views of host buffers; kinds are the K/V dtypes and int32, float32, uint8."""
-    DTYPE = dict(NUMPY_DTYPE, int32=np.int32, float32=np.float32, uint8=np.uint8)
+    DTYPE = dict(NUMPY_DTYPE, int32=np.int32, int64=np.int64, float32=np.float32, uint8=np.uint8)
 
     def __call__(self, address, kind, shape, strides, writeable):
         return view(address, self.DTYPE[kind], shape, strides, writeable)
@@ -219,6 +219,18 @@ class _Views:
                        k_pe=make(f["k_pe"], "bf16", (f["k_pe_rows"], f["rope_dim"]), (f["k_pe_row_stride"], 1), False),
                        slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]),
                        cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c))
+
+    @staticmethod
+    def swap_blocks(backend, f, make):
+        src, dst = f["src"], f["dst"]
+        pool = lambda p: {k: p[k] for k in ("size_bytes", "num_blocks", "block_stride")} | {"host": bool(p["host"])}
+        # views: host memory for every plugin (int64 [V][3]); block_mapping: int64 [n][2].
+        views = view(f["views"], np.int64, (f["views_entries"] // 3, 3), (3, 1), False)
+        backend.swap(src=make(src["base"], "uint8", (src["size_bytes"],), (1,), False),
+                     dst=make(dst["base"], "uint8", (dst["size_bytes"],), (1,), True), views=views,
+                     block_mapping=make(f["block_mapping"], "int64", (f["block_mapping_entries"] // 2, 2), (2, 1),
+                                        False),
+                     src_pool=pool(src), dst_pool=pool(dst))
 
     @staticmethod
     def load_paged_kv_cache(backend, f, make):

@@ -129,7 +129,8 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     rows = {r["property"]: r for r in result.rows}
     for p in ("prop_store_matches_reference", "prop_load_matches_reference", "prop_round_trip_matches_reference",
               "prop_load_invalid_metadata_throws_and_writes_nothing", "prop_concat_and_cache_mla_matches_reference",
-              "prop_concat_and_cache_mla_bad_input_is_error"):
+              "prop_concat_and_cache_mla_bad_input_is_error", "prop_swap_blocks_matches_reference",
+              "prop_swap_blocks_touches_only_destinations", "prop_swap_blocks_bad_input_is_error"):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
     # A BF16-only backend has no quantisation error to bound: not exercised, never drawn a V41 cache.
     bound = rows["prop_round_trip_error_within_bound"]
@@ -149,6 +150,26 @@ def test_a_concat_with_its_tensors_swapped_is_caught(kvcheck_check):
     with pytest.raises(AssertionError, match="FAIL prop_concat_and_cache_mla_matches_reference") as caught:
         kvcheck_check(concat_swapped, cases=50, seed=3)
     assert "concat_and_cache_mla kv_lora_rank=" in str(caught.value)  # the decoded two-source case
+
+
+def swap_with_one_stride(src, dst, views, block_mapping, src_pool, dst_pool):
+    # Both pools addressed with src's block stride (a transfer written for one layout).
+    import numpy_paged
+    numpy_paged.swap(src, dst, views, block_mapping, src_pool, src_pool)
+
+
+swap_one_stride = kvcheck.Backend("swap-one-stride", swap=swap_with_one_stride, kv_dtypes=())
+
+
+def test_a_swap_that_ignores_dsts_layout_is_caught(kvcheck_check):
+    with pytest.raises(AssertionError, match="FAIL prop_swap_blocks_matches_reference") as caught:
+        kvcheck_check(swap_one_stride, cases=50, seed=3)
+    assert "swap_blocks scenario:" in str(caught.value)  # the decoded two-pool case
+
+
+def test_swap_needs_a_host_backend():
+    with pytest.raises(ValueError, match="swap is for device='host' backends only"):
+        kvcheck.Backend("swap-cuda", swap=swap_with_one_stride, device="cuda", kv_dtypes=())
 
 
 def test_a_python_reader_of_the_656_byte_record(kvcheck_check):
