@@ -108,6 +108,11 @@ Verdict check_swap_blocks(const Backend& b, const SwapBlocksScenario& s, unsigne
     fail += "swap_blocks threw (" + o.message + ") but wrote: " +
             first_framed_difference(src_size, before.src_buf, be.src_buf, "src", "first change") +
             first_framed_difference(s.dst.size_bytes, before.dst_buf, be.dst_buf, "dst", "first change");
+  // dst inside src's allocation is always refused when there is a view; a call that
+  // returns (no view) must leave the shared allocation as the reference does.
+  if (!o.code && !r.code && s.dst_inside_src >= 0)
+    fail += first_framed_difference(src_size, ref.src_buf, be.src_buf, "the shared allocation",
+                                    "against the reference");
   if (!o.code && !r.code && s.dst_inside_src < 0) {
     if (invariants & kSwapMatchesReference)
       fail += first_framed_difference(s.dst.size_bytes, ref.dst_buf, be.dst_buf, "dst", "against the reference");

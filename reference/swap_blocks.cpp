@@ -89,7 +89,8 @@ void check_views(const SwapBlocksArgs& a) {
   // owner[dst byte]: the first view filling it, the block it lies in there and the src
   // byte (relative to that block) it is filled from.
   struct Owner {
-    int64_t view = -1, block = 0, from = 0;
+    int64_t view = -1, block = 0;
+    __int128 from = 0;  // src offsets are unchecked when src has no blocks: no int64 sum
   };
   std::vector<Owner> owner(static_cast<size_t>(a.dst_pool.size_bytes));
   for (int64_t w = 0; w < n; ++w) {
@@ -97,7 +98,7 @@ void check_views(const SwapBlocksArgs& a) {
     for (int64_t b = 0; b < a.dst_pool.num_blocks; ++b)
       for (int64_t i = 0; i < views[3 * w + 2]; ++i) {
         Owner& o = owner[static_cast<size_t>(views[3 * w + 1] + b * a.dst_pool.block_stride + i)];
-        const int64_t from = views[3 * w] + i;
+        const __int128 from = __int128{views[3 * w]} + i;
         if (o.view < 0) {
           o = {w, b, from};
         } else if (o.block != b) {

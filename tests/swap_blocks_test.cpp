@@ -94,6 +94,11 @@ void known_answers(const SwapRun& run) {
   // Nothing but padding, or no views (the mapping is then not read): nothing changes.
   EXPECT_EQ(after(run, {src4, dst3, {0, 0, 2}, {-1, 99, 7, -1}}), Bytes(6, e));
   EXPECT_EQ(after(run, {src4, dst3, Ints{}, {5, 5, -7, 0}}), Bytes(6, e));
+  // A pool without blocks checks no extent, so its offsets may be anything >= 0: valid,
+  // nothing copied, and nothing may sum those offsets (UBSan sees it in the ASan tree).
+  const int64_t big = INT64_MAX;
+  EXPECT_EQ(after(run, {src4, {6, 0, 2, false}, {0, big, 2, 0, big - 1, 2}, {-1, 5}}), Bytes(6, e));
+  EXPECT_EQ(after(run, {{8, 0, 2, false}, dst3, {big, 0, 2, big, 0, 2}, {}}), Bytes(6, e));
 
   expect_refused(run, {src4, dst3, {0, 0, 2}, {4, 0}}, ErrorCode::kBlockOutOfRange,
                  {"block_mapping[0][0] = 4", "src.num_blocks = 4"});

@@ -37,7 +37,9 @@ void copy_block_views(const uint8_t* src, int64_t src_stride, uint8_t* dst, int6
 
 void CpuBackend::copy_blocks(const CopyBlocksArgs& a) const {
   validate_copy_blocks(a);
-  if (a.views.empty()) return;
+  // Without blocks no pair is real, and the views' offsets were never checked against
+  // the allocation: not summed (merge_aliased_views).
+  if (a.views.empty() || a.num_blocks == 0) return;
   std::vector<std::array<int64_t, 3>> views;
   for (const auto& [offset, bytes] : merge_aliased_views(a.views)) views.push_back({offset, offset, bytes});
   copy_block_views(a.base, a.block_stride, a.base, a.block_stride, views, a.block_mapping);

@@ -11,7 +11,9 @@ namespace kvcheck::cpu {
 
 void CpuBackend::swap_blocks(const SwapBlocksArgs& a) const {
   validate_swap_blocks(a);
-  if (a.views.empty()) return;
+  // A pool without blocks: no pair can be real (step 3), and its offsets were never
+  // checked against an allocation, so they are not summed (merge_swap_views).
+  if (a.views.empty() || a.src_pool.num_blocks == 0 || a.dst_pool.num_blocks == 0) return;
   copy_block_views(a.src, a.src_pool.block_stride, a.dst, a.dst_pool.block_stride, merge_swap_views(a.views),
                    a.block_mapping);
 }

@@ -443,6 +443,7 @@ namespace {
 
 /// Launches the copy of the merged views (validated on the host before).
 void launch_copy(const CopyBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
+  if (a.num_blocks == 0) return;  // no pair is real; the views' offsets are unchecked
   const auto merged = merge_aliased_views(a.views);
   std::vector<int64_t> views;
   for (const auto& [offset, bytes] : merged) views.insert(views.end(), {offset, offset, bytes});
@@ -514,6 +515,8 @@ T* reachable(T* p, bool host, const char* name) {
 }
 
 void launch_swap(const SwapBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
+  // A pool without blocks: no pair is real, and its unchecked offsets are not summed.
+  if (a.src_pool.num_blocks == 0 || a.dst_pool.num_blocks == 0) return;
   const auto merged = merge_swap_views(a.views);
   std::vector<int64_t> views;
   for (const auto& v : merged) views.insert(views.end(), v.begin(), v.end());
