@@ -17,6 +17,7 @@
 #include "fuzzers/decoders.h"
 #include "impl/backends.h"
 #include "tests/test_util.h"
+#include "properties/gen/swap_blocks_gen.h"
 #include "properties/registry.h"
 #include "properties/regression.h"
 #include "properties/runner.h"
@@ -95,6 +96,24 @@ TEST(Regression, MalformedScenarioIsRejected) {
   j = small_store();
   j["format"]["elements_per_sf"] = 7;  // does not divide 128: SPEC §2 validation
   EXPECT_THROW(j.get<props::StoreScenario>(), Error);
+}
+
+// The block ops' references keep a table entry per byte of a pool (16 or 24 bytes):
+// a regression file asking for a pool past 2^24 bytes is refused when read, before
+// anything is allocated, rather than exhausting memory.
+TEST(Regression, BlockOpPoolsPast16MiBAreRefused) {
+  props::CopyBlocksScenario c;
+  c.size_bytes = int64_t{1} << 24;
+  nlohmann::json j = c;
+  EXPECT_NO_THROW(j.get<props::CopyBlocksScenario>());
+  j["size_bytes"] = (int64_t{1} << 24) + 1;
+  EXPECT_THROW(j.get<props::CopyBlocksScenario>(), std::runtime_error);
+  props::SwapBlocksScenario s;
+  s.dst.size_bytes = int64_t{1} << 24;
+  j = s;
+  EXPECT_NO_THROW(j.get<props::SwapBlocksScenario>());
+  j["dst"]["size_bytes"] = (int64_t{1} << 24) + 1;
+  EXPECT_THROW(j.get<props::SwapBlocksScenario>(), std::runtime_error);
 }
 
 TEST(Regression, ReplayPassesOnTheRealBackendAndFailsOnABrokenOne) {

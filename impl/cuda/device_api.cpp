@@ -514,15 +514,27 @@ T* reachable(T* p, bool host, const char* name) {
   return p;
 }
 
-void launch_swap(const SwapBlocksArgs& a, const DeviceStatus* status, const LaunchOptions& opts) {
+/// The two pools' kernel-reachable addresses, resolved once per call (one
+/// cudaPointerGetAttributes each) before anything is enqueued.
+struct SwapPools {
+  const uint8_t* src;
+  uint8_t* dst;
+};
+
+SwapPools reachable_pools(const SwapBlocksArgs& a) {
+  return {reachable(a.src, a.src_pool.host, "src"), reachable(a.dst, a.dst_pool.host, "dst")};
+}
+
+void launch_swap(const SwapBlocksArgs& a, const SwapPools& pools, const DeviceStatus* status,
+                 const LaunchOptions& opts) {
   // A pool without blocks: no pair is real, and its unchecked offsets are not summed.
   if (a.src_pool.num_blocks == 0 || a.dst_pool.num_blocks == 0) return;
   const auto merged = merge_swap_views(a.views);
   std::vector<int64_t> views;
   for (const auto& v : merged) views.insert(views.end(), v.begin(), v.end());
   BlockCopyLaunch l;
-  l.src = reachable(a.src, a.src_pool.host, "src");
-  l.dst = reachable(a.dst, a.dst_pool.host, "dst");
+  l.src = pools.src;
+  l.dst = pools.dst;
   l.block_mapping = a.block_mapping.data();
   l.num_pairs = static_cast<int64_t>(a.block_mapping.size()) / 2;
   l.src_stride = a.src_pool.block_stride;
@@ -544,7 +556,7 @@ size_t swap_blocks_workspace_bytes(const SwapBlocksArgs& a) {
 void swap_blocks(const SwapBlocksArgs& args, const LaunchOptions& opts) {
   validate_swap_blocks_shape(args);
   if (args.views.empty() || args.block_mapping.empty()) return;
-  launch_swap(args, nullptr, opts);
+  launch_swap(args, reachable_pools(args), nullptr, opts);
 }
 
 PendingCheck swap_blocks_checked(const SwapBlocksArgs& args, DeviceStatus* status, void* workspace,
@@ -553,15 +565,14 @@ PendingCheck swap_blocks_checked(const SwapBlocksArgs& args, DeviceStatus* statu
   const int64_t pairs = static_cast<int64_t>(args.block_mapping.size()) / 2;
   if (pairs == 0 || args.views.empty()) return {};  // nothing to move, nothing read
   // Where the pools live is known on the host: refused before anything is enqueued.
-  (void)reachable(args.src, args.src_pool.host, "src");
-  (void)reachable(args.dst, args.dst_pool.host, "dst");
+  const SwapPools pools = reachable_pools(args);
   if (workspace == nullptr && args.dst_pool.num_blocks > 0)
     throw Error(ErrorCode::kInvalidArgument, "a checked swap_blocks needs a workspace");
   reset(status, opts);
   check_launch(launch_validate_block_mapping(args.block_mapping.data(), pairs, args.src_pool.num_blocks,
                                              args.dst_pool.num_blocks, false,
                                              static_cast<unsigned long long*>(workspace), status, opts));
-  launch_swap(args, status, opts);
+  launch_swap(args, pools, status, opts);
   return {status,
           static_cast<int32_t>(CheckedOp::kSwapBlocks),
           {args.src_pool.num_blocks, args.dst_pool.num_blocks, 0},
