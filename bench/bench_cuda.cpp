@@ -248,6 +248,13 @@ int main(int argc, char** argv) {
       const cuda::DeviceCache cache{static_cast<uint8_t*>(dmalloc(static_cast<size_t>(layout.size_bytes()))),
                                     layout.paged(), layout.size_bytes()};
       CK(cudaMemset(cache.base, 0, static_cast<size_t>(layout.size_bytes())));
+      // Split caches (docs/spec.md §8.2) as FlashInfer keeps them: this BF16(512) cache
+      // holds kv_c and a BF16(64) pe_cache of the same blocks holds k_pe.
+      const bool split = f == KVCacheFormat::BF16(512);
+      const CacheLayout pe_layout = CacheLayout::make(KVCacheFormat::BF16(64), num_blocks, bs);
+      const cuda::DeviceCache pe_cache{
+          split ? static_cast<uint8_t*>(dmalloc(static_cast<size_t>(pe_layout.size_bytes()))) : nullptr,
+          pe_layout.paged(), pe_layout.size_bytes()};
       // kv: random finite bf16 with a per-group spread of exponents.
       std::vector<uint16_t> kv(static_cast<size_t>(max_tokens * f.elements));
       for (auto& x : kv) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((112 + rng() % 24) << 7) | (rng() & 0x7F));
@@ -289,6 +296,12 @@ int main(int argc, char** argv) {
         std::vector<std::tuple<const char*, std::function<void()>, double>> ops{{"store", store, store_bytes},
                                                                                  {"load", load, load_bytes}};
         if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat", concat, store_bytes);
+        // kv_c the 512-element rows, k_pe a 64-element view into them: 1152 bytes read and
+        // written per token.
+        const cuda::ConcatArgs split_ct{d_kv, max_tokens, 512, d_kv + 448, max_tokens, 512, 512, 64, d_slots, n,
+                                        &pe_cache};
+        const auto concat_split = [&] { cuda::concat_and_cache_mla(cache, split_ct, {s, false}); };
+        if (split) ops.emplace_back("concat split", concat_split, static_cast<double>(n) * 4.0 * 576);
         for (const auto& [op, fn, bytes] : ops) {
           const double ms = decode ? time_single(fn, s) : time_batched(fn, 20, s);
           const double gbps = bytes / ms / 1e6;
@@ -302,6 +315,7 @@ int main(int argc, char** argv) {
         CK(cudaFree(d_segs));
       }
       CK(cudaFree(cache.base));
+      if (split) CK(cudaFree(pe_cache.base));
       CK(cudaFree(d_kv));
       CK(cudaFree(d_slots));
       CK(cudaFree(d_out));

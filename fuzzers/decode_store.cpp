@@ -1,6 +1,7 @@
 // Decoders of the store, concat_and_cache_mla and round_trip targets: the store and
 // concat builders on the input bytes.
 #include "fuzzers/decoders.h"
+#include "properties/gen/gen_caps.h"
 
 namespace kvcheck::fuzz {
 namespace {
@@ -37,7 +38,11 @@ props::StoreFaultScenario decode_store(ByteSource& src) {
 }
 
 props::StoreFaultScenario decode_concat_and_cache_mla(ByteSource& src) {
-  return faulted(src, props::build_concat_scenario(src), props::inject_concat_fault);
+  // 1 in 3 split caches (docs/spec.md §8.2), when the backend under test takes them.
+  const bool split =
+      (props::generator_caps().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && src.weighted({2, 1}) == 1;
+  return faulted(src, split ? props::build_concat_split_scenario(src) : props::build_concat_scenario(src),
+                 props::inject_concat_fault);
 }
 
 props::StoreScenario decode_round_trip(ByteSource& src) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "impl/format.h"  // bf16_bits
@@ -115,6 +116,10 @@ struct SwapBlocksArgs {
 /// kv_c and k_pe are BF16 bit patterns with their own rows (what the buffer holds, >= n)
 /// and row strides (elements); they may be views of one tensor (k_pe = kv_c +
 /// kv_lora_rank, one stride: vLLM's split of kv_lora). n = slot_mapping.size().
+/// With pe_cache (split caches, FlashInfer's ckv / kpe): kv_c row i is stored into
+/// `cache` as a row of E = kv_lora_rank elements and k_pe row i into `pe_cache` as a row
+/// of rope_dim elements, both at slot_mapping[i]; the two caches share num_blocks and
+/// block_size and no byte (docs/spec.md §8.2 "Split caches").
 struct ConcatMlaArgs {
   KVInput kv_c;
   KVInput k_pe;
@@ -122,6 +127,7 @@ struct ConcatMlaArgs {
   int32_t rope_dim = 0;      // elements of a k_pe row
   std::span<const int32_t> slot_mapping;
   CacheView cache;
+  std::optional<CacheView> pe_cache;  // split caches: k_pe's own cache
 };
 
 }  // namespace kvcheck

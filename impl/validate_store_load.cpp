@@ -89,15 +89,42 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
   validate_slot_mapping(slot_mapping, cache.layout.num_blocks, cache.layout.block_size);
 }
 
+void validate_concat_pe_cache(const CacheLayout& cache, const CacheLayout& pe, const void* pe_base,
+                              int64_t pe_size_bytes) {
+  try {
+    validate_layout(pe);
+    validate_cache_bytes(pe, pe_base, pe_size_bytes);
+  } catch (const Error& e) {  // the same rule, naming the cache it broke
+    const std::string what = e.what(), code = std::string(to_string(e.code())) + ": ";
+    fail(e.code(), "pe_cache: " + (what.rfind(code, 0) == 0 ? what.substr(code.size()) : what));
+  }
+  validate_concat_pe_geometry(cache.num_blocks, cache.block_size, pe.num_blocks, pe.block_size);
+}
+
+void validate_concat_pe_geometry(int64_t num_blocks, int32_t block_size, int64_t pe_num_blocks,
+                                 int32_t pe_block_size) {
+  if (pe_num_blocks != num_blocks || pe_block_size != block_size)
+    fail(ErrorCode::kShapeMismatch, "pe_cache has " + to_string(pe_num_blocks) + " blocks of " +
+                                        to_string(pe_block_size) + " tokens but the cache " + to_string(num_blocks) +
+                                        " of " + to_string(block_size) + " (one slot_mapping addresses both)");
+}
+
 void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
-                              int64_t n, int64_t elements, const void* cache_base) {
+                              int64_t n, const ConcatCacheExtents& c) {
+  const bool split = c.pe_elements >= 0;
   if (kv_lora_rank < 1 || rope_dim < 1)
     fail(ErrorCode::kInvalidArgument, "kv_lora_rank = " + to_string(kv_lora_rank) + ", rope_dim = " +
                                           to_string(rope_dim) + ": both must be at least 1");
-  if (int64_t{kv_lora_rank} + rope_dim != elements)
+  if (!split && int64_t{kv_lora_rank} + rope_dim != c.elements)
     fail(ErrorCode::kShapeMismatch, "kv_lora_rank + rope_dim = " + to_string(kv_lora_rank) + " + " +
-                                        to_string(rope_dim) + " but the format's rows have " + to_string(elements) +
+                                        to_string(rope_dim) + " but the format's rows have " + to_string(c.elements) +
                                         " elements");
+  if (split && kv_lora_rank != c.elements)
+    fail(ErrorCode::kShapeMismatch, "kv_lora_rank = " + to_string(kv_lora_rank) + " but the cache's rows have " +
+                                        to_string(c.elements) + " elements");
+  if (split && rope_dim != c.pe_elements)
+    fail(ErrorCode::kShapeMismatch, "rope_dim = " + to_string(rope_dim) + " but pe_cache's rows have " +
+                                        to_string(c.pe_elements) + " elements");
   if (n == 0) return;
   const auto rows = [&](const KVInput& x, const char* name, const char* width_name, int32_t width) {
     if (x.rows < n)
@@ -111,14 +138,33 @@ void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t 
   rows(k_pe, "k_pe", "rope_dim", rope_dim);
   if (kv_c.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv_c.data is null");
   if (k_pe.data == nullptr) fail(ErrorCode::kShapeMismatch, "k_pe.data is null");
-  if (cache_base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+  if (c.base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
+  if (!split) return;
+  if (c.pe_base == nullptr) fail(ErrorCode::kShapeMismatch, "pe_cache base is null");
+  // Addresses as integers (two buffers: no pointer order is defined), wide enough that a
+  // buffer claimed to end past the address space cannot wrap.
+  const auto a = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.base));
+  const auto b = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.pe_base));
+  if (c.size_bytes > 0 && c.pe_size_bytes > 0 && a < b + c.pe_size_bytes && b < a + c.size_bytes)
+    fail(ErrorCode::kInvalidArgument,
+         b >= a ? "pe_cache starts " + to_string(static_cast<int64_t>(b - a)) +
+                      " bytes into the cache: the two caches must not share a byte"
+                : "the cache starts " + to_string(static_cast<int64_t>(a - b)) +
+                      " bytes into pe_cache: the two caches must not share a byte");
 }
 
 void validate_concat_mla_shape(const ConcatMlaArgs& a) {
   validate_layout(a.cache.layout);
   validate_cache_bytes(a.cache.layout, a.cache.base, a.cache.size_bytes);
+  ConcatCacheExtents c{a.cache.base, a.cache.size_bytes, a.cache.layout.format.elements};
+  if (a.pe_cache) {
+    validate_concat_pe_cache(a.cache.layout, a.pe_cache->layout, a.pe_cache->base, a.pe_cache->size_bytes);
+    c.pe_base = a.pe_cache->base;
+    c.pe_size_bytes = a.pe_cache->size_bytes;
+    c.pe_elements = a.pe_cache->layout.format.elements;
+  }
   validate_concat_mla_rows(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, static_cast<int64_t>(a.slot_mapping.size()),
-                           a.cache.layout.format.elements, a.cache.base);
+                           c);
 }
 
 void validate_concat_mla(const ConcatMlaArgs& a) {

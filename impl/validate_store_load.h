@@ -32,15 +32,37 @@ void validate_store_shape(const KVInput& kv, int64_t n, const CacheView& cache);
 void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t total_k,
                          const LoadOutput& out);
 /// The checks of validate_concat_mla that read no metadata (docs/spec.md §8.2 steps
-/// 1-2): the cache's as validate_store_shape, then kv_lora_rank / rope_dim < 1
-/// (kInvalidArgument), kv_lora_rank + rope_dim != E (kShapeMismatch); for n > 0 each
-/// source's rows (kShapeMismatch) and stride (kInvalidArgument), kv_c before k_pe, then
-/// null kv_c, k_pe, cache (kShapeMismatch).
+/// 1-2): the cache's as validate_store_shape; with a pe_cache,
+/// validate_concat_pe_cache; then validate_concat_mla_rows.
 void validate_concat_mla_shape(const ConcatMlaArgs& args);
-/// validate_concat_mla_shape without the layout's checks (O(1)): for n rows of a
-/// format of `elements` elements.
+/// The caches of a concat_and_cache_mla call as its O(1) checks see them: the cache's
+/// buffer (bytes) and row width (elements); pe_elements -1 for one cache (its rows are
+/// kv_lora_rank + rope_dim = elements), else pe_cache's buffer and row width.
+struct ConcatCacheExtents {
+  const void* base = nullptr;
+  int64_t size_bytes = 0;
+  int64_t elements = 0;
+  const void* pe_base = nullptr;
+  int64_t pe_size_bytes = 0;
+  int64_t pe_elements = -1;
+};
+/// docs/spec.md §8.2 "Split caches", step 1 for pe_cache: validate_layout and the
+/// buffer's size as for the cache (messages start "pe_cache: "), then its num_blocks
+/// and block_size against the cache's (kShapeMismatch).
+void validate_concat_pe_cache(const CacheLayout& cache, const CacheLayout& pe, const void* pe_base,
+                              int64_t pe_size_bytes);
+/// The last check of validate_concat_pe_cache (O(1), for hot paths whose layouts were
+/// validated once).
+void validate_concat_pe_geometry(int64_t num_blocks, int32_t block_size, int64_t pe_num_blocks,
+                                 int32_t pe_block_size);
+/// validate_concat_mla_shape without the layouts' checks (O(1)), for n rows:
+/// kv_lora_rank / rope_dim < 1 (kInvalidArgument); one cache: kv_lora_rank + rope_dim
+/// != E (kShapeMismatch); split caches: kv_lora_rank != the cache's E, rope_dim !=
+/// pe_cache's (kShapeMismatch). For n > 0 each source's rows (kShapeMismatch) and
+/// stride (kInvalidArgument), kv_c before k_pe, then null kv_c, k_pe, cache, pe_cache
+/// (kShapeMismatch), then two caches sharing a byte (kInvalidArgument).
 void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
-                              int64_t n, int64_t elements, const void* cache_base);
+                              int64_t n, const ConcatCacheExtents& caches);
 /// docs/spec.md §8.2: validate_concat_mla_shape, then the slot rules of §5.1.
 void validate_concat_mla(const ConcatMlaArgs& args);
 /// SPEC §5.1 checks, first failure thrown (docs/spec.md §5.2 order): kInvalidFormat,

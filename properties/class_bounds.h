@@ -42,6 +42,16 @@ inline std::vector<ClassBound> concat() {
           {"writes nothing", 0, 0.15}};
 }
 
+/// Valid concat_and_cache_mla into split caches (docs/spec.md §8.2).
+inline std::vector<ClassBound> concat_split() {
+  return {{"multi-thread", 0.25, 1, N::kThreadKnob},
+          {"concat k_pe a view of kv_c's rows", 0.2},
+          {"concat k_pe a buffer of its own", 0.2},
+          {"concat FlashInfer's ckv / kpe caches", 0.08},
+          {"padding rows", 0.30},
+          {"writes nothing", 0, 0.15}};
+}
+
 /// concat_and_cache_mla with one broken rule.
 inline std::vector<ClassBound> concat_fault() {
   return {{"error blames an entry", 0.1}, {"error shape-mismatch", 0.1}, {"error invalid-argument", 0.1}};

@@ -12,6 +12,8 @@ namespace {
 
 StoreScenario draw_concat_scenario() { return *gen_concat_scenario(); }
 StoreFaultScenario draw_concat_fault_scenario() { return *gen_concat_fault_scenario(); }
+StoreScenario draw_split_scenario() { return *gen_concat_split_scenario(); }
+StoreFaultScenario draw_split_fault_scenario() { return *gen_concat_split_fault_scenario(); }
 
 void prop_concat_matches_reference(const Backend& b, const StoreScenario& s) {
   require(check_store(b, {s, "", std::nullopt}, kStoreMatchesReference));
@@ -23,6 +25,10 @@ void prop_concat_touches_only_written_records(const Backend& b, const StoreScena
 
 void prop_concat_bad_input_throws_and_writes_nothing(const Backend& b, const StoreFaultScenario& c) {
   require(check_store(b, c, kStoreErrorChangesNothing));
+}
+
+void prop_split_matches_reference(const Backend& b, const StoreScenario& s) {
+  require(check_store(b, {s, "", std::nullopt}, kStoreMatchesReference | kStoreTouchesOnlyRecords));
 }
 
 }  // namespace
@@ -45,6 +51,23 @@ void register_concat_and_cache_mla_properties(Registry& r) {
                         "narrow, a bad slot or block stride throws the rule's error and changes no byte",
                         draw_concat_fault_scenario, prop_concat_bad_input_throws_and_writes_nothing,
                         bounds::concat_fault()));
+  // Split caches: only backends with the feature bit (KVCHECK_OP_CONCAT_MLA_PE_CACHE);
+  // without it these rows are not exercised, and the properties above draw none.
+  const auto add_split = [&r](Property p) {
+    p.needs = needs_op(KVCHECK_OP_CONCAT_AND_CACHE_MLA | KVCHECK_OP_CONCAT_MLA_PE_CACHE,
+                       "concat_and_cache_mla's pe_cache (KVCHECK_OP_CONCAT_MLA_PE_CACHE)");
+    r.add(std::move(p));
+  };
+  add_split(scenario_property("prop_concat_and_cache_mla_pe_cache_matches_reference", "concat_and_cache_mla",
+                              "split caches: kv_c stored into the cache and k_pe into pe_cache leave both whole "
+                              "caches bit-identical to the reference's, and change only valid rows' records",
+                              draw_split_scenario, prop_split_matches_reference, bounds::concat_split()));
+  add_split(scenario_property("prop_concat_and_cache_mla_pe_cache_bad_input_is_error", "concat_and_cache_mla",
+                              "split caches: a width off its cache's E, pe_cache's num_blocks, block_size or "
+                              "block_stride, pe_cache inside the cache, or any concat rule broken throws the "
+                              "rule's error and changes neither cache",
+                              draw_split_fault_scenario, prop_concat_bad_input_throws_and_writes_nothing,
+                              bounds::concat_fault()));
 }
 
 }  // namespace kvcheck::props

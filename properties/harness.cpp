@@ -134,12 +134,16 @@ Cache::Cache(const CacheLayout& layout)
   std::memset(data() + bytes_, KVCache::kCanary, static_cast<size_t>(guard_));
 }
 
-Cache make_cache(const CacheShape& shape) {
+CacheLayout shape_layout(const CacheShape& shape) {
   // The stride is set as drawn, unvalidated: a fault scenario's invalid stride reaches
   // the backends, whose validation must refuse it (the buffer is what it claims).
   CacheLayout layout = CacheLayout::make(shape.format, shape.num_blocks, shape.block_size);
   if (shape.block_stride != 0) layout.block_stride = shape.block_stride;
-  Cache cache(layout);
+  return layout;
+}
+
+Cache make_cache(const CacheShape& shape) {
+  Cache cache(shape_layout(shape));
   fill_pattern(cache.bytes(), shape.fill_seed);
   return cache;
 }
@@ -252,7 +256,7 @@ ConcatSources::ConcatSources(const StoreScenario& s) {
   kv_c_.data = own_kv_c_.empty() ? nullptr : own_kv_c_.data();
 }
 
-Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) {
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache) {
   std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
   if (!s.slot_tail.empty()) {
     slots = s.slot_mapping;
@@ -267,11 +271,26 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache) 
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
   if (s.is_concat()) {
     const ConcatSources src(s);
-    const ConcatMlaArgs a{src.kv_c(), src.k_pe(), s.kv_lora_rank, s.rope_dim, slot_mapping, cache.view()};
+    ConcatMlaArgs a{src.kv_c(), src.k_pe(), s.kv_lora_rank, s.rope_dim, slot_mapping, cache.view(), std::nullopt};
+    if (s.pe_shape) {
+      if (s.pe_inside_cache >= 0) {
+        const CacheLayout pe = shape_layout(*s.pe_shape);
+        a.pe_cache = CacheView{cache.data() + s.pe_inside_cache, pe, std::max(pe.size_bytes(), pe.packed_stride())};
+      } else {
+        a.pe_cache = pe_cache->view();
+      }
+    }
+    const auto ref_buffer = [](const CacheView& v, const CacheShape& sh) {
+      return ref::PagedBuffer{{v.base, static_cast<size_t>(v.size_bytes)}, sh.format, sh.num_blocks, sh.block_size,
+                              sh.block_stride};
+    };
     return capture([&] {
       const ScopedParallelism split(backend, s.threads, valid);
       if (backend)
         backend->concat_and_cache_mla(a);
+      else if (a.pe_cache)
+        ref::concat_and_cache_mla_split(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, slot_mapping,
+                                        ref_buffer(a.cache, s.shape), ref_buffer(*a.pe_cache, *s.pe_shape));
       else
         ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, slot_mapping, cache.bytes(),
                                   s.shape.format, s.shape.num_blocks, s.shape.block_size, s.shape.block_stride);

@@ -181,8 +181,12 @@ class ConcatSources {
 
 /// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
 /// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
-/// kv rows in a sparse buffer, and both split the work as on s.threads threads.
-Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache);
+/// kv rows in a sparse buffer, and both split the work as on s.threads threads. Split
+/// caches (s.pe_shape): k_pe goes to `pe_cache` (make_cache(*s.pe_shape)), or to a
+/// view s.pe_inside_cache bytes into `cache` (a fault; pe_cache unused).
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache = nullptr);
+/// The layout a shape's cache gets (make_cache): its stride as drawn, unvalidated.
+CacheLayout shape_layout(const CacheShape& shape);
 Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out);
 
 /// "" when both sides threw the same code blaming the same entry (props::error_blame),

@@ -4,7 +4,7 @@ namespace kvcheck::props {
 
 std::function<std::string(const BackendCapabilities&)> needs_op(uint32_t bit, std::string name) {
   return [bit, name = std::move(name)](const BackendCapabilities& c) {
-    return (c.ops & bit) ? std::string() : "no " + name;
+    return (c.ops & bit) == bit ? std::string() : "no " + name;  // every bit named
   };
 }
 

@@ -41,7 +41,13 @@ void note_scenario_classes(const StoreScenario& s) {
       if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && i * s.far_row_stride >= (int64_t{1} << 31))
         note_class("kv row past 2^31 elements");
   if (s.row_stride > s.shape.format.elements) note_class("padded kv rows");
-  if (s.is_concat()) {
+  if (s.pe_shape) {  // split caches
+    note_class(s.pe_row_stride == 0 ? "concat k_pe a view of kv_c's rows" : "concat k_pe a buffer of its own");
+    if (s.shape.format == KVCacheFormat::BF16(512) && s.pe_shape->format == KVCacheFormat::BF16(64))
+      note_class("concat FlashInfer's ckv / kpe caches");
+    if (s.pe_shape->format.is_quantized()) note_class("concat pe_cache quantised");
+    if (s.pe_shape->block_stride != 0) note_class("concat pe_cache with a block stride of its own");
+  } else if (s.is_concat()) {
     const KVCacheFormat& f = s.shape.format;
     note_class(s.pe_row_stride == 0 ? "concat k_pe a view of kv_c's rows" : "concat k_pe a buffer of its own");
     if (s.kv_lora_rank % 8 != 0) note_class("concat split off the 16-byte grid");

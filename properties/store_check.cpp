@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "properties/diff.h"
 #include "properties/op_checks.h"
@@ -88,40 +89,38 @@ std::string ue8m0_violation(const StoreScenario& s, const uint8_t* after) {
   return "";
 }
 
-}  // namespace
+// Split caches (docs/spec.md §8.2): k_pe's store as a scenario of its own, so the
+// invariants above judge pe_cache as they judge the cache (whose rows' first
+// kv_lora_rank elements are kv_c's).
+StoreScenario pe_scenario(const StoreScenario& s) {
+  StoreScenario p;
+  p.shape = *s.pe_shape;
+  p.slot_mapping = s.slot_mapping;
+  p.row_stride = s.rope_dim;
+  const int64_t rows = s.kv_rows();
+  p.kv.resize(static_cast<size_t>(rows * s.rope_dim));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(s.kv.begin() + r * s.row_stride + s.kv_lora_rank, s.rope_dim, p.kv.begin() + r * s.rope_dim);
+  return p;
+}
 
-Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned which) {
-  const StoreScenario& s = c.scenario;
-  const CacheShape& sh = s.shape;
-  Cache ref_cache = make_cache(sh);
-  Cache be_cache = copy_cache(ref_cache);
-  Buffer before_buf(ref_cache.bytes().size());
-  std::memcpy(before_buf.data(), ref_cache.data(), before_buf.size());
-  const std::span<const uint8_t> before = before_buf.span();
-  const Outcome ref = run_store(nullptr, s, ref_cache);
-  const Outcome be = run_store(&b, s, be_cache);
-  Verdict v;
-  // A two-source scenario runs concat_and_cache_mla (docs/spec.md §8.2), judged by the
-  // same invariants: its rows joined are the kv rows.
-  const char* op = s.is_concat() ? "concat_and_cache_mla" : "store";
-  if (judge_unsupported(be,
-                        outside_paged(b.capabilities(),
-                                      s.is_concat() ? KVCHECK_OP_CONCAT_AND_CACHE_MLA : KVCHECK_OP_STORE_KV_CACHE, sh),
-                        std::equal(before.begin(), before.end(), be_cache.bytes().begin()) && be_cache.guards_intact(),
-                        op, b.name(), v))
-    return v;
-  std::string& fail = v.failure;
-  fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
-  if (const std::string r = ref_cache.canary_report(); !r.empty()) fail += "the reference wrote into the " + r + "\n";
-  if (const std::string r = be_cache.canary_report(); !r.empty()) fail += "wrote into the " + r + "\n";
+/// The invariants `which` names on one cache: `s` as the rows it stores, the caches
+/// after the reference's and the backend's calls, `before` the bytes both started from.
+std::string cache_failures(const StoreScenario& s, const char* name, const Outcome& ref, const Outcome& be,
+                           const Cache& ref_cache, const Cache& be_cache, std::span<const uint8_t> before,
+                           unsigned which) {
+  std::string fail;
+  const std::string in = name[0] ? std::string(" (") + name + ")" : "";
+  if (const std::string r = ref_cache.canary_report(); !r.empty()) fail += "the reference wrote into the " + r + in + "\n";
+  if (const std::string r = be_cache.canary_report(); !r.empty()) fail += "wrote into the " + r + in + "\n";
   if (which & kStoreErrorChangesNothing) {
     if (ref.code) {
       const std::string d = diff_cache(ref_cache.layout(), before, ref_cache.bytes());
-      if (!d.empty()) fail += "reference changed the cache although it threw:\n" + d + "\n";
+      if (!d.empty()) fail += "reference changed the cache" + in + " although it threw:\n" + d + "\n";
     }
     if (be.code) {
       const std::string d = diff_cache(be_cache.layout(), before, be_cache.bytes());
-      if (!d.empty()) fail += "the cache changed although the store threw:\n" + d + "\n";
+      if (!d.empty()) fail += "the cache" + in + " changed although the store threw:\n" + d + "\n";
     }
   }
   if (which & kStoreTouchesOnlyRecords) {
@@ -133,10 +132,56 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   if ((which & kStoreUe8m0NeverFF) && !be.code) fail += ue8m0_violation(s, be_cache.data());
   if ((which & kStoreMatchesReference) && !ref.code && !be.code) {
     const std::string d = diff_cache(be_cache.layout(), ref_cache.bytes(), be_cache.bytes());
-    if (!d.empty()) fail += d + "\n";
+    if (!d.empty()) fail += (name[0] ? std::string(name) + ": " : std::string()) + d + "\n";
   }
+  return fail;
+}
+
+}  // namespace
+
+Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned which) {
+  const StoreScenario& s = c.scenario;
+  const CacheShape& sh = s.shape;
+  Cache ref_cache = make_cache(sh);
+  Cache be_cache = copy_cache(ref_cache);
+  Buffer before_buf(ref_cache.bytes().size());
+  std::memcpy(before_buf.data(), ref_cache.data(), before_buf.size());
+  const std::span<const uint8_t> before = before_buf.span();
+  // Split caches: pe_cache's own pair (none when the fault puts it inside the cache).
+  std::optional<Cache> ref_pe, be_pe;
+  std::vector<uint8_t> pe_before;
+  if (s.pe_shape && s.pe_inside_cache < 0) {
+    ref_pe.emplace(make_cache(*s.pe_shape));
+    be_pe.emplace(copy_cache(*ref_pe));
+    pe_before.assign(ref_pe->bytes().begin(), ref_pe->bytes().end());
+  }
+  const Outcome ref = run_store(nullptr, s, ref_cache, ref_pe ? &*ref_pe : nullptr);
+  const Outcome be = run_store(&b, s, be_cache, be_pe ? &*be_pe : nullptr);
+  Verdict v;
+  // A two-source scenario runs concat_and_cache_mla (docs/spec.md §8.2), judged by the
+  // same invariants: its rows joined are the kv rows (or, split, each cache's rows).
+  const char* op = s.is_concat() ? "concat_and_cache_mla" : "store";
+  const uint32_t ops = !s.is_concat() ? KVCHECK_OP_STORE_KV_CACHE
+                       : s.pe_shape   ? KVCHECK_OP_CONCAT_AND_CACHE_MLA | KVCHECK_OP_CONCAT_MLA_PE_CACHE
+                                      : KVCHECK_OP_CONCAT_AND_CACHE_MLA;
+  const bool outside = outside_paged(b.capabilities(), ops, sh) ||
+                       (s.pe_shape && outside_paged(b.capabilities(), ops, *s.pe_shape));
+  const bool unchanged =
+      std::equal(before.begin(), before.end(), be_cache.bytes().begin()) && be_cache.guards_intact() &&
+      (!be_pe || (std::equal(pe_before.begin(), pe_before.end(), be_pe->bytes().begin()) &&
+                  be_pe->guards_intact()));
+  if (judge_unsupported(be, outside, unchanged, op, b.name(), v)) return v;
+  std::string& fail = v.failure;
+  fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
+  fail += cache_failures(s, s.pe_shape ? "the cache" : "", ref, be, ref_cache, be_cache, before, which);
+  if (be_pe)
+    fail += cache_failures(pe_scenario(s), "pe_cache", ref, be, *ref_pe, *be_pe, pe_before, which);
   if (!fail.empty())
-    fail = context(op, sh, b.name()) + (c.fault.empty() ? "" : "\nfault: " + c.fault) + "\n" + fail;
+    fail = context(op, sh, b.name()) +
+           (s.pe_shape ? fmt::format(" pe_cache format={} block_stride={}", s.pe_shape->format.name,
+                                     shape_block_stride(*s.pe_shape))
+                       : "") +
+           (c.fault.empty() ? "" : "\nfault: " + c.fault) + "\n" + fail;
   return v;
 }
 

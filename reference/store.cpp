@@ -87,6 +87,26 @@ void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_
   }
 }
 
+// docs/spec.md §8.2's checks of the two sources for n > 0 rows: each one's rows
+// (kShapeMismatch) and stride (kInvalidArgument), kv_c before k_pe, then null data.
+void check_concat_sources(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                          int64_t n) {
+  const KVInput* sources[2] = {&kv_c, &k_pe};
+  const int32_t widths[2] = {kv_lora_rank, rope_dim};
+  for (int k = 0; k < 2; ++k) {
+    const char* name = k == 0 ? "kv_c" : "k_pe";
+    if (sources[k]->rows < n)
+      throw Error(ErrorCode::kShapeMismatch, std::string(name) + " has " + std::to_string(sources[k]->rows) +
+                                                 " rows < n = " + std::to_string(n));
+    if (sources[k]->row_stride < widths[k])
+      throw Error(ErrorCode::kInvalidArgument, std::string(name) + " row_stride " +
+                                                   std::to_string(sources[k]->row_stride) + " < its width " +
+                                                   std::to_string(widths[k]));
+  }
+  if (kv_c.data == nullptr || k_pe.data == nullptr)
+    throw Error(ErrorCode::kShapeMismatch, std::string(kv_c.data == nullptr ? "kv_c" : "k_pe") + " data is null");
+}
+
 }  // namespace
 
 void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, std::span<uint8_t> buffer,
@@ -125,20 +145,7 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
     throw Error(ErrorCode::kShapeMismatch, "kv_lora_rank + rope_dim != E = " + std::to_string(format.elements));
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
-  const KVInput* sources[2] = {&kv_c, &k_pe};
-  const int32_t widths[2] = {kv_lora_rank, rope_dim};
-  for (int k = 0; k < 2; ++k) {
-    const char* name = k == 0 ? "kv_c" : "k_pe";
-    if (sources[k]->rows < n)
-      throw Error(ErrorCode::kShapeMismatch, std::string(name) + " has " + std::to_string(sources[k]->rows) +
-                                                 " rows < n = " + std::to_string(n));
-    if (sources[k]->row_stride < widths[k])
-      throw Error(ErrorCode::kInvalidArgument, std::string(name) + " row_stride " +
-                                                   std::to_string(sources[k]->row_stride) + " < its width " +
-                                                   std::to_string(widths[k]));
-  }
-  if (kv_c.data == nullptr || k_pe.data == nullptr)
-    throw Error(ErrorCode::kShapeMismatch, std::string(kv_c.data == nullptr ? "kv_c" : "k_pe") + " data is null");
+  check_concat_sources(kv_c, k_pe, kv_lora_rank, rope_dim, n);
   if (buffer.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
   // The rows as one source (the definition), then the store with its slot rules.
   std::vector<bf16_bits> rows(static_cast<size_t>(n * format.elements));
@@ -149,6 +156,49 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
   }
   store_kv_cache({rows.data(), n, format.elements}, slot_mapping, buffer, format, num_blocks, block_size,
                  block_stride);
+}
+
+void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                                std::span<const int32_t> slot_mapping, const PagedBuffer& cache,
+                                const PagedBuffer& pe_cache) {
+  check_cache_geometry(cache.format, cache.num_blocks, cache.block_size, cache.block_stride);
+  check_cache_bytes(cache.format, cache.num_blocks, cache.block_size, cache.bytes, cache.block_stride);
+  try {
+    check_cache_geometry(pe_cache.format, pe_cache.num_blocks, pe_cache.block_size, pe_cache.block_stride);
+    check_cache_bytes(pe_cache.format, pe_cache.num_blocks, pe_cache.block_size, pe_cache.bytes,
+                      pe_cache.block_stride);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("pe_cache: ") + e.what());
+  }
+  if (pe_cache.num_blocks != cache.num_blocks || pe_cache.block_size != cache.block_size)
+    throw Error(ErrorCode::kShapeMismatch, "pe_cache's num_blocks and block_size differ from the cache's");
+  if (kv_lora_rank < 1 || rope_dim < 1)
+    throw Error(ErrorCode::kInvalidArgument, "kv_lora_rank " + std::to_string(kv_lora_rank) + " or rope_dim " +
+                                                 std::to_string(rope_dim) + " < 1");
+  if (kv_lora_rank != cache.format.elements)
+    throw Error(ErrorCode::kShapeMismatch, "kv_lora_rank != the cache's E = " + std::to_string(cache.format.elements));
+  if (rope_dim != pe_cache.format.elements)
+    throw Error(ErrorCode::kShapeMismatch, "rope_dim != pe_cache's E = " + std::to_string(pe_cache.format.elements));
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  if (n == 0) return;
+  check_concat_sources(kv_c, k_pe, kv_lora_rank, rope_dim, n);
+  if (cache.bytes.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
+  if (pe_cache.bytes.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "pe_cache is null");
+  // Byte by byte: does any byte of one buffer lie in the other? (The definition; the
+  // validators decide it in closed form.)
+  const auto inside = [](const uint8_t* p, std::span<const uint8_t> buf) {
+    for (const uint8_t& b : buf)
+      if (&b == p) return true;
+    return false;
+  };
+  if (!cache.bytes.empty() && !pe_cache.bytes.empty() &&
+      (inside(pe_cache.bytes.data(), cache.bytes) || inside(cache.bytes.data(), pe_cache.bytes)))
+    throw Error(ErrorCode::kInvalidArgument, "the cache and pe_cache share a byte");
+  // The first store checks the slots before it writes; the second then cannot fail.
+  store_kv_cache(kv_c, slot_mapping, cache.bytes, cache.format, cache.num_blocks, cache.block_size,
+                 cache.block_stride);
+  store_kv_cache(k_pe, slot_mapping, pe_cache.bytes, pe_cache.format, pe_cache.num_blocks, pe_cache.block_size,
+                 pe_cache.block_stride);
 }
 
 }  // namespace kvcheck::ref

@@ -26,4 +26,23 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
                           const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
                           int64_t block_stride = 0);
 
+/// One paged cache as store_kv_cache takes it (its last five arguments).
+struct PagedBuffer {
+  std::span<uint8_t> bytes;
+  KVCacheFormat format;
+  int64_t num_blocks = 0;
+  int32_t block_size = 0;
+  int64_t block_stride = 0;  // 0 = packed
+};
+
+/// docs/spec.md §8.2 "Split caches": kv_c[i] (kv_lora_rank elements) stored into
+/// `cache` and k_pe[i] (rope_dim elements) into `pe_cache`, each as SPEC §5.1 stores a
+/// row, both at slot_mapping[i]. Validates everything first (the cache, pe_cache and
+/// its geometry against the cache's, kv_lora_rank and rope_dim against the two row
+/// widths, each source's rows and stride, null pointers, the caches sharing a byte,
+/// then the slots) and writes nothing on error.
+void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
+                                std::span<const int32_t> slot_mapping, const PagedBuffer& cache,
+                                const PagedBuffer& pe_cache);
+
 }  // namespace kvcheck::ref

@@ -31,17 +31,23 @@ using Run = std::function<void(const ConcatMlaArgs&)>;
 
 constexpr uint8_t kFill = 0xEE;
 
+/// The call's arguments on `cache` (one cache; split calls set pe_cache).
+ConcatMlaArgs args(const Call& c, const CacheLayout& layout, Bytes& cache) {
+  const auto rows = [](const Rows& r, int64_t stride) { return stride > 0 ? static_cast<int64_t>(r.size()) / stride : 0; };
+  return {{c.kv_c.data(), rows(c.kv_c, c.kv_c_stride), c.kv_c_stride},
+          {c.k_pe.data(), rows(c.k_pe, c.k_pe_stride), c.k_pe_stride},
+          c.kv_lora_rank,
+          c.rope_dim,
+          c.slot_mapping,
+          {cache.data(), layout, static_cast<int64_t>(cache.size())},
+          std::nullopt};
+}
+
 /// Runs the call on `cache`, first filled with kFill.
 void call(const Run& run, const Call& c, Bytes& cache) {
   const CacheLayout layout = CacheLayout::make(c.format, c.num_blocks, c.block_size);
   cache.assign(static_cast<size_t>(layout.size_bytes()), kFill);
-  const auto rows = [](const Rows& r, int64_t stride) { return stride > 0 ? static_cast<int64_t>(r.size()) / stride : 0; };
-  run({{c.kv_c.data(), rows(c.kv_c, c.kv_c_stride), c.kv_c_stride},
-       {c.k_pe.data(), rows(c.k_pe, c.k_pe_stride), c.k_pe_stride},
-       c.kv_lora_rank,
-       c.rope_dim,
-       c.slot_mapping,
-       {cache.data(), layout, static_cast<int64_t>(cache.size())}});
+  run(args(c, layout, cache));
 }
 
 Bytes after(const Run& run, const Call& c) {
@@ -121,6 +127,108 @@ void known_answers(const Run& run) {
                  "slot_mapping[1]");
 }
 
+// ---- Split caches (docs/spec.md §8.2 "Split caches") ----
+
+/// pe_cache's geometry, and where it lives: a buffer of its own, or `inside` bytes into
+/// the cache's.
+struct PeCache {
+  KVCacheFormat format;
+  int32_t num_blocks, block_size;
+  int64_t block_stride = 0;  // 0 = packed
+  int64_t inside = -1;
+};
+
+/// The cache and pe_cache after `run` (both first filled with kFill); c.format is the
+/// cache's (E = kv_lora_rank when valid).
+std::pair<Bytes, Bytes> split_call(const Run& run, const Call& c, const PeCache& p) {
+  const CacheLayout layout = CacheLayout::make(c.format, c.num_blocks, c.block_size);
+  CacheLayout pe_layout = CacheLayout::make(p.format, p.num_blocks, p.block_size);
+  if (p.block_stride != 0) pe_layout.block_stride = p.block_stride;
+  Bytes cache(static_cast<size_t>(layout.size_bytes()), kFill);
+  Bytes pe(static_cast<size_t>(std::max(pe_layout.size_bytes(), pe_layout.packed_stride())), kFill);
+  ConcatMlaArgs a = args(c, layout, cache);
+  a.pe_cache = CacheView{p.inside >= 0 ? cache.data() + p.inside : pe.data(), pe_layout, static_cast<int64_t>(pe.size())};
+  run(a);
+  return {cache, pe};
+}
+
+void expect_split_refused(const Run& run, const Call& c, const PeCache& p, ErrorCode code, const std::string& needle) {
+  Bytes cache, pe;  // both buffers as the refused call left them
+  const Run keep = [&](const ConcatMlaArgs& a) {
+    const auto grab = [&] {
+      cache.assign(a.cache.base, a.cache.base + a.cache.size_bytes);
+      pe.assign(a.pe_cache->base, a.pe_cache->base + a.pe_cache->size_bytes);
+    };
+    try {
+      run(a);
+    } catch (...) {
+      grab();
+      throw;
+    }
+    grab();
+  };
+  expect_error([&] { split_call(keep, c, p); }, code, {needle});
+  EXPECT_EQ(cache, Bytes(cache.size(), kFill)) << "a refused call wrote the cache";
+  EXPECT_EQ(pe, Bytes(pe.size(), kFill)) << "a refused call wrote pe_cache";
+}
+
+void split_known_answers(const Run& run) {
+  // kv_c 1.0 ... 8.0 into a BF16(8) cache and k_pe 8 x -1.0 into a BF16(8) pe_cache, slot 1
+  // of one 2-token block: bytes 16-31 of each.
+  const KVCacheFormat b8 = KVCacheFormat::BF16(8);
+  const Rows kv_c{0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100}, k_pe(8, 0xBF80);
+  const PeCache pe{b8, 1, 2};
+  const auto [cache, pe_bytes] = split_call(run, {b8, 1, 2, kv_c, 8, k_pe, 8, 8, 8, {1}}, pe);
+  Bytes want_cache(cache.size(), kFill), want_pe(pe_bytes.size(), kFill);
+  const Bytes c_rec{0x80, 0x3F, 0x00, 0x40, 0x40, 0x40, 0x80, 0x40, 0xA0, 0x40, 0xC0, 0x40, 0xE0, 0x40, 0x00, 0x41};
+  const Bytes p_rec = repeat({0x80, 0xBF}, 8);
+  std::copy(c_rec.begin(), c_rec.end(), want_cache.begin() + 16);
+  std::copy(p_rec.begin(), p_rec.end(), want_pe.begin() + 16);
+  EXPECT_EQ(cache, want_cache);
+  EXPECT_EQ(pe_bytes, want_pe);
+  // The same rows as one tensor [2][16] (k_pe a view 8 elements in), at slot 0 after a
+  // padding row: bytes 0-15 of each.
+  Rows joined(16, 0x1111);
+  joined.insert(joined.end(), kv_c.begin(), kv_c.end());
+  joined.insert(joined.end(), k_pe.begin(), k_pe.end());
+  const auto [cache2, pe2] = split_call(
+      [&](const ConcatMlaArgs& a) {
+        ConcatMlaArgs b = a;
+        b.k_pe = {a.kv_c.data + 8, 2, 16};
+        run(b);
+      },
+      {b8, 1, 2, joined, 16, {}, 16, 8, 8, {-1, 0}}, pe);
+  Bytes want_cache2(cache2.size(), kFill), want_pe2(pe2.size(), kFill);
+  std::copy(c_rec.begin(), c_rec.end(), want_cache2.begin());
+  std::copy(p_rec.begin(), p_rec.end(), want_pe2.begin());
+  EXPECT_EQ(cache2, want_cache2);
+  EXPECT_EQ(pe2, want_pe2);
+
+  // Refusals, in the §8.2 order; neither cache written.
+  const Call ok{b8, 1, 2, kv_c, 8, k_pe, 8, 8, 8, {1}};
+  expect_split_refused(run, ok, {b8, 2, 2}, ErrorCode::kShapeMismatch, "pe_cache");        // 2 blocks vs 1
+  expect_split_refused(run, ok, {b8, 1, 4}, ErrorCode::kShapeMismatch, "pe_cache");        // block_size 4 vs 2
+  expect_split_refused(run, ok, {b8, 1, 2, 16}, ErrorCode::kInvalidArgument, "pe_cache");  // stride below 32
+  expect_split_refused(run, {b8, 1, 2, kv_c, 8, k_pe, 8, 7, 8, {1}}, pe, ErrorCode::kShapeMismatch, "kv_lora_rank");
+  expect_split_refused(run, {b8, 1, 2, kv_c, 8, k_pe, 8, 8, 7, {1}}, pe, ErrorCode::kShapeMismatch, "rope_dim");
+  expect_split_refused(run, {b8, 1, 2, kv_c, 8, k_pe, 8, 0, 8, {1}}, pe, ErrorCode::kInvalidArgument, "kv_lora_rank");
+  // pe_cache (one 32-byte block) at the cache's base: the two share a byte.
+  expect_split_refused(run, ok, {b8, 1, 2, 0, 0}, ErrorCode::kInvalidArgument, "share a byte");
+  expect_split_refused(run, {b8, 1, 2, kv_c, 8, k_pe, 8, 8, 8, {2}}, pe, ErrorCode::kSlotOutOfRange,
+                       "slot_mapping[0]");
+}
+
+TEST(ConcatAndCacheMla, ReferenceSplitCacheKnownAnswers) {
+  split_known_answers([](const ConcatMlaArgs& a) {
+    const auto buffer = [](const CacheView& v) {
+      return ref::PagedBuffer{{v.base, static_cast<size_t>(v.size_bytes)}, v.layout.format, v.layout.num_blocks,
+                              v.layout.block_size, v.layout.block_stride};
+    };
+    ref::concat_and_cache_mla_split(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, a.slot_mapping, buffer(a.cache),
+                                    buffer(*a.pe_cache));
+  });
+}
+
 TEST(ConcatAndCacheMla, ReferenceKnownAnswers) {
   known_answers([](const ConcatMlaArgs& a) {
     ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, a.slot_mapping,
@@ -133,6 +241,12 @@ class ConcatAndCacheMlaBackend : public testing::TestWithParam<std::shared_ptr<c
 
 TEST_P(ConcatAndCacheMlaBackend, KnownAnswers) {
   known_answers([&](const ConcatMlaArgs& a) { GetParam()->concat_and_cache_mla(a); });
+}
+
+TEST_P(ConcatAndCacheMlaBackend, SplitCacheKnownAnswers) {
+  if (!(GetParam()->capabilities().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE))
+    GTEST_SKIP() << GetParam()->name() << " declares no KVCHECK_OP_CONCAT_MLA_PE_CACHE";
+  split_known_answers([&](const ConcatMlaArgs& a) { GetParam()->concat_and_cache_mla(a); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConcatAndCacheMlaBackend, testing::ValuesIn(available_backends()),

@@ -717,8 +717,21 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   const auto valid = [](const S& c) {
     int64_t stored = 0;
     for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
-    return c.fault.empty() && stored >= 2;
+    return c.fault.empty() && stored >= 2 && !c.scenario.pe_shape;
   };
+  // Split caches (docs/spec.md §8.2): kv_c into the cache, k_pe into pe_cache.
+  const auto split = [](const S& c) {
+    int64_t stored = 0;
+    for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
+    return c.fault.empty() && stored >= 2 && c.scenario.pe_shape;
+  };
+  seed<S>(root, t, "split-flashinfer-512-64", d, [&](const S& c) { return split(c) && c.scenario.shape.format == F::BF16(512) && c.scenario.pe_shape->format == F::BF16(64); });
+  seed<S>(root, t, "split-pe-quantised", d, [&](const S& c) { return split(c) && c.scenario.pe_shape->format.is_quantized(); });
+  seed<S>(root, t, "split-pe-own-block-stride", d, [&](const S& c) { return split(c) && c.scenario.pe_shape->block_stride != 0; });
+  seed<S>(root, t, "split-error-pe-geometry", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.rfind("pe_cache has", 0) == 0; });
+  seed<S>(root, t, "split-error-pe-block-stride", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("pe_cache block_stride", 0) == 0; });
+  seed<S>(root, t, "split-error-pe-inside-cache", d, [](const S& c) { return c.scenario.pe_inside_cache >= 0; });
+  seed<S>(root, t, "split-error-width", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.find("'s E is") != std::string::npos; });
   const auto engines = [](const S& c) { return c.scenario.kv_lora_rank == c.scenario.shape.format.elements - 64; };
   seed<S>(root, t, "fp8-ds-mla-512-64", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && engines(c); });
   seed<S>(root, t, "bf16-576-view", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::BF16(576) && engines(c) && c.scenario.pe_row_stride == 0; });

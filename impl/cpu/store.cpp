@@ -259,9 +259,19 @@ void CpuBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot
 void CpuBackend::concat_and_cache_mla(const ConcatMlaArgs& a) const {
   validate_concat_mla(a);
   const CacheView& cache = a.cache;
+  const int64_t n = static_cast<int64_t>(a.slot_mapping.size());
+  if (a.pe_cache) {  // split caches: two one-source stores at the same slots
+    const CacheView& pe = *a.pe_cache;
+    run_store(StoreJob{a.kv_c.data, a.kv_c.row_stride, a.slot_mapping.data(), cache.base, &cache.layout,
+                       cache.layout.paged()},
+              n);
+    run_store(StoreJob{a.k_pe.data, a.k_pe.row_stride, a.slot_mapping.data(), pe.base, &pe.layout, pe.layout.paged()},
+              n);
+    return;
+  }
   run_store(StoreJob{a.kv_c.data, a.kv_c.row_stride, a.slot_mapping.data(), cache.base, &cache.layout,
                      cache.layout.paged(), a.k_pe.data, a.k_pe.row_stride, a.kv_lora_rank},
-            static_cast<int64_t>(a.slot_mapping.size()));
+            n);
 }
 
 }  // namespace kvcheck::cpu

@@ -216,13 +216,31 @@ PendingCheck checked_store(const DeviceCache& cache, const StoreArgs& args, Devi
   return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
 }
 
-/// The §8.2 host checks (validate_concat_mla_shape, on the device view), then the args
-/// as a two-source store.
-StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layout) {
+/// The §8.2 host checks (validate_concat_mla_shape, on the device views; the layouts
+/// only for checked calls). Then: one cache, the args as a two-source store; split
+/// caches, kv_c's and k_pe's one-source stores (`pe`).
+StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layout, StoreArgs* pe = nullptr) {
   if (layout) validate_cache(c);
+  ConcatCacheExtents e{c.base, c.size_bytes, c.layout.elements};
+  if (a.pe_cache) {
+    const DeviceCache& p = *a.pe_cache;
+    if (layout)
+      validate_concat_pe_cache(CacheLayout::from_paged(c.layout), CacheLayout::from_paged(p.layout), p.base,
+                               p.size_bytes);
+    else
+      validate_concat_pe_geometry(c.layout.num_blocks, c.layout.block_size, p.layout.num_blocks,
+                                  p.layout.block_size);
+    e.pe_base = p.base;
+    e.pe_size_bytes = p.size_bytes;
+    e.pe_elements = p.layout.elements;
+  }
   validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
-                           a.kv_lora_rank, a.rope_dim, a.num_tokens, c.layout.elements, c.base);
+                           a.kv_lora_rank, a.rope_dim, a.num_tokens, e);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr) throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
+  if (a.pe_cache) {
+    *pe = {a.k_pe, a.k_pe_rows, a.k_pe_row_stride, a.slot_mapping, a.num_tokens};
+    return {a.kv_c, a.kv_c_rows, a.kv_c_row_stride, a.slot_mapping, a.num_tokens};
+  }
   return {a.kv_c, a.kv_c_rows, a.kv_c_row_stride, a.slot_mapping, a.num_tokens, a.k_pe, a.k_pe_row_stride,
           a.kv_lora_rank};
 }
@@ -236,12 +254,19 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
 }
 
 void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, const LaunchOptions& opts) {
-  check_launch(launch_store(cache, concat_store_args(cache, args, false), nullptr, opts));
+  StoreArgs pe;
+  check_launch(launch_store(cache, concat_store_args(cache, args, false, &pe), nullptr, opts));
+  if (args.pe_cache && args.num_tokens > 0) check_launch(launch_store(*args.pe_cache, pe, nullptr, opts));
 }
 
 PendingCheck concat_and_cache_mla_checked(const DeviceCache& cache, const ConcatArgs& args, DeviceStatus* status,
                                           void* workspace, const LaunchOptions& opts) {
-  return checked_store(cache, concat_store_args(cache, args, true), status, workspace, opts);
+  StoreArgs pe;
+  PendingCheck check = checked_store(cache, concat_store_args(cache, args, true, &pe), status, workspace, opts);
+  // The slots were checked against the cache, whose num_blocks and block_size pe_cache
+  // shares; the second store skips on the same status word.
+  if (args.pe_cache && args.num_tokens > 0) check_launch(launch_store(*args.pe_cache, pe, status, opts));
+  return check;
 }
 
 void load_paged_kv_cache(const DeviceCache& cache, const LoadArgs& args, const LaunchOptions& opts) {

@@ -105,6 +105,9 @@ struct ConcatArgs {
   int32_t kv_lora_rank = 0, rope_dim = 0;
   const int32_t* slot_mapping = nullptr;
   int64_t num_tokens = 0;
+  /// Split caches (docs/spec.md §8.2): k_pe's own cache (E = rope_dim, the cache's
+  /// num_blocks and block_size), the cache then holding kv_c (E = kv_lora_rank).
+  const DeviceCache* pe_cache = nullptr;
 };
 
 /// load_paged_kv_cache arguments (SPEC §5.2): load_segments[num_segments][4] int32;
@@ -139,7 +142,8 @@ PendingCheck store_kv_cache_checked(const DeviceCache& cache, const StoreArgs& a
 
 /// docs/spec.md §8.2 concat_and_cache_mla, metadata assumed valid, layout as for
 /// store_kv_cache: the store kernels reading each row from two sources (16-byte
-/// accesses when kv_lora_rank % 8 == 0 and both sources are 16-byte aligned rows).
+/// accesses when kv_lora_rank % 8 == 0 and both sources are 16-byte aligned rows); with
+/// args.pe_cache, two one-source stores (kv_c into `cache`, k_pe into *pe_cache).
 /// Throws kvcheck::Error for the §8.2 checks that read no metadata.
 void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, const LaunchOptions& opts);
 /// docs/spec.md §8.2, checked on the device as store_kv_cache_checked (its slot rules,

@@ -141,16 +141,23 @@ kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& c) {
   a.slot_mapping = c.slot_mapping.data();
   a.num_tokens = static_cast<int64_t>(c.slot_mapping.size());
   a.cache = to_abi(c.cache.layout, c.cache.base, c.cache.size_bytes);
+  if (c.pe_cache) {
+    a.has_pe_cache = 1;
+    a.pe_cache = to_abi(c.pe_cache->layout, c.pe_cache->base, c.pe_cache->size_bytes);
+  }
   return a;
 }
 
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
-  return {{a.kv_c, a.kv_c_rows, a.kv_c_row_stride},
-          {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
-          a.kv_lora_rank,
-          a.rope_dim,
-          ints(a.slot_mapping, a.num_tokens),
-          {a.cache.base, from_abi(a.cache), a.cache.size_bytes}};
+  ConcatMlaArgs c{{a.kv_c, a.kv_c_rows, a.kv_c_row_stride},
+                  {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
+                  a.kv_lora_rank,
+                  a.rope_dim,
+                  ints(a.slot_mapping, a.num_tokens),
+                  {a.cache.base, from_abi(a.cache), a.cache.size_bytes},
+                  std::nullopt};
+  if (a.has_pe_cache) c.pe_cache = CacheView{a.pe_cache.base, from_abi(a.pe_cache), a.pe_cache.size_bytes};
+  return c;
 }
 
 kvcheck_copy_blocks_args to_abi(const CopyBlocksArgs& c) {

@@ -42,7 +42,8 @@ CopyBlocksArgs from_abi(const kvcheck_copy_blocks_args& a);
 kvcheck_swap_blocks_args to_abi(const SwapBlocksArgs& a);
 SwapBlocksArgs from_abi(const kvcheck_swap_blocks_args& a);
 
-/// concat_and_cache_mla arguments <-> views (docs/spec.md §8.2).
+/// concat_and_cache_mla arguments <-> views (docs/spec.md §8.2); from_abi reads
+/// has_pe_cache, so only a table that declares KVCHECK_OP_CONCAT_MLA_PE_CACHE may call it.
 kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& a);
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a);
 

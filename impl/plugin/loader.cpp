@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -87,9 +88,18 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   for (const auto& e : entries)
     if ((t.capabilities.ops & e.bit) && (!has(e.offset) || fn(e.offset) == nullptr))
       fail(path, std::string("capabilities name ") + e.name + " but the table has no " + e.name + " function");
+  if (const uint32_t unknown = t.capabilities.ops & ~KVCHECK_OPS_KNOWN) {
+    char bits[16];
+    std::snprintf(bits, sizeof bits, "0x%x", unknown);
+    fail(path, std::string("capabilities name op bits ") + bits +
+                   " this harness does not know (a plugin built against a newer include/kvcheck/backend_abi.h)");
+  }
   // Feature bits qualify an entry's bit.
   if ((t.capabilities.ops & KVCHECK_OP_GATHER_KV_SEQ_STARTS) && !(t.capabilities.ops & KVCHECK_OP_GATHER_KV))
     fail(path, "capabilities name gather_kv's seq_starts (KVCHECK_OP_GATHER_KV_SEQ_STARTS) but not gather_kv");
+  if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
+    fail(path, "capabilities name concat_and_cache_mla's pe_cache (KVCHECK_OP_CONCAT_MLA_PE_CACHE) but not "
+               "concat_and_cache_mla");
   if ((t.capabilities.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) &&
       !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "

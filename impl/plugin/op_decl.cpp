@@ -122,16 +122,26 @@ void declare(kvcheck_store_args& a, ArgDecl& d) {
 }
 
 // concat_and_cache_mla (docs/spec.md §8.2): kv_c and k_pe read (one group: they may be
-// views of one tensor), slot_mapping read, the cache written.
+// views of one tensor), slot_mapping read, the cache (and a split call's pe_cache)
+// written — one group, so a call whose caches overlap reaches the plugin as it is.
 void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
   d.paged_cache(a.cache);
+  if (a.has_pe_cache) d.paged_cache(a.pe_cache);
   if (!d.bound([&] {
         // n from num_tokens itself (from_abi's span is empty for a null slot_mapping).
         const CacheLayout layout = from_abi(a.cache);
         validate_layout(layout);
         validate_cache_bytes(layout, a.cache.base, a.cache.size_bytes);
+        ConcatCacheExtents c{a.cache.base, a.cache.size_bytes, layout.format.elements};
+        if (a.has_pe_cache) {
+          const CacheLayout pe = from_abi(a.pe_cache);
+          validate_concat_pe_cache(layout, pe, a.pe_cache.base, a.pe_cache.size_bytes);
+          c.pe_base = a.pe_cache.base;
+          c.pe_size_bytes = a.pe_cache.size_bytes;
+          c.pe_elements = pe.format.elements;
+        }
         validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
-                                 a.kv_lora_rank, a.rope_dim, a.num_tokens, layout.format.elements, a.cache.base);
+                                 a.kv_lora_rank, a.rope_dim, a.num_tokens, c);
         return a.num_tokens != 0;
       }))
     return;
@@ -141,7 +151,15 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
          {view(a.kv_c, span_bytes(a.kv_c_rows, a.kv_c_row_stride * 2, int64_t{a.kv_lora_rank} * 2)),
           view(a.k_pe, span_bytes(a.k_pe_rows, a.k_pe_row_stride * 2, int64_t{a.rope_dim} * 2))});
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
-  d.write("the cache", guard_for(layout.block_stride), {view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))});
+  std::vector<ArgView> caches{view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))};
+  int64_t stride = layout.block_stride;
+  if (a.has_pe_cache) {
+    const CacheLayout pe = from_abi(a.pe_cache);
+    a.pe_cache.size_bytes = pe.size_bytes();
+    caches.push_back(view(a.pe_cache.base, static_cast<size_t>(a.pe_cache.size_bytes)));
+    stride = std::max(stride, pe.block_stride);
+  }
+  d.write(a.has_pe_cache ? "the cache/pe_cache" : "the cache", guard_for(stride), std::move(caches));
 }
 
 // load_paged_kv_cache (SPEC §5.2): the cache and load_segments read; the WHOLE output

@@ -114,7 +114,14 @@ void PluginBackend::gather_kv(const GatherKvArgs& args) const {
 }
 
 void PluginBackend::copy_blocks(const CopyBlocksArgs& args) const { invoke(to_abi(args)); }
-void PluginBackend::concat_and_cache_mla(const ConcatMlaArgs& args) const { invoke(to_abi(args)); }
+void PluginBackend::concat_and_cache_mla(const ConcatMlaArgs& args) const {
+  // A plugin without the feature bit would store joined rows into `cache`: never call it
+  // with a pe_cache.
+  if (args.pe_cache && !(capabilities().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE))
+    throw Error(ErrorCode::kUnsupported, std::string(name()) +
+                                             "'s concat_and_cache_mla takes no pe_cache (no KVCHECK_OP_CONCAT_MLA_PE_CACHE)");
+  invoke(to_abi(args));
+}
 void PluginBackend::swap_blocks(const SwapBlocksArgs& args) const { invoke(to_abi(args)); }
 
 }  // namespace kvcheck::plugin

@@ -103,6 +103,15 @@ typedef enum kvcheck_memory_space {
 #define KVCHECK_OP_ANY_BLOCK_STRIDE (1u << 10)
 #define KVCHECK_OP_CONCAT_AND_CACHE_MLA (1u << 11) /* docs/spec.md §8.2 */
 #define KVCHECK_OP_SWAP_BLOCKS (1u << 12)          /* docs/spec.md §8.3 */
+/* A feature bit: the concat_and_cache_mla entry takes split caches (its args'
+ * has_pe_cache, docs/spec.md §8.2 "Split caches": kv_c into `cache`, k_pe into
+ * `pe_cache`, FlashInfer's ckv / kpe caches). Needs KVCHECK_OP_CONCAT_AND_CACHE_MLA.
+ * Without it the harness never passes a pe_cache (a plugin built before it would store
+ * joined rows into `cache`) and reports the split-cache properties not exercised. */
+#define KVCHECK_OP_CONCAT_MLA_PE_CACHE (1u << 13)
+/* Every bit this header defines: a table naming another bit is refused when loaded (a
+ * plugin built against a newer header than the harness's). */
+#define KVCHECK_OPS_KNOWN ((1u << 14) - 1u)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -338,6 +347,14 @@ typedef struct kvcheck_concat_and_cache_mla_args {
   const int32_t* slot_mapping; /* [num_tokens] */
   int64_t num_tokens;
   kvcheck_paged_cache cache;   /* written */
+  /* Split caches (docs/spec.md §8.2): read these two fields only when the table declares
+   * KVCHECK_OP_CONCAT_MLA_PE_CACHE (a harness passes has_pe_cache = 1 only then).
+   * has_pe_cache 1: kv_c row i is stored into `cache` as a row of kv_lora_rank elements
+   * and k_pe row i into pe_cache as a row of rope_dim elements, both at slot_mapping[i];
+   * the two caches have one num_blocks and block_size and share no byte. */
+  int32_t has_pe_cache;
+  int32_t reserved1;
+  kvcheck_paged_cache pe_cache; /* written */
 } kvcheck_concat_and_cache_mla_args;
 
 /* swap_blocks (docs/spec.md §8.3): blocks moved between two allocations, src only read.

@@ -55,12 +55,18 @@ int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, 
 
 int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void* stream, char* msg, size_t size) {
   PagedLayout layout;
+  cuda::DeviceCache pe;  // split caches: k_pe's own (this table declares KVCHECK_OP_CONCAT_MLA_PE_CACHE)
   return checked(
-      stream, msg, size, [&] { return cuda::store_workspace_bytes(layout = from_abi(a->cache).paged()); },
+      stream, msg, size,
+      [&] {
+        layout = from_abi(a->cache).paged();
+        if (a->has_pe_cache) pe = {a->pe_cache.base, from_abi(a->pe_cache).paged(), a->pe_cache.size_bytes};
+        return cuda::store_workspace_bytes(layout);
+      },
       [&](DeviceStatus* st, void* ws) {
-        const cuda::ConcatArgs c{a->kv_c, a->kv_c_rows,       a->kv_c_row_stride, a->k_pe,
-                                 a->k_pe_rows, a->k_pe_row_stride, a->kv_lora_rank, a->rope_dim,
-                                 a->slot_mapping, a->num_tokens};
+        const cuda::ConcatArgs c{a->kv_c,         a->kv_c_rows,  a->kv_c_row_stride, a->k_pe,
+                                 a->k_pe_rows,    a->k_pe_row_stride, a->kv_lora_rank,  a->rope_dim,
+                                 a->slot_mapping, a->num_tokens, a->has_pe_cache ? &pe : nullptr};
         return cuda::concat_and_cache_mla_checked({a->cache.base, layout, a->cache.size_bytes}, c, st, ws,
                                                   opts(stream));
       });

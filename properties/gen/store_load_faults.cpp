@@ -99,6 +99,18 @@ void inject_concat_fault(Source& src, StoreFaultScenario& c) {
   if (n > 0) kinds.push_back(13);
   if (n > 0 && s.rope_dim >= 2) kinds.push_back(14);  // a stride of 0 would read as "k_pe a view
   if (n > 0 && s.kv_lora_rank >= 2) kinds.push_back(15);
+  // Split caches: 16 pe_cache's geometry, 17 its block stride, 18 pe_cache inside the
+  // cache's buffer (when it fits there).
+  int64_t cache_bytes = 0, pe_bytes = 0;
+  if (s.pe_shape) {
+    kinds.insert(kinds.end(), {16, 17});
+    const auto bytes = [](const CacheShape& sh) {
+      return (int64_t{sh.num_blocks} - 1) * shape_block_stride(sh) + block_stride_for(sh.format, sh.block_size);
+    };
+    cache_bytes = bytes(s.shape);
+    pe_bytes = bytes(*s.pe_shape);
+    if (n > 0 && pe_bytes <= cache_bytes) kinds.push_back(18);
+  }
   const int kind = src.pick(std::span<const int>(kinds));
   if (kind < 10) {
     apply_store_fault(src, c, kind);
@@ -119,10 +131,20 @@ void inject_concat_fault(Source& src, StoreFaultScenario& c) {
     case 11:
       c.fault = "rope_dim = 0";
       s.rope_dim = 0;
-      s.kv_lora_rank = s.shape.format.elements;
+      if (!s.pe_shape) s.kv_lora_rank = s.shape.format.elements;
       c.code = ErrorCode::kInvalidArgument;
       return;
     case 12: {
+      if (s.pe_shape) {  // one width one off its cache's E, the other still at least 1
+        const bool rope = s.kv_lora_rank == 1 || src.coin();
+        int32_t& w = rope ? s.rope_dim : s.kv_lora_rank;
+        w += w == 1 || src.coin() ? 1 : -1;
+        c.fault = std::string(rope ? "rope_dim = " : "kv_lora_rank = ") + std::to_string(w) + " but " +
+                  (rope ? "pe_cache's E is " + std::to_string(s.pe_shape->format.elements)
+                        : "the cache's E is " + std::to_string(s.shape.format.elements));
+        c.code = ErrorCode::kShapeMismatch;
+        return;
+      }
       const int32_t d = src.coin() ? 1 : -1;
       if (d < 0 && s.rope_dim == 1) ++s.kv_lora_rank;  // rope_dim stays >= 1: the sum is what is wrong
       else s.rope_dim += d;
@@ -140,6 +162,30 @@ void inject_concat_fault(Source& src, StoreFaultScenario& c) {
       own_pe();
       s.pe_row_stride = s.rope_dim - 1;
       c.fault = "k_pe row stride " + std::to_string(s.pe_row_stride) + " < rope_dim " + std::to_string(s.rope_dim);
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 16: {
+      CacheShape& pe = *s.pe_shape;
+      if (src.coin()) {
+        ++pe.num_blocks;
+      } else {
+        ++pe.block_size;
+        pe.block_stride = 0;  // packed: a stride of the old block size may be too small now
+      }
+      c.fault = "pe_cache has " + std::to_string(pe.num_blocks) + " blocks of " + std::to_string(pe.block_size) +
+                " tokens, the cache " + std::to_string(s.shape.num_blocks) + " of " +
+                std::to_string(s.shape.block_size);
+      c.code = ErrorCode::kShapeMismatch;
+      return;
+    }
+    case 17:
+      inject_block_stride_fault(src, *s.pe_shape, c.fault);
+      c.fault = "pe_cache " + c.fault;
+      c.code = ErrorCode::kInvalidArgument;
+      return;
+    case 18:
+      s.pe_inside_cache = src.pick<int64_t>({0, cache_bytes - pe_bytes, (cache_bytes - pe_bytes) / 2});
+      c.fault = "pe_cache starts " + std::to_string(s.pe_inside_cache) + " bytes into the cache's buffer";
       c.code = ErrorCode::kInvalidArgument;
       return;
     default: {  // kv_c's stride below kv_lora_rank: the kv rows re-laid at that stride

@@ -229,6 +229,62 @@ rc::Gen<LoadScenario> gen_load_scenario() {
   });
 }
 
+namespace {
+
+/// 1 in 2: k_pe a tensor of its own (packed, padded, or rows on the 16-byte grid: the
+/// vector paths), holding the kv rows' k_pe values; else a view of the kv rows.
+void choose_pe_rows(Source& src, StoreScenario& s) {
+  if (!src.coin()) return;
+  s.pe_row_stride = src.coin() ? s.rope_dim + src.pick<int64_t>({0, 8, 3, 64}) : (s.rope_dim + 7) / 8 * 8;
+  s.pe_rows = -1;
+}
+
+/// A format the backend takes for `want`, else one choose_format draws.
+KVCacheFormat supported_or_any(Source& src, const KVCacheFormat& want) {
+  return generator_caps().supports_format(want) ? want : choose_format(src);
+}
+
+}  // namespace
+
+StoreScenario build_concat_split_scenario(Source& src) {
+  // FlashInfer's ckv / kpe caches (BF16(512), BF16(64)) half the time; else any store
+  // format for kv_c, and BF16 of 8-72 elements or any format for k_pe.
+  const KVCacheFormat fc = src.coin() ? supported_or_any(src, KVCacheFormat::BF16(512)) : choose_format(src);
+  KVCacheFormat fp;
+  switch (src.weighted({3, 2, 1})) {
+    case 0: fp = supported_or_any(src, KVCacheFormat::BF16(64)); break;
+    case 1: fp = supported_or_any(src, KVCacheFormat::BF16(static_cast<int32_t>(8 * src.range(1, 9)))); break;
+    default: fp = choose_format(src); break;
+  }
+  StoreScenario s = build_store_scenario(src, build_cache_shape(src, fc), false);
+  CacheShape pe{fp, s.shape.block_size, s.shape.num_blocks, src.seed(), 0};
+  const int64_t packed = block_stride_for(fp, pe.block_size);
+  // pe_cache's own stride: the cache's pages and k_pe's need not be alike (vLLM #54465).
+  if ((generator_caps().ops & KVCHECK_OP_ANY_BLOCK_STRIDE) && src.weighted({3, 1}) == 1 &&
+      pe.num_blocks * (packed + 96) <= kMaxCacheBytes)
+    pe.block_stride = packed + 32 * src.range(1, 3);
+  // kv rows of kv_lora_rank + rope_dim elements: the cache's row, k_pe's values, the
+  // cache row's padding.
+  const int64_t ec = fc.elements, ep = fp.elements, rows = s.kv_rows(), pad = s.row_stride - ec;
+  const std::vector<bf16_bits> pe_values =
+      make_bf16_rows(choose_value_mix(src), rows, ep, ep, fp.is_quantized() ? fp.elements_per_sf : 8);
+  std::vector<bf16_bits> kv(static_cast<size_t>(rows * (ec + ep + pad)));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto out = kv.begin() + r * (ec + ep + pad);
+    const auto in = s.kv.begin() + r * s.row_stride;
+    std::copy_n(in, ec, out);
+    std::copy_n(pe_values.begin() + r * ep, ep, out + ec);
+    std::copy_n(in + ec, pad, out + ec + ep);
+  }
+  s.kv = std::move(kv);
+  s.row_stride = ec + ep + pad;
+  s.kv_lora_rank = static_cast<int32_t>(ec);
+  s.rope_dim = static_cast<int32_t>(ep);
+  s.pe_shape = pe;
+  choose_pe_rows(src, s);
+  return s;
+}
+
 StoreScenario build_concat_scenario(Source& src) {
   // Half the cases one of the engines' MLA records (vLLM's 656-byte fp8_ds_mla, the
   // 576-element BF16 record, V41) when the backend takes it; else any store format.
@@ -249,11 +305,24 @@ StoreScenario build_concat_scenario(Source& src) {
   }
   s.kv_lora_rank = static_cast<int32_t>(std::clamp<int64_t>(lora, 1, e - 1));
   s.rope_dim = e - s.kv_lora_rank;
-  if (src.coin()) {  // k_pe a tensor of its own: packed, padded, or rows on the 16-byte grid (the vector paths)
-    s.pe_row_stride = src.coin() ? s.rope_dim + src.pick<int64_t>({0, 8, 3, 64}) : (s.rope_dim + 7) / 8 * 8;
-    s.pe_rows = -1;
-  }
+  choose_pe_rows(src, s);
   return s;
+}
+
+rc::Gen<StoreScenario> gen_concat_split_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    return build_concat_split_scenario(src);
+  });
+}
+
+rc::Gen<StoreFaultScenario> gen_concat_split_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    StoreFaultScenario c{build_concat_split_scenario(src), "", std::nullopt};
+    inject_concat_fault(src, c);
+    return c;
+  });
 }
 
 rc::Gen<StoreScenario> gen_concat_scenario() {

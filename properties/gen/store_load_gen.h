@@ -66,6 +66,12 @@ struct StoreScenario {
   int32_t rope_dim = 0;
   int64_t pe_row_stride = 0;
   int64_t pe_rows = -1;
+  // Split caches (docs/spec.md §8.2): kv_c stored into a cache of `shape` (E =
+  // kv_lora_rank) and k_pe into one of pe_shape (E = rope_dim, the same num_blocks and
+  // block_size when valid). pe_inside_cache >= 0 (a fault): pe_cache starts that many
+  // bytes into the cache's buffer instead of a buffer of its own.
+  std::optional<CacheShape> pe_shape;
+  int64_t pe_inside_cache = -1;
   int64_t kv_rows() const { return row_stride > 0 ? static_cast<int64_t>(kv.size()) / row_stride : 0; }
   bool is_concat() const { return kv_lora_rank > 0 || rope_dim > 0; }
 };
@@ -139,8 +145,15 @@ void inject_store_fault(Source& src, StoreFaultScenario& c);
 /// kv_lora_rank, 8-element boundaries, inside a scale group or a 16-byte chunk); k_pe a
 /// view of the kv rows or a buffer of its own with its own stride.
 StoreScenario build_concat_scenario(Source& src);
+/// Split caches (docs/spec.md §8.2): kv_c into a cache of BF16(512) or any format, k_pe
+/// into one of BF16(64), BF16 of 8-72 elements or any format, with the cache's
+/// num_blocks and block_size and its own block stride; k_pe a view or its own tensor.
+StoreScenario build_concat_split_scenario(Source& src);
 /// A slot fault of inject_store_fault, or a concat rule broken: kv_lora_rank 0,
-/// kv_lora_rank + rope_dim != E, kv_c or k_pe one row short, a stride below its width.
+/// kv_lora_rank + rope_dim != E, kv_c or k_pe one row short, a stride below its width;
+/// split caches also: kv_lora_rank or rope_dim one off its cache's E, pe_cache with
+/// another num_blocks or block_size, a bad pe_cache block stride, pe_cache inside the
+/// cache's buffer.
 void inject_concat_fault(Source& src, StoreFaultScenario& c);
 /// shape.block_stride made invalid (SPEC §3: below the packed stride, off the 32-byte
 /// grid, or not positive); `fault` says which. Every op must refuse it (kInvalidArgument).
@@ -168,6 +181,8 @@ rc::Gen<LoadScenario> gen_load_scenario();
 /// A valid scenario with one injected fault.
 rc::Gen<StoreFaultScenario> gen_store_fault_scenario();
 rc::Gen<StoreScenario> gen_concat_scenario();
+rc::Gen<StoreScenario> gen_concat_split_scenario();
+rc::Gen<StoreFaultScenario> gen_concat_split_fault_scenario();
 rc::Gen<StoreFaultScenario> gen_concat_fault_scenario();
 rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
 /// A row count in [1, max_rows] scaled by the case size from size 30 up (shrinks to 1).

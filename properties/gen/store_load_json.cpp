@@ -67,6 +67,8 @@ void to_json(nlohmann::json& j, const StoreScenario& s) {
     j["rope_dim"] = s.rope_dim;
     if (s.pe_row_stride != 0) j["pe_row_stride"] = s.pe_row_stride;
     if (s.pe_rows != -1) j["pe_rows"] = s.pe_rows;
+    if (s.pe_shape) j["pe_cache"] = *s.pe_shape;
+    if (s.pe_inside_cache >= 0) j["pe_inside_cache"] = s.pe_inside_cache;
   }
 }
 
@@ -91,7 +93,18 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
   s.rope_dim = j.value("rope_dim", 0);
   s.pe_row_stride = j.value("pe_row_stride", int64_t{0});
   s.pe_rows = j.value("pe_rows", int64_t{-1});
+  s.pe_shape.reset();
+  if (j.contains("pe_cache")) s.pe_shape = j.at("pe_cache").get<CacheShape>();
+  s.pe_inside_cache = j.value("pe_inside_cache", int64_t{-1});
   if (s.is_concat() && s.far_row_stride != 0) throw std::runtime_error("a concat scenario with far rows");
+  // pe_cache inside the cache's buffer: both buffers are the harness's, so pe_cache
+  // must end inside the cache's.
+  if (s.pe_inside_cache >= 0 &&
+      (!s.pe_shape || s.pe_inside_cache + (int64_t{s.pe_shape->num_blocks} - 1) * shape_block_stride(*s.pe_shape) +
+                              block_stride_for(s.pe_shape->format, s.pe_shape->block_size) >
+                          (int64_t{s.shape.num_blocks} - 1) * shape_block_stride(s.shape) +
+                              block_stride_for(s.shape.format, s.shape.block_size)))
+    throw std::runtime_error("pe_inside_cache puts pe_cache past the end of the cache's buffer");
   if (s.pe_row_stride < 0 || s.pe_rows < -1 || s.pe_row_stride > (int64_t{1} << 20) ||
       std::max<int64_t>(s.pe_rows, 1) * std::max<int64_t>(s.pe_row_stride, 1) > (int64_t{1} << 24))
     throw std::runtime_error("pe_row_stride / pe_rows out of range (at most 2^24 k_pe elements)");

@@ -50,6 +50,11 @@ void showValue(const StoreScenario& s, std::ostream& os) {
     os << " concat_and_cache_mla kv_lora_rank=" << s.kv_lora_rank << " rope_dim=" << s.rope_dim;
     if (s.pe_row_stride == 0) os << " k_pe=view of the kv rows";
     else os << " k_pe_row_stride=" << s.pe_row_stride << " k_pe_rows=" << (s.pe_rows < 0 ? s.kv_rows() : s.pe_rows);
+    if (s.pe_shape) {
+      os << " pe_cache=";
+      showValue(*s.pe_shape, os);
+    }
+    if (s.pe_inside_cache >= 0) os << " (pe_cache " << s.pe_inside_cache << " bytes into the cache's buffer)";
   }
   if (s.threads > 0) os << " threads=" << s.threads;
 }

@@ -1,7 +1,8 @@
 /* Plugins that must NOT load, one per loader error (tests/plugin/CMakeLists.txt builds
  * each with one -D): a wrong ABI version, no entry symbol, an ops bit without its
- * function (or with it past the table's end), a feature bit without its operation, a
- * contract out of range (and one past the table's end, which loads: never read). */
+ * function (or with it past the table's end), a feature bit without its operation, an
+ * ops bit this harness does not know, a contract out of range (and one past the table's
+ * end, which loads: never read). */
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
@@ -47,6 +48,14 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #ifdef SEQ_STARTS_WITHOUT_GATHER
   /* The seq_starts feature bit qualifies gather_kv: alone it names nothing. */
   table.capabilities.ops = KVCHECK_OP_GATHER_KV_SEQ_STARTS;
+#endif
+#ifdef PE_CACHE_WITHOUT_CONCAT
+  /* The split-cache feature bit qualifies concat_and_cache_mla: alone it names nothing. */
+  table.capabilities.ops = KVCHECK_OP_CONCAT_MLA_PE_CACHE;
+#endif
+#ifdef UNKNOWN_OP_BIT
+  /* A bit no header of this harness defines: a plugin newer than the harness. */
+  table.capabilities.ops = 1u << 30;
 #endif
 #ifdef ANY_STRIDE_WITHOUT_PAGED
   /* The stride feature bit qualifies the paged-cache entries: alone it names nothing. */
