@@ -89,14 +89,18 @@ void validate_store(const KVInput& kv, std::span<const int32_t> slot_mapping,
   validate_slot_mapping(slot_mapping, cache.layout.num_blocks, cache.layout.block_size);
 }
 
+void rethrow_for_pe_cache(const Error& e) {
+  const std::string what = e.what(), code = std::string(to_string(e.code())) + ": ";
+  fail(e.code(), "pe_cache: " + (what.rfind(code, 0) == 0 ? what.substr(code.size()) : what));
+}
+
 void validate_concat_pe_cache(const CacheLayout& cache, const CacheLayout& pe, const void* pe_base,
                               int64_t pe_size_bytes) {
   try {
     validate_layout(pe);
     validate_cache_bytes(pe, pe_base, pe_size_bytes);
-  } catch (const Error& e) {  // the same rule, naming the cache it broke
-    const std::string what = e.what(), code = std::string(to_string(e.code())) + ": ";
-    fail(e.code(), "pe_cache: " + (what.rfind(code, 0) == 0 ? what.substr(code.size()) : what));
+  } catch (const Error& e) {
+    rethrow_for_pe_cache(e);
   }
   validate_concat_pe_geometry(cache.num_blocks, cache.block_size, pe.num_blocks, pe.block_size);
 }
@@ -111,7 +115,7 @@ void validate_concat_pe_geometry(int64_t num_blocks, int32_t block_size, int64_t
 
 void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
                               int64_t n, const ConcatCacheExtents& c) {
-  const bool split = c.pe_elements >= 0;
+  const bool split = c.split;
   if (kv_lora_rank < 1 || rope_dim < 1)
     fail(ErrorCode::kInvalidArgument, "kv_lora_rank = " + to_string(kv_lora_rank) + ", rope_dim = " +
                                           to_string(rope_dim) + ": both must be at least 1");
@@ -159,6 +163,7 @@ void validate_concat_mla_shape(const ConcatMlaArgs& a) {
   ConcatCacheExtents c{a.cache.base, a.cache.size_bytes, a.cache.layout.format.elements};
   if (a.pe_cache) {
     validate_concat_pe_cache(a.cache.layout, a.pe_cache->layout, a.pe_cache->base, a.pe_cache->size_bytes);
+    c.split = true;
     c.pe_base = a.pe_cache->base;
     c.pe_size_bytes = a.pe_cache->size_bytes;
     c.pe_elements = a.pe_cache->layout.format.elements;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "impl/error.h"
 #include "impl/op_args.h"
 
 namespace kvcheck {
@@ -36,16 +37,21 @@ void validate_load_shape(const ConstCacheView& cache, int64_t num_ints, int32_t 
 /// validate_concat_pe_cache; then validate_concat_mla_rows.
 void validate_concat_mla_shape(const ConcatMlaArgs& args);
 /// The caches of a concat_and_cache_mla call as its O(1) checks see them: the cache's
-/// buffer (bytes) and row width (elements); pe_elements -1 for one cache (its rows are
-/// kv_lora_rank + rope_dim = elements), else pe_cache's buffer and row width.
+/// buffer (bytes) and row width (elements); one cache (split false: its rows are
+/// kv_lora_rank + rope_dim = elements), or split caches with pe_cache's buffer and row
+/// width.
 struct ConcatCacheExtents {
   const void* base = nullptr;
   int64_t size_bytes = 0;
   int64_t elements = 0;
+  bool split = false;
   const void* pe_base = nullptr;
   int64_t pe_size_bytes = 0;
-  int64_t pe_elements = -1;
+  int64_t pe_elements = 0;
 };
+/// Rethrows a check's Error on pe_cache with the same code and "pe_cache: " before its
+/// message (docs/spec.md §8.2: step 1 names the cache it broke).
+[[noreturn]] void rethrow_for_pe_cache(const Error& e);
 /// docs/spec.md §8.2 "Split caches", step 1 for pe_cache: validate_layout and the
 /// buffer's size as for the cache (messages start "pe_cache: "), then its num_blocks
 /// and block_size against the cache's (kShapeMismatch).

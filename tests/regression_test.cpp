@@ -116,6 +116,29 @@ TEST(Regression, BlockOpPoolsPast16MiBAreRefused) {
   EXPECT_THROW(j.get<props::SwapBlocksScenario>(), std::runtime_error);
 }
 
+// A concat fault file may put pe_cache inside the cache's buffer (pe_inside_cache):
+// read only when pe_cache then ends inside it, whatever the file's numbers (a wrapped
+// sum would hand the backends a wild pointer).
+TEST(Regression, PeCacheInsideTheCacheMustFitInIt) {
+  props::StoreScenario s;
+  s.shape = {KVCacheFormat::BF16(8), 2, 1, 0, 0};  // one 32-byte block
+  s.kv_lora_rank = 8;
+  s.rope_dim = 8;
+  s.row_stride = 16;
+  s.pe_shape = s.shape;
+  s.pe_inside_cache = 0;
+  nlohmann::json j = s;
+  EXPECT_NO_THROW(j.get<props::StoreScenario>());
+  for (const int64_t bad : {int64_t{1}, std::numeric_limits<int64_t>::max()}) {
+    j["pe_inside_cache"] = bad;
+    EXPECT_THROW(j.get<props::StoreScenario>(), std::runtime_error) << bad;
+  }
+  j["pe_inside_cache"] = 0;
+  j["pe_cache"]["num_blocks"] = 2;
+  j["pe_cache"]["block_stride"] = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(j.get<props::StoreScenario>(), std::runtime_error);
+}
+
 TEST(Regression, ReplayPassesOnTheRealBackendAndFailsOnABrokenOne) {
   const auto cpu = available_backends().front();
   const auto& p = property("prop_store_matches_reference");

@@ -224,12 +224,19 @@ StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layo
   ConcatCacheExtents e{c.base, c.size_bytes, c.layout.elements};
   if (a.pe_cache) {
     const DeviceCache& p = *a.pe_cache;
-    if (layout)
-      validate_concat_pe_cache(CacheLayout::from_paged(c.layout), CacheLayout::from_paged(p.layout), p.base,
-                               p.size_bytes);
-    else
+    if (layout) {
+      CacheLayout pe_layout;
+      try {  // a layout from_paged refuses is pe_cache's step 1 too
+        pe_layout = CacheLayout::from_paged(p.layout);
+      } catch (const Error& err) {
+        rethrow_for_pe_cache(err);
+      }
+      validate_concat_pe_cache(CacheLayout::from_paged(c.layout), pe_layout, p.base, p.size_bytes);
+    } else {
       validate_concat_pe_geometry(c.layout.num_blocks, c.layout.block_size, p.layout.num_blocks,
                                   p.layout.block_size);
+    }
+    e.split = true;
     e.pe_base = p.base;
     e.pe_size_bytes = p.size_bytes;
     e.pe_elements = p.layout.elements;

@@ -136,6 +136,7 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
         if (a.has_pe_cache) {
           const CacheLayout pe = from_abi(a.pe_cache);
           validate_concat_pe_cache(layout, pe, a.pe_cache.base, a.pe_cache.size_bytes);
+          c.split = true;
           c.pe_base = a.pe_cache.base;
           c.pe_size_bytes = a.pe_cache.size_bytes;
           c.pe_elements = pe.format.elements;

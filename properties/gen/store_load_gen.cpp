@@ -247,8 +247,8 @@ KVCacheFormat supported_or_any(Source& src, const KVCacheFormat& want) {
 }  // namespace
 
 StoreScenario build_concat_split_scenario(Source& src) {
-  // FlashInfer's ckv / kpe caches (BF16(512), BF16(64)) half the time; else any store
-  // format for kv_c, and BF16 of 8-72 elements or any format for k_pe.
+  // FlashInfer's ckv / kpe caches: BF16(512) for kv_c half the time (else any store
+  // format), BF16(64) for k_pe half the time (else BF16 of 8-72 elements or any format).
   const KVCacheFormat fc = src.coin() ? supported_or_any(src, KVCacheFormat::BF16(512)) : choose_format(src);
   KVCacheFormat fp;
   switch (src.weighted({3, 2, 1})) {

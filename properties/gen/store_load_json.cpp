@@ -97,13 +97,14 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
   if (j.contains("pe_cache")) s.pe_shape = j.at("pe_cache").get<CacheShape>();
   s.pe_inside_cache = j.value("pe_inside_cache", int64_t{-1});
   if (s.is_concat() && s.far_row_stride != 0) throw std::runtime_error("a concat scenario with far rows");
-  // pe_cache inside the cache's buffer: both buffers are the harness's, so pe_cache
-  // must end inside the cache's.
-  if (s.pe_inside_cache >= 0 &&
-      (!s.pe_shape || s.pe_inside_cache + (int64_t{s.pe_shape->num_blocks} - 1) * shape_block_stride(*s.pe_shape) +
-                              block_stride_for(s.pe_shape->format, s.pe_shape->block_size) >
-                          (int64_t{s.shape.num_blocks} - 1) * shape_block_stride(s.shape) +
-                              block_stride_for(s.shape.format, s.shape.block_size)))
+  // pe_cache inside the cache's buffer: both buffers are the harness's, so pe_cache's
+  // buffer (as run_store sizes it: max(size_bytes, one packed block)) must end inside
+  // the cache's. 128-bit sums: a file's offsets and strides may be anything.
+  const auto extent = [](const CacheShape& sh) {
+    const __int128 packed = block_stride_for(sh.format, sh.block_size);
+    return std::max<__int128>((__int128{sh.num_blocks} - 1) * shape_block_stride(sh) + packed, packed);
+  };
+  if (s.pe_inside_cache >= 0 && (!s.pe_shape || s.pe_inside_cache + extent(*s.pe_shape) > extent(s.shape)))
     throw std::runtime_error("pe_inside_cache puts pe_cache past the end of the cache's buffer");
   if (s.pe_row_stride < 0 || s.pe_rows < -1 || s.pe_row_stride > (int64_t{1} << 20) ||
       std::max<int64_t>(s.pe_rows, 1) * std::max<int64_t>(s.pe_row_stride, 1) > (int64_t{1} << 24))
