@@ -240,13 +240,17 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
         validate_concat_mla(plugin::from_abi(h));
       }))
     return s;
+  // has_pe_cache is read: this table declares KVCHECK_OP_CONCAT_MLA_PE_CACHE exactly when
+  // the Python backend says split_caches=True, and only then is it ever 1.
   return call_bridge("concat_and_cache_mla",
-                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N}", "kv_c", addr(a->kv_c), "kv_c_rows",
-                                   (long long)a->kv_c_rows, "kv_c_row_stride", (long long)a->kv_c_row_stride, "k_pe",
-                                   addr(a->k_pe), "k_pe_rows", (long long)a->k_pe_rows, "k_pe_row_stride",
-                                   (long long)a->k_pe_row_stride, "kv_lora_rank", a->kv_lora_rank, "rope_dim",
-                                   a->rope_dim, "slot_mapping", addr(a->slot_mapping), "num_tokens",
-                                   (long long)a->num_tokens, "cache", paged_cache_fields(a->cache)),
+                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N,s:i,s:N}", "kv_c", addr(a->kv_c),
+                                   "kv_c_rows", (long long)a->kv_c_rows, "kv_c_row_stride",
+                                   (long long)a->kv_c_row_stride, "k_pe", addr(a->k_pe), "k_pe_rows",
+                                   (long long)a->k_pe_rows, "k_pe_row_stride", (long long)a->k_pe_row_stride,
+                                   "kv_lora_rank", a->kv_lora_rank, "rope_dim", a->rope_dim, "slot_mapping",
+                                   addr(a->slot_mapping), "num_tokens", (long long)a->num_tokens, "cache",
+                                   paged_cache_fields(a->cache), "has_pe_cache", a->has_pe_cache, "pe_cache",
+                                   paged_cache_fields(a->pe_cache)),
                      stream, msg, size);
 }
 

@@ -20,13 +20,18 @@ def store(kv, slot_mapping, cache, layout):
             _record(cache, layout, slot)[:] = rows[i][:layout.quantized_bytes]
 
 
-def concat(kv_c, k_pe, slot_mapping, cache, layout):
+def concat(kv_c, k_pe, slot_mapping, cache, layout, pe_cache=None, pe_layout=None):
     """vLLM's concat_and_cache_mla (docs/spec.md §8.2): the record of slot_mapping[i] is
-    kv_c[i] then k_pe[i] (two BF16 tensors, views of one or not)."""
+    kv_c[i] then k_pe[i] (two BF16 tensors, views of one or not). Split caches
+    (FlashInfer's ckv / kpe): kv_c[i] into cache and k_pe[i] into pe_cache, one slot."""
     for i, slot in enumerate(slot_mapping):
-        if slot >= 0:
-            row = np.concatenate([kv_c[i], k_pe[i]])
-            _record(cache, layout, slot)[:] = row.view(np.uint8)
+        if slot < 0:
+            continue
+        if pe_cache is None:
+            _record(cache, layout, slot)[:] = np.concatenate([kv_c[i], k_pe[i]]).view(np.uint8)
+        else:
+            _record(cache, layout, slot)[:] = kv_c[i].view(np.uint8)
+            _record(pe_cache, pe_layout, slot)[:] = k_pe[i].view(np.uint8)
 
 
 def swap(src, dst, views, block_mapping, src_pool, dst_pool):
@@ -54,4 +59,4 @@ def load(cache, layout, load_segments, total_k, out_data, out_scales):
 
 
 backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, swap=swap, formats=("bf16",),
-                          kv_dtypes=())
+                          kv_dtypes=(), split_caches=True)

@@ -218,7 +218,8 @@ class _Views:
                                  False),
                        k_pe=make(f["k_pe"], "bf16", (f["k_pe_rows"], f["rope_dim"]), (f["k_pe_row_stride"], 1), False),
                        slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]),
-                       cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c))
+                       cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c),
+                       **_pe_cache(make, f))
 
     @staticmethod
     def swap_blocks(backend, f, make):
@@ -261,6 +262,15 @@ class Layout(dict):
     def load_row_bytes(self):
         # SPEC §5.2: BF16 rows for BF16 and do_cast formats, the data bytes otherwise.
         return 2 * self["elements"] if self["quantized_dtype"] == 0 or self["do_cast"] else self["quantized_bytes"]
+
+
+def _pe_cache(make, f):
+    """Split caches (docs/spec.md §8.2): pe_cache and pe_layout keyword arguments, only
+    for a call that has them (a backend without split_caches=True never gets one)."""
+    if not f["has_pe_cache"]:
+        return {}
+    p = f["pe_cache"]
+    return {"pe_cache": make(p["base"], "uint8", (p["size_bytes"],), (1,), True), "pe_layout": _layout(p)}
 
 
 def _layout(c):

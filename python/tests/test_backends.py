@@ -129,7 +129,8 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     rows = {r["property"]: r for r in result.rows}
     for p in ("prop_store_matches_reference", "prop_load_matches_reference", "prop_round_trip_matches_reference",
               "prop_load_invalid_metadata_throws_and_writes_nothing", "prop_concat_and_cache_mla_matches_reference",
-              "prop_concat_and_cache_mla_bad_input_is_error", "prop_swap_blocks_matches_reference",
+              "prop_concat_and_cache_mla_bad_input_is_error", "prop_concat_and_cache_mla_pe_cache_matches_reference",
+              "prop_concat_and_cache_mla_pe_cache_bad_input_is_error", "prop_swap_blocks_matches_reference",
               "prop_swap_blocks_touches_only_destinations", "prop_swap_blocks_bad_input_is_error"):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
     # A BF16-only backend has no quantisation error to bound: not exercised, never drawn a V41 cache.
@@ -150,6 +151,43 @@ def test_a_concat_with_its_tensors_swapped_is_caught(kvcheck_check):
     with pytest.raises(AssertionError, match="FAIL prop_concat_and_cache_mla_matches_reference") as caught:
         kvcheck_check(concat_swapped, cases=50, seed=3)
     assert "concat_and_cache_mla kv_lora_rank=" in str(caught.value)  # the decoded two-source case
+
+
+def concat_kpe_into_cache(kv_c, k_pe, slot_mapping, cache, layout, pe_cache=None, pe_layout=None):
+    # Split caches with k_pe written into the ckv cache at pe_cache's offsets.
+    import numpy_paged
+    numpy_paged.concat(kv_c, k_pe, slot_mapping, cache, layout, cache if pe_cache is not None else None, pe_layout)
+
+
+concat_kpe_wrong_cache = kvcheck.Backend("concat-kpe-wrong-cache", concat=concat_kpe_into_cache, formats=("bf16",),
+                                         kv_dtypes=(), split_caches=True)
+
+
+def test_split_caches_with_k_pe_in_the_wrong_cache_are_caught(kvcheck_check):
+    with pytest.raises(AssertionError, match="FAIL prop_concat_and_cache_mla_pe_cache_matches_reference") as caught:
+        kvcheck_check(concat_kpe_wrong_cache, cases=50, seed=3)
+    assert "pe_cache=" in str(caught.value)  # the decoded split-cache case
+
+
+def test_split_caches_need_concat():
+    with pytest.raises(ValueError, match="split_caches=True needs concat"):
+        kvcheck.Backend("split-no-concat", store=lambda **kw: None, split_caches=True, formats=("bf16",), kv_dtypes=())
+
+
+def concat_joined_only(kv_c, k_pe, slot_mapping, cache, layout):
+    import numpy_paged
+    numpy_paged.concat(kv_c, k_pe, slot_mapping, cache, layout)
+
+
+concat_joined = kvcheck.Backend("concat-joined", concat=concat_joined_only, formats=("bf16",), kv_dtypes=())
+
+
+def test_without_split_caches_the_split_rows_are_not_exercised(kvcheck_check):
+    # A concat written before split caches (no pe_cache keyword) is never sent one.
+    result = kvcheck_check(concat_joined, cases=20, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    row = rows["prop_concat_and_cache_mla_pe_cache_matches_reference"]
+    assert row["verdict"] == "not_run" and row["backend_calls"] == 0, row
 
 
 def swap_with_one_stride(src, dst, views, block_mapping, src_pool, dst_pool):
