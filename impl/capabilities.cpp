@@ -15,6 +15,26 @@
 
 namespace kvcheck {
 
+bool BackendCapabilities::supports_kv_shape(int64_t num_kv_heads, int64_t head_dim) const {
+  if (num_kv_heads < 1 || head_dim < 1) return true;
+  if (!supports_head_dim(head_dim)) return false;
+  const int64_t row = num_kv_heads * head_dim;
+  return row >= min_heads_x_head_dim && (max_heads_x_head_dim == 0 || row <= max_heads_x_head_dim);
+}
+
+std::string BackendCapabilities::describe_kv_shapes() const {
+  std::string out;
+  if (!head_dims.empty()) {
+    out = "head_dims {";
+    for (size_t i = 0; i < head_dims.size(); ++i) out += (i ? ", " : "") + std::to_string(head_dims[i]);
+    out += "}";
+  }
+  const auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (min_heads_x_head_dim > 0) add("num_kv_heads x head_dim >= " + std::to_string(min_heads_x_head_dim));
+  if (max_heads_x_head_dim > 0) add("num_kv_heads x head_dim <= " + std::to_string(max_heads_x_head_dim));
+  return out;
+}
+
 namespace {
 
 // The named formats of the ABI's kvcheck_format, one table (SPEC §2).
@@ -169,6 +189,12 @@ std::string BackendCapabilities::restrictions() const {
     for (int32_t d : head_dims) ds += (ds.empty() ? "" : ", ") + std::to_string(d);
     out += "head_dim: " + ds + " only (declared)\n";
   }
+  if ((min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0) && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
+    out += "num_kv_heads x head_dim: " +
+           (min_heads_x_head_dim > 0 ? "at least " + std::to_string(min_heads_x_head_dim) : std::string()) +
+           (min_heads_x_head_dim > 0 && max_heads_x_head_dim > 0 ? ", " : "") +
+           (max_heads_x_head_dim > 0 ? "at most " + std::to_string(max_heads_x_head_dim) : std::string()) +
+           " (declared)\n";
   if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";
   if (max_block_size > 0) out += "block_size: at most " + std::to_string(max_block_size) + "\n";
   return out;

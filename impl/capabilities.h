@@ -3,8 +3,11 @@
 // backends include this without the Backend interface.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "include/kvcheck/backend_abi.h"  // the KVCHECK_OP_* and KVCHECK_FORMAT_* bits
@@ -51,6 +54,8 @@ struct BackendCapabilities {
   /// match properties draw only these; prop_store_kv_undeclared_shape_is_refused draws
   /// the others and requires a kUnsupported refusal.
   std::vector<int32_t> head_dims;
+  /// Limits on num_kv_heads * head_dim (0 = none), declared as head_dims are.
+  int64_t min_heads_x_head_dim = 0, max_heads_x_head_dim = 0;
   /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
   /// backends); false for device plugins, whose adapter copies every buffer. The
   /// generators draw sparse multi-GiB inputs only for host-memory backends.
@@ -77,6 +82,21 @@ struct BackendCapabilities {
   /// Whether head_dims is empty or holds d. A head_dim below 1 is invalid input, not a
   /// capability question: true.
   bool supports_head_dim(int64_t d) const;
+  /// supports_head_dim(head_dim), and num_kv_heads * head_dim inside the declared
+  /// limits. Heads or head_dim below 1 are invalid input: true.
+  bool supports_kv_shape(int64_t num_kv_heads, int64_t head_dim) const;
+  /// The num_kv_heads a head_dim of d may have under the row limits: [lo, hi], empty
+  /// when lo > hi (hi INT32_MAX without a maximum).
+  std::pair<int64_t, int64_t> kv_heads_range(int64_t d) const {
+    const int64_t lo = std::max<int64_t>(1, (min_heads_x_head_dim + d - 1) / d);
+    return {lo, max_heads_x_head_dim > 0 ? max_heads_x_head_dim / d : INT32_MAX};
+  }
+  /// Whether the contract limits the K/V shapes at all (head_dims or the limits).
+  bool limits_kv_shapes() const {
+    return !head_dims.empty() || min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0;
+  }
+  /// "head_dims {128}, num_kv_heads x head_dim <= 1024": the declared K/V shape limits.
+  std::string describe_kv_shapes() const;
   /// Block sizes below 1 are invalid input, not a capability question: true.
   bool supports_block_size(int64_t bs) const {
     return bs < 1 || (bs % block_size_multiple == 0 && (max_block_size == 0 || bs <= max_block_size));

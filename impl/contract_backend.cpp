@@ -35,6 +35,12 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
       if (std::find(r.head_dims.begin(), r.head_dims.end(), d) != r.head_dims.end()) c.head_dims.push_back(d);
     kv_shapes = !c.head_dims.empty();
   }
+  // The row limits both declare: the larger minimum, the smaller maximum.
+  c.min_heads_x_head_dim = std::max(w.min_heads_x_head_dim, r.min_heads_x_head_dim);
+  c.max_heads_x_head_dim = w.max_heads_x_head_dim == 0   ? r.max_heads_x_head_dim
+                           : r.max_heads_x_head_dim == 0 ? w.max_heads_x_head_dim
+                                                         : std::min(w.max_heads_x_head_dim, r.max_heads_x_head_dim);
+  if (c.max_heads_x_head_dim > 0 && c.min_heads_x_head_dim > c.max_heads_x_head_dim) kv_shapes = false;
   c.host_memory = w.host_memory && r.host_memory;
   // A family whose cases no side-by-side draw can satisfy is dropped, so its rows are
   // "not exercised" (a zero mask would read as "everything" to the generators).

@@ -38,7 +38,7 @@ inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP
 
 /// The contract of kvcheck's own plugins: every recipe of SPEC §7.3.1 (the call's
 /// kvcheck_kv_cache.recipe picks one), any head_dim.
-inline constexpr kvcheck_contract kEveryRecipe{sizeof(kvcheck_contract), (1u << kNumKvRecipes) - 1, 0, {}};
+inline constexpr kvcheck_contract kEveryRecipe{sizeof(kvcheck_contract), (1u << kNumKvRecipes) - 1, 0, {}, 0, 0};
 
 }  // namespace kvcheck::plugin
 

@@ -69,18 +69,22 @@ std::string other_recipes_matching(const Backend& b, const StoreKvScenario& s, c
 
 Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s) {
   Verdict v;
-  // A file replayed on a backend that now declares this head_dim: nothing to refuse.
-  if (b.capabilities().supports_head_dim(s.cache.head_dim)) {
-    v.skipped = fmt::format("{} declares head_dim {}: a case for the match properties", b.name(), s.cache.head_dim);
+  // A file replayed on a backend that now declares this shape: nothing to refuse.
+  if (b.capabilities().supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim)) {
+    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {}: a case for the match properties", b.name(),
+                            s.cache.num_kv_heads, s.cache.head_dim);
     return v;
   }
   const KvBuffers pristine(s.cache);
   KvBuffers be_buf(s.cache);
   Outcome be;
   be.code = run_store_kv(&b, s, be_buf, &be.message);
-  std::string declared;
-  for (int32_t d : b.capabilities().head_dims) declared += (declared.empty() ? "" : ", ") + std::to_string(d);
-  const std::string what = fmt::format("head_dim {} outside the declared head_dims {{{}}}", s.cache.head_dim, declared);
+  const BackendCapabilities& c = b.capabilities();
+  const std::string what =
+      c.supports_head_dim(s.cache.head_dim)
+          ? fmt::format("num_kv_heads {} x head_dim {} = {} outside the declared {}", s.cache.num_kv_heads,
+                        s.cache.head_dim, int64_t{s.cache.num_kv_heads} * s.cache.head_dim, c.describe_kv_shapes())
+          : fmt::format("head_dim {} outside the declared {}", s.cache.head_dim, c.describe_kv_shapes());
   if (!be.code)
     v.failure += fmt::format("store_kv ran a case with {}: a kernel built for its declared shapes must refuse "
                              "others with KVCHECK_STATUS_UNSUPPORTED (kUnsupported) and write nothing\n", what);
@@ -102,7 +106,7 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   be.code = run_store_kv(&b, s, be_buf, &be.message);
   Verdict v;
   if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_STORE_KV, s.cache.dtype, s.cache.block_size,
-                                   s.cache.head_dim, s.cache.recipe),
+                                   s.cache.num_kv_heads, s.cache.head_dim, s.cache.recipe),
                         be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))
     return v;
   std::string& fail = v.failure;

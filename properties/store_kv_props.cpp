@@ -3,6 +3,8 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "properties/class_bounds.h"
 #include "properties/gen/gen_caps.h"
@@ -18,16 +20,37 @@ namespace {
 StoreKvScenario draw_store_kv_scenario() { return *gen_store_kv_scenario(); }
 StoreKvScenario draw_store_kv_fault_scenario() { return *gen_store_kv_fault_scenario(); }
 
-// A valid case whose head_dim the backend's contract leaves out (SPEC §7.3.1,
-// kvcheck_contract.head_dims): drawn with everything else inside the contract.
+// A valid case whose shape the backend's contract leaves out (SPEC §7.3.1,
+// kvcheck_contract): a head_dim outside its head_dims, or a declared head_dim with
+// num_kv_heads x head_dim one head past a row limit; everything else inside the contract.
 StoreKvScenario draw_store_kv_undeclared_scenario() {
   BackendCapabilities c = generator_caps();
-  std::vector<int32_t> outside;
-  for (int32_t d : {64, 80, 96, 128, 256, 576, 1, 2, 3, 8, 16})
-    if (!c.supports_head_dim(d)) outside.push_back(d);
-  for (int32_t d = 1; outside.empty(); ++d)
-    if (!c.supports_head_dim(d)) outside.push_back(d);
-  c.head_dims = {*rc::gen::elementOf(outside)};
+  const bool rows = c.min_heads_x_head_dim > 0 || c.max_heads_x_head_dim > 0;
+  // (head_dim, num_kv_heads) one head past a row limit, for the head_dims it takes.
+  std::vector<std::pair<int64_t, int64_t>> past;
+  if (rows) {
+    std::vector<int32_t> dims = c.head_dims;
+    if (dims.empty()) dims = {1, 8, 64, 128};
+    for (int64_t d : dims) {
+      if (c.max_heads_x_head_dim > 0) past.emplace_back(d, c.max_heads_x_head_dim / d + 1);
+      if (c.min_heads_x_head_dim > d) past.emplace_back(d, (c.min_heads_x_head_dim - 1) / d);
+    }
+  }
+  RC_PRE(!past.empty() || !c.head_dims.empty());
+  if (!past.empty() && (c.head_dims.empty() || *rc::gen::arbitrary<bool>())) {
+    const auto [d, h] = *rc::gen::elementOf(past);
+    // The generator draws num_kv_heads in [min/d, max/d]: pinned to h.
+    c.head_dims = {static_cast<int32_t>(d)};
+    c.min_heads_x_head_dim = c.max_heads_x_head_dim = h * d;
+  } else {
+    std::vector<int32_t> outside;
+    for (int32_t d : {64, 80, 96, 128, 256, 576, 1, 2, 3, 8, 16})
+      if (!c.supports_head_dim(d)) outside.push_back(d);
+    for (int32_t d = 1; outside.empty(); ++d)
+      if (!c.supports_head_dim(d)) outside.push_back(d);
+    c.head_dims = {*rc::gen::elementOf(outside)};
+    c.min_heads_x_head_dim = c.max_heads_x_head_dim = 0;  // any num_kv_heads: the head_dim is what is outside
+  }
   const ScopedGeneratorCaps scope(c);
   StoreKvScenario s = *gen_store_kv_scenario();
   // A row to store: with none a kernel launches nothing and has nothing to refuse (the
@@ -68,14 +91,17 @@ void register_store_kv_properties(Registry& r) {
       "a bad slot, row shape, dtype, scale or view throws the right kvcheck::Error and changes no byte",
       draw_store_kv_fault_scenario, prop_store_kv_invalid_input_throws_and_writes_nothing,
       bounds::store_kv_fault()));
-  // Only for a backend whose contract limits head_dim; the others have nothing to refuse.
+  // Only for a backend whose contract limits the K/V shapes; the others have nothing to refuse.
   Property p = scenario_property(
       "prop_store_kv_undeclared_shape_is_refused", "store_kv",
-      "a valid case with a head_dim the backend's contract leaves out is refused with kUnsupported, no byte changed",
+      "a valid case with a head_dim or num_kv_heads x head_dim the backend's contract leaves out is refused with "
+      "kUnsupported, no byte changed",
       draw_store_kv_undeclared_scenario, prop_store_kv_undeclared_shape_is_refused);
   p.needs = [](const BackendCapabilities& c) -> std::string {
     if (!(c.ops & KVCHECK_OP_STORE_KV)) return "no store_kv";
-    return c.head_dims.empty() ? "declares no head_dim limit (kvcheck_contract.head_dims)" : "";
+    return c.limits_kv_shapes() ? ""
+                                : "declares no K/V shape limit (kvcheck_contract head_dims, "
+                                  "min/max_heads_x_head_dim)";
   };
   r.add(std::move(p));
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "properties/gen/gen_caps.h"
 #include "properties/gen/kv_gen.h"
 #include "reference/kv_numerics.h"
 
@@ -60,6 +61,29 @@ TEST(KvGenerators, ReachRequiredShapes) {
   EXPECT_EQ(allocs.size(), 4u);  // separate, nano-vllm, flashinfer, layer pages
   EXPECT_TRUE(row_5120) << "no 40 x 128 = 5,120-element token";
   EXPECT_TRUE(strided);
+}
+
+// A contract's row limits (kvcheck_contract min/max_heads_x_head_dim): every drawn shape
+// inside them, with and without declared head_dims, and the limits themselves reached.
+TEST(KvGenerators, DeclaredRowLimitsBoundEveryShape) {
+  for (const std::vector<int32_t>& dims : {std::vector<int32_t>{}, std::vector<int32_t>{64, 128}}) {
+    BackendCapabilities c = generator_caps();
+    c.head_dims = dims;
+    c.min_heads_x_head_dim = 256;
+    c.max_heads_x_head_dim = 1024;
+    const ScopedGeneratorCaps scope(c);
+    bool at_min = false, at_max = false;
+    const auto gen = gen_kv_cache_shape();
+    for (uint64_t seed = 0; seed < 2000; ++seed) {
+      const KvCacheShape s = gen(rc::Random(seed), 100).value();
+      const int64_t row = int64_t{s.num_kv_heads} * s.head_dim;
+      ASSERT_TRUE(row >= 256 && row <= 1024) << s.num_kv_heads << " x " << s.head_dim;
+      ASSERT_TRUE(c.supports_kv_shape(s.num_kv_heads, s.head_dim));
+      at_min |= row == 256;
+      at_max |= row == 1024;
+    }
+    EXPECT_TRUE(at_min && at_max) << "with " << dims.size() << " declared head_dims";
+  }
 }
 
 TEST(KvGenerators, StoreReachesPaddingAndGraphRows) {

@@ -280,12 +280,17 @@ BackendCapabilities from_abi(const kvcheck_capabilities& c) {
 void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   b.kv_recipes = 1u << static_cast<int>(KvRecipe::kSpec);  // no contract: the spec's recipe
   b.head_dims.clear();
+  b.min_heads_x_head_dim = b.max_heads_x_head_dim = 0;
   b.recipe_aware = c != nullptr;
   if (c == nullptr) return;
   if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
     b.kv_recipes = c->kv_fp8_recipes;
   if (c->struct_size >= offsetof(kvcheck_contract, head_dims) + sizeof c->head_dims)
     b.head_dims.assign(c->head_dims, c->head_dims + c->num_head_dims);
+  if (c->struct_size >= offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim) {
+    b.min_heads_x_head_dim = c->min_heads_x_head_dim > 1 ? c->min_heads_x_head_dim : 0;  // >= 1 always holds
+    b.max_heads_x_head_dim = c->max_heads_x_head_dim;
+  }
 }
 
 kvcheck_capabilities to_abi(const BackendCapabilities& b) {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +52,23 @@ void check_contract(const std::string& path, const kvcheck_contract* c) {
     if (c->head_dims[i] < 1 || c->head_dims[i] > kMaxDeclaredHeadDim)
       fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
                      " is not a head_dim in [1, " + std::to_string(kMaxDeclaredHeadDim) + "]");
+  if (c->struct_size < offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim) return;
+  const int32_t lo = c->min_heads_x_head_dim, hi = c->max_heads_x_head_dim;
+  if (lo < 0 || hi < 0 || (hi > 0 && lo > hi))
+    fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
+                   std::to_string(hi) + ": each >= 0 (0 = none), the minimum at most the maximum");
+  // Limits no declared head_dim can meet with a whole number of heads leave the match
+  // properties nothing to draw.
+  if (c->num_head_dims > 0 && (lo > 0 || hi > 0)) {
+    bool any = false;
+    for (int32_t i = 0; i < c->num_head_dims; ++i) {
+      const int64_t d = c->head_dims[i], heads = std::max<int64_t>(1, (lo + d - 1) / d);
+      any |= hi == 0 || heads * d <= hi;
+    }
+    if (!any)
+      fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
+                     std::to_string(hi) + ": no declared head_dim meets them with a whole number of heads");
+  }
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).

@@ -392,6 +392,13 @@ typedef struct kvcheck_contract {
   int32_t num_head_dims;    /* 0 = any head_dim; else store_kv and gather_kv take only
                                head_dims[0 .. num_head_dims) (at most 16) */
   int32_t head_dims[KVCHECK_MAX_DECLARED_HEAD_DIMS];
+  /* Limits on num_kv_heads * head_dim, the elements of one token's row across its KV
+   * heads (0 = none), for store_kv and gather_kv: a kernel that gives each element of a
+   * token a thread (heads * head_dim / vector width <= 1024 threads per CTA) has a
+   * maximum, one that splits a row into fixed tiles a minimum. Read only when
+   * struct_size covers them. */
+  int32_t min_heads_x_head_dim;
+  int32_t max_heads_x_head_dim;
 } kvcheck_contract;
 
 #define KVCHECK_OP_FN(name, args_t) \

@@ -53,16 +53,28 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
   KvCacheShape s;
   s.dtype = src.pick(std::span<const KvDtype>(supported_kv_dtypes()));
   s.order = src.pick({KvHeadLayout::kNHD, KvHeadLayout::kHND});
-  if (const std::vector<int32_t>& declared = generator_caps().head_dims; !declared.empty())
+  const BackendCapabilities& caps = generator_caps();
+  // head_dims a row limit of the contract leaves some num_kv_heads for.
+  const auto fits = [&](int64_t d) { return caps.kv_heads_range(d).first <= caps.kv_heads_range(d).second; };
+  std::vector<int32_t> declared;
+  for (int32_t d : caps.head_dims)
+    if (fits(d)) declared.push_back(d);
+  if (!declared.empty())
     s.head_dim = src.pick(std::span<const int32_t>(declared));  // the backend's contract
   else
     s.head_dim = src.weighted({3, 4}) == 0 ? static_cast<int32_t>(src.range(1, 16))
                                            : src.pick<int32_t>({64, 80, 96, 128, 256, 576});
+  if (caps.head_dims.empty() && !fits(s.head_dim))  // one head of the largest row it takes
+    s.head_dim = static_cast<int32_t>(caps.max_heads_x_head_dim);
   switch (src.weighted({3, 4, 1})) {
     case 0: s.num_kv_heads = static_cast<int32_t>(src.range(1, 4)); break;
     case 1: s.num_kv_heads = src.pick<int32_t>({1, 8, 40}); break;
     default: s.num_kv_heads = 128; break;
   }
+  // The contract's num_kv_heads x head_dim limits (a thread per element, fixed tiles).
+  const auto [lo, hi] = caps.kv_heads_range(s.head_dim);
+  if (s.num_kv_heads < lo || s.num_kv_heads > hi)
+    s.num_kv_heads = static_cast<int32_t>(src.coin() ? lo : std::min<int64_t>(hi, lo + src.range(0, 3)));
   s.block_size = choose_block_size(src, 32);  // the shared chooser, fitted to the backend
   s.pad_head = src.pick<int32_t>({0, 0, 0, 1, 3, 8});
   s.pad_token = src.pick<int32_t>({0, 0, 0, 1, 3, 8});

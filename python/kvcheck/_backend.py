@@ -57,7 +57,10 @@ class Backend:
       recipe they do match;
     head_dims: the head_dims store_kv / gather_kv were built for (empty = any): cases
       are drawn among them, and prop_store_kv_undeclared_shape_is_refused hands
-      store_kv others, which it must refuse with kvcheck.Refusal("unsupported").
+      store_kv others, which it must refuse with kvcheck.Refusal("unsupported");
+    min_heads_x_head_dim / max_heads_x_head_dim: limits on num_kv_heads * head_dim (0 =
+      none), declared and judged the same way (a kernel with a thread per element of a
+      token's row has a maximum).
     kvcheck validates every call first with its own validator, so the functions see
     only valid calls (as an engine kernel assumes); refusals carry kvcheck's codes.
     Define it at module level: kvcheck runs it in fresh processes, found again by
@@ -67,7 +70,7 @@ class Backend:
     def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, concat=None, swap=None,
                  device="host",
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, split_caches=False, block_size_multiple=0,
-                 max_block_size=0, recipe="spec", head_dims=()):
+                 max_block_size=0, recipe="spec", head_dims=(), min_heads_x_head_dim=0, max_heads_x_head_dim=0):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}} without '-to-' (the "
                              "separator of writer x reader pairs)")
@@ -113,6 +116,12 @@ class Backend:
         if len(self.head_dims) > 16 or any(not 1 <= d <= 16384 for d in self.head_dims):
             raise ValueError(f"kvcheck.Backend {name}: head_dims {self.head_dims} must be at most 16 values in "
                              "[1, 16384]")
+        self.min_heads_x_head_dim = int(min_heads_x_head_dim)
+        self.max_heads_x_head_dim = int(max_heads_x_head_dim)
+        lo, hi = self.min_heads_x_head_dim, self.max_heads_x_head_dim
+        if lo < 0 or hi < 0 or (hi > 0 and lo > hi) or max(lo, hi) > 2**31 - 1:
+            raise ValueError(f"kvcheck.Backend {name}: min_heads_x_head_dim {lo} / max_heads_x_head_dim {hi}: each in "
+                             "[0, 2**31) (0 = none), the minimum at most the maximum")
         # Where it is defined, to be found again by a fresh interpreter (check()).
         frame = inspect.stack()[1]
         self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")

@@ -254,3 +254,29 @@ def test_declared_head_dims_are_drawn_and_others_refused(kvcheck_check):
                                                      "prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=2)
     names = {r["property"] for r in result.passed}
     assert names == {"prop_store_kv_matches_reference", "prop_store_kv_undeclared_shape_is_refused"}, result
+
+
+def store_kv_row_512(**kwargs):
+    # A kernel with a thread per element of a token's row, at most 512 of them.
+    _, _, heads, head_dim = kwargs["key_cache"].shape
+    if heads * head_dim > 512:
+        raise kvcheck.Refusal("unsupported", "built for num_kv_heads x head_dim <= 512")
+    kvcheck.reference.store_kv(**kwargs)
+
+
+row_512 = kvcheck.Backend("row512", store_kv=store_kv_row_512, kv_dtypes=("bf16",), max_heads_x_head_dim=512)
+row_512_unguarded = kvcheck.Backend("row512-unguarded", store_kv=kvcheck.reference.store_kv, kv_dtypes=("bf16",),
+                                    max_heads_x_head_dim=512)
+
+
+def test_a_declared_row_limit_is_drawn_inside_and_tested_past(kvcheck_check, tmp_path):
+    # Match properties draw num_kv_heads x head_dim <= 512 only; the refusal property one head past it.
+    result = kvcheck_check(row_512, properties=["prop_store_kv_matches_reference",
+                                                "prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=2)
+    assert {r["property"] for r in result.passed} == {"prop_store_kv_matches_reference",
+                                                      "prop_store_kv_undeclared_shape_is_refused"}, result
+    with pytest.raises(AssertionError, match="outside the declared num_kv_heads x head_dim <= 512"):
+        kvcheck.check(row_512_unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50, seed=2,
+                      work_dir=tmp_path)
+    with pytest.raises(ValueError, match="the minimum at most the maximum"):
+        kvcheck.Backend("bad", store_kv=store_kv_row_512, min_heads_x_head_dim=1024, max_heads_x_head_dim=512)

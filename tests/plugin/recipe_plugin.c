@@ -13,6 +13,10 @@
  *                             other head_dim is refused with KVCHECK_STATUS_UNSUPPORTED;
  *   KVCHECK_IGNORES_HEAD_DIM  ... except that the guard is missing (the plugin runs any
  *                             head_dim): the refusal property must catch it;
+ *   KVCHECK_MAX_ROW_1024      the contract declares max_heads_x_head_dim 1024 (a thread per
+ *                             element of a token's row, 1024 threads per CTA), and a call
+ *                             with num_kv_heads * head_dim > 1024 is refused (UNSUPPORTED);
+ *   KVCHECK_IGNORES_ROW_LIMIT ... except that the guard is missing;
  *   KVCHECK_WITH_GATHER       also a gather_kv (SPEC §7.5) reading the e4m3 cache back:
  *                             RN(e4m3(code) * scale) (one float multiply), then RNE to
  *                             the outputs' bf16 / fp16. No seq_starts (the feature bit
@@ -27,6 +31,8 @@
  *   librecipe_sglang.so                SGLang math declared as sglang: every property holds;
  *   librecipe_vllm_hd128.so            vLLM math, head_dim 128 only, guarded;
  *   librecipe_vllm_hd128_unguarded.so  the same without the guard;
+ *   librecipe_vllm_row1024.so          vLLM math, num_kv_heads x head_dim <= 1024, guarded;
+ *   librecipe_vllm_row1024_unguarded.so the same without the guard;
  *   librecipe_vllm_rw.so               vLLM math with a gather_kv: every property holds;
  *   librecipe_vllm_rw_divides.so       the same with the dividing reader. */
 #include <math.h>
@@ -41,6 +47,10 @@
 #define PLUGIN_NAME "vllm-rw-divides"
 #elif defined(KVCHECK_WITH_GATHER)
 #define PLUGIN_NAME "vllm-rw"
+#elif defined(KVCHECK_IGNORES_ROW_LIMIT)
+#define PLUGIN_NAME "vllm-row1024-unguarded"
+#elif defined(KVCHECK_MAX_ROW_1024)
+#define PLUGIN_NAME "vllm-row1024"
 #elif defined(KVCHECK_IGNORES_HEAD_DIM)
 #define PLUGIN_NAME "vllm-hd128-unguarded"
 #elif defined(KVCHECK_HEAD_DIM_128)
@@ -177,6 +187,12 @@ static int check_cache(const kvcheck_kv_cache* c, char* msg, size_t msg_size) {
   if (c->head_dim != 128)
     return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "built for head_dim 128 only, got head_dim %d",
                   (int)c->head_dim);
+#endif
+#if defined(KVCHECK_MAX_ROW_1024) && !defined(KVCHECK_IGNORES_ROW_LIMIT)
+  /* The kernel's launch limit (the contract's max_heads_x_head_dim): a thread per element. */
+  if ((wide)c->num_kv_heads * c->head_dim > 1024)
+    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "built for num_kv_heads x head_dim <= 1024, got %d x %d",
+                  (int)c->num_kv_heads, (int)c->head_dim);
 #endif
   if ((wide)c->num_blocks * c->block_size > (wide)INT32_MAX)
     return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "num_blocks %lld * block_size %d exceeds INT32_MAX",
@@ -529,6 +545,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
   contract.head_dims[0] = 128;
 #else
   contract.num_head_dims = 0;
+#endif
+#if defined(KVCHECK_MAX_ROW_1024)
+  contract.max_heads_x_head_dim = 1024;
 #endif
   memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
