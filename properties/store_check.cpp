@@ -98,9 +98,12 @@ StoreScenario pe_scenario(const StoreScenario& s) {
   p.slot_mapping = s.slot_mapping;
   p.row_stride = s.rope_dim;
   const int64_t rows = s.kv_rows();
-  p.kv.resize(static_cast<size_t>(rows * s.rope_dim));
+  p.kv.assign(static_cast<size_t>(rows * std::max(s.rope_dim, 0)), 0);
+  // Only the elements inside a kv row: a fault may set kv_lora_rank + rope_dim past the
+  // row stride (as ConcatSources builds k_pe).
   for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(s.kv.begin() + r * s.row_stride + s.kv_lora_rank, s.rope_dim, p.kv.begin() + r * s.rope_dim);
+    for (int64_t e = 0; s.kv_lora_rank >= 0 && e < s.rope_dim && s.kv_lora_rank + e < s.row_stride; ++e)
+      p.kv[static_cast<size_t>(r * s.rope_dim + e)] = s.kv[static_cast<size_t>(r * s.row_stride + s.kv_lora_rank + e)];
   return p;
 }
 
