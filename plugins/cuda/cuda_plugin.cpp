@@ -7,6 +7,9 @@
 #include <span>
 
 #include "impl/cuda/device_api.h"
+#include "impl/error.h"
+#include "impl/validate_cache.h"
+#include "impl/validate_store_load.h"
 #include "impl/plugin/device_memory.h"
 #include "include/kvcheck/backend_abi.h"
 #include "plugins/guard.h"
@@ -43,10 +46,22 @@ size_t none() { return 0; }
 
 size_t entries(int64_t n) { return n > 0 ? static_cast<size_t>(n) : size_t{0}; }
 
+/// A cache's device layout, after step 1 of docs/spec.md §5.2 (its layout, then its
+/// buffer's size): a format whose fields break §2 (elements_per_sf 0 with scales) is
+/// refused before anything derives offsets from it (num_scales divides by
+/// elements_per_sf), so a direct caller gets INVALID_FORMAT, not a SIGFPE. The
+/// harness's calls were checked already (op_decl.cpp's bound()).
+PagedLayout checked_paged(const kvcheck_paged_cache& c) {
+  const CacheLayout layout = from_abi(c);
+  validate_layout(layout);
+  validate_cache_bytes(layout, c.base, c.size_bytes);
+  return layout.paged();
+}
+
 int store_kv_cache(void*, const kvcheck_store_args* a, void* stream, char* msg, size_t size) {
   PagedLayout layout;
   return checked(
-      stream, msg, size, [&] { return cuda::store_workspace_bytes(layout = from_abi(a->cache).paged()); },
+      stream, msg, size, [&] { return cuda::store_workspace_bytes(layout = checked_paged(a->cache)); },
       [&](DeviceStatus* st, void* ws) {
         const cuda::StoreArgs s{a->kv, a->kv_rows, a->kv_row_stride, a->slot_mapping, a->num_tokens};
         return cuda::store_kv_cache_checked({a->cache.base, layout, a->cache.size_bytes}, s, st, ws, opts(stream));
@@ -59,8 +74,14 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
   return checked(
       stream, msg, size,
       [&] {
-        layout = from_abi(a->cache).paged();
-        if (a->has_pe_cache) pe = {a->pe_cache.base, from_abi(a->pe_cache).paged(), a->pe_cache.size_bytes};
+        layout = checked_paged(a->cache);
+        if (a->has_pe_cache) {
+          try {
+            pe = {a->pe_cache.base, checked_paged(a->pe_cache), a->pe_cache.size_bytes};
+          } catch (const Error& e) {
+            rethrow_for_pe_cache(e);
+          }
+        }
         return cuda::store_workspace_bytes(layout);
       },
       [&](DeviceStatus* st, void* ws) {
@@ -77,7 +98,7 @@ int load_paged_kv_cache(void*, const kvcheck_load_args* a, void* stream, char* m
   return checked(
       stream, msg, size,
       [&] {
-        layout = from_abi(a->cache).paged();
+        layout = checked_paged(a->cache);
         return cuda::load_workspace_bytes(a->total_k);
       },
       [&](DeviceStatus* st, void* ws) {

@@ -2,6 +2,7 @@
 // odd valid formats, block sizes 133 and 1, the §4.5 special values, arbitrary cache
 // bytes, every store/load error path (same code, buffers untouched) and a cache
 // larger than 4 GiB. Skips without a device.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,9 @@
 #include <vector>
 
 #include "tests/cuda/cuda_plugin.h"
+#include "impl/plugin/abi_convert.h"
+#include "impl/plugin/loader.h"
+#include "include/kvcheck/backend_abi.h"
 #include "impl/cuda/kernels.h"
 #include "impl/error.h"
 #include "reference/index_transforms.h"
@@ -535,6 +539,45 @@ TEST(CudaBackend, CacheOver4GiBFarEnd) {
   ref::load_paged_kv_cache(ref_cache, f, 1, bs, ref_segs, total_k,
                            {want.data(), 1024, nullptr, 0, total_k});
   EXPECT_EQ(got, want);
+}
+
+// The cuda plugin called directly, as an engine or a test of its own would, not
+// through the harness (whose seam checks every call first): a paged cache whose format
+// breaks SPEC §2 — e4m3 data with ue8m0 scales but elements_per_sf 0 — is refused with
+// INVALID_FORMAT by every paged entry, before anything divides by the group size (it
+// was a SIGFPE); as a split concat's pe_cache, naming pe_cache.
+TEST(CudaPlugin, EntriesRefuseAFormatWithoutScaleGroupsBeforeUsingIt) {
+  KVCHECK_CUDA_BACKEND_OR_SKIP(backend);
+  const auto lib = plugin::load_library(plugin::builtin_plugin_dir() + "/libkvcheck_cuda.so");
+  const kvcheck_backend_v1_t& t = *lib->table;
+  kvcheck_paged_cache bad{};
+  bad.format = KVCHECK_FORMAT_OTHER;
+  bad.elements = 128;
+  bad.quantized_dtype = 1;  // e4m3
+  bad.sf_format = 1;        // ue8m0
+  bad.elements_per_sf = 0;
+  bad.quantized_bytes = 128;
+  bad.num_blocks = 1;
+  bad.block_size = 1;
+  char msg[256] = {};
+  kvcheck_store_args st{};
+  st.cache = bad;
+  EXPECT_EQ(t.store_kv_cache(t.context, &st, nullptr, msg, sizeof msg), KVCHECK_STATUS_INVALID_FORMAT) << msg;
+  kvcheck_load_args ld{};
+  ld.cache = bad;
+  EXPECT_EQ(t.load_paged_kv_cache(t.context, &ld, nullptr, msg, sizeof msg), KVCHECK_STATUS_INVALID_FORMAT) << msg;
+  // A valid BF16(8) cache of one 32-byte block, and the bad one as pe_cache.
+  void* cache = nullptr;
+  ASSERT_EQ(cudaMalloc(&cache, 32), cudaSuccess);
+  kvcheck_concat_and_cache_mla_args cc{};
+  cc.kv_lora_rank = 8;
+  cc.rope_dim = 128;
+  cc.cache = plugin::to_abi(CacheLayout::make(KVCacheFormat::BF16(8), 1, 1), static_cast<uint8_t*>(cache), 32);
+  cc.has_pe_cache = 1;
+  cc.pe_cache = bad;
+  EXPECT_EQ(t.concat_and_cache_mla(t.context, &cc, nullptr, msg, sizeof msg), KVCHECK_STATUS_INVALID_FORMAT) << msg;
+  EXPECT_NE(std::string(msg).find("pe_cache: "), std::string::npos) << msg;
+  cudaFree(cache);
 }
 
 }  // namespace
