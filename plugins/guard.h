@@ -35,6 +35,9 @@ inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP
     KVCHECK_OPS(KVCHECK_OP_BIT)
 #undef KVCHECK_OP_BIT
     ;
+// A bit added to the header but not to KVCHECK_OPS_KNOWN would make the loader refuse
+// kvcheck's own plugins.
+static_assert((kAllOps & ~KVCHECK_OPS_KNOWN) == 0, "KVCHECK_OPS_KNOWN lacks an ops bit");
 
 /// The contract of kvcheck's own plugins: every recipe of SPEC §7.3.1 (the call's
 /// kvcheck_kv_cache.recipe picks one), any head_dim.
