@@ -38,9 +38,12 @@ props::StoreFaultScenario decode_store(ByteSource& src) {
 }
 
 props::StoreFaultScenario decode_concat_and_cache_mla(ByteSource& src) {
-  // 1 in 3 split caches (docs/spec.md §8.2), when the backend under test takes them.
-  const bool split =
-      (props::generator_caps().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && src.weighted({2, 1}) == 1;
+  // 1 in 3 split caches (docs/spec.md §8.2), when the backend under test takes them; then
+  // 1 in 3 a fused RoPE (§8.4, itself split half the time), when it takes that.
+  const uint32_t ops = props::generator_caps().ops;
+  const bool split = (ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && src.weighted({2, 1}) == 1;
+  if (!split && (ops & KVCHECK_OP_CONCAT_MLA_ROPE) && src.weighted({2, 1}) == 1)
+    return faulted(src, props::build_concat_rope_scenario(src), props::inject_concat_rope_fault);
   return faulted(src, split ? props::build_concat_split_scenario(src) : props::build_concat_scenario(src),
                  props::inject_concat_fault);
 }

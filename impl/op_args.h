@@ -10,6 +10,7 @@
 
 #include "impl/format.h"  // bf16_bits
 #include "impl/layout.h"  // CacheLayout
+#include "impl/rope_args.h"
 
 namespace kvcheck {
 
@@ -119,7 +120,8 @@ struct SwapBlocksArgs {
 /// With pe_cache (split caches, FlashInfer's ckv / kpe): kv_c row i is stored into
 /// `cache` as a row of E = kv_lora_rank elements and k_pe row i into `pe_cache` as a row
 /// of rope_dim elements, both at slot_mapping[i]; the two caches share num_blocks and
-/// block_size and no byte (docs/spec.md §8.2 "Split caches").
+/// block_size and no byte (docs/spec.md §8.2 "Split caches"). With rope, k_pe's rows are
+/// rotated first (docs/spec.md §8.4); k_pe's buffer is only read.
 struct ConcatMlaArgs {
   KVInput kv_c;
   KVInput k_pe;
@@ -128,6 +130,7 @@ struct ConcatMlaArgs {
   std::span<const int32_t> slot_mapping;
   CacheView cache;
   std::optional<CacheView> pe_cache;  // split caches: k_pe's own cache
+  std::optional<RopeArgs> rope;       // fused RoPE of k_pe (docs/spec.md §8.4)
 };
 
 }  // namespace kvcheck

@@ -24,6 +24,12 @@ Error slot_out_of_range_error(int64_t row, int32_t slot, int64_t num_blocks, int
                    " * block_size " + str(block_size) + ") and is not -1");
 }
 
+Error rope_position_error(int64_t row, int64_t position, int64_t max_position) {
+  return Error(ErrorCode::kInvalidArgument, "positions[" + str(row) + "] = " + str(position) +
+                                                " is outside [0, " + str(max_position) +
+                                                ") (the rows of cos_sin_cache)");
+}
+
 Error duplicate_slot_error(int64_t row, int32_t slot, int64_t first_row) {
   return Error(ErrorCode::kDuplicateSlot, "slot_mapping[" + str(row) + "] = " + str(slot) +
                                               " repeats slot_mapping[" + str(first_row) + "]");

@@ -14,6 +14,8 @@ namespace kvcheck {
 // store_kv_cache (SPEC §5.1).
 Error slot_out_of_range_error(int64_t row, int32_t slot, int64_t num_blocks, int32_t block_size);
 Error duplicate_slot_error(int64_t row, int32_t slot, int64_t first_row);
+// concat_and_cache_mla's fused RoPE (docs/spec.md §8.4): positions[row] outside [0, max_position).
+Error rope_position_error(int64_t row, int64_t position, int64_t max_position);
 
 // load_paged_kv_cache (SPEC §5.2); seg = the segment's 4 int32.
 Error segment_block_error(int64_t s, const int32_t* seg, int64_t num_blocks);

@@ -114,7 +114,7 @@ void validate_concat_pe_geometry(int64_t num_blocks, int32_t block_size, int64_t
 }
 
 void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
-                              int64_t n, const ConcatCacheExtents& c) {
+                              int64_t n, const ConcatCacheExtents& c, const RopeArgs* rope) {
   const bool split = c.split;
   if (kv_lora_rank < 1 || rope_dim < 1)
     fail(ErrorCode::kInvalidArgument, "kv_lora_rank = " + to_string(kv_lora_rank) + ", rope_dim = " +
@@ -129,6 +129,17 @@ void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t 
   if (split && rope_dim != c.pe_elements)
     fail(ErrorCode::kShapeMismatch, "rope_dim = " + to_string(rope_dim) + " but pe_cache's rows have " +
                                         to_string(c.pe_elements) + " elements");
+  if (rope) {
+    if (rope->rot_dim < 2 || rope->rot_dim % 2 != 0)
+      fail(ErrorCode::kInvalidArgument, "rot_dim = " + to_string(rope->rot_dim) + ": must be even and at least 2");
+    if (rope->rope_offset < 0 || int64_t{rope->rope_offset} + rope->rot_dim > rope_dim)
+      fail(ErrorCode::kInvalidArgument, "rope_offset " + to_string(rope->rope_offset) + " + rot_dim " +
+                                            to_string(rope->rot_dim) + " must lie inside [0, rope_dim = " +
+                                            to_string(rope_dim) + "]");
+    if (rope->max_position < 1)
+      fail(ErrorCode::kInvalidArgument,
+           "max_position = " + to_string(rope->max_position) + ": cos_sin_cache needs at least one row");
+  }
   if (n == 0) return;
   const auto rows = [&](const KVInput& x, const char* name, const char* width_name, int32_t width) {
     if (x.rows < n)
@@ -143,18 +154,31 @@ void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t 
   if (kv_c.data == nullptr) fail(ErrorCode::kShapeMismatch, "kv_c.data is null");
   if (k_pe.data == nullptr) fail(ErrorCode::kShapeMismatch, "k_pe.data is null");
   if (c.base == nullptr) fail(ErrorCode::kShapeMismatch, "cache base is null");
-  if (!split) return;
-  if (c.pe_base == nullptr) fail(ErrorCode::kShapeMismatch, "pe_cache base is null");
-  // Addresses as integers (two buffers: no pointer order is defined), wide enough that a
-  // buffer claimed to end past the address space cannot wrap.
-  const auto a = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.base));
-  const auto b = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.pe_base));
-  if (c.size_bytes > 0 && c.pe_size_bytes > 0 && a < b + c.pe_size_bytes && b < a + c.size_bytes)
-    fail(ErrorCode::kInvalidArgument,
-         b >= a ? "pe_cache starts " + to_string(static_cast<int64_t>(b - a)) +
-                      " bytes into the cache: the two caches must not share a byte"
-                : "the cache starts " + to_string(static_cast<int64_t>(a - b)) +
-                      " bytes into pe_cache: the two caches must not share a byte");
+  if (split) {
+    if (c.pe_base == nullptr) fail(ErrorCode::kShapeMismatch, "pe_cache base is null");
+    // Addresses as integers (two buffers: no pointer order is defined), wide enough that a
+    // buffer claimed to end past the address space cannot wrap.
+    const auto a = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.base));
+    const auto b = static_cast<__int128>(reinterpret_cast<uintptr_t>(c.pe_base));
+    if (c.size_bytes > 0 && c.pe_size_bytes > 0 && a < b + c.pe_size_bytes && b < a + c.size_bytes)
+      fail(ErrorCode::kInvalidArgument,
+           b >= a ? "pe_cache starts " + to_string(static_cast<int64_t>(b - a)) +
+                        " bytes into the cache: the two caches must not share a byte"
+                  : "the cache starts " + to_string(static_cast<int64_t>(a - b)) +
+                        " bytes into pe_cache: the two caches must not share a byte");
+  }
+  if (!rope) return;
+  if (rope->positions_rows < n)
+    fail(ErrorCode::kShapeMismatch, "positions has " + to_string(rope->positions_rows) +
+                                        " rows but slot_mapping has " + to_string(n));
+  if (rope->positions == nullptr) fail(ErrorCode::kShapeMismatch, "positions is null");
+  if (rope->cos_sin_cache == nullptr) fail(ErrorCode::kShapeMismatch, "cos_sin_cache is null");
+}
+
+void validate_rope_positions(const RopeArgs& rope, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (rope.positions[i] < 0 || rope.positions[i] >= rope.max_position)
+      throw rope_position_error(i, rope.positions[i], rope.max_position);
 }
 
 void validate_concat_mla_shape(const ConcatMlaArgs& a) {
@@ -169,12 +193,13 @@ void validate_concat_mla_shape(const ConcatMlaArgs& a) {
     c.pe_elements = a.pe_cache->layout.format.elements;
   }
   validate_concat_mla_rows(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, static_cast<int64_t>(a.slot_mapping.size()),
-                           c);
+                           c, a.rope ? &*a.rope : nullptr);
 }
 
 void validate_concat_mla(const ConcatMlaArgs& a) {
   validate_concat_mla_shape(a);
   if (a.slot_mapping.empty()) return;
+  if (a.rope) validate_rope_positions(*a.rope, static_cast<int64_t>(a.slot_mapping.size()));
   validate_slot_mapping(a.slot_mapping, a.cache.layout.num_blocks, a.cache.layout.block_size);
 }
 

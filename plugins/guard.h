@@ -30,7 +30,8 @@ int guarded(char* msg, size_t msg_size, F&& f) noexcept {
 }
 
 /// Every KVCHECK_OP_* bit of KVCHECK_OPS, and the feature bits of their entries.
-inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE | KVCHECK_OP_CONCAT_MLA_PE_CACHE
+inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE | KVCHECK_OP_CONCAT_MLA_PE_CACHE |
+                                  KVCHECK_OP_CONCAT_MLA_ROPE
 #define KVCHECK_OP_BIT(entry, bit, args_t) | (bit)
     KVCHECK_OPS(KVCHECK_OP_BIT)
 #undef KVCHECK_OP_BIT
@@ -38,6 +39,8 @@ inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP
 // A bit added to the header but not to KVCHECK_OPS_KNOWN would make the loader refuse
 // kvcheck's own plugins.
 static_assert((kAllOps & ~KVCHECK_OPS_KNOWN) == 0, "KVCHECK_OPS_KNOWN lacks an ops bit");
+// A bit in the header but not here would leave kvcheck's own plugins without a feature.
+static_assert(kAllOps == KVCHECK_OPS_KNOWN, "kAllOps lacks a bit of KVCHECK_OPS_KNOWN");
 
 /// The contract of kvcheck's own plugins: every recipe of SPEC §7.3.1 (the call's
 /// kvcheck_kv_cache.recipe picks one), any head_dim.

@@ -52,6 +52,16 @@ inline std::vector<ClassBound> concat_split() {
           {"writes nothing", 0, 0.15}};
 }
 
+/// Valid concat_and_cache_mla with a fused RoPE (docs/spec.md §8.4).
+inline std::vector<ClassBound> concat_rope() {
+  return {{"rope neox", 0.3},
+          {"rope gpt-j", 0.3},
+          {"rope on a sub-range of k_pe", 0.2},
+          {"rope with cancelling pairs", 0.1},
+          {"padding rows", 0.30},
+          {"writes nothing", 0, 0.15}};
+}
+
 /// concat_and_cache_mla with one broken rule.
 inline std::vector<ClassBound> concat_fault() {
   return {{"error blames an entry", 0.1}, {"error shape-mismatch", 0.1}, {"error invalid-argument", 0.1}};

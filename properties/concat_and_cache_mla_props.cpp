@@ -14,6 +14,8 @@ StoreScenario draw_concat_scenario() { return *gen_concat_scenario(); }
 StoreFaultScenario draw_concat_fault_scenario() { return *gen_concat_fault_scenario(); }
 StoreScenario draw_split_scenario() { return *gen_concat_split_scenario(); }
 StoreFaultScenario draw_split_fault_scenario() { return *gen_concat_split_fault_scenario(); }
+StoreScenario draw_rope_scenario() { return *gen_concat_rope_scenario(); }
+StoreFaultScenario draw_rope_fault_scenario() { return *gen_concat_rope_fault_scenario(); }
 
 void prop_concat_matches_reference(const Backend& b, const StoreScenario& s) {
   require(check_store(b, {s, "", std::nullopt}, kStoreMatchesReference));
@@ -68,6 +70,23 @@ void register_concat_and_cache_mla_properties(Registry& r) {
                               "rule's error and changes neither cache",
                               draw_split_fault_scenario, prop_concat_bad_input_throws_and_writes_nothing,
                               bounds::concat_fault()));
+  // Fused RoPE (docs/spec.md §8.4): only backends with KVCHECK_OP_CONCAT_MLA_ROPE.
+  const auto add_rope = [&r](Property p) {
+    p.needs = needs_op(KVCHECK_OP_CONCAT_AND_CACHE_MLA | KVCHECK_OP_CONCAT_MLA_ROPE,
+                       "concat_and_cache_mla's fused RoPE (KVCHECK_OP_CONCAT_MLA_ROPE)");
+    r.add(std::move(p));
+  };
+  add_rope(scenario_property("prop_concat_and_cache_mla_rope_matches_reference", "concat_and_cache_mla",
+                             "k_pe rotated (NeoX or GPT-J, whole or a sub-range, fp32 without FMA) then stored "
+                             "leaves the whole cache (and a split pe_cache) bit-identical to the reference's, and "
+                             "changes only valid rows' records",
+                             draw_rope_scenario, prop_split_matches_reference, bounds::concat_rope()));
+  add_rope(scenario_property("prop_concat_and_cache_mla_rope_bad_input_is_error", "concat_and_cache_mla",
+                             "an odd or zero rot_dim, a rotated range outside k_pe, max_position 0, positions short "
+                             "or outside the table, or any concat rule broken throws the rule's error and changes "
+                             "no byte",
+                             draw_rope_fault_scenario, prop_concat_bad_input_throws_and_writes_nothing,
+                             bounds::concat_fault()));
 }
 
 }  // namespace kvcheck::props

@@ -256,6 +256,11 @@ ConcatSources::ConcatSources(const StoreScenario& s) {
   kv_c_.data = own_kv_c_.empty() ? nullptr : own_kv_c_.data();
 }
 
+RopeArgs rope_args(const ScenarioRope& r) {
+  return {r.cos_sin.data(), r.max_position, r.positions.data(), static_cast<int64_t>(r.positions.size()), r.rot_dim,
+          r.rope_offset, r.is_neox};
+}
+
 Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache) {
   std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
   if (!s.slot_tail.empty()) {
@@ -271,7 +276,9 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, 
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
   if (s.is_concat()) {
     const ConcatSources src(s);
-    ConcatMlaArgs a{src.kv_c(), src.k_pe(), s.kv_lora_rank, s.rope_dim, slot_mapping, cache.view(), std::nullopt};
+    ConcatMlaArgs a{src.kv_c(), src.k_pe(), s.kv_lora_rank, s.rope_dim, slot_mapping, cache.view(), std::nullopt,
+                    std::nullopt};
+    if (s.rope) a.rope = rope_args(*s.rope);
     if (s.pe_shape) {
       if (s.pe_inside_cache >= 0) {
         const CacheLayout pe = shape_layout(*s.pe_shape);
@@ -290,10 +297,12 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, 
         backend->concat_and_cache_mla(a);
       else if (a.pe_cache)
         ref::concat_and_cache_mla_split(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, slot_mapping,
-                                        ref_buffer(a.cache, s.shape), ref_buffer(*a.pe_cache, *s.pe_shape));
+                                        ref_buffer(a.cache, s.shape), ref_buffer(*a.pe_cache, *s.pe_shape),
+                                        a.rope ? &*a.rope : nullptr);
       else
         ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, slot_mapping, cache.bytes(),
-                                  s.shape.format, s.shape.num_blocks, s.shape.block_size, s.shape.block_stride);
+                                  s.shape.format, s.shape.num_blocks, s.shape.block_size, s.shape.block_stride,
+                                  a.rope ? &*a.rope : nullptr);
     });
   }
   return capture([&] {

@@ -179,6 +179,9 @@ class ConcatSources {
   KVInput kv_c_, k_pe_;
 };
 
+/// The RopeArgs view (docs/spec.md §8.4) of a scenario's fused RoPE (its buffers).
+RopeArgs rope_args(const ScenarioRope& r);
+
 /// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
 /// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
 /// kv rows in a sparse buffer, and both split the work as on s.threads threads. Split

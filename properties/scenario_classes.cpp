@@ -5,6 +5,7 @@
 #include "properties/regression.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace kvcheck::props {
 namespace {
@@ -41,6 +42,22 @@ void note_scenario_classes(const StoreScenario& s) {
       if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && i * s.far_row_stride >= (int64_t{1} << 31))
         note_class("kv row past 2^31 elements");
   if (s.row_stride > s.shape.format.elements) note_class("padded kv rows");
+  if (s.rope) {  // fused RoPE (docs/spec.md §8.4)
+    const ScenarioRope& r = *s.rope;
+    note_class(r.is_neox ? "rope neox" : "rope gpt-j");
+    if (r.rot_dim < s.rope_dim) note_class("rope on a sub-range of k_pe");
+    if (s.pe_shape) note_class("rope into split caches");
+    const int32_t half = r.rot_dim / 2;
+    bool cancel = false;  // a row at a position whose sin equals its cos, with equal pair values
+    for (size_t i = 0; i < s.slot_mapping.size() && i < r.positions.size() && !cancel; ++i) {
+      const int64_t p = r.positions[i];
+      if (half < 1 || p < 0 || p >= r.max_position || static_cast<size_t>((p + 1) * r.rot_dim) > r.cos_sin.size())
+        continue;
+      const float* row = r.cos_sin.data() + p * r.rot_dim;
+      cancel = s.slot_mapping[i] >= 0 && std::memcmp(row, row + half, sizeof(float) * static_cast<size_t>(half)) == 0;
+    }
+    if (cancel) note_class("rope with cancelling pairs");
+  }
   if (s.pe_shape) {  // split caches
     note_class(s.pe_row_stride == 0 ? "concat k_pe a view of kv_c's rows" : "concat k_pe a buffer of its own");
     if (s.shape.format == KVCacheFormat::BF16(512) && s.pe_shape->format == KVCacheFormat::BF16(64))

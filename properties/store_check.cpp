@@ -8,7 +8,9 @@
 
 #include "properties/diff.h"
 #include "properties/op_checks.h"
+#include "properties/harness.h"
 #include "reference/layout.h"
+#include "reference/store.h"
 
 namespace kvcheck::props {
 namespace {
@@ -107,6 +109,21 @@ StoreScenario pe_scenario(const StoreScenario& s) {
   return p;
 }
 
+// docs/spec.md §8.4: the scenario with its k_pe values (kv row elements [kv_lora_rank,
+// + rope_dim) of rows < n) rotated by the reference, so the invariants that read the
+// rows (a BF16 record or tail holds them) judge what the fused store must write. Valid
+// scenarios only (the caller's reference returned).
+StoreScenario with_rotated_k_pe(const StoreScenario& s) {
+  if (!s.rope) return s;
+  StoreScenario r = s;
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  const std::vector<bf16_bits> pe =
+      ref::rope_rows({s.kv.data() + s.kv_lora_rank, n, s.row_stride}, s.rope_dim, n, rope_args(*s.rope));
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(pe.begin() + i * s.rope_dim, s.rope_dim, r.kv.begin() + i * s.row_stride + s.kv_lora_rank);
+  return r;
+}
+
 /// The invariants `which` names on one cache: `s` as the rows it stores, the caches
 /// after the reference's and the backend's calls, `before` the bytes both started from.
 std::string cache_failures(const StoreScenario& s, const char* name, const Outcome& ref, const Outcome& be,
@@ -165,8 +182,9 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   // same invariants: its rows joined are the kv rows (or, split, each cache's rows).
   const char* op = s.is_concat() ? "concat_and_cache_mla" : "store";
   const uint32_t ops = !s.is_concat() ? KVCHECK_OP_STORE_KV_CACHE
-                       : s.pe_shape   ? KVCHECK_OP_CONCAT_AND_CACHE_MLA | KVCHECK_OP_CONCAT_MLA_PE_CACHE
-                                      : KVCHECK_OP_CONCAT_AND_CACHE_MLA;
+                                      : KVCHECK_OP_CONCAT_AND_CACHE_MLA |
+                                            (s.pe_shape ? KVCHECK_OP_CONCAT_MLA_PE_CACHE : 0u) |
+                                            (s.rope ? KVCHECK_OP_CONCAT_MLA_ROPE : 0u);
   const bool outside = outside_paged(b.capabilities(), ops, sh) ||
                        (s.pe_shape && outside_paged(b.capabilities(), ops, *s.pe_shape));
   const bool unchanged =
@@ -176,9 +194,11 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   if (judge_unsupported(be, outside, unchanged, op, b.name(), v)) return v;
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
-  fail += cache_failures(s, s.pe_shape ? "the cache" : "", ref, be, ref_cache, be_cache, before, which);
+  // The rows as the caches must hold them (k_pe rotated with a RoPE; only when valid).
+  const StoreScenario rows = ref.code ? s : with_rotated_k_pe(s);
+  fail += cache_failures(rows, s.pe_shape ? "the cache" : "", ref, be, ref_cache, be_cache, before, which);
   if (be_pe)
-    fail += cache_failures(pe_scenario(s), "pe_cache", ref, be, *ref_pe, *be_pe, pe_before, which);
+    fail += cache_failures(pe_scenario(rows), "pe_cache", ref, be, *ref_pe, *be_pe, pe_before, which);
   if (!fail.empty())
     fail = context(op, sh, b.name()) +
            (s.pe_shape ? fmt::format(" pe_cache format={} block_stride={}", s.pe_shape->format.name,

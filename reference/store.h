@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "impl/op_args.h"  // plain argument types only; no production code is called
 
@@ -21,10 +22,17 @@ void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, st
 /// store_kv_cache. Validates everything first (§8.2 order: the cache, kv_lora_rank and
 /// rope_dim, each source's rows and stride, null pointers, then the slots) and writes
 /// nothing on error.
+/// With rope (docs/spec.md §8.4), k_pe's rows are rotated (rope_rows) before the store;
+/// its checks follow §8.4's order.
 void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
                           std::span<const int32_t> slot_mapping, std::span<uint8_t> cache,
                           const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
-                          int64_t block_stride = 0);
+                          int64_t block_stride = 0, const RopeArgs* rope = nullptr);
+
+/// docs/spec.md §8.4: rows [0, n) of k_pe (rope_dim elements each) rotated by `rope`, as
+/// n * rope_dim BF16 bit patterns, pair by pair in fp32 (no FMA), then RNE to BF16.
+/// Inputs assumed valid (the callers check them first).
+std::vector<bf16_bits> rope_rows(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope);
 
 /// One paged cache as store_kv_cache takes it (its last five arguments).
 struct PagedBuffer {
@@ -43,6 +51,6 @@ struct PagedBuffer {
 /// then the slots) and writes nothing on error.
 void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
                                 std::span<const int32_t> slot_mapping, const PagedBuffer& cache,
-                                const PagedBuffer& pe_cache);
+                                const PagedBuffer& pe_cache, const RopeArgs* rope = nullptr);
 
 }  // namespace kvcheck::ref

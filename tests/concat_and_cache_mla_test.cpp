@@ -4,6 +4,7 @@
 // each with its code and no cache byte changed.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <functional>
 #include <vector>
 
@@ -40,6 +41,7 @@ ConcatMlaArgs args(const Call& c, const CacheLayout& layout, Bytes& cache) {
           c.rope_dim,
           c.slot_mapping,
           {cache.data(), layout, static_cast<int64_t>(cache.size())},
+          std::nullopt,
           std::nullopt};
 }
 
@@ -218,6 +220,139 @@ void split_known_answers(const Run& run) {
                        "slot_mapping[0]");
 }
 
+// ---- Fused RoPE (docs/spec.md §8.4) ----
+
+/// A RoPE's buffers (RopeArgs views them).
+struct Rope {
+  std::vector<float> cos_sin;
+  int64_t max_position;
+  std::vector<int64_t> positions;
+  int32_t rot_dim, rope_offset;
+  bool neox;
+};
+
+/// `run` with the rope added to every call (k_pe's buffer checked unchanged: it is only read).
+Run with_rope(const Run& run, const Rope& r) {
+  return [&run, &r](const ConcatMlaArgs& a) {
+    ConcatMlaArgs b = a;
+    b.rope = RopeArgs{r.cos_sin.empty() ? nullptr : r.cos_sin.data(), r.max_position,
+                      r.positions.empty() ? nullptr : r.positions.data(), static_cast<int64_t>(r.positions.size()),
+                      r.rot_dim, r.rope_offset, r.neox};
+    const Rows k_pe_before(a.k_pe.data, a.k_pe.data + (a.k_pe.data ? a.k_pe.rows * a.k_pe.row_stride : 0));
+    run(b);
+    EXPECT_EQ(Rows(a.k_pe.data, a.k_pe.data + k_pe_before.size()), k_pe_before) << "the call wrote k_pe";
+  };
+}
+
+void rope_known_answers(const Run& run, bool split) {
+  // kv_c [1, 2, 3, 4] ++ k_pe [1, 2, 3, 4] into slot 1 of one 2-token BF16(8) block; k_pe
+  // rotated at position 1 of a 2-row table: row 0 the identity (cos 1, 1; sin 0, 0),
+  // row 1 cos (0, 0.5), sin (1, 0.75). NeoX pairs (0, 2), (1, 3):
+  //   x' = 1*0 - 3*1 = -3, y' = 3*0 + 1*1 = 1;  x' = 2*0.5 - 4*0.75 = -2, y' = 4*0.5 + 2*0.75 = 3.5
+  // -> k_pe' = [-3, -2, 1, 3.5] = 0xC040 0xC000 0x3F80 0x4060. GPT-J pairs (0, 1), (2, 3):
+  //   x' = 1*0 - 2*1 = -2, y' = 2*0 + 1*1 = 1;  x' = 3*0.5 - 4*0.75 = -1.5, y' = 4*0.5 + 3*0.75 = 4.25
+  // -> [-2, 1, -1.5, 4.25] = 0xC000 0x3F80 0xBFC0 0x4088.
+  const KVCacheFormat b8 = KVCacheFormat::BF16(8);
+  const Rows four{0x3F80, 0x4000, 0x4040, 0x4080};
+  const std::vector<float> table{1, 1, 0, 0, 0, 0.5f, 1, 0.75f};
+  const Bytes kv_c_rec{0x80, 0x3F, 0x00, 0x40, 0x40, 0x40, 0x80, 0x40};
+  const Bytes neox{0x40, 0xC0, 0x00, 0xC0, 0x80, 0x3F, 0x60, 0x40}, gptj{0x00, 0xC0, 0x80, 0x3F, 0xC0, 0xBF, 0x88, 0x40};
+  for (const bool is_neox : {true, false}) {
+    const Rope r{table, 2, {1}, 4, 0, is_neox};
+    const Bytes& pe_rec = is_neox ? neox : gptj;
+    if (!split) {
+      Bytes want(32, kFill);
+      std::copy(kv_c_rec.begin(), kv_c_rec.end(), want.begin() + 16);
+      std::copy(pe_rec.begin(), pe_rec.end(), want.begin() + 24);
+      EXPECT_EQ(after(with_rope(run, r), {b8, 1, 2, four, 4, four, 4, 4, 4, {1}}), want) << "neox " << is_neox;
+      // Position 0 (the identity row): k_pe as it is; a padding row's position is checked, not used.
+      Bytes same(32, kFill);
+      std::copy(kv_c_rec.begin(), kv_c_rec.end(), same.begin() + 16);
+      std::copy(kv_c_rec.begin(), kv_c_rec.end(), same.begin() + 24);
+      EXPECT_EQ(after(with_rope(run, {table, 2, {1, 0}, 4, 0, is_neox}), {b8, 1, 2, Rows{0, 0, 0, 0, 0x3F80, 0x4000, 0x4040, 0x4080}, 4,
+                                                                            Rows{0, 0, 0, 0, 0x3F80, 0x4000, 0x4040, 0x4080}, 4, 4, 4, {-1, 1}}),
+                same);
+    } else {
+      // Split caches: kv_c [1 .. 8] into a BF16(8) cache, k_pe [1 .. 8] (the first four
+      // rotated as above, 5 .. 8 as they are) into a BF16(8) pe_cache; slot 1: bytes 16-31.
+      const Rows eight{0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100};
+      const auto [cache, pe] = split_call(with_rope(run, r), {b8, 1, 2, eight, 8, eight, 8, 8, 8, {1}}, {b8, 1, 2});
+      const Bytes rest{0xA0, 0x40, 0xC0, 0x40, 0xE0, 0x40, 0x00, 0x41};
+      Bytes want_cache(cache.size(), kFill), want_pe(pe.size(), kFill);
+      std::copy(kv_c_rec.begin(), kv_c_rec.end(), want_cache.begin() + 16);
+      std::copy(rest.begin(), rest.end(), want_cache.begin() + 24);
+      std::copy(pe_rec.begin(), pe_rec.end(), want_pe.begin() + 16);
+      std::copy(rest.begin(), rest.end(), want_pe.begin() + 24);
+      EXPECT_EQ(cache, want_cache);
+      EXPECT_EQ(pe, want_pe) << "neox " << is_neox;
+    }
+  }
+  if (split) {
+    expect_split_refused(with_rope(run, {table, 2, {2}, 4, 0, true}), {b8, 1, 2, Rows(8, 0), 8, Rows(8, 0), 8, 8, 8, {1}},
+                         {b8, 1, 2}, ErrorCode::kInvalidArgument, "positions[0] = 2");
+    return;
+  }
+  // No FMA, and the rounding to BF16: kv_c 6 x 1.0, k_pe [3, 1], one pair, cos fp32(1/3) =
+  // 0x3EAAAAAB, sin 1. 3 * 0x3EAAAAAB = 1 + 2^-25 exactly, 1.0 in fp32; x' = 1.0 - 1*1 = 0
+  // (a fused multiply-add would keep 2^-25: 0x3300). y' = fl(0x3EAAAAAB + 3) = 3 + 1398101
+  // * 2^-22, to BF16 3.328125 = 0x4055. Record of slot 0 (block_size 1): 6 x (80 3F), 00 00 55 40.
+  const Rope third{{1.0f / 3.0f, 1.0f}, 1, {0}, 2, 0, true};
+  Bytes fma_want = repeat({0x80, 0x3F}, 6);
+  fma_want.insert(fma_want.end(), {0x00, 0x00, 0x55, 0x40});
+  fma_want.resize(32, kFill);  // the block's padding to its 32-byte stride (SPEC §3)
+  EXPECT_EQ(after(with_rope(run, third), {b8, 1, 1, Rows(6, 0x3F80), 6, {0x4040, 0x3F80}, 2, 6, 2, {0}}), fma_want);
+  // A sub-range: GPT-J, rope_offset 1, rot_dim 2 of rope_dim 4, table row 1 = (cos 0, sin 1):
+  // pair (1, 2) = (2, 3) -> (-3, 2); k_pe' = [1, -3, 2, 4].
+  Bytes sub(32, kFill);
+  const Bytes sub_pe{0x80, 0x3F, 0x40, 0xC0, 0x00, 0x40, 0x80, 0x40};
+  std::copy(kv_c_rec.begin(), kv_c_rec.end(), sub.begin() + 16);
+  std::copy(sub_pe.begin(), sub_pe.end(), sub.begin() + 24);
+  EXPECT_EQ(after(with_rope(run, {{1, 0, 0, 1}, 2, {1}, 2, 1, false}), {b8, 1, 2, four, 4, four, 4, 4, 4, {1}}), sub);
+
+  // Refusals, in the §8.4 order; nothing written.
+  const Call ok{b8, 1, 2, four, 4, four, 4, 4, 4, {1}};
+  expect_refused(with_rope(run, {table, 2, {1}, 3, 0, true}), ok, ErrorCode::kInvalidArgument, "rot_dim");
+  expect_refused(with_rope(run, {table, 2, {1}, 0, 0, true}), ok, ErrorCode::kInvalidArgument, "rot_dim");
+  expect_refused(with_rope(run, {table, 2, {1}, 4, 1, true}), ok, ErrorCode::kInvalidArgument, "rope_offset");
+  expect_refused(with_rope(run, {table, 2, {1}, 2, -1, true}), ok, ErrorCode::kInvalidArgument, "rope_offset");
+  expect_refused(with_rope(run, {table, 0, {1}, 4, 0, true}), ok, ErrorCode::kInvalidArgument, "max_position");
+  // The shape rules hold for a call of no rows too.
+  expect_refused(with_rope(run, {table, 2, {}, 3, 0, true}), {b8, 1, 2, {}, 4, {}, 4, 4, 4, {}},
+                 ErrorCode::kInvalidArgument, "rot_dim");
+  expect_refused(with_rope(run, {table, 2, {}, 4, 0, true}), ok, ErrorCode::kShapeMismatch, "positions");
+  expect_refused(with_rope(run, {{}, 2, {1}, 4, 0, true}), ok, ErrorCode::kShapeMismatch, "cos_sin_cache");
+  expect_refused(with_rope(run, {table, 2, {2}, 4, 0, true}), ok, ErrorCode::kInvalidArgument, "positions[0] = 2");
+  expect_refused(with_rope(run, {table, 2, {1, -1}, 4, 0, true}), {b8, 1, 2, Rows(8, 0), 4, Rows(8, 0), 4, 4, 4, {1, 0}},
+                 ErrorCode::kInvalidArgument, "positions[1] = -1");
+  // A bad position and a bad slot: the positions come first.
+  expect_refused(with_rope(run, {table, 2, {7}, 4, 0, true}), {b8, 1, 2, four, 4, four, 4, 4, 4, {9}},
+                 ErrorCode::kInvalidArgument, "positions[0] = 7");
+  // Positions past n are never read: junk there is fine.
+  Bytes want(32, kFill);
+  std::copy(kv_c_rec.begin(), kv_c_rec.end(), want.begin() + 16);
+  std::copy(neox.begin(), neox.end(), want.begin() + 24);
+  EXPECT_EQ(after(with_rope(run, {table, 2, {1, -5, INT64_MAX}, 4, 0, true}), ok), want);
+}
+
+TEST(ConcatAndCacheMla, ReferenceRopeKnownAnswers) {
+  const kvcheck::Run ref_run = [](const ConcatMlaArgs& a) {
+    ref::concat_and_cache_mla(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, a.slot_mapping,
+                              {a.cache.base, static_cast<size_t>(a.cache.size_bytes)}, a.cache.layout.format,
+                              a.cache.layout.num_blocks, a.cache.layout.block_size, 0, a.rope ? &*a.rope : nullptr);
+  };
+  rope_known_answers(ref_run, false);
+  rope_known_answers(
+      [](const ConcatMlaArgs& a) {
+        const auto buffer = [](const CacheView& v) {
+          return ref::PagedBuffer{{v.base, static_cast<size_t>(v.size_bytes)}, v.layout.format, v.layout.num_blocks,
+                                  v.layout.block_size, v.layout.block_stride};
+        };
+        ref::concat_and_cache_mla_split(a.kv_c, a.k_pe, a.kv_lora_rank, a.rope_dim, a.slot_mapping, buffer(a.cache),
+                                        buffer(*a.pe_cache), a.rope ? &*a.rope : nullptr);
+      },
+      true);
+}
+
 TEST(ConcatAndCacheMla, ReferenceSplitCacheKnownAnswers) {
   split_known_answers([](const ConcatMlaArgs& a) {
     const auto buffer = [](const CacheView& v) {
@@ -247,6 +382,14 @@ TEST_P(ConcatAndCacheMlaBackend, SplitCacheKnownAnswers) {
   if (!(GetParam()->capabilities().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE))
     GTEST_SKIP() << GetParam()->name() << " declares no KVCHECK_OP_CONCAT_MLA_PE_CACHE";
   split_known_answers([&](const ConcatMlaArgs& a) { GetParam()->concat_and_cache_mla(a); });
+}
+
+TEST_P(ConcatAndCacheMlaBackend, RopeKnownAnswers) {
+  const uint32_t ops = GetParam()->capabilities().ops;
+  if (!(ops & KVCHECK_OP_CONCAT_MLA_ROPE)) GTEST_SKIP() << GetParam()->name() << " declares no KVCHECK_OP_CONCAT_MLA_ROPE";
+  const kvcheck::Run run = [&](const ConcatMlaArgs& a) { GetParam()->concat_and_cache_mla(a); };
+  rope_known_answers(run, false);
+  if (ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) rope_known_answers(run, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConcatAndCacheMlaBackend, testing::ValuesIn(available_backends()),

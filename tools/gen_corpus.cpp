@@ -717,14 +717,27 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   const auto valid = [](const S& c) {
     int64_t stored = 0;
     for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
-    return c.fault.empty() && stored >= 2 && !c.scenario.pe_shape;
+    return c.fault.empty() && stored >= 2 && !c.scenario.pe_shape && !c.scenario.rope;
   };
   // Split caches (docs/spec.md §8.2): kv_c into the cache, k_pe into pe_cache.
   const auto split = [](const S& c) {
     int64_t stored = 0;
     for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
-    return c.fault.empty() && stored >= 2 && c.scenario.pe_shape;
+    return c.fault.empty() && stored >= 2 && c.scenario.pe_shape && !c.scenario.rope;
   };
+  // Fused RoPE (docs/spec.md §8.4).
+  const auto rope = [](const S& c) {
+    int64_t stored = 0;
+    for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
+    return c.fault.empty() && stored >= 2 && c.scenario.rope;
+  };
+  seed<S>(root, t, "rope-neox-fp8-ds-mla-512-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank == 512 && !c.scenario.pe_shape; });
+  seed<S>(root, t, "rope-gptj-sub-range", d, [&](const S& c) { return rope(c) && !c.scenario.rope->is_neox && c.scenario.rope->rot_dim < c.scenario.rope_dim; });
+  seed<S>(root, t, "rope-split-caches", d, [&](const S& c) { return rope(c) && c.scenario.pe_shape; });
+  seed<S>(root, t, "rope-large-table", d, [&](const S& c) { return rope(c) && c.scenario.rope->max_position > 4096; });
+  seed<S>(root, t, "rope-error-position", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("positions[", 0) == 0; });
+  seed<S>(root, t, "rope-error-rot-dim", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("rot_dim", 0) == 0; });
+  seed<S>(root, t, "rope-error-positions-short", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.rfind("positions has", 0) == 0; });
   seed<S>(root, t, "split-flashinfer-512-64", d, [&](const S& c) { return split(c) && c.scenario.shape.format == F::BF16(512) && c.scenario.pe_shape->format == F::BF16(64); });
   seed<S>(root, t, "split-pe-quantised", d, [&](const S& c) { return split(c) && c.scenario.pe_shape->format.is_quantized(); });
   seed<S>(root, t, "split-pe-own-block-stride", d, [&](const S& c) { return split(c) && c.scenario.pe_shape->block_stride != 0; });

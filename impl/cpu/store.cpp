@@ -247,6 +247,33 @@ void run_store(const StoreJob& job, int64_t n) {
   parallel_for(n, output_bytes, [&](int64_t begin, int64_t end) { rows(job, begin, end); });
 }
 
+/// docs/spec.md §8.4: k_pe's rows [0, n) rotated into a buffer of n rows of rope_dim
+/// elements (validated input). Each output element from its own pair: the products
+/// rounded to fp32 before the sum (the build's -ffp-contract=off keeps them apart).
+std::vector<uint16_t> rotate_k_pe(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope) {
+  std::vector<uint16_t> out(static_cast<size_t>(n * rope_dim));
+  const int32_t half = rope.rot_dim / 2;
+  const int32_t step = rope.is_neox ? 1 : 2, partner = rope.is_neox ? half : 1;  // pair j: (o + j*step, + partner)
+  parallel_for(n, n * rope_dim * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const uint16_t* src = k_pe.data + r * k_pe.row_stride;
+      uint16_t* dst = out.data() + r * rope_dim;
+      std::memcpy(dst, src, static_cast<size_t>(rope_dim) * 2);
+      const float* cs = rope.cos_sin_cache + rope.positions[r] * rope.rot_dim;
+      const uint16_t* in = src + rope.rope_offset;
+      uint16_t* o = dst + rope.rope_offset;
+      for (int32_t j = 0; j < half; ++j) {
+        const int32_t a = j * step, b = a + partner;
+        const float x = bf16_to_f32(in[a]), y = bf16_to_f32(in[b]), c = cs[j], sn = cs[half + j];
+        const float xc = x * c, ys = y * sn, yc = y * c, xs = x * sn;
+        o[a] = f32_to_bf16(xc - ys);
+        o[b] = f32_to_bf16(yc + xs);
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 void CpuBackend::store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping,
@@ -260,17 +287,24 @@ void CpuBackend::concat_and_cache_mla(const ConcatMlaArgs& a) const {
   validate_concat_mla(a);
   const CacheView& cache = a.cache;
   const int64_t n = static_cast<int64_t>(a.slot_mapping.size());
+  // Fused RoPE (docs/spec.md §8.4): the rotated k_pe rows replace k_pe's (its buffer is only read).
+  std::vector<uint16_t> rotated;
+  KVInput k_pe = a.k_pe;
+  if (a.rope && n > 0) {
+    rotated = rotate_k_pe(a.k_pe, a.rope_dim, n, *a.rope);
+    k_pe = {rotated.data(), n, a.rope_dim};
+  }
   if (a.pe_cache) {  // split caches: two one-source stores at the same slots
     const CacheView& pe = *a.pe_cache;
     run_store(StoreJob{a.kv_c.data, a.kv_c.row_stride, a.slot_mapping.data(), cache.base, &cache.layout,
                        cache.layout.paged()},
               n);
-    run_store(StoreJob{a.k_pe.data, a.k_pe.row_stride, a.slot_mapping.data(), pe.base, &pe.layout, pe.layout.paged()},
+    run_store(StoreJob{k_pe.data, k_pe.row_stride, a.slot_mapping.data(), pe.base, &pe.layout, pe.layout.paged()},
               n);
     return;
   }
   run_store(StoreJob{a.kv_c.data, a.kv_c.row_stride, a.slot_mapping.data(), cache.base, &cache.layout,
-                     cache.layout.paged(), a.k_pe.data, a.k_pe.row_stride, a.kv_lora_rank},
+                     cache.layout.paged(), k_pe.data, k_pe.row_stride, a.kv_lora_rank},
             n);
 }
 

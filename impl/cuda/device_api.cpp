@@ -49,9 +49,9 @@ void validate_cache(const DeviceCache& c) {
 void store_shape(const DeviceCache& c, const StoreArgs& a, bool layout) {
   if (layout) validate_cache(c);
   validate_store_rows(KVInput{a.kv, a.kv_rows, a.kv_row_stride}, a.num_tokens, c.layout.elements, c.base);
-  if (a.pe != nullptr)  // an unvalidated second source: concat_and_cache_mla is the entry that takes one
-    throw Error(ErrorCode::kInvalidArgument, "store_kv_cache takes one source (StoreArgs::pe is set: call "
-                                             "concat_and_cache_mla)");
+  if (a.pe != nullptr || a.rope.cos_sin_cache != nullptr)  // concat_and_cache_mla is the entry that takes them
+    throw Error(ErrorCode::kInvalidArgument, "store_kv_cache takes one source and no RoPE (StoreArgs::pe or rope is "
+                                             "set: call concat_and_cache_mla)");
   if (a.num_tokens > 0 && a.slot_mapping == nullptr)
     throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
 }
@@ -90,6 +90,7 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
   switch (static_cast<Check>(st.check)) {
     case Check::kSlotRange: return slot_out_of_range_error(v[0], i32(v[1]), pc.ctx[0], i32(pc.ctx[1]));
     case Check::kSlotDuplicate: return duplicate_slot_error(v[0], i32(v[1]), v[2]);
+    case Check::kRopePosition: return rope_position_error(v[0], v[1], v[2]);
     case Check::kSegBlock: return segment_block_error(v[0], seg, pc.ctx[0]);
     case Check::kSegRange: return segment_range_error(v[0], seg, i32(pc.ctx[1]));
     case Check::kSegDestination: return segment_destination_error(v[0], seg, i32(pc.ctx[2]));
@@ -206,12 +207,13 @@ namespace {
 /// A checked store's device part (store_kv_cache and concat_and_cache_mla, after their
 /// host checks): the slot validation kernel, then the store kernel, which skips on error.
 PendingCheck checked_store(const DeviceCache& cache, const StoreArgs& args, DeviceStatus* status, void* workspace,
-                           const LaunchOptions& opts) {
+                           const LaunchOptions& opts, const RopeArgs* rope = nullptr) {
   if (args.num_tokens == 0) return {};
   if (workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
   reset(status, opts);
+  // concat_and_cache_mla's RoPE positions (docs/spec.md §8.4) come before the slots.
   check_launch(launch_validate_slots({}, args.slot_mapping, args.num_tokens, cache.layout.num_slots(),
-                                     static_cast<unsigned long long*>(workspace), status, opts));
+                                     static_cast<unsigned long long*>(workspace), status, opts, rope));
   check_launch(launch_store(cache, args, status, opts));
   return {status, static_cast<int32_t>(CheckedOp::kStore), {cache.layout.num_blocks, cache.layout.block_size, 0}, {}};
 }
@@ -242,14 +244,22 @@ StoreArgs concat_store_args(const DeviceCache& c, const ConcatArgs& a, bool layo
     e.pe_elements = p.layout.elements;
   }
   validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
-                           a.kv_lora_rank, a.rope_dim, a.num_tokens, e);
+                           a.kv_lora_rank, a.rope_dim, a.num_tokens, e, a.rope);
   if (a.num_tokens > 0 && a.slot_mapping == nullptr) throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
+  const RopeArgs rope = a.rope ? *a.rope : RopeArgs{};
   if (a.pe_cache) {
+    // k_pe's store: a two-source store split at 0 when rotated (the kernels rotate the
+    // second source's elements), else a one-source store.
     *pe = {a.k_pe, a.k_pe_rows, a.k_pe_row_stride, a.slot_mapping, a.num_tokens};
+    if (a.rope) {
+      pe->pe = a.k_pe;
+      pe->pe_row_stride = a.k_pe_row_stride;
+      pe->rope = rope;
+    }
     return {a.kv_c, a.kv_c_rows, a.kv_c_row_stride, a.slot_mapping, a.num_tokens};
   }
   return {a.kv_c, a.kv_c_rows, a.kv_c_row_stride, a.slot_mapping, a.num_tokens, a.k_pe, a.k_pe_row_stride,
-          a.kv_lora_rank};
+          a.kv_lora_rank, rope};
 }
 
 }  // namespace
@@ -269,7 +279,9 @@ void concat_and_cache_mla(const DeviceCache& cache, const ConcatArgs& args, cons
 PendingCheck concat_and_cache_mla_checked(const DeviceCache& cache, const ConcatArgs& args, DeviceStatus* status,
                                           void* workspace, const LaunchOptions& opts) {
   StoreArgs pe;
-  PendingCheck check = checked_store(cache, concat_store_args(cache, args, true, &pe), status, workspace, opts);
+  // The RoPE positions are checked with the (first) store's slots.
+  PendingCheck check =
+      checked_store(cache, concat_store_args(cache, args, true, &pe), status, workspace, opts, args.rope);
   // The slots were checked against the cache, whose num_blocks and block_size pe_cache
   // shares; the second store skips on the same status word.
   if (args.pe_cache && args.num_tokens > 0) check_launch(launch_store(*args.pe_cache, pe, status, opts));

@@ -32,6 +32,7 @@
 
 #include "impl/error.h"
 #include "impl/paged_layout.h"
+#include "impl/rope_args.h"
 
 namespace kvcheck::cuda {
 
@@ -92,6 +93,10 @@ struct StoreArgs {
   const uint16_t* pe = nullptr;
   int64_t pe_row_stride = 0;  // elements
   int64_t split = 0;          // elements
+  // Fused RoPE (docs/spec.md §8.4), set only by concat_and_cache_mla with pe: element
+  // e >= split is element e - split of a k_pe row, rotated as §8.4 says before the store.
+  // cos_sin_cache null: none. store_kv_cache refuses one (kInvalidArgument).
+  RopeArgs rope{};
 };
 
 /// concat_and_cache_mla input (docs/spec.md §8.2): kv_c[kv_c_rows][kv_lora_rank] and
@@ -108,6 +113,8 @@ struct ConcatArgs {
   /// Split caches (docs/spec.md §8.2): k_pe's own cache (E = rope_dim, the cache's
   /// num_blocks and block_size), the cache then holding kv_c (E = kv_lora_rank).
   const DeviceCache* pe_cache = nullptr;
+  /// Fused RoPE of k_pe (docs/spec.md §8.4): positions and cos_sin_cache in device memory.
+  const RopeArgs* rope = nullptr;
 };
 
 /// load_paged_kv_cache arguments (SPEC §5.2): load_segments[num_segments][4] int32;

@@ -29,12 +29,14 @@ struct KvScaleCheck {
 
 /// Validation kernels (validate.cu). `owner`: one uint64 per cache slot (slots) or
 /// output row (load); status already reset to kStatusOk. launch_validate_slots
-/// checks the scale values (positions [0, S), S = scales.positions()), then
-/// slot_mapping[n] against [0, num_slots) and for duplicates (positions S + row;
-/// SPEC §5.1, §7.3, §7.4: store_kv_cache and store_kv).
+/// checks the scale values (positions [0, S), S = scales.positions()), then with rope
+/// (concat_and_cache_mla's fused RoPE, docs/spec.md §8.4) rope->positions[i] for i < n
+/// against [0, max_position) (positions S + i), then slot_mapping[n] against
+/// [0, num_slots) and for duplicates (positions S + R + row, R = n with rope, else 0;
+/// SPEC §5.1, §7.3, §7.4: store_kv_cache, concat_and_cache_mla and store_kv).
 std::string launch_validate_slots(const KvScaleCheck& scales, const int32_t* slot_mapping, int64_t n,
                                   int64_t num_slots, unsigned long long* owner, DeviceStatus* status,
-                                  const LaunchOptions& opts);
+                                  const LaunchOptions& opts, const RopeArgs* rope = nullptr);
 
 /// gather_kv's checks that read device memory (SPEC §7.5), as one sequence of
 /// positions in the cpu's order: the scale values [0, S); cu_seqlens_k [S, S + C)
@@ -118,6 +120,7 @@ enum class Check : int32_t {
   kCopyDuplicate,     // v: p, dst, q
   kCopySource,        // v: p, dst, q
   kKvSeqStart,        // v: i, seq_starts[i]
+  kRopePosition,      // v: i, positions[i], max_position
 };
 
 /// PendingCheck::op values.

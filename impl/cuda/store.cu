@@ -15,7 +15,13 @@
 // Every kernel reads a row through StoreArgs' two sources (concat_and_cache_mla,
 // docs/spec.md §8.2: elements [0, split) from kv, the rest from pe); launch_store makes a
 // one-source store a two-source one with split = E, so there is one code path; the
-// 16-byte paths are compiled for one source too (kTwo false), without the per-chunk select.
+// 16-byte paths are compiled for one source too (Src::kOne), without the per-chunk select.
+//
+// Fused RoPE (docs/spec.md §8.4, StoreArgs::rope): the second source's elements inside
+// [rope_offset, rope_offset + rot_dim) are rotated as they are read — each element from
+// itself and its pair partner (a second, cached load), fp32 __fmul_rn / __fadd_rn /
+// __fsub_rn (no FMA), then RNE to BF16 — so every kernel below stores the rotated row
+// with no extra pass (Src::kRope on the 16-byte paths, a run-time test elsewhere).
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
@@ -26,20 +32,67 @@ namespace {
 
 using dev::kThreads;
 
+/// How a kernel reads its rows: one source, two (concat_and_cache_mla), or two with the
+/// second rotated (docs/spec.md §8.4).
+enum class Src { kOne, kTwo, kRope };
+
 /// 16-byte chunk c of row r (the vector paths: split % 8 == 0, both sources aligned).
-/// kTwo false (a one-source store): kv's row only, no per-chunk select — on the H200
+/// Src::kOne (a one-source store): kv's row only, no per-chunk select — on the H200
 /// the select cost MXFP8_INDEX's store 8 points of the copy (64 % -> 56 %).
-template <bool kTwo>
+template <Src K>
 __device__ __forceinline__ const uint4* row_chunk(const StoreArgs& a, int64_t r, int64_t c) {
-  if constexpr (!kTwo) return reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c;
+  if constexpr (K == Src::kOne) return reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c;
   const int64_t sc = a.split / 8;
   return c < sc ? reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c
                 : reinterpret_cast<const uint4*>(a.pe + r * a.pe_row_stride) + (c - sc);
 }
 
+/// docs/spec.md §8.4: element e of row r's k_pe (the second source) after the rotation;
+/// x its source bits. Elements outside [rope_offset, rope_offset + rot_dim) as they are.
+__device__ __forceinline__ uint16_t rope_elem(const StoreArgs& a, int64_t r, int64_t e, uint16_t x) {
+  const RopeArgs& q = a.rope;
+  const int64_t k = e - q.rope_offset;
+  if (k < 0 || k >= q.rot_dim) return x;
+  const int32_t half = q.rot_dim / 2;
+  const bool first = q.is_neox ? k < half : (k & 1) == 0;  // x of its pair (else y)
+  const int64_t j = q.is_neox ? (first ? k : k - half) : k >> 1;
+  const int64_t partner = q.is_neox ? (first ? k + half : k - half) : (k ^ 1);
+  const float* cs = q.cos_sin_cache + q.positions[r] * q.rot_dim;
+  const float c = cs[j], s = cs[half + j];
+  const float self = dev::bf16_to_f32(x);
+  const float other = dev::bf16_to_f32(a.pe[r * a.pe_row_stride + q.rope_offset + partner]);
+  // x' = (x*c) - (y*s), y' = (y*c) + (x*s): each product rounded before the sum.
+  const float out = first ? __fsub_rn(__fmul_rn(self, c), __fmul_rn(other, s))
+                          : __fadd_rn(__fmul_rn(self, c), __fmul_rn(other, s));
+  return dev::f32_to_bf16(out);
+}
+
+/// Chunk c of row r as the store must see it: row_chunk's 16 bytes (streamed), the
+/// second source's elements rotated for Src::kRope.
+template <Src K>
+__device__ __forceinline__ uint4 load_chunk(const StoreArgs& a, int64_t r, int64_t c) {
+  uint4 v = __ldcs(row_chunk<K>(a, r, c));
+  if constexpr (K == Src::kRope) {
+    const int64_t e0 = c * 8 - a.split;  // k_pe element of the chunk's first (< 0: kv_c's chunk)
+    if (e0 + 8 > a.rope.rope_offset && e0 < int64_t{a.rope.rope_offset} + a.rope.rot_dim) {
+      uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const uint16_t x = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
+        const uint32_t y = rope_elem(a, r, e0 + k, x);
+        w[k / 2] = (w[k / 2] & (0xFFFF0000u >> (16 * (k % 2)))) | (y << (16 * (k % 2)));
+      }
+      v = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+  return v;
+}
+
 /// Element e of row r (the run-time paths).
 __device__ __forceinline__ uint16_t row_elem(const StoreArgs& a, int64_t r, int64_t e) {
-  return e < a.split ? a.kv[r * a.kv_row_stride + e] : a.pe[r * a.pe_row_stride + (e - a.split)];
+  if (e < a.split) return a.kv[r * a.kv_row_stride + e];
+  const uint16_t x = a.pe[r * a.pe_row_stride + (e - a.split)];
+  return a.rope.cos_sin_cache ? rope_elem(a, r, e - a.split, x) : x;
 }
 
 /// Elements [from, from + count) of row r to dst, as bytes, each source's piece by the
@@ -49,7 +102,13 @@ __device__ __forceinline__ void copy_row_range(uint8_t* dst, const StoreArgs& a,
   const int64_t head = min(max(a.split - from, int64_t{0}), count);  // elements from kv
   if (head > 0)
     dev::copy_bytes(dst, reinterpret_cast<const uint8_t*>(a.kv + r * a.kv_row_stride + from), head * 2, tid, nt);
-  if (count > head)
+  if (count > head && a.rope.cos_sin_cache) {  // rotated k_pe: element by element, byte by byte (any alignment)
+    for (int64_t i = head + tid; i < count; i += nt) {
+      const uint16_t v = row_elem(a, r, from + i);
+      dst[2 * i] = static_cast<uint8_t>(v & 0xFF);
+      dst[2 * i + 1] = static_cast<uint8_t>(v >> 8);
+    }
+  } else if (count > head)
     dev::copy_bytes(dst + head * 2, reinterpret_cast<const uint8_t*>(a.pe + r * a.pe_row_stride + (from + head - a.split)),
                     (count - head) * 2, tid, nt);
 }
@@ -97,7 +156,7 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
 constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
 
 /// E quantised elements, then T BF16 tail elements (T/8 <= kLanes 16-byte chunks).
-template <int E, int G, PagedDtype D, PagedSf S, int T, bool kTwo>
+template <int E, int G, PagedDtype D, PagedSf S, int T, Src K>
 __global__ void __launch_bounds__(kThreads)
     store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
@@ -125,9 +184,9 @@ __global__ void __launch_bounds__(kThreads)
       const bool live = r < a.num_tokens;
       slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? __ldcs(row_chunk<kTwo>(a, r, s * kLanes + sl)) : make_uint4(0, 0, 0, 0);
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? load_chunk<K>(a, r, s * kLanes + sl) : make_uint4(0, 0, 0, 0);
       if constexpr (kTailChunks > 0)
-        tail[u] = live && sl < kTailChunks ? __ldcs(row_chunk<kTwo>(a, r, kChunks + sl)) : make_uint4(0, 0, 0, 0);
+        tail[u] = live && sl < kTailChunks ? load_chunk<K>(a, r, kChunks + sl) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -205,7 +264,7 @@ __global__ void __launch_bounds__(kThreads)
 /// BF16 rows: kLanes lanes copy one row, kUnroll rows per trip; 16-byte accesses
 /// when kVec, with all of a trip's loads in flight first for rows of up to
 /// 2*kLanes chunks.
-template <int kLanes, bool kVec, bool kTwo>
+template <int kLanes, bool kVec, Src K>
 __global__ void __launch_bounds__(kThreads)
     store_copy_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   dev::pdl_wait();
@@ -228,7 +287,7 @@ __global__ void __launch_bounds__(kThreads)
           slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
 #pragma unroll
           for (int k = 0; k < 2; ++k)
-            v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(row_chunk<kTwo>(a, r, sl + k * kLanes)) : make_uint4(0, 0, 0, 0);
+            v[u][k] = live && sl + k * kLanes < chunks ? load_chunk<K>(a, r, sl + k * kLanes) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -247,7 +306,7 @@ __global__ void __launch_bounds__(kThreads)
       if (slot < 0) continue;
       uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
       if constexpr (kVec) {
-        for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = __ldcs(row_chunk<kTwo>(a, r, c));
+        for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = load_chunk<K>(a, r, c);
       } else {
         copy_row_range(dst, a, r, 0, L.elements, sl, kLanes);
       }
@@ -262,11 +321,14 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_per_cta - 1) / rows_per_cta); }
 
 template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
-std::string fixed(const DeviceCache& c, const StoreArgs& a, bool two, const DeviceStatus* st, const LaunchOptions& o) {
+std::string fixed(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
-  return two ? dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, true>, g, false, o, c, a, st)
-                        : dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, false>, g, false, o, c, a, st);
+  switch (src) {
+    case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, st);
+    case Src::kTwo: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kTwo>, g, false, o, c, a, st);
+    default: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, st);
+  }
 }
 
 template <PagedDtype D>
@@ -284,13 +346,16 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
 }
 
 template <int kLanes>
-std::string copy(const DeviceCache& c, const StoreArgs& a, bool two, const DeviceStatus* st, const LaunchOptions& o,
+std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o,
                  bool vec) {
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
-  // The byte path reads through copy_row_range either way: kTwo matters on the 16-byte path only.
-  if (!vec) return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false, true>, g, false, o, c, a, st);
-  return two ? dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, true>, g, false, o, c, a, st)
-                        : dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, false>, g, false, o, c, a, st);
+  // The byte path reads through copy_row_range (RoPE at run time): Src matters on the 16-byte path only.
+  if (!vec) return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false, Src::kTwo>, g, false, o, c, a, st);
+  switch (src) {
+    case Src::kOne: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kOne>, g, false, o, c, a, st);
+    case Src::kTwo: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kTwo>, g, false, o, c, a, st);
+    default: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kRope>, g, false, o, c, a, st);
+  }
 }
 
 }  // namespace
@@ -301,20 +366,22 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   const PagedLayout& L = c.layout;
   StoreArgs a = args;
   const bool two = args.pe != nullptr;  // concat_and_cache_mla (the flag, not pe == kv: k_pe may alias kv_c)
-  if (!two) {  // one source: every element before the split
+  if (!two) {  // one source: every element before the split, nothing rotated
     a.pe = a.kv;
     a.pe_row_stride = a.kv_row_stride;
     a.split = L.elements;
+    a.rope = RopeArgs{};
   }
+  const Src src = !two ? Src::kOne : a.rope.cos_sin_cache ? Src::kRope : Src::kTwo;
   const bool vec = aligned16(a.kv) && (a.kv_row_stride * 2) % 16 == 0 && aligned16(c.base) && aligned16(a.pe) &&
                    (a.pe_row_stride * 2) % 16 == 0 && a.split % 8 == 0;
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;
-    if (chunks <= 4) return copy<4>(c, a, two, st, o, v);
-    if (chunks <= 8) return copy<8>(c, a, two, st, o, v);
-    if (chunks <= 16) return copy<16>(c, a, two, st, o, v);
-    return copy<32>(c, a, two, st, o, v);
+    if (chunks <= 4) return copy<4>(c, a, src, st, o, v);
+    if (chunks <= 8) return copy<8>(c, a, src, st, o, v);
+    if (chunks <= 16) return copy<16>(c, a, src, st, o, v);
+    return copy<32>(c, a, src, st, o, v);
   }
   // The six quantised SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
   // data store (and FP8_DS_MLA's 16-byte tail stores) aligned once the cache base is 16-byte aligned. A custom format with a
@@ -329,17 +396,17 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   };
   using Dt = PagedDtype;
   using Sf = PagedSf;
-  if (is(Dt::kE4M3, Sf::kUE8M0, 512, 32)) return fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, two, st, o);  // V41
-  if (is(Dt::kE2M1, Sf::kE4M3, 512, 16)) return fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, two, st, o);   // V41_FP4
+  if (is(Dt::kE4M3, Sf::kUE8M0, 512, 32)) return fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, src, st, o);  // V41
+  if (is(Dt::kE2M1, Sf::kE4M3, 512, 16)) return fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, src, st, o);   // V41_FP4
   if (is(Dt::kE2M1, Sf::kUE8M0, 128, 32) && L.scale_token_stride % 4 == 0)
-    return fixed<128, 32, Dt::kE2M1, Sf::kUE8M0>(c, a, two, st, o);  // FP4_INDEX
+    return fixed<128, 32, Dt::kE2M1, Sf::kUE8M0>(c, a, src, st, o);  // FP4_INDEX
   if (is(Dt::kE4M3, Sf::kFP32, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
-    return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, two, st, o);  // FP8_FP32SF_INDEX
-  if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, two, st, o);  // MXFP8_INDEX
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32>(c, a, src, st, o);  // FP8_FP32SF_INDEX
+  if (is(Dt::kE4M3, Sf::kUE8M0, 128, 32)) return fixed<128, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, src, st, o);  // MXFP8_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2FloorFirst, 128, 128) && L.scale_token_stride % 4 == 0 && L.scale_region % 4 == 0)
-    return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, two, st, o);  // FP8_POW2SF_INDEX
+    return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, src, st, o);  // FP8_POW2SF_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2, 512, 128, 64))
-    return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, two, st, o);  // FP8_DS_MLA
+    return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, src, st, o);  // FP8_DS_MLA
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

@@ -79,16 +79,35 @@ __global__ void __launch_bounds__(kThreads)
   dev::pdl_trigger();
 }
 
-/// Positions below `sc`'s are scale values (store_kv on an FP8 cache), the rest rows.
-__global__ void store_blame_kernel(KvScaleCheck sc, const int32_t* slots, int64_t num_slots,
+// ---- concat_and_cache_mla's fused RoPE (docs/spec.md §8.4): positions[i], i < n ----
+
+__device__ __forceinline__ bool position_ok(int64_t p, int64_t max_position) { return p >= 0 && p < max_position; }
+
+__global__ void __launch_bounds__(kThreads)
+    rope_check_kernel(const int64_t* positions, int64_t n, int64_t max_position, int64_t base, DeviceStatus* st) {
+  dev::pdl_wait();
+  for (int64_t i = tid(); i < n; i += nthreads())
+    if (!position_ok(positions[i], max_position)) flag(st, base + i);
+  dev::pdl_trigger();
+}
+
+/// Positions below `sc`'s are scale values (store_kv on an FP8 cache), then `num_pos`
+/// RoPE positions (max_position rows), the rest rows.
+__global__ void store_blame_kernel(KvScaleCheck sc, const int64_t* rope_positions, int64_t num_pos,
+                                   int64_t max_position, const int32_t* slots, int64_t num_slots,
                                    const unsigned long long* owner, DeviceStatus* st) {
   dev::pdl_wait();
   if (st->first != kStatusOk) {
     const int64_t p = static_cast<int64_t>(st->first), base = scale_positions(sc);
     if (p < base) {
       st->check = static_cast<int32_t>(scale_rule(sc, p, st->v));
+    } else if (p < base + num_pos) {
+      st->check = static_cast<int32_t>(Check::kRopePosition);
+      st->v[0] = p - base;
+      st->v[1] = rope_positions[p - base];
+      st->v[2] = max_position;
     } else {
-      const int64_t i = p - base;
+      const int64_t i = p - base - num_pos;
       const int32_t s = slots[i];
       const bool range = !slot_in_range(s, num_slots);
       st->check = static_cast<int32_t>(range ? Check::kSlotRange : Check::kSlotDuplicate);
@@ -458,18 +477,29 @@ std::string chain(F&&... launches) {
 }  // namespace
 
 std::string launch_validate_slots(const KvScaleCheck& sc, const int32_t* slots, int64_t n, int64_t num_slots,
-                                  unsigned long long* owner, DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t g = grid(n), base = sc.positions();
+                                  unsigned long long* owner, DeviceStatus* st, const LaunchOptions& o,
+                                  const RopeArgs* rope) {
+  const int64_t g = grid(n), scale_end = sc.positions();
+  const int64_t num_pos = rope ? n : 0, base = scale_end + num_pos;
+  const int64_t* positions = rope ? rope->positions : nullptr;
+  const int64_t max_position = rope ? rope->max_position : 0;
   const auto scales = [&] {
-    return base == 0 ? std::string() : dev::launch("scale_check_kernel", scale_check_kernel, grid(base), o, sc, st);
+    return scale_end == 0 ? std::string() : dev::launch("scale_check_kernel", scale_check_kernel, grid(scale_end), o, sc, st);
+  };
+  const auto rope_positions = [&] {
+    return num_pos == 0 ? std::string()
+                        : dev::launch("rope_check_kernel", rope_check_kernel, g, o, positions, n, max_position, scale_end, st);
   };
   const auto pass = [&](auto kernel) {
     return n == 0 ? std::string() : dev::launch("store_check_kernel", kernel, g, o, slots, n, num_slots, owner, base, st);
   };
   return chain(
-      scales, [&] { return pass(store_check_kernel<Pass::kClaim>); }, [&] { return pass(store_check_kernel<Pass::kOwn>); },
-      [&] { return pass(store_check_kernel<Pass::kCompare>); },
-      [&] { return dev::launch_one_thread("store_blame_kernel", store_blame_kernel, o, sc, slots, num_slots, static_cast<const unsigned long long*>(owner), st); });
+      scales, rope_positions, [&] { return pass(store_check_kernel<Pass::kClaim>); },
+      [&] { return pass(store_check_kernel<Pass::kOwn>); }, [&] { return pass(store_check_kernel<Pass::kCompare>); },
+      [&] {
+        return dev::launch_one_thread("store_blame_kernel", store_blame_kernel, o, sc, positions, num_pos, max_position,
+                                      slots, num_slots, static_cast<const unsigned long long*>(owner), st);
+      });
 }
 
 std::string launch_validate_gather_kv(const GatherKvCheck& a, DeviceStatus* st, const LaunchOptions& o) {

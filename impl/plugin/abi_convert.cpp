@@ -145,7 +145,22 @@ kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& c) {
     a.has_pe_cache = 1;
     a.pe_cache = to_abi(c.pe_cache->layout, c.pe_cache->base, c.pe_cache->size_bytes);
   }
+  if (c.rope) {
+    const RopeArgs& r = *c.rope;
+    a.has_rope = 1;
+    a.rope_is_neox = r.is_neox ? 1 : 0;
+    a.rot_dim = r.rot_dim;
+    a.rope_offset = r.rope_offset;
+    a.cos_sin_cache = r.cos_sin_cache;
+    a.max_position = r.max_position;
+    a.positions = r.positions;
+    a.positions_rows = r.positions_rows;
+  }
   return a;
+}
+
+RopeArgs rope_from_abi(const kvcheck_concat_and_cache_mla_args& a) {
+  return {a.cos_sin_cache, a.max_position, a.positions, a.positions_rows, a.rot_dim, a.rope_offset, a.rope_is_neox != 0};
 }
 
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
@@ -155,8 +170,10 @@ ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
                   a.rope_dim,
                   ints(a.slot_mapping, a.num_tokens),
                   {a.cache.base, from_abi(a.cache), a.cache.size_bytes},
+                  std::nullopt,
                   std::nullopt};
   if (a.has_pe_cache) c.pe_cache = CacheView{a.pe_cache.base, from_abi(a.pe_cache), a.pe_cache.size_bytes};
+  if (a.has_rope) c.rope = rope_from_abi(a);
   return c;
 }
 

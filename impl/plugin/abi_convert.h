@@ -43,9 +43,12 @@ kvcheck_swap_blocks_args to_abi(const SwapBlocksArgs& a);
 SwapBlocksArgs from_abi(const kvcheck_swap_blocks_args& a);
 
 /// concat_and_cache_mla arguments <-> views (docs/spec.md §8.2); from_abi reads
-/// has_pe_cache, so only a table that declares KVCHECK_OP_CONCAT_MLA_PE_CACHE may call it.
+/// has_pe_cache and has_rope, so only a table that declares KVCHECK_OP_CONCAT_MLA_PE_CACHE
+/// and KVCHECK_OP_CONCAT_MLA_ROPE may call it (a harness sets each only then).
 kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& a);
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a);
+/// The args' fused RoPE fields (docs/spec.md §8.4; read them only when has_rope is 1).
+RopeArgs rope_from_abi(const kvcheck_concat_and_cache_mla_args& a);
 
 /// gather_kv arguments <-> views. from_abi reads seq_starts only for a unit of 1 or 2
 /// (0: none) and throws kInvalidArgument for another unit.

@@ -118,6 +118,9 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
     fail(path, "capabilities name concat_and_cache_mla's pe_cache (KVCHECK_OP_CONCAT_MLA_PE_CACHE) but not "
                "concat_and_cache_mla");
+  if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_ROPE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
+    fail(path, "capabilities name concat_and_cache_mla's fused RoPE (KVCHECK_OP_CONCAT_MLA_ROPE) but not "
+               "concat_and_cache_mla");
   if ((t.capabilities.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) &&
       !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "

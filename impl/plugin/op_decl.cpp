@@ -122,7 +122,7 @@ void declare(kvcheck_store_args& a, ArgDecl& d) {
 }
 
 // concat_and_cache_mla (docs/spec.md §8.2): kv_c and k_pe read (one group: they may be
-// views of one tensor), slot_mapping read, the cache (and a split call's pe_cache)
+// views of one tensor), slot_mapping (and a fused RoPE's positions and cos_sin_cache, §8.4) read, the cache (and a split call's pe_cache)
 // written — one group, so a call whose caches overlap reaches the plugin as it is.
 void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
   d.paged_cache(a.cache);
@@ -141,8 +141,9 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
           c.pe_size_bytes = a.pe_cache.size_bytes;
           c.pe_elements = pe.format.elements;
         }
+        const RopeArgs rope = rope_from_abi(a);
         validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
-                                 a.kv_lora_rank, a.rope_dim, a.num_tokens, c);
+                                 a.kv_lora_rank, a.rope_dim, a.num_tokens, c, a.has_rope ? &rope : nullptr);
         return a.num_tokens != 0;
       }))
     return;
@@ -152,6 +153,10 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
          {view(a.kv_c, span_bytes(a.kv_c_rows, a.kv_c_row_stride * 2, int64_t{a.kv_lora_rank} * 2)),
           view(a.k_pe, span_bytes(a.k_pe_rows, a.k_pe_row_stride * 2, int64_t{a.rope_dim} * 2))});
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
+  if (a.has_rope) {  // the first num_tokens positions (what a valid call reads) and the whole table
+    d.int64s("positions", a.positions, a.num_tokens);
+    d.floats("cos_sin_cache", a.cos_sin_cache, a.max_position * a.rot_dim);
+  }
   std::vector<ArgView> caches{view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))};
   int64_t stride = layout.block_stride;
   if (a.has_pe_cache) {

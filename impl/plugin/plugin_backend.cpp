@@ -120,6 +120,9 @@ void PluginBackend::concat_and_cache_mla(const ConcatMlaArgs& args) const {
   if (args.pe_cache && !(capabilities().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE))
     throw Error(ErrorCode::kUnsupported, std::string(name()) +
                                              "'s concat_and_cache_mla takes no pe_cache (no KVCHECK_OP_CONCAT_MLA_PE_CACHE)");
+  if (args.rope && !(capabilities().ops & KVCHECK_OP_CONCAT_MLA_ROPE))
+    throw Error(ErrorCode::kUnsupported, std::string(name()) +
+                                             "'s concat_and_cache_mla takes no fused RoPE (no KVCHECK_OP_CONCAT_MLA_ROPE)");
   invoke(to_abi(args));
 }
 void PluginBackend::swap_blocks(const SwapBlocksArgs& args) const { invoke(to_abi(args)); }

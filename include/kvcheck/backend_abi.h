@@ -109,9 +109,14 @@ typedef enum kvcheck_memory_space {
  * Without it the harness never passes a pe_cache (a plugin built before it would store
  * joined rows into `cache`) and reports the split-cache properties not exercised. */
 #define KVCHECK_OP_CONCAT_MLA_PE_CACHE (1u << 13)
+/* A feature bit: the concat_and_cache_mla entry takes a fused RoPE of k_pe (its args'
+ * has_rope, docs/spec.md §8.4: vLLM's concat_and_cache_mla_rope_fused without q_pe).
+ * Needs KVCHECK_OP_CONCAT_AND_CACHE_MLA. Without it the harness never passes has_rope = 1
+ * and reports the RoPE properties not exercised. */
+#define KVCHECK_OP_CONCAT_MLA_ROPE (1u << 14)
 /* Every bit this header defines: a table naming another bit is refused when loaded (a
  * plugin built against a newer header than the harness's). */
-#define KVCHECK_OPS_KNOWN ((1u << 14) - 1u)
+#define KVCHECK_OPS_KNOWN ((1u << 15) - 1u)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -355,6 +360,23 @@ typedef struct kvcheck_concat_and_cache_mla_args {
   int32_t has_pe_cache;
   int32_t reserved1;
   kvcheck_paged_cache pe_cache; /* written */
+  /* Fused RoPE (docs/spec.md §8.4): read these fields only when the table declares
+   * KVCHECK_OP_CONCAT_MLA_ROPE (a harness passes has_rope = 1 only then). has_rope 1:
+   * k_pe row i is rotated at p = positions[i] before it is stored (k_pe itself is only
+   * read): with h = rot_dim / 2 and o = rope_offset, pair j < h is (o + j, o + j + h)
+   * (rope_is_neox 1) or (o + 2j, o + 2j + 1) (0); with c = cos_sin_cache[p][j],
+   * s = cos_sin_cache[p][h + j] and x, y the pair's values as fp32, the pair becomes
+   * bf16(fl(fl(x*c) - fl(y*s))), bf16(fl(fl(y*c) + fl(x*s))): fp32 products and sums
+   * rounded to nearest even, NO FMA, then round-to-nearest-even to BF16, NaN -> 0x7FFF.
+   * positions and cos_sin_cache live in the plugin's memory space, like slot_mapping. */
+  int32_t has_rope;
+  int32_t rope_is_neox;
+  int32_t rot_dim;             /* elements rotated: even, >= 2 */
+  int32_t rope_offset;         /* >= 0, rope_offset + rot_dim <= rope_dim */
+  const float* cos_sin_cache;  /* [max_position][rot_dim] fp32: cos at [0, h), sin at [h, rot_dim) */
+  int64_t max_position;        /* >= 1 */
+  const int64_t* positions;    /* [positions_rows] int64, each < num_tokens in [0, max_position) */
+  int64_t positions_rows;      /* rows the buffer holds (>= num_tokens when valid) */
 } kvcheck_concat_and_cache_mla_args;
 
 /* swap_blocks (docs/spec.md §8.3): blocks moved between two allocations, src only read.

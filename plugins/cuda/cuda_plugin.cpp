@@ -85,9 +85,11 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
         return cuda::store_workspace_bytes(layout);
       },
       [&](DeviceStatus* st, void* ws) {
+        const RopeArgs rope = plugin::rope_from_abi(*a);  // read only with has_rope (the table declares the bit)
         const cuda::ConcatArgs c{a->kv_c,         a->kv_c_rows,  a->kv_c_row_stride, a->k_pe,
                                  a->k_pe_rows,    a->k_pe_row_stride, a->kv_lora_rank,  a->rope_dim,
-                                 a->slot_mapping, a->num_tokens, a->has_pe_cache ? &pe : nullptr};
+                                 a->slot_mapping, a->num_tokens, a->has_pe_cache ? &pe : nullptr,
+                                 a->has_rope ? &rope : nullptr};
         return cuda::concat_and_cache_mla_checked({a->cache.base, layout, a->cache.size_bytes}, c, st, ws,
                                                   opts(stream));
       });

@@ -47,6 +47,18 @@ struct CacheShape {
 /// The stride a shape's blocks are laid out with (block_stride, or packed when 0).
 int64_t shape_block_stride(const CacheShape& s);
 
+/// A fused RoPE of a concat scenario's k_pe (docs/spec.md §8.4): cos_sin holds
+/// max_position rows of rot_dim fp32 (cos then sin) when valid; positions has
+/// positions_rows = positions.size() entries, those past n never read.
+struct ScenarioRope {
+  int32_t rot_dim = 0;
+  int32_t rope_offset = 0;
+  bool is_neox = true;
+  int64_t max_position = 0;
+  std::vector<float> cos_sin;
+  std::vector<int64_t> positions;
+};
+
 struct StoreScenario {
   CacheShape shape;
   std::vector<int32_t> slot_mapping;  // n rows, -1 = padding
@@ -72,6 +84,8 @@ struct StoreScenario {
   // bytes into the cache's buffer instead of a buffer of its own.
   std::optional<CacheShape> pe_shape;
   int64_t pe_inside_cache = -1;
+  // Fused RoPE (docs/spec.md §8.4; concat scenarios only): k_pe rotated before the store.
+  std::optional<ScenarioRope> rope;
   int64_t kv_rows() const { return row_stride > 0 ? static_cast<int64_t>(kv.size()) / row_stride : 0; }
   bool is_concat() const { return kv_lora_rank > 0 || rope_dim > 0; }
 };
@@ -119,6 +133,8 @@ std::string describe(const LoadFaultScenario& s);
 // format that fails validation, else std::exception).
 void to_json(nlohmann::json& j, const CacheShape& s);
 void from_json(const nlohmann::json& j, CacheShape& s);
+void to_json(nlohmann::json& j, const ScenarioRope& r);
+void from_json(const nlohmann::json& j, ScenarioRope& r);
 void to_json(nlohmann::json& j, const StoreScenario& s);
 void from_json(const nlohmann::json& j, StoreScenario& s);
 void to_json(nlohmann::json& j, const LoadScenario& s);
@@ -149,6 +165,17 @@ StoreScenario build_concat_scenario(Source& src);
 /// into one of BF16(64), BF16 of 8-72 elements or any format, with the cache's
 /// num_blocks and block_size and its own block stride; k_pe a view or its own tensor.
 StoreScenario build_concat_split_scenario(Source& src);
+/// Fused RoPE (docs/spec.md §8.4): a concat scenario, or split caches when the backend
+/// takes them (a coin), with a rope drawn for it: NeoX or GPT-J, the whole k_pe or a
+/// sub-range (rope_offset > 0), real angles, special values (0, ±1, 1/3, NaN, ±Inf,
+/// subnormals, huge), any bits, or sin = cos with pairs of equal values (a fused
+/// multiply-add then gives another answer); positions anywhere in the table, 0 and its
+/// last row included, with CUDA-graph padding rows of junk positions.
+StoreScenario build_concat_rope_scenario(Source& src);
+/// A fault of inject_concat_fault, or a RoPE rule broken: rot_dim odd or 0, rope_offset
+/// negative or the rotated range past rope_dim, max_position 0, positions one row
+/// short, a position outside [0, max_position).
+void inject_concat_rope_fault(Source& src, StoreFaultScenario& c);
 /// A slot fault of inject_store_fault, or a concat rule broken: kv_lora_rank 0,
 /// kv_lora_rank + rope_dim != E, kv_c or k_pe one row short, a stride below its width;
 /// split caches also: kv_lora_rank or rope_dim one off its cache's E, pe_cache with
@@ -184,6 +211,8 @@ rc::Gen<StoreScenario> gen_concat_scenario();
 rc::Gen<StoreScenario> gen_concat_split_scenario();
 rc::Gen<StoreFaultScenario> gen_concat_split_fault_scenario();
 rc::Gen<StoreFaultScenario> gen_concat_fault_scenario();
+rc::Gen<StoreScenario> gen_concat_rope_scenario();
+rc::Gen<StoreFaultScenario> gen_concat_rope_fault_scenario();
 rc::Gen<LoadFaultScenario> gen_load_fault_scenario();
 /// A row count in [1, max_rows] scaled by the case size from size 30 up (shrinks to 1).
 rc::Gen<int> gen_row_count(int max_rows);
