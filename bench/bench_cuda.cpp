@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -273,6 +274,23 @@ int main(int argc, char** argv) {
       auto* d_sf = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(max_tokens * std::max<int64_t>(sf_row, 4))));
       // Fill the cache once with real records.
       cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
+      // A fused RoPE of k_pe (docs/spec.md §8.4) as vLLM's MLA runs it: NeoX on all 64
+      // rope dims, a 4096-position table of real angles, random positions.
+      constexpr int64_t kMaxPosition = 4096;
+      std::vector<float> table(static_cast<size_t>(kMaxPosition * 64));
+      for (int64_t p = 0; p < kMaxPosition; ++p)
+        for (int j = 0; j < 32; ++j) {
+          const double angle = static_cast<double>(p) * std::pow(10000.0, -j / 32.0);
+          table[static_cast<size_t>(p * 64 + j)] = static_cast<float>(std::cos(angle));
+          table[static_cast<size_t>(p * 64 + 32 + j)] = static_cast<float>(std::sin(angle));
+        }
+      std::vector<int64_t> positions(static_cast<size_t>(max_tokens));
+      for (auto& p : positions) p = static_cast<int64_t>(rng() % kMaxPosition);
+      auto* d_table = static_cast<float*>(dmalloc(table.size() * 4));
+      auto* d_positions = static_cast<int64_t*>(dmalloc(positions.size() * 8));
+      CK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(d_positions, positions.data(), positions.size() * 8, cudaMemcpyHostToDevice));
+      const RopeArgs rope{d_table, kMaxPosition, d_positions, max_tokens, 64, 0, true};
       for (const int64_t n : sizes) {
         const bool decode = n <= 256;
         const cuda::StoreArgs st{d_kv, max_tokens, f.elements, d_slots, n};
@@ -296,12 +314,23 @@ int main(int argc, char** argv) {
         std::vector<std::tuple<const char*, std::function<void()>, double>> ops{{"store", store, store_bytes},
                                                                                  {"load", load, load_bytes}};
         if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat", concat, store_bytes);
+        // The same with k_pe rotated as it is stored (the positions' 8 bytes per token counted;
+        // the 1 MiB table stays in L2).
+        cuda::ConcatArgs rope_ct = ct;
+        rope_ct.rope = &rope;
+        const auto concat_rope = [&] { cuda::concat_and_cache_mla(cache, rope_ct, {s, false}); };
+        if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat rope", concat_rope, store_bytes + 8.0 * n);
         // kv_c the 512-element rows, k_pe a 64-element view into them: 1152 bytes read and
         // written per token.
         const cuda::ConcatArgs split_ct{d_kv, max_tokens, 512, d_kv + 448, max_tokens, 512, 512, 64, d_slots, n,
                                         &pe_cache};
         const auto concat_split = [&] { cuda::concat_and_cache_mla(cache, split_ct, {s, false}); };
         if (split) ops.emplace_back("concat split", concat_split, static_cast<double>(n) * 4.0 * 576);
+        cuda::ConcatArgs split_rope_ct = split_ct;
+        split_rope_ct.rope = &rope;
+        const auto concat_split_rope = [&] { cuda::concat_and_cache_mla(cache, split_rope_ct, {s, false}); };
+        if (split)
+          ops.emplace_back("concat split rope", concat_split_rope, static_cast<double>(n) * (4.0 * 576 + 8.0));
         for (const auto& [op, fn, bytes] : ops) {
           const double ms = decode ? time_single(fn, s) : time_batched(fn, 20, s);
           const double gbps = bytes / ms / 1e6;
@@ -316,6 +345,8 @@ int main(int argc, char** argv) {
       }
       CK(cudaFree(cache.base));
       if (split) CK(cudaFree(pe_cache.base));
+      CK(cudaFree(d_table));
+      CK(cudaFree(d_positions));
       CK(cudaFree(d_kv));
       CK(cudaFree(d_slots));
       CK(cudaFree(d_out));
