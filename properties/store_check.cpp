@@ -114,9 +114,9 @@ StoreScenario pe_scenario(const StoreScenario& s) {
 // rows (a BF16 record or tail holds them) judge what the fused store must write. Valid
 // scenarios only (the caller's reference returned).
 StoreScenario with_rotated_k_pe(const StoreScenario& s) {
-  if (!s.rope) return s;
-  StoreScenario r = s;
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  if (!s.rope || n == 0) return s;  // (no rows: kv may be empty)
+  StoreScenario r = s;
   const std::vector<bf16_bits> pe =
       ref::rope_rows({s.kv.data() + s.kv_lora_rank, n, s.row_stride}, s.rope_dim, n, rope_args(*s.rope));
   for (int64_t i = 0; i < n; ++i)

@@ -734,6 +734,20 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   seed<S>(root, t, "rope-neox-fp8-ds-mla-512-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank == 512 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-gptj-sub-range", d, [&](const S& c) { return rope(c) && !c.scenario.rope->is_neox && c.scenario.rope->rot_dim < c.scenario.rope_dim; });
   seed<S>(root, t, "rope-split-caches", d, [&](const S& c) { return rope(c) && c.scenario.pe_shape; });
+  // A stored row at a table row whose sin equals its cos (its pairs then hold equal values):
+  // where x*c - y*s is exactly 0 without a fused multiply-add.
+  seed<S>(root, t, "rope-cancelling-pairs", d, [&](const S& c) {
+    if (!rope(c)) return false;
+    const auto& r = *c.scenario.rope;
+    const int32_t half = r.rot_dim / 2;
+    for (size_t i = 0; i < c.scenario.slot_mapping.size(); ++i) {
+      const int64_t p = r.positions[i];
+      const float* row = r.cos_sin.data() + p * r.rot_dim;
+      if (c.scenario.slot_mapping[i] >= 0 && half >= 4 && std::equal(row, row + half, row + half) && row[1] != 0 && row[1] != 1)
+        return true;
+    }
+    return false;
+  });
   seed<S>(root, t, "rope-large-table", d, [&](const S& c) { return rope(c) && c.scenario.rope->max_position > 4096; });
   seed<S>(root, t, "rope-error-position", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("positions[", 0) == 0; });
   seed<S>(root, t, "rope-error-rot-dim", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("rot_dim", 0) == 0; });
