@@ -23,6 +23,7 @@
 #include <Python.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -237,20 +238,26 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
         HostMetadata host(stream);
         kvcheck_concat_and_cache_mla_args h = *a;
         h.slot_mapping = host(a->slot_mapping, a->num_tokens);
+        if (h.has_rope) h.positions = host(a->positions, std::min(a->num_tokens, a->positions_rows));
         validate_concat_mla(plugin::from_abi(h));
       }))
     return s;
-  // has_pe_cache is read: this table declares KVCHECK_OP_CONCAT_MLA_PE_CACHE exactly when
-  // the Python backend says split_caches=True, and only then is it ever 1.
+  // has_pe_cache / has_rope are read: this table declares KVCHECK_OP_CONCAT_MLA_PE_CACHE /
+  // KVCHECK_OP_CONCAT_MLA_ROPE exactly when the Python backend says split_caches=True /
+  // rope=True, and only then is either ever 1.
+  PyObject* rope = Py_BuildValue("{s:i,s:i,s:i,s:i,s:N,s:L,s:N,s:L}", "has_rope", a->has_rope, "is_neox",
+                                 a->rope_is_neox, "rot_dim", a->rot_dim, "rope_offset", a->rope_offset, "cos_sin_cache",
+                                 addr(a->cos_sin_cache), "max_position", (long long)a->max_position, "positions",
+                                 addr(a->positions), "positions_rows", (long long)a->positions_rows);
   return call_bridge("concat_and_cache_mla",
-                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N,s:i,s:N}", "kv_c", addr(a->kv_c),
+                     Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N,s:i,s:N,s:N}", "kv_c", addr(a->kv_c),
                                    "kv_c_rows", (long long)a->kv_c_rows, "kv_c_row_stride",
                                    (long long)a->kv_c_row_stride, "k_pe", addr(a->k_pe), "k_pe_rows",
                                    (long long)a->k_pe_rows, "k_pe_row_stride", (long long)a->k_pe_row_stride,
                                    "kv_lora_rank", a->kv_lora_rank, "rope_dim", a->rope_dim, "slot_mapping",
                                    addr(a->slot_mapping), "num_tokens", (long long)a->num_tokens, "cache",
                                    paged_cache_fields(a->cache), "has_pe_cache", a->has_pe_cache, "pe_cache",
-                                   paged_cache_fields(a->pe_cache)),
+                                   paged_cache_fields(a->pe_cache), "rope", rope),
                      stream, msg, size);
 }
 

@@ -20,18 +20,47 @@ def store(kv, slot_mapping, cache, layout):
             _record(cache, layout, slot)[:] = rows[i][:layout.quantized_bytes]
 
 
-def concat(kv_c, k_pe, slot_mapping, cache, layout, pe_cache=None, pe_layout=None):
+def _bf16_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _f32_to_bf16(x):
+    """Round to nearest even; any NaN -> 0x7FFF (SPEC §4)."""
+    u = x.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FFF), rounded)
+
+
+def rotate(row, rope, position):
+    """docs/spec.md §8.4: one k_pe row (BF16 bits) rotated at `position`, in float32 with
+    each product rounded before the sum (numpy never fuses them), then to BF16."""
+    h, o = rope["rot_dim"] // 2, rope["rope_offset"]
+    cos_sin = rope["cos_sin_cache"][position]
+    c, s = cos_sin[:h], cos_sin[h:2 * h]
+    a = o + (np.arange(h) if rope["is_neox"] else 2 * np.arange(h))
+    b = a + (h if rope["is_neox"] else 1)
+    x, y = _bf16_to_f32(row[a]), _bf16_to_f32(row[b])
+    out = row.copy()
+    with np.errstate(all="ignore"):  # Inf * 0 and friends are NaN, as the spec wants
+        out[a] = _f32_to_bf16(x * c - y * s)
+        out[b] = _f32_to_bf16(y * c + x * s)
+    return out
+
+
+def concat(kv_c, k_pe, slot_mapping, cache, layout, pe_cache=None, pe_layout=None, rope=None):
     """vLLM's concat_and_cache_mla (docs/spec.md §8.2): the record of slot_mapping[i] is
     kv_c[i] then k_pe[i] (two BF16 tensors, views of one or not). Split caches
-    (FlashInfer's ckv / kpe): kv_c[i] into cache and k_pe[i] into pe_cache, one slot."""
+    (FlashInfer's ckv / kpe): kv_c[i] into cache and k_pe[i] into pe_cache, one slot.
+    With rope (§8.4, vLLM's concat_and_cache_mla_rope_fused) k_pe[i] is rotated first."""
     for i, slot in enumerate(slot_mapping):
         if slot < 0:
             continue
+        pe = rotate(k_pe[i], rope, rope["positions"][i]) if rope is not None else k_pe[i]
         if pe_cache is None:
-            _record(cache, layout, slot)[:] = np.concatenate([kv_c[i], k_pe[i]]).view(np.uint8)
+            _record(cache, layout, slot)[:] = np.concatenate([kv_c[i], pe]).view(np.uint8)
         else:
             _record(cache, layout, slot)[:] = kv_c[i].view(np.uint8)
-            _record(pe_cache, pe_layout, slot)[:] = k_pe[i].view(np.uint8)
+            _record(pe_cache, pe_layout, slot)[:] = pe.view(np.uint8)
 
 
 def swap(src, dst, views, block_mapping, src_pool, dst_pool):
@@ -59,4 +88,4 @@ def load(cache, layout, load_segments, total_k, out_data, out_scales):
 
 
 backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, swap=swap, formats=("bf16",),
-                          kv_dtypes=(), split_caches=True)
+                          kv_dtypes=(), split_caches=True, rope=True)

@@ -43,7 +43,8 @@ class Backend:
       store(kv, slot_mapping, cache, layout)        # SPEC §5.1, raw cache bytes
       load(cache, layout, load_segments, total_k, out_data, out_scales)   # SPEC §5.2
       concat(kv_c, k_pe, slot_mapping, cache, layout)   # docs/spec.md §8.2, raw cache bytes;
-                                                    # split caches add pe_cache, pe_layout
+                                                    # split caches add pe_cache, pe_layout;
+                                                    # a fused RoPE (§8.4) adds rope
       swap(src, dst, views, block_mapping, src_pool, dst_pool)   # docs/spec.md §8.3, raw bytes;
                                                     # device="host" only for now
     kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
@@ -51,6 +52,10 @@ class Backend:
     seq_starts: gather_kv honours seq_starts (else it is never sent them);
     split_caches: concat takes split caches (FlashInfer's ckv / kpe): kv_c into `cache`,
       k_pe into the `pe_cache` keyword argument (else it is never sent one);
+    rope: concat rotates k_pe first (docs/spec.md §8.4, vLLM's
+      concat_and_cache_mla_rope_fused): a `rope` keyword argument, a dict of
+      cos_sin_cache (float32 [max_position][rot_dim], cos then sin), positions (int64
+      [n]), rot_dim, rope_offset and is_neox (else it is never sent one);
     block_size_multiple / max_block_size: declared limits (0 = none);
     recipe: the FP8 K/V store recipe store_kv implements ('spec', 'vllm' or 'sglang',
       docs/spec.md §7.3.1): its bytes are judged against it, and a mismatch says which
@@ -69,7 +74,8 @@ class Backend:
 
     def __init__(self, name, *, store_kv=None, gather_kv=None, store=None, load=None, concat=None, swap=None,
                  device="host",
-                 kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, split_caches=False, block_size_multiple=0,
+                 kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, split_caches=False, rope=False,
+                 block_size_multiple=0,
                  max_block_size=0, recipe="spec", head_dims=(), min_heads_x_head_dim=0, max_heads_x_head_dim=0):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}} without '-to-' (the "
@@ -106,6 +112,9 @@ class Backend:
         if split_caches and concat is None:
             raise ValueError(f"kvcheck.Backend {name}: split_caches=True needs concat")
         self.split_caches = bool(split_caches)
+        if rope and concat is None:
+            raise ValueError(f"kvcheck.Backend {name}: rope=True needs concat")
+        self.rope = bool(rope)
         self.block_size_multiple = int(block_size_multiple)
         self.max_block_size = int(max_block_size)
         if recipe not in _abi.RECIPES:
@@ -155,7 +164,8 @@ class Backend:
     def ops_bits(self):
         bits = sum(_abi.OPS[ENTRIES[k]] for k in self.functions)
         return (bits | (_abi.OPS["gather_kv_seq_starts"] if self.seq_starts else 0)
-                | (_abi.OPS["concat_mla_pe_cache"] if self.split_caches else 0))
+                | (_abi.OPS["concat_mla_pe_cache"] if self.split_caches else 0)
+                | (_abi.OPS["concat_mla_rope"] if self.rope else 0))
 
     def formats_bits(self):
         return sum(1 << _abi.FORMATS[f] for f in self.formats)

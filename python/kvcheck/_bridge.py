@@ -119,13 +119,13 @@ class _HostArrays:
 class _CudaArrays:
     """torch CUDA tensors over device buffers (zero-copy). bf16 is torch.bfloat16, fp8
     caches are uint8 (vLLM's convention for fp8 KV caches)."""
-    TYPESTR = {"bf16": "<i2", "fp16": "<f2", "e4m3": "|u1", "e5m2": "|u1", "int32": "<i4", "float32": "<f4",
-               "uint8": "|u1"}
+    TYPESTR = {"bf16": "<i2", "fp16": "<f2", "e4m3": "|u1", "e5m2": "|u1", "int32": "<i4", "int64": "<i8",
+               "float32": "<f4", "uint8": "|u1"}
 
     def __init__(self, torch):
         self.torch = torch
         self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.uint8, "e5m2": torch.uint8,
-                      "int32": torch.int32, "float32": torch.float32, "uint8": torch.uint8}
+                      "int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "uint8": torch.uint8}
 
     def __call__(self, address, kind, shape, strides, writeable):
         torch = self.torch
@@ -219,7 +219,7 @@ class _Views:
                        k_pe=make(f["k_pe"], "bf16", (f["k_pe_rows"], f["rope_dim"]), (f["k_pe_row_stride"], 1), False),
                        slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]),
                        cache=make(c["base"], "uint8", (c["size_bytes"],), (1,), True), layout=_layout(c),
-                       **_pe_cache(make, f))
+                       **_pe_cache(make, f), **_rope(make, f))
 
     @staticmethod
     def swap_blocks(backend, f, make):
@@ -271,6 +271,21 @@ def _pe_cache(make, f):
         return {}
     p = f["pe_cache"]
     return {"pe_cache": make(p["base"], "uint8", (p["size_bytes"],), (1,), True), "pe_layout": _layout(p)}
+
+
+def _rope(make, f):
+    """Fused RoPE (docs/spec.md §8.4): the rope keyword argument, only for a call that has
+    one (a backend without rope=True never gets one): cos_sin_cache float32
+    [max_position][rot_dim] (cos then sin), positions int64 [n], rot_dim, rope_offset,
+    is_neox."""
+    r = f["rope"]
+    if not r["has_rope"]:
+        return {}
+    n = f["num_tokens"]
+    return {"rope": {"cos_sin_cache": make(r["cos_sin_cache"], "float32", (r["max_position"], r["rot_dim"]),
+                                           (r["rot_dim"], 1), False),
+                     "positions": make(r["positions"], "int64", (n,), (1,), False),
+                     "rot_dim": r["rot_dim"], "rope_offset": r["rope_offset"], "is_neox": bool(r["is_neox"])}}
 
 
 def _layout(c):

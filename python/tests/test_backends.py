@@ -130,7 +130,8 @@ def test_paged_store_and_load_backend_bf16_only(kvcheck_check):
     for p in ("prop_store_matches_reference", "prop_load_matches_reference", "prop_round_trip_matches_reference",
               "prop_load_invalid_metadata_throws_and_writes_nothing", "prop_concat_and_cache_mla_matches_reference",
               "prop_concat_and_cache_mla_bad_input_is_error", "prop_concat_and_cache_mla_pe_cache_matches_reference",
-              "prop_concat_and_cache_mla_pe_cache_bad_input_is_error", "prop_swap_blocks_matches_reference",
+              "prop_concat_and_cache_mla_pe_cache_bad_input_is_error", "prop_concat_and_cache_mla_rope_matches_reference",
+              "prop_concat_and_cache_mla_rope_bad_input_is_error", "prop_swap_blocks_matches_reference",
               "prop_swap_blocks_touches_only_destinations", "prop_swap_blocks_bad_input_is_error"):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
     # A BF16-only backend has no quantisation error to bound: not exercised, never drawn a V41 cache.
@@ -187,6 +188,40 @@ def test_without_split_caches_the_split_rows_are_not_exercised(kvcheck_check):
     result = kvcheck_check(concat_joined, cases=20, seed=3)
     rows = {r["property"]: r for r in result.rows}
     row = rows["prop_concat_and_cache_mla_pe_cache_matches_reference"]
+    assert row["verdict"] == "not_run" and row["backend_calls"] == 0, row
+
+
+def concat_sin_cos_swapped(kv_c, k_pe, slot_mapping, cache, layout, pe_cache=None, pe_layout=None, rope=None):
+    # A fused RoPE reading cos from the table's sin half and sin from its cos half.
+    import numpy_paged
+    if rope is not None:
+        h = rope["rot_dim"] // 2
+        table = rope["cos_sin_cache"]
+        swapped = np.concatenate([table[:, h:2 * h], table[:, :h], table[:, 2 * h:]], axis=1)
+        rope = dict(rope, cos_sin_cache=swapped)
+    numpy_paged.concat(kv_c, k_pe, slot_mapping, cache, layout, pe_cache, pe_layout, rope)
+
+
+concat_rope_swapped = kvcheck.Backend("concat-rope-swapped", concat=concat_sin_cos_swapped, formats=("bf16",),
+                                      kv_dtypes=(), split_caches=True, rope=True)
+
+
+def test_a_rope_with_sin_and_cos_swapped_is_caught(kvcheck_check):
+    with pytest.raises(AssertionError, match="FAIL prop_concat_and_cache_mla_rope_matches_reference") as caught:
+        kvcheck_check(concat_rope_swapped, cases=50, seed=3)
+    assert "rope(" in str(caught.value)  # the decoded RoPE case
+
+
+def test_rope_needs_concat():
+    with pytest.raises(ValueError, match="rope=True needs concat"):
+        kvcheck.Backend("rope-no-concat", store=lambda **kw: None, rope=True, formats=("bf16",), kv_dtypes=())
+
+
+def test_without_rope_the_rope_rows_are_not_exercised(kvcheck_check):
+    # A concat written before the fused RoPE (no rope keyword) is never sent one.
+    result = kvcheck_check(concat_joined, cases=20, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    row = rows["prop_concat_and_cache_mla_rope_matches_reference"]
     assert row["verdict"] == "not_run" and row["backend_calls"] == 0, row
 
 
