@@ -9,7 +9,7 @@
 namespace kvcheck {
 
 void Backend::store_kv(const KvTokensIn&, const KvTokensIn&, std::span<const int32_t>,
-                       const KvCacheView&) const {
+                       const KvCacheView&, const RopeArgs*) const {
   throw Error(ErrorCode::kUnsupported, std::string(name()) + " has no store_kv (SPEC §7.4)");
 }
 

@@ -76,9 +76,12 @@ class Backend {
   /// != -1, writes every head of key row i / value row i ([rows][H][D], model dtype
   /// bf16/fp16, rows >= n) into the K / V record of that slot (FP8 caches: quantised
   /// with the head's scale, SPEC §7.3). Throws (nothing written) kInvalidArgument,
-  /// kShapeMismatch, kSlotOutOfRange, kDuplicateSlot; default: kUnsupported.
+  /// kShapeMismatch, kSlotOutOfRange, kDuplicateSlot; default: kUnsupported. With rope
+  /// (docs/spec.md §8.4, capability KVCHECK_OP_STORE_KV_ROPE), every head of key row i is
+  /// rotated at positions[i] first (the key buffer only read).
   virtual void store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                        std::span<const int32_t> slot_mapping, const KvCacheView& cache) const;
+                        std::span<const int32_t> slot_mapping, const KvCacheView& cache,
+                        const RopeArgs* rope = nullptr) const;
 
   /// SPEC §7.5 gather_kv: sequence i's tokens [0, cu_seqlens_k[i+1] - cu_seqlens_k[i])
   /// through block_table[i][0..max_blocks) ([num_seqs][max_blocks], -1 padded) from

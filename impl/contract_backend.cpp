@@ -90,8 +90,8 @@ void ContractBackend::load_paged_kv_cache(const ConstCacheView& cache, std::span
 }
 
 void ContractBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
-                               const KvCacheView& cache) const {
-  writer_->store_kv(key, value, slot_mapping, cache);
+                               const KvCacheView& cache, const RopeArgs* rope) const {
+  writer_->store_kv(key, value, slot_mapping, cache, rope);
 }
 
 void ContractBackend::gather_kv(const GatherKvArgs& args) const { reader_->gather_kv(args); }

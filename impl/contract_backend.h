@@ -47,7 +47,7 @@ class ContractBackend final : public Backend {
   void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width, int32_t ring_size,
                         std::span<int32_t> out) const override;
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
-                const KvCacheView& cache) const override;
+                const KvCacheView& cache, const RopeArgs* rope = nullptr) const override;
   void gather_kv(const GatherKvArgs& args) const override;
 
   const Backend& writer() const { return *writer_; }

@@ -6,6 +6,7 @@
 #include "impl/kv_layout.h"
 #include "impl/kv_rules.h"
 #include "impl/validate_errors.h"
+#include "impl/validate_rope.h"
 #include "impl/validate_slots.h"
 
 namespace kvcheck {
@@ -45,26 +46,31 @@ void validate_same_model_dtype(KvDtype k, KvDtype v, const char* what_k, const c
                                           to_string(v) + ": key and value share one model dtype (SPEC §7.1)");
 }
 
-void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype) {
+void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype,
+                            const RopeArgs* rope, int32_t head_dim) {
   validate_model_dtype(cache_dtype, key.dtype, "key");
   validate_model_dtype(cache_dtype, value.dtype, "value");
   validate_same_model_dtype(key.dtype, value.dtype, "key", "value");
+  if (rope) validate_rope_shape(*rope, head_dim, "head_dim");
   if (n == 0) return;
   validate_rows(key, n, "key");
   validate_rows(value, n, "value");
+  if (rope) validate_rope_inputs(*rope, n);
 }
 
 void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
-                             const ConstKvCacheView& cache) {
+                             const ConstKvCacheView& cache, const RopeArgs* rope) {
   validate_kv_cache(cache);
   validate_kv_scales(cache.layout, cache.scales);
-  validate_store_kv_rows(key, value, n, cache.layout.dtype);
+  validate_store_kv_rows(key, value, n, cache.layout.dtype, rope, cache.layout.head_dim);
 }
 
 void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache) {
+                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache, const RopeArgs* rope) {
   const KvCacheLayout& l = cache.layout;
-  validate_store_kv_shape(key, value, static_cast<int64_t>(slot_mapping.size()), cache);
+  const int64_t n = static_cast<int64_t>(slot_mapping.size());
+  validate_store_kv_shape(key, value, n, cache, rope);
+  if (rope) validate_rope_positions(*rope, n);
   validate_slot_mapping(slot_mapping, l.num_blocks, l.block_size);
 }
 

@@ -8,23 +8,30 @@
 #include <span>
 
 #include "impl/kv_format.h"
+#include "impl/rope_args.h"
 
 namespace kvcheck {
 
 /// SPEC §7.4: validate_kv_cache, validate_kv_scales, the model dtype, then for n =
 /// slot_mapping.size() > 0 the rows (kShapeMismatch / kInvalidArgument) and each
 /// slot in index order (kSlotOutOfRange, kDuplicateSlot). O(n) expected.
+/// With a fused RoPE of the key rows (docs/spec.md §8.4): its shape after the dtypes, its
+/// positions' rows and pointers after the rows, then its positions' values before the
+/// slots (host memory).
 void validate_store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache);
+                       std::span<const int32_t> slot_mapping, const ConstKvCacheView& cache,
+                       const RopeArgs* rope = nullptr);
 
-/// The checks of validate_store_kv that read no slot (cache, scales, dtypes, rows),
-/// for n = slot_mapping.size(): for backends that check the slots elsewhere. Reads
-/// the scale values (host memory).
+/// The checks of validate_store_kv that read no slot (cache, scales, dtypes, rows, and a
+/// RoPE's shape and pointers, not its positions), for n = slot_mapping.size(): for
+/// backends that check the slots elsewhere. Reads the scale values (host memory).
 void validate_store_kv_shape(const KvTokensIn& key, const KvTokensIn& value, int64_t n,
-                             const ConstKvCacheView& cache);
-/// SPEC §7.4 steps 3-4 alone: the model dtypes (key, value, one dtype), then for n > 0
-/// key's and value's rows. Reads no memory.
-void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype);
+                             const ConstKvCacheView& cache, const RopeArgs* rope = nullptr);
+/// SPEC §7.4 steps 3-4 alone: the model dtypes (key, value, one dtype), a RoPE's shape
+/// against head_dim (validate_rope_shape), then for n > 0 key's and value's rows and the
+/// RoPE's positions rows and pointers (validate_rope_inputs). Reads no memory.
+void validate_store_kv_rows(const KvTokensIn& key, const KvTokensIn& value, int64_t n, KvDtype cache_dtype,
+                            const RopeArgs* rope = nullptr, int32_t head_dim = 0);
 
 /// SPEC §7.5: cache and scales as store, the output dtypes, cu_seqlens_k, the table
 /// and seq_starts shapes, the outputs (rows, null, non-overlapping), then per sequence

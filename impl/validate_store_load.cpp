@@ -10,6 +10,7 @@
 #include "impl/error.h"
 #include "impl/validate_cache.h"
 #include "impl/validate_errors.h"
+#include "impl/validate_rope.h"
 #include "impl/validate_slots.h"
 
 namespace kvcheck {
@@ -129,17 +130,7 @@ void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t 
   if (split && rope_dim != c.pe_elements)
     fail(ErrorCode::kShapeMismatch, "rope_dim = " + to_string(rope_dim) + " but pe_cache's rows have " +
                                         to_string(c.pe_elements) + " elements");
-  if (rope) {
-    if (rope->rot_dim < 2 || rope->rot_dim % 2 != 0)
-      fail(ErrorCode::kInvalidArgument, "rot_dim = " + to_string(rope->rot_dim) + ": must be even and at least 2");
-    if (rope->rope_offset < 0 || int64_t{rope->rope_offset} + rope->rot_dim > rope_dim)
-      fail(ErrorCode::kInvalidArgument, "rope_offset " + to_string(rope->rope_offset) + " + rot_dim " +
-                                            to_string(rope->rot_dim) + " must lie inside [0, rope_dim = " +
-                                            to_string(rope_dim) + "]");
-    if (rope->max_position < 1)
-      fail(ErrorCode::kInvalidArgument,
-           "max_position = " + to_string(rope->max_position) + ": cos_sin_cache needs at least one row");
-  }
+  if (rope) validate_rope_shape(*rope, rope_dim, "rope_dim");
   if (n == 0) return;
   const auto rows = [&](const KVInput& x, const char* name, const char* width_name, int32_t width) {
     if (x.rows < n)
@@ -167,18 +158,7 @@ void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t 
                   : "the cache starts " + to_string(static_cast<int64_t>(a - b)) +
                         " bytes into pe_cache: the two caches must not share a byte");
   }
-  if (!rope) return;
-  if (rope->positions_rows < n)
-    fail(ErrorCode::kShapeMismatch, "positions has " + to_string(rope->positions_rows) +
-                                        " rows but slot_mapping has " + to_string(n));
-  if (rope->positions == nullptr) fail(ErrorCode::kShapeMismatch, "positions is null");
-  if (rope->cos_sin_cache == nullptr) fail(ErrorCode::kShapeMismatch, "cos_sin_cache is null");
-}
-
-void validate_rope_positions(const RopeArgs& rope, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    if (rope.positions[i] < 0 || rope.positions[i] >= rope.max_position)
-      throw rope_position_error(i, rope.positions[i], rope.max_position);
+  if (rope) validate_rope_inputs(*rope, n);
 }
 
 void validate_concat_mla_shape(const ConcatMlaArgs& a) {

@@ -69,12 +69,10 @@ void validate_concat_pe_geometry(int64_t num_blocks, int32_t block_size, int64_t
 /// (kShapeMismatch), then two caches sharing a byte (kInvalidArgument). With rope
 /// (docs/spec.md §8.4): after the widths, its rot_dim, rope_offset and max_position
 /// (kInvalidArgument); for n > 0, last, positions_rows < n, then null positions or
-/// cos_sin_cache (kShapeMismatch). Not the positions' values (validate_rope_positions).
+/// cos_sin_cache (kShapeMismatch): impl/validate_rope.h. Not the positions' values
+/// (validate_rope_positions).
 void validate_concat_mla_rows(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_lora_rank, int32_t rope_dim,
                               int64_t n, const ConcatCacheExtents& caches, const RopeArgs* rope = nullptr);
-/// docs/spec.md §8.4: the first i < n with positions[i] outside [0, max_position)
-/// (kInvalidArgument, rope_position_error). Host memory; O(n).
-void validate_rope_positions(const RopeArgs& rope, int64_t n);
 /// docs/spec.md §8.2: validate_concat_mla_shape, then (rope) validate_rope_positions, then
 /// the slot rules of §5.1.
 void validate_concat_mla(const ConcatMlaArgs& args);

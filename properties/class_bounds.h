@@ -100,6 +100,16 @@ inline std::vector<ClassBound> store_kv() {
 
 inline std::vector<ClassBound> store_kv_fault() { return {{"error blames an entry", 0.06}}; }
 
+/// Valid store_kv with a fused RoPE of the key rows (docs/spec.md §8.4).
+inline std::vector<ClassBound> store_kv_rope() {
+  return {{"rope neox", 0.3},
+          {"rope gpt-j", 0.3},
+          {"rope on a sub-range of the head", 0.2},
+          {"rope with cancelling pairs", 0.08},
+          {"padding rows", 0.30},
+          {"writes nothing", 0, 0.15}};
+}
+
 /// Valid gather_kv.
 inline std::vector<ClassBound> gather_kv() {
   return {{"multi-thread", 0.20, 1, N::kThreadKnob},

@@ -232,10 +232,11 @@ ScopedParallelism::~ScopedParallelism() {
 }
 
 ConcatSources::ConcatSources(const StoreScenario& s) {
-  kv_c_ = kv_input(s);
+  own_kv_c_ = s.kv;  // a copy: the scenario is never handed to the backend to write
+  kv_c_ = {own_kv_c_.empty() ? nullptr : own_kv_c_.data(), s.kv_rows(), s.row_stride};
   if (s.pe_row_stride == 0) {  // a view of the kv rows, kv_lora_rank elements in
-    k_pe_ = {s.kv.empty() ? nullptr : s.kv.data() + std::min<int64_t>(s.kv_lora_rank, s.row_stride), s.kv_rows(),
-             s.row_stride};
+    k_pe_ = {own_kv_c_.empty() ? nullptr : own_kv_c_.data() + std::min<int64_t>(s.kv_lora_rank, s.row_stride),
+             s.kv_rows(), s.row_stride};
     // The view's last row must end inside the kv buffer: one row fewer where it would not
     // (a fault case whose kv_lora_rank + rope_dim passes the row stride).
     if (k_pe_.rows > 0 && s.kv_lora_rank + int64_t{s.rope_dim} > s.row_stride) --k_pe_.rows;
@@ -249,19 +250,28 @@ ConcatSources::ConcatSources(const StoreScenario& s) {
         own_k_pe_[static_cast<size_t>(r * s.pe_row_stride + e)] =
             s.kv[static_cast<size_t>(r * s.row_stride + s.kv_lora_rank + e)];
   k_pe_ = {own_k_pe_.empty() ? nullptr : own_k_pe_.data(), rows, s.pe_row_stride};
-  own_kv_c_ = s.kv;
   for (int64_t r = 0; r < s.kv_rows(); ++r)
     for (int64_t e = std::max(s.kv_lora_rank, 0); e < s.row_stride; ++e)
       own_kv_c_[static_cast<size_t>(r * s.row_stride + e)] ^= 0x2A55;  // not k_pe's values
-  kv_c_.data = own_kv_c_.empty() ? nullptr : own_kv_c_.data();
 }
 
-RopeArgs rope_args(const ScenarioRope& r) {
-  return {r.cos_sin.data(), r.max_position, r.positions.data(), static_cast<int64_t>(r.positions.size()), r.rot_dim,
-          r.rope_offset, r.is_neox};
+std::string ConcatSources::written_since(const StoreScenario& s) const {
+  const ConcatSources fresh(s);
+  const auto first = [](const std::vector<bf16_bits>& now, const std::vector<bf16_bits>& was) -> int64_t {
+    for (size_t i = 0; i < now.size(); ++i)
+      if (now[i] != was[i]) return static_cast<int64_t>(i);
+    return -1;
+  };
+  if (const int64_t i = first(own_kv_c_, fresh.own_kv_c_); i >= 0)
+    return "element " + std::to_string(i) + " of the kv_c buffer" +
+           (s.pe_row_stride == 0 ? " (k_pe a view into it)" : "") + " changed: the sources are only read";
+  if (const int64_t i = first(own_k_pe_, fresh.own_k_pe_); i >= 0)
+    return "element " + std::to_string(i) + " of the k_pe buffer changed: the sources are only read";
+  return "";
 }
 
-Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache) {
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache,
+                  std::string* inputs_written) {
   std::vector<int32_t> slots;  // slot_mapping then its tail, in one buffer (only when there is a tail)
   if (!s.slot_tail.empty()) {
     slots = s.slot_mapping;
@@ -291,7 +301,7 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, 
       return ref::PagedBuffer{{v.base, static_cast<size_t>(v.size_bytes)}, sh.format, sh.num_blocks, sh.block_size,
                               sh.block_stride};
     };
-    return capture([&] {
+    Outcome out = capture([&] {
       const ScopedParallelism split(backend, s.threads, valid);
       if (backend)
         backend->concat_and_cache_mla(a);
@@ -304,6 +314,8 @@ Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, 
                                   s.shape.format, s.shape.num_blocks, s.shape.block_size, s.shape.block_stride,
                                   a.rope ? &*a.rope : nullptr);
     });
+    if (inputs_written) *inputs_written = src.written_since(s);  // (vLLM's fused kernel writes k_pe back)
+    return out;
   }
   return capture([&] {
     const ScopedParallelism split(backend, s.threads, valid);

@@ -167,27 +167,30 @@ std::string show(const Outcome& o);
 /// kv rows (kv_c = the kv rows), or (pe_row_stride > 0) a buffer of its own built from
 /// the rows' elements [kv_lora_rank, E), pe_rows rows; kv_c is then a copy of the kv
 /// rows whose elements past kv_lora_rank are changed, so a kernel that reads k_pe's
-/// values from kv_c's rows stores the wrong bytes.
+/// values from kv_c's rows stores the wrong bytes. Both are copies (the scenario is
+/// never written), checked after the call: the sources are only read (§8.2, §8.4).
 class ConcatSources {
  public:
   explicit ConcatSources(const StoreScenario& s);
   KVInput kv_c() const { return kv_c_; }
   KVInput k_pe() const { return k_pe_; }
+  /// "" when both buffers still hold what s gives them, else the first changed element.
+  std::string written_since(const StoreScenario& s) const;
 
  private:
   std::vector<bf16_bits> own_kv_c_, own_k_pe_;
   KVInput kv_c_, k_pe_;
 };
 
-/// The RopeArgs view (docs/spec.md §8.4) of a scenario's fused RoPE (its buffers).
-RopeArgs rope_args(const ScenarioRope& r);
-
 /// Runs the op on the backend (nullptr: the reference) as a scenario describes it: the
 /// store passes slot_mapping as the head of a buffer that goes on with s.slot_tail, far
 /// kv rows in a sparse buffer, and both split the work as on s.threads threads. Split
 /// caches (s.pe_shape): k_pe goes to `pe_cache` (make_cache(*s.pe_shape)), or to a
 /// view s.pe_inside_cache bytes into `cache` (a fault; pe_cache unused).
-Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache = nullptr);
+/// A concat call's sources are checked after it (they are only read): `inputs_written`
+/// (when given) gets "" or the first element it wrote.
+Outcome run_store(const Backend* backend, const StoreScenario& s, Cache& cache, Cache* pe_cache = nullptr,
+                  std::string* inputs_written = nullptr);
 /// The layout a shape's cache gets (make_cache): its stride as drawn, unvalidated.
 CacheLayout shape_layout(const CacheShape& shape);
 Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cache, LoadBuffers& out);

@@ -141,23 +141,37 @@ KvTokensIn kv_tokens(const KvRows& r) {
 }
 
 std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScenario& s, KvBuffers& b,
-                                      std::string* what) {
+                                      std::string* what, std::string* inputs_written) {
   std::vector<int32_t> slots(s.slot_mapping);
   slots.insert(slots.end(), s.slot_tail.begin(), s.slot_tail.end());
   const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
   int64_t valid = 0;
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
+  // The rows as copies (the scenario is never written), checked after the call: key and
+  // value are only read (vLLM's rotary_embedding rotates the key in place; a fused store
+  // must not).
+  const KvRows key = s.key, value = s.value;
+  const std::optional<RopeArgs> rope = s.rope ? std::optional<RopeArgs>(rope_args(*s.rope)) : std::nullopt;
+  std::optional<ErrorCode> code;
   try {
     const ScopedParallelism split(backend, s.threads, valid);
     if (backend)
-      backend->store_kv(kv_tokens(s.key), kv_tokens(s.value), slot_mapping, b.view());
+      backend->store_kv(kv_tokens(key), kv_tokens(value), slot_mapping, b.view(), rope ? &*rope : nullptr);
     else
-      ref::store_kv(kv_tokens(s.key), kv_tokens(s.value), slot_mapping, b.view());
+      ref::store_kv(kv_tokens(key), kv_tokens(value), slot_mapping, b.view(), rope ? &*rope : nullptr);
   } catch (const Error& e) {
     if (what) *what = e.what();
-    return e.code();
+    code = e.code();
   }
-  return std::nullopt;
+  if (inputs_written) {
+    inputs_written->clear();
+    for (const auto& [now, was, name] : {std::tuple{&key, &s.key, "key"}, std::tuple{&value, &s.value, "value"}})
+      if (now->data != was->data) {
+        *inputs_written = std::string(name) + " rows changed: they are only read";
+        break;
+      }
+  }
+  return code;
 }
 
 std::optional<ErrorCode> run_gather_kv(const Backend* backend, const GatherKvScenario& s, const KvBuffers& b,
@@ -191,6 +205,16 @@ void note_kv_classes(const StoreKvScenario& s) {
   if (is_fp8(s.cache.dtype) && s.cache.recipe == KvRecipe::kSglang) note_class("fp8 recipe sglang");
   if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
   if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
+  if (s.rope) {  // a fused RoPE of the key rows (docs/spec.md §8.4)
+    note_class(s.rope->is_neox ? "rope neox" : "rope gpt-j");
+    if (s.rope->rot_dim < s.cache.head_dim) note_class("rope on a sub-range of the head");
+    if (s.key.dtype == KvDtype::kFP16) note_class("rope fp16 rows");
+    for (int64_t i = 0; i < n; ++i)
+      if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && rope_cancels(*s.rope, i)) {
+        note_class("rope with cancelling pairs");
+        break;
+      }
+  }
 }
 
 void note_kv_classes(const GatherKvScenario& s) {

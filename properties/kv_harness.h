@@ -50,9 +50,10 @@ struct KvOutBuffers {
 KvTokensIn kv_tokens(const KvRows& rows);
 
 /// What one side did: nullopt when it returned, else the code (message in *what).
+/// `inputs_written` (when given) gets "" or which rows (key, value) the call wrote.
 std::optional<ErrorCode> run_store_kv(const Backend* backend /*nullptr = reference*/,
                                       const StoreKvScenario& s, KvBuffers& buffers,
-                                      std::string* what = nullptr);
+                                      std::string* what = nullptr, std::string* inputs_written = nullptr);
 std::optional<ErrorCode> run_gather_kv(const Backend* backend /*nullptr = reference*/,
                                        const GatherKvScenario& s, const KvBuffers& buffers,
                                        KvOutBuffers& out, std::string* what = nullptr);

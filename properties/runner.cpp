@@ -55,9 +55,9 @@ class CountingBackend final : public Backend {
     b_.swa_decode_index(start_len, num_q, width, ring_size, out);
   }
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
-                const KvCacheView& cache) const override {
+                const KvCacheView& cache, const RopeArgs* rope = nullptr) const override {
     ++calls_;
-    b_.store_kv(key, value, slot_mapping, cache);
+    b_.store_kv(key, value, slot_mapping, cache, rope);
   }
   void gather_kv(const GatherKvArgs& args) const override {
     ++calls_;

@@ -47,15 +47,9 @@ void note_scenario_classes(const StoreScenario& s) {
     note_class(r.is_neox ? "rope neox" : "rope gpt-j");
     if (r.rot_dim < s.rope_dim) note_class("rope on a sub-range of k_pe");
     if (s.pe_shape) note_class("rope into split caches");
-    const int32_t half = r.rot_dim / 2;
-    bool cancel = false;  // a row at a position whose sin equals its cos, with equal pair values
-    for (size_t i = 0; i < s.slot_mapping.size() && i < r.positions.size() && !cancel; ++i) {
-      const int64_t p = r.positions[i];
-      if (half < 1 || p < 0 || p >= r.max_position || static_cast<size_t>((p + 1) * r.rot_dim) > r.cos_sin.size())
-        continue;
-      const float* row = r.cos_sin.data() + p * r.rot_dim;
-      cancel = s.slot_mapping[i] >= 0 && std::memcmp(row, row + half, sizeof(float) * static_cast<size_t>(half)) == 0;
-    }
+    bool cancel = false;  // a stored row at a table row whose sin equals its cos (pairs made equal)
+    for (size_t i = 0; i < s.slot_mapping.size() && !cancel; ++i)
+      cancel = s.slot_mapping[i] >= 0 && rope_cancels(r, static_cast<int64_t>(i));
     if (cancel) note_class("rope with cancelling pairs");
   }
   if (s.pe_shape) {  // split caches

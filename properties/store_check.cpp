@@ -10,7 +10,7 @@
 #include "properties/op_checks.h"
 #include "properties/harness.h"
 #include "reference/layout.h"
-#include "reference/store.h"
+#include "reference/rope.h"
 
 namespace kvcheck::props {
 namespace {
@@ -57,6 +57,7 @@ std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_
   const KVCacheFormat& f = s.shape.format;
   if (!f.is_bf16() && f.bf16_tail_elements == 0) return "";
   const int64_t first = f.is_bf16() ? 0 : f.quantized_elements();
+  if (s.row_stride < f.elements) return "";  // rows that do not hold a record's elements (a regression file's)
   const int32_t bs = s.shape.block_size;
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
     const int32_t slot = s.slot_mapping[r];
@@ -115,7 +116,11 @@ StoreScenario pe_scenario(const StoreScenario& s) {
 // scenarios only (the caller's reference returned).
 StoreScenario with_rotated_k_pe(const StoreScenario& s) {
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
-  if (!s.rope || n == 0) return s;  // (no rows: kv may be empty)
+  // No rows (kv may be empty), or rows that do not hold k_pe (a regression file's: the
+  // reference may take a kv_c stride of kv_lora_rank with k_pe a buffer of its own).
+  if (!s.rope || n == 0 || s.kv_lora_rank < 0 || s.kv_lora_rank + int64_t{s.rope_dim} > s.row_stride ||
+      s.kv_rows() < n)
+    return s;
   StoreScenario r = s;
   const std::vector<bf16_bits> pe =
       ref::rope_rows({s.kv.data() + s.kv_lora_rank, n, s.row_stride}, s.rope_dim, n, rope_args(*s.rope));
@@ -175,8 +180,9 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
     be_pe.emplace(copy_cache(*ref_pe));
     pe_before.assign(ref_pe->bytes().begin(), ref_pe->bytes().end());
   }
-  const Outcome ref = run_store(nullptr, s, ref_cache, ref_pe ? &*ref_pe : nullptr);
-  const Outcome be = run_store(&b, s, be_cache, be_pe ? &*be_pe : nullptr);
+  std::string ref_wrote, be_wrote;  // an input the call wrote (concat's sources are only read)
+  const Outcome ref = run_store(nullptr, s, ref_cache, ref_pe ? &*ref_pe : nullptr, &ref_wrote);
+  const Outcome be = run_store(&b, s, be_cache, be_pe ? &*be_pe : nullptr, &be_wrote);
   Verdict v;
   // A two-source scenario runs concat_and_cache_mla (docs/spec.md §8.2), judged by the
   // same invariants: its rows joined are the kv rows (or, split, each cache's rows).
@@ -194,6 +200,8 @@ Verdict check_store(const Backend& b, const StoreFaultScenario& c, unsigned whic
   if (judge_unsupported(be, outside, unchanged, op, b.name(), v)) return v;
   std::string& fail = v.failure;
   fail += expect_outcomes(c.fault, c.code, ref, be, b.name());
+  if (!be_wrote.empty()) fail += "the backend wrote an input: " + be_wrote + "\n";
+  if (!ref_wrote.empty()) fail += "the reference wrote an input: " + ref_wrote + "\n";
   // The rows as the caches must hold them (k_pe rotated with a RoPE; only when valid).
   const StoreScenario rows = ref.code ? s : with_rotated_k_pe(s);
   fail += cache_failures(rows, s.pe_shape ? "the cache" : "", ref, be, ref_cache, be_cache, before, which);

@@ -102,15 +102,19 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   const KvBuffers pristine(s.cache);
   KvBuffers ref_buf(s.cache), be_buf(s.cache);
   Outcome ref, be;
-  ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message);
-  be.code = run_store_kv(&b, s, be_buf, &be.message);
+  std::string ref_wrote, be_wrote;  // rows the call wrote (key and value are only read)
+  ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message, &ref_wrote);
+  be.code = run_store_kv(&b, s, be_buf, &be.message, &be_wrote);
   Verdict v;
-  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_STORE_KV, s.cache.dtype, s.cache.block_size,
+  const uint32_t ops = KVCHECK_OP_STORE_KV | (s.rope ? KVCHECK_OP_STORE_KV_ROPE : 0u);
+  if (judge_unsupported(be, outside_kv(b.capabilities(), ops, s.cache.dtype, s.cache.block_size,
                                    s.cache.num_kv_heads, s.cache.head_dim, s.cache.recipe),
                         be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))
     return v;
   std::string& fail = v.failure;
   fail += expect_outcomes(s.fault, s.code, ref, be, b.name());
+  if (!be_wrote.empty()) fail += "the backend wrote an input: " + be_wrote + "\n";
+  if (!ref_wrote.empty()) fail += "the reference wrote an input: " + ref_wrote + "\n";
   if (!ref_buf.guards_intact()) fail += "the reference wrote into the canary band around the buffer\n";
   if (!be_buf.guards_intact()) fail += "wrote into the canary band around the buffer\n";
   if (which & kStoreKvErrorChangesNothing) {

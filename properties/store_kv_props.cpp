@@ -19,6 +19,8 @@ namespace {
 // can be saved as a regression file and replayed (regression.h).
 StoreKvScenario draw_store_kv_scenario() { return *gen_store_kv_scenario(); }
 StoreKvScenario draw_store_kv_fault_scenario() { return *gen_store_kv_fault_scenario(); }
+StoreKvScenario draw_store_kv_rope_scenario() { return *gen_store_kv_rope_scenario(); }
+StoreKvScenario draw_store_kv_rope_fault_scenario() { return *gen_store_kv_rope_fault_scenario(); }
 
 // A valid case whose shape the backend's contract leaves out (SPEC §7.3.1,
 // kvcheck_contract): a head_dim outside its head_dims, or a declared head_dim with
@@ -75,6 +77,10 @@ void prop_store_kv_invalid_input_throws_and_writes_nothing(const Backend& b, con
   require(check_store_kv(b, s, kStoreKvErrorChangesNothing));
 }
 
+void prop_store_kv_rope_matches_reference(const Backend& b, const StoreKvScenario& s) {
+  require(check_store_kv(b, s, kStoreKvMatchesReference | kStoreKvTouchesOnlyRecords));
+}
+
 }  // namespace
 
 void register_store_kv_properties(Registry& r) {
@@ -91,6 +97,23 @@ void register_store_kv_properties(Registry& r) {
       "a bad slot, row shape, dtype, scale or view throws the right kvcheck::Error and changes no byte",
       draw_store_kv_fault_scenario, prop_store_kv_invalid_input_throws_and_writes_nothing,
       bounds::store_kv_fault()));
+  // Fused RoPE (docs/spec.md §8.4): only backends with KVCHECK_OP_STORE_KV_ROPE.
+  const auto add_rope = [&r](Property p) {
+    p.needs = needs_op(KVCHECK_OP_STORE_KV | KVCHECK_OP_STORE_KV_ROPE, "store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE)");
+    r.add(std::move(p));
+  };
+  add_rope(scenario_property("prop_store_kv_rope_matches_reference", "store_kv",
+                             "every head of the key rows rotated (NeoX or GPT-J, whole or a sub-range, fp32 without "
+                             "FMA, rounded to the key's dtype) then stored leaves the whole K/V buffer bit-identical "
+                             "to the reference's; key and value rows are only read",
+                             draw_store_kv_rope_scenario, prop_store_kv_rope_matches_reference,
+                             bounds::store_kv_rope()));
+  add_rope(scenario_property("prop_store_kv_rope_bad_input_is_error", "store_kv",
+                             "an odd, zero or negative rot_dim, a rotated range outside the head, max_position < 1, "
+                             "positions short or outside the table (before any slot), or any store_kv rule broken "
+                             "throws the rule's error and changes no byte",
+                             draw_store_kv_rope_fault_scenario, prop_store_kv_invalid_input_throws_and_writes_nothing,
+                             bounds::store_kv_fault()));
   // Only for a backend whose contract limits the K/V shapes; the others have nothing to refuse.
   Property p = scenario_property(
       "prop_store_kv_undeclared_shape_is_refused", "store_kv",

@@ -10,6 +10,7 @@
 #include "impl/error.h"
 #include "reference/layout.h"
 #include "reference/numerics.h"
+#include "reference/rope.h"
 
 namespace kvcheck::ref {
 namespace {
@@ -107,53 +108,7 @@ void check_concat_sources(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
     throw Error(ErrorCode::kShapeMismatch, std::string(kv_c.data == nullptr ? "kv_c" : "k_pe") + " data is null");
 }
 
-// docs/spec.md §8.4's checks that read no metadata (every call, after the widths).
-void check_rope_shape(const RopeArgs* rope, int32_t rope_dim) {
-  if (rope == nullptr) return;
-  if (rope->rot_dim < 2 || rope->rot_dim % 2 != 0)
-    throw Error(ErrorCode::kInvalidArgument, "rot_dim " + std::to_string(rope->rot_dim) + " is odd or < 2");
-  if (rope->rope_offset < 0 || int64_t{rope->rope_offset} + rope->rot_dim > rope_dim)
-    throw Error(ErrorCode::kInvalidArgument, "rope_offset + rot_dim outside the k_pe row");
-  if (rope->max_position < 1) throw Error(ErrorCode::kInvalidArgument, "max_position < 1");
-}
-
-// docs/spec.md §8.4's checks for n > 0 rows (after §8.2's, before the slots): the
-// positions' rows, null pointers, then each position in row order.
-void check_rope_inputs(const RopeArgs* rope, int64_t n) {
-  if (rope == nullptr) return;
-  if (rope->positions_rows < n)
-    throw Error(ErrorCode::kShapeMismatch, "positions has " + std::to_string(rope->positions_rows) + " rows < n");
-  if (rope->positions == nullptr || rope->cos_sin_cache == nullptr)
-    throw Error(ErrorCode::kShapeMismatch, "positions or cos_sin_cache is null");
-  for (int64_t i = 0; i < n; ++i)
-    if (rope->positions[i] < 0 || rope->positions[i] >= rope->max_position)
-      throw Error(ErrorCode::kInvalidArgument, "positions[" + std::to_string(i) + "] = " +
-                                                   std::to_string(rope->positions[i]) + " is not a row of cos_sin_cache");
-}
-
 }  // namespace
-
-std::vector<bf16_bits> rope_rows(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope) {
-  std::vector<bf16_bits> out(static_cast<size_t>(n * rope_dim));
-  const int32_t half = rope.rot_dim / 2;
-  for (int64_t i = 0; i < n; ++i) {
-    bf16_bits* row = out.data() + i * rope_dim;
-    for (int32_t e = 0; e < rope_dim; ++e) row[e] = k_pe.data[i * k_pe.row_stride + e];
-    const float* cos_sin = rope.cos_sin_cache + rope.positions[i] * rope.rot_dim;
-    for (int32_t j = 0; j < half; ++j) {
-      const int32_t a = rope.rope_offset + (rope.is_neox ? j : 2 * j);
-      const int32_t b = rope.rope_offset + (rope.is_neox ? j + half : 2 * j + 1);
-      const float x = bf16_to_float(row[a]), y = bf16_to_float(row[b]);
-      const float c = cos_sin[j], s = cos_sin[half + j];
-      // Each product rounded to fp32 before the sum (volatile: the compiler may not
-      // contract x*c - y*s into an FMA, whatever -ffp-contract says).
-      volatile float xc = x * c, ys = y * s, yc = y * c, xs = x * s;
-      row[a] = float_to_bf16_rn(xc - ys);
-      row[b] = float_to_bf16_rn(yc + xs);
-    }
-  }
-  return out;
-}
 
 void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, std::span<uint8_t> buffer,
                     const KVCacheFormat& format, int64_t num_blocks, int32_t block_size, int64_t block_stride) {
@@ -189,12 +144,12 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
                                                  std::to_string(rope_dim) + " < 1");
   if (int64_t{kv_lora_rank} + rope_dim != format.elements)
     throw Error(ErrorCode::kShapeMismatch, "kv_lora_rank + rope_dim != E = " + std::to_string(format.elements));
-  check_rope_shape(rope, rope_dim);
+  if (rope) check_rope_shape(*rope, rope_dim);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   check_concat_sources(kv_c, k_pe, kv_lora_rank, rope_dim, n);
   if (buffer.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "cache is null");
-  check_rope_inputs(rope, n);
+  if (rope) check_rope_inputs(*rope, n);
   // The rows as one source (the definition; k_pe rotated first with rope), then the
   // store with its slot rules.
   std::vector<bf16_bits> rotated;
@@ -234,7 +189,7 @@ void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_
     throw Error(ErrorCode::kShapeMismatch, "kv_lora_rank != the cache's E = " + std::to_string(cache.format.elements));
   if (rope_dim != pe_cache.format.elements)
     throw Error(ErrorCode::kShapeMismatch, "rope_dim != pe_cache's E = " + std::to_string(pe_cache.format.elements));
-  check_rope_shape(rope, rope_dim);
+  if (rope) check_rope_shape(*rope, rope_dim);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   check_concat_sources(kv_c, k_pe, kv_lora_rank, rope_dim, n);
@@ -250,7 +205,7 @@ void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_
   if (!cache.bytes.empty() && !pe_cache.bytes.empty() &&
       (inside(pe_cache.bytes.data(), cache.bytes) || inside(cache.bytes.data(), pe_cache.bytes)))
     throw Error(ErrorCode::kInvalidArgument, "the cache and pe_cache share a byte");
-  check_rope_inputs(rope, n);
+  if (rope) check_rope_inputs(*rope, n);
   std::vector<bf16_bits> rotated;
   KVInput pe = k_pe;
   if (rope) {

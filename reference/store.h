@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "impl/op_args.h"  // plain argument types only; no production code is called
 
@@ -29,10 +28,7 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
                           const KVCacheFormat& format, int64_t num_blocks, int32_t block_size,
                           int64_t block_stride = 0, const RopeArgs* rope = nullptr);
 
-/// docs/spec.md §8.4: rows [0, n) of k_pe (rope_dim elements each) rotated by `rope`, as
-/// n * rope_dim BF16 bit patterns, pair by pair in fp32 (no FMA), then RNE to BF16.
-/// Inputs assumed valid (the callers check them first).
-std::vector<bf16_bits> rope_rows(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope);
+
 
 /// One paged cache as store_kv_cache takes it (its last five arguments).
 struct PagedBuffer {

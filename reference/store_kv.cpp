@@ -3,10 +3,12 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "impl/error.h"
 #include "reference/kv_layout.h"
 #include "reference/kv_numerics.h"
+#include "reference/rope.h"
 
 namespace kvcheck::ref {
 namespace {
@@ -28,17 +30,35 @@ uint16_t load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] <<
 
 }  // namespace
 
-void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
-              const KvCacheView& cache) {
+void store_kv(const KvTokensIn& key_in, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+              const KvCacheView& cache, const RopeArgs* rope) {
   const KvCacheLayout& l = cache.layout;
   check_kv_cache(cache);
-  check_model_dtype(l.dtype, key.dtype, "key");
+  check_model_dtype(l.dtype, key_in.dtype, "key");
   check_model_dtype(l.dtype, value.dtype, "value");
-  check_same_model_dtype(key.dtype, value.dtype, "key", "value");
+  check_same_model_dtype(key_in.dtype, value.dtype, "key", "value");
+  if (rope) check_rope_shape(*rope, l.head_dim);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
-  check_rows(key, n, "key");
+  check_rows(key_in, n, "key");
   check_rows(value, n, "value");
+  if (rope) check_rope_inputs(*rope, n);
+  // With a RoPE the key rows are rotated first (the definition), into rows of their own.
+  std::vector<uint16_t> rotated;
+  KvTokensIn key = key_in;
+  if (rope) {
+    const int64_t h_count = l.num_kv_heads, d = l.head_dim;
+    rotated.resize(static_cast<size_t>(n * h_count * d));
+    std::vector<uint16_t> head(static_cast<size_t>(d));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t h = 0; h < h_count; ++h) {
+        for (int64_t e = 0; e < d; ++e)
+          head[static_cast<size_t>(e)] = load16(key_in.data + 2 * (i * key_in.token_stride + h * key_in.head_stride + e));
+        rope_row(head.data(), rotated.data() + (i * h_count + h) * d, static_cast<int32_t>(d), key_in.dtype, *rope,
+                 rope->cos_sin_cache + rope->positions[i] * rope->rot_dim);
+      }
+    key = {reinterpret_cast<const uint8_t*>(rotated.data()), key_in.dtype, n, h_count * d, d};
+  }
   const int64_t num_slots = l.num_blocks * l.block_size;
   std::map<int32_t, int64_t> first;  // slot -> first row storing it
   for (int64_t i = 0; i < n; ++i) {

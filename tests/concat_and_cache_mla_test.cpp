@@ -324,9 +324,13 @@ void rope_known_answers(const Run& run, bool split) {
   expect_refused(with_rope(run, {table, 2, {2}, 4, 0, true}), ok, ErrorCode::kInvalidArgument, "positions[0] = 2");
   expect_refused(with_rope(run, {table, 2, {1, -1}, 4, 0, true}), {b8, 1, 2, Rows(8, 0), 4, Rows(8, 0), 4, 4, 4, {1, 0}},
                  ErrorCode::kInvalidArgument, "positions[1] = -1");
-  // A bad position and a bad slot: the positions come first.
+  // A bad position and a bad slot: every position comes before any slot, also when the
+  // bad slot's row is the earlier one.
   expect_refused(with_rope(run, {table, 2, {7}, 4, 0, true}), {b8, 1, 2, four, 4, four, 4, 4, 4, {9}},
                  ErrorCode::kInvalidArgument, "positions[0] = 7");
+  expect_refused(with_rope(run, {table, 2, {0, 7}, 4, 0, true}), {b8, 1, 2, Rows(8, 0), 4, Rows(8, 0), 4, 4, 4, {9, 0}},
+                 ErrorCode::kInvalidArgument, "positions[1] = 7");
+  expect_refused(with_rope(run, {table, 2, {1}, -2, 0, true}), ok, ErrorCode::kInvalidArgument, "rot_dim");
   // Positions past n are never read: junk there is fine.
   Bytes want(32, kFill);
   std::copy(kv_c_rec.begin(), kv_c_rec.end(), want.begin() + 16);

@@ -157,7 +157,11 @@ struct Side {
 
 std::vector<Side> sides() {
   static const cpu::CpuBackend cpu;
-  return {{"reference", ref::store_kv, ref::gather_kv},
+  return {{"reference",
+           [](const KvTokensIn& k, const KvTokensIn& v, std::span<const int32_t> slots, const KvCacheView& c) {
+             ref::store_kv(k, v, slots, c);
+           },
+           ref::gather_kv},
           {"cpu",
            [](auto&&... a) { cpu.store_kv(a...); },
            [](const GatherKvArgs& a) { cpu.gather_kv(a); }}};

@@ -358,8 +358,8 @@ class CpuKvBackend : public PlantedStoreBackend {
     cpu().store_kv_cache(kv, slots, cache);
   }
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
-                const KvCacheView& cache) const override {
-    cpu().store_kv(key, value, slots, cache);
+                const KvCacheView& cache, const RopeArgs* rope = nullptr) const override {
+    cpu().store_kv(key, value, slots, cache, rope);
   }
   void gather_kv(const GatherKvArgs& a) const override { cpu().gather_kv(a); }
 };
@@ -370,8 +370,8 @@ class BrokenStoreKvBackend final : public CpuKvBackend {
  public:
   std::string_view name() const override { return "broken-store-kv"; }
   void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slots,
-                const KvCacheView& cache) const override {
-    CpuKvBackend::store_kv(key, value, slots, cache);
+                const KvCacheView& cache, const RopeArgs* rope = nullptr) const override {
+    CpuKvBackend::store_kv(key, value, slots, cache, rope);
     const KvCacheLayout& l = cache.layout;
     for (int32_t slot : slots)
       if (slot >= 0) {

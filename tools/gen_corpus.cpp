@@ -529,7 +529,7 @@ void kv_seeds(const fs::path& root) {
   const auto dg = byte_decoder(kvcheck::fuzz::decode_gather_kv);
   auto valid_store = [&](const S& s) {
     kvcheck::props::KvBuffers b(s.cache), r(s.cache);
-    return !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;
+    return !s.rope && !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;
   };
   auto valid_gather = [&](const G& g) {
     kvcheck::props::KvBuffers b(g.cache);
@@ -562,6 +562,23 @@ void kv_seeds(const fs::path& root) {
   seed<S>(root, "store_kv", "graph-padding-rows", ds, [&](const S& s) { return s.key.rows > static_cast<int64_t>(s.slot_mapping.size()) && valid_store(s); });
   seed<S>(root, "store_kv", "all-padding", ds, [&](const S& s) { return s.slot_mapping.size() >= 3 && std::all_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t x) { return x == -1; }); });
   seed<S>(root, "store_kv", "empty", ds, [&](const S& s) { return s.slot_mapping.empty(); });
+  // A fused RoPE of the key rows (docs/spec.md §8.4).
+  const auto rope_ok = [&](const S& s) {
+    kvcheck::props::KvBuffers b(s.cache), r(s.cache);
+    return s.rope && s.fault.empty() && !kvcheck::props::run_store_kv(nullptr, s, b) && b.bytes != r.bytes;
+  };
+  seed<S>(root, "store_kv", "rope-neox-bf16", ds, [&](const S& s) { return rope_ok(s) && s.rope->is_neox && s.key.dtype == KvDtype::kBF16 && s.rope->rot_dim == s.cache.head_dim / 2 * 2; });
+  seed<S>(root, "store_kv", "rope-gptj-sub-range-fp16", ds, [&](const S& s) { return rope_ok(s) && !s.rope->is_neox && s.key.dtype == KvDtype::kFP16 && s.rope->rot_dim < s.cache.head_dim; });
+  seed<S>(root, "store_kv", "rope-fp8-cache", ds, [&](const S& s) { return rope_ok(s) && kvcheck::is_fp8(s.cache.dtype); });
+  seed<S>(root, "store_kv", "rope-cancelling-pairs", ds, [&](const S& s) {
+    if (!rope_ok(s) || s.rope->rot_dim < 8) return false;
+    for (size_t i = 0; i < s.slot_mapping.size(); ++i)
+      if (s.slot_mapping[i] >= 0 && kvcheck::props::rope_cancels(*s.rope, static_cast<int64_t>(i))) return true;
+    return false;
+  });
+  seed<S>(root, "store_kv", "rope-error-position", ds, [](const S& s) { return s.rope && s.code == kvcheck::ErrorCode::kInvalidArgument && s.fault.rfind("positions[", 0) == 0; });
+  seed<S>(root, "store_kv", "rope-error-position-before-slot", ds, [](const S& s) { return s.rope && s.fault.find("positions before slots") != std::string::npos; });
+  seed<S>(root, "store_kv", "rope-error-rot-dim", ds, [](const S& s) { return s.rope && s.code == kvcheck::ErrorCode::kInvalidArgument && s.fault.rfind("rot_dim", 0) == 0; });
   auto store_err = [](const S& s, kvcheck::ErrorCode c) {
     kvcheck::props::KvBuffers b(s.cache);
     return kvcheck::props::run_store_kv(nullptr, s, b) == c;
@@ -737,17 +754,13 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   // A stored row at a table row whose sin equals its cos (its pairs then hold equal values):
   // where x*c - y*s is exactly 0 without a fused multiply-add.
   seed<S>(root, t, "rope-cancelling-pairs", d, [&](const S& c) {
-    if (!rope(c)) return false;
-    const auto& r = *c.scenario.rope;
-    const int32_t half = r.rot_dim / 2;
-    for (size_t i = 0; i < c.scenario.slot_mapping.size(); ++i) {
-      const int64_t p = r.positions[i];
-      const float* row = r.cos_sin.data() + p * r.rot_dim;
-      if (c.scenario.slot_mapping[i] >= 0 && half >= 4 && std::equal(row, row + half, row + half) && row[1] != 0 && row[1] != 1)
+    if (!rope(c) || c.scenario.rope->rot_dim < 8) return false;
+    for (size_t i = 0; i < c.scenario.slot_mapping.size(); ++i)
+      if (c.scenario.slot_mapping[i] >= 0 && kvcheck::props::rope_cancels(*c.scenario.rope, static_cast<int64_t>(i)))
         return true;
-    }
     return false;
   });
+  seed<S>(root, t, "rope-error-position-before-slot", d, [](const S& c) { return c.fault.find("positions before slots") != std::string::npos; });
   seed<S>(root, t, "rope-large-table", d, [&](const S& c) { return rope(c) && c.scenario.rope->max_position > 4096; });
   seed<S>(root, t, "rope-error-position", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("positions[", 0) == 0; });
   seed<S>(root, t, "rope-error-rot-dim", d, [](const S& c) { return c.code == E::kInvalidArgument && c.fault.rfind("rot_dim", 0) == 0; });

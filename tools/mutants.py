@@ -62,6 +62,8 @@ MUTANTS = os.path.join(ROOT, "mutants")
 
 # Which fuzz targets reach a source file (by path prefix); default: store, load, round_trip.
 FUZZ_TARGETS = [
+    ("impl/cpu/rope", ["concat_and_cache_mla", "store_kv"]),
+    ("impl/validate_rope", ["concat_and_cache_mla", "store_kv"]),
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
     ("impl/cuda/copy_blocks", ["copy_blocks", "swap_blocks"]),
     ("impl/validate_copy_blocks", ["copy_blocks", "swap_blocks"]),
@@ -91,6 +93,8 @@ FUZZ_TARGETS = [
 # The property ops (`kvcheck run --property OP`) that exercise a source file (by path
 # prefix); default: the whole property layer.
 PROPERTY_OPS = [
+    ("impl/cpu/rope", ["concat_and_cache_mla", "store_kv"]),
+    ("impl/validate_rope", ["concat_and_cache_mla", "store_kv"]),
     ("impl/cpu/copy_blocks", ["copy_blocks"]),
     ("impl/cuda/copy_blocks", ["copy_blocks", "swap_blocks"]),
     ("impl/validate_copy_blocks", ["copy_blocks", "swap_blocks"]),

@@ -37,8 +37,8 @@ class CpuBackend final : public Backend {
   void swa_decode_index(std::span<const int32_t> start_len, int32_t num_q, int32_t width,
                         int32_t ring_size, std::span<int32_t> out) const override;
   // impl/cpu/store_kv.cpp
-  void store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                std::span<const int32_t> slot_mapping, const KvCacheView& cache) const override;
+  void store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                const KvCacheView& cache, const RopeArgs* rope = nullptr) const override;
   // impl/cpu/gather_kv.cpp
   void gather_kv(const GatherKvArgs& args) const override;
   // impl/cpu/copy_blocks.cpp

@@ -9,6 +9,7 @@
 #include "impl/cpu/fast_numerics.h"
 #include "impl/cpu/isa.h"
 #include "impl/cpu/parallel.h"
+#include "impl/cpu/rope.h"
 #include "impl/cpu/stream_copy.h"
 #include "impl/validate_store_load.h"
 #include "impl/error.h"
@@ -248,28 +249,13 @@ void run_store(const StoreJob& job, int64_t n) {
 }
 
 /// docs/spec.md §8.4: k_pe's rows [0, n) rotated into a buffer of n rows of rope_dim
-/// elements (validated input). Each output element from its own pair: the products
-/// rounded to fp32 before the sum (the build's -ffp-contract=off keeps them apart).
+/// elements (validated input).
 std::vector<uint16_t> rotate_k_pe(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope) {
   std::vector<uint16_t> out(static_cast<size_t>(n * rope_dim));
-  const int32_t half = rope.rot_dim / 2;
-  const int32_t step = rope.is_neox ? 1 : 2, partner = rope.is_neox ? half : 1;  // pair j: (o + j*step, + partner)
   parallel_for(n, n * rope_dim * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const uint16_t* src = k_pe.data + r * k_pe.row_stride;
-      uint16_t* dst = out.data() + r * rope_dim;
-      std::memcpy(dst, src, static_cast<size_t>(rope_dim) * 2);
-      const float* cs = rope.cos_sin_cache + rope.positions[r] * rope.rot_dim;
-      const uint16_t* in = src + rope.rope_offset;
-      uint16_t* o = dst + rope.rope_offset;
-      for (int32_t j = 0; j < half; ++j) {
-        const int32_t a = j * step, b = a + partner;
-        const float x = bf16_to_f32(in[a]), y = bf16_to_f32(in[b]), c = cs[j], sn = cs[half + j];
-        const float xc = x * c, ys = y * sn, yc = y * c, xs = x * sn;
-        o[a] = f32_to_bf16(xc - ys);
-        o[b] = f32_to_bf16(yc + xs);
-      }
-    }
+    for (int64_t r = begin; r < end; ++r)
+      rope_row<KvDtype::kBF16>(k_pe.data + r * k_pe.row_stride, out.data() + r * rope_dim, rope_dim, rope,
+                               rope.cos_sin_cache + rope.positions[r] * rope.rot_dim);
   });
   return out;
 }

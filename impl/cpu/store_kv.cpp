@@ -4,11 +4,13 @@
 // are quantised in chunks of 64 elements through fixed-size local arrays so the
 // conversion loops vectorise whatever the alignment of the rows.
 #include <cstring>
+#include <vector>
 
 #include "impl/cpu/cpu_backend.h"
 #include "impl/cpu/kv_dispatch.h"
 #include "impl/cpu/kv_numerics.h"
 #include "impl/cpu/parallel.h"
+#include "impl/cpu/rope.h"
 #include "impl/kv_layout.h"
 #include "impl/validate_kv.h"
 
@@ -79,12 +81,33 @@ struct StoreRows {
 
 }  // namespace
 
-void CpuBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value,
-                          std::span<const int32_t> slot_mapping, const KvCacheView& cache) const {
-  validate_store_kv(key, value, slot_mapping, cache);
+void CpuBackend::store_kv(const KvTokensIn& key_in, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
+                          const KvCacheView& cache, const RopeArgs* rope) const {
+  validate_store_kv(key_in, value, slot_mapping, cache, rope);
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   if (n == 0) return;
   const KvCacheLayout& l = cache.layout;
+  // Fused RoPE (docs/spec.md §8.4): every head of the key rows rotated into a buffer of
+  // [n][H][D] first (the key buffer only read), stored as any key rows.
+  std::vector<uint16_t> rotated;
+  KvTokensIn key = key_in;
+  if (rope) {
+    const int64_t heads = l.num_kv_heads, d = l.head_dim;
+    rotated.resize(static_cast<size_t>(n * heads * d));
+    const auto* in = reinterpret_cast<const uint16_t*>(key_in.data);  // 2-byte aligned (validated)
+    const bool bf16 = key_in.dtype == KvDtype::kBF16;
+    parallel_for(n, n * heads * d * 4, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        for (int64_t h = 0; h < heads; ++h) {
+          const uint16_t* row = in + i * key_in.token_stride + h * key_in.head_stride;
+          uint16_t* out = rotated.data() + (i * heads + h) * d;
+          const float* cs = rope->cos_sin_cache + rope->positions[i] * rope->rot_dim;
+          if (bf16) rope_row<KvDtype::kBF16>(row, out, static_cast<int32_t>(d), *rope, cs);
+          else rope_row<KvDtype::kFP16>(row, out, static_cast<int32_t>(d), *rope, cs);
+        }
+    });
+    key = {reinterpret_cast<const uint8_t*>(rotated.data()), key_in.dtype, n, heads * d, d};
+  }
   const KvPagedLayout paged = kv_paged_layout(l);
   // validate_store_kv checked that key and value share one model dtype the cache takes.
   const bool fp8 = is_fp8(l.dtype);

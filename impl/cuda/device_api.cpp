@@ -386,7 +386,7 @@ size_t store_kv_workspace_bytes(const KvCacheLayout& layout) {
 
 PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
                               const KvCacheView& cache, DeviceStatus* status, void* workspace,
-                              const LaunchOptions& opts) {
+                              const LaunchOptions& opts, const RopeArgs* rope) {
   const KvCacheLayout& l = cache.layout;
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   validate_kv_cache(cache);
@@ -394,7 +394,7 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
   const KvScaleCheck scales = scale_check(l, cache.scales);
   std::optional<Error> deferred;
   const bool rows_ok = host_check(scales.positions(), deferred, [&] {
-    validate_store_kv_rows(key, value, n, l.dtype);
+    validate_store_kv_rows(key, value, n, l.dtype, rope, l.head_dim);
     if (n > 0 && slot_mapping.data() == nullptr) throw Error(ErrorCode::kShapeMismatch, "slot_mapping is null");
   });
   const int64_t slots = rows_ok ? n : 0;  // a failed row check: the slots come after it
@@ -402,8 +402,10 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
   if (slots > 0 && workspace == nullptr) throw Error(ErrorCode::kInvalidArgument, "a checked store needs a workspace");
   const KvPagedLayout paged = kv_paged_layout(l);
   reset(status, opts);
+  // A RoPE's positions between the scale values and the slots (docs/spec.md §8.4).
   check_launch(launch_validate_slots(scales, slot_mapping.data(), slots, paged.num_slots(),
-                                     static_cast<unsigned long long*>(workspace), status, opts));
+                                     static_cast<unsigned long long*>(workspace), status, opts,
+                                     rows_ok ? rope : nullptr));
   PendingCheck pc{status, static_cast<int32_t>(CheckedOp::kStoreKv), {l.num_blocks, l.block_size, 0}, deferred};
   if (deferred || n == 0) return pc;  // an error is certain / nothing to write
   StoreKvLaunch s;
@@ -413,6 +415,7 @@ PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, st
   s.n = n;
   set_caches(s, cache);
   s.reciprocal = cache.scales.recipe == KvRecipe::kSglang;  // SPEC §7.3.1
+  if (rope) s.rope = *rope;
   check_launch(launch_store_kv(s, status, opts));
   return pc;
 }

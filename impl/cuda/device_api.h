@@ -232,10 +232,13 @@ size_t store_kv_workspace_bytes(const KvCacheLayout& layout);
 /// nothing enqueued. On the device: the scale values (FP8), then each slot (range,
 /// duplicates), into `status`; the store kernel skips on error, so a refusal writes
 /// nothing. Both K and V share the view's strides (kv_paged_layout). workspace:
-/// store_kv_workspace_bytes(cache.layout) bytes of device memory.
+/// store_kv_workspace_bytes(cache.layout) bytes of device memory. With rope (docs/spec.md
+/// §8.4; positions and table DEVICE pointers): its shape and pointers on the host with
+/// the rows, its positions on the device before the slots; every head of the key rows
+/// rotated as the kernel reads it.
 PendingCheck store_kv_checked(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
                               const KvCacheView& cache, DeviceStatus* status, void* workspace,
-                              const LaunchOptions& opts);
+                              const LaunchOptions& opts, const RopeArgs* rope = nullptr);
 
 /// gather_kv (SPEC §7.5), checked as the cpu backend checks it, on device memory
 /// (block_table, cu_seqlens_k, seq_starts, caches, scales, outputs: DEVICE pointers in

@@ -230,6 +230,21 @@ __device__ __forceinline__ void move_head(const uint8_t* __restrict__ src, uint8
   }
 }
 
+// docs/spec.md §8.4: element c of the key head at `src` (model dtype M) after the
+// rotation at row `row`'s position; x its bits. Outside the rotated range as it is.
+template <KvDevDtype M>
+__device__ __forceinline__ uint32_t rope_elem(const uint8_t* src, int32_t c, uint32_t x, const RopeArgs& q,
+                                              int64_t row) {
+  const int32_t k = c - q.rope_offset;
+  if (k < 0 || k >= q.rot_dim) return x;
+  const dev::RopePlace p = dev::rope_place(k, q.rot_dim, q.is_neox);
+  const float* cs = q.cos_sin_cache + q.positions[row] * q.rot_dim;
+  const uint8_t* y = src + 2 * (q.rope_offset + p.partner);
+  const float other = model_to_f32<M>(static_cast<uint16_t>(y[0] | y[1] << 8));
+  return f32_to_model<M>(
+      dev::rope_value(model_to_f32<M>(static_cast<uint16_t>(x)), other, cs[p.j], cs[q.rot_dim / 2 + p.j], p.first));
+}
+
 template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip>
 __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
@@ -254,7 +269,12 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
       sc.rcp = __frcp_rn(sc.s);  // = __fdiv_rn(1, s): recipe sglang's RN(1/s)
       sc.fast = !Recip && dev::fast_div_ok(sc.s);
     }
-    if (w.side == 0)
+    if (w.side == 0 && a.rope.cos_sin_cache != nullptr) {  // a fused RoPE (§8.4): element by element
+      using E = Elems<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>;
+      if (write)
+        for (int32_t c = lane; c < L.head_dim; c += width)
+          E::store1(dst, c, rope_elem<KeyIn>(src, c, E::load1(src, c), a.rope, w.row), sc);
+    } else if (w.side == 0)
       move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);
     else
       move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);

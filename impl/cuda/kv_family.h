@@ -51,6 +51,9 @@ struct StoreKvLaunch {
   const float* v_scale = nullptr;
   bool per_head_scale = false;
   bool reciprocal = false;  // recipe kSglang
+  // A fused RoPE of the key rows (docs/spec.md §8.4; device pointers; cos_sin_cache
+  // null: none): each key element in the rotated range from itself and its partner.
+  RopeArgs rope{};
 };
 std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 

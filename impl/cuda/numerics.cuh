@@ -191,4 +191,25 @@ __device__ __forceinline__ float scale_value(const uint8_t* scale) {
   }
 }
 
+// ---- fused RoPE (docs/spec.md §8.4) ----
+
+/// Element k (0 <= k < rot_dim) of a rotated range: its pair's index j (the table
+/// column: cos at j, sin at rot_dim/2 + j), its partner element and whether it is the
+/// pair's first (x) or second (y). NeoX pairs (j, j + rot_dim/2), GPT-J (2j, 2j + 1).
+struct RopePlace {
+  int32_t j, partner;
+  bool first;
+};
+__device__ __forceinline__ RopePlace rope_place(int32_t k, int32_t rot_dim, bool is_neox) {
+  const int32_t half = rot_dim / 2;
+  if (is_neox) return k < half ? RopePlace{k, k + half, true} : RopePlace{k - half, k - half, false};
+  return RopePlace{k >> 1, k ^ 1, (k & 1) == 0};
+}
+/// The rotated value of an element from its own value, its partner's, c and s:
+/// x' = (x*c) - (y*s) for a first, y' = (y*c) + (x*s) for a second, each product
+/// rounded before the sum (no FMA, whatever -fmad says).
+__device__ __forceinline__ float rope_value(float self, float other, float c, float s, bool first) {
+  return first ? __fsub_rn(__fmul_rn(self, c), __fmul_rn(other, s)) : __fadd_rn(__fmul_rn(self, c), __fmul_rn(other, s));
+}
+
 }  // namespace kvcheck::cuda::dev

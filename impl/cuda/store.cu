@@ -53,18 +53,10 @@ __device__ __forceinline__ uint16_t rope_elem(const StoreArgs& a, int64_t r, int
   const RopeArgs& q = a.rope;
   const int64_t k = e - q.rope_offset;
   if (k < 0 || k >= q.rot_dim) return x;
-  const int32_t half = q.rot_dim / 2;
-  const bool first = q.is_neox ? k < half : (k & 1) == 0;  // x of its pair (else y)
-  const int64_t j = q.is_neox ? (first ? k : k - half) : k >> 1;
-  const int64_t partner = q.is_neox ? (first ? k + half : k - half) : (k ^ 1);
+  const dev::RopePlace p = dev::rope_place(static_cast<int32_t>(k), q.rot_dim, q.is_neox);
   const float* cs = q.cos_sin_cache + q.positions[r] * q.rot_dim;
-  const float c = cs[j], s = cs[half + j];
-  const float self = dev::bf16_to_f32(x);
-  const float other = dev::bf16_to_f32(a.pe[r * a.pe_row_stride + q.rope_offset + partner]);
-  // x' = (x*c) - (y*s), y' = (y*c) + (x*s): each product rounded before the sum.
-  const float out = first ? __fsub_rn(__fmul_rn(self, c), __fmul_rn(other, s))
-                          : __fadd_rn(__fmul_rn(self, c), __fmul_rn(other, s));
-  return dev::f32_to_bf16(out);
+  const float other = dev::bf16_to_f32(a.pe[r * a.pe_row_stride + q.rope_offset + p.partner]);
+  return dev::f32_to_bf16(dev::rope_value(dev::bf16_to_f32(x), other, cs[p.j], cs[q.rot_dim / 2 + p.j], p.first));
 }
 
 /// Chunk c of row r as the store must see it: row_chunk's 16 bytes (streamed), the

@@ -146,21 +146,19 @@ kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& c) {
     a.pe_cache = to_abi(c.pe_cache->layout, c.pe_cache->base, c.pe_cache->size_bytes);
   }
   if (c.rope) {
-    const RopeArgs& r = *c.rope;
     a.has_rope = 1;
-    a.rope_is_neox = r.is_neox ? 1 : 0;
-    a.rot_dim = r.rot_dim;
-    a.rope_offset = r.rope_offset;
-    a.cos_sin_cache = r.cos_sin_cache;
-    a.max_position = r.max_position;
-    a.positions = r.positions;
-    a.positions_rows = r.positions_rows;
+    a.rope = to_abi(*c.rope);
   }
   return a;
 }
 
-RopeArgs rope_from_abi(const kvcheck_concat_and_cache_mla_args& a) {
-  return {a.cos_sin_cache, a.max_position, a.positions, a.positions_rows, a.rot_dim, a.rope_offset, a.rope_is_neox != 0};
+kvcheck_rope to_abi(const RopeArgs& r) {
+  return {r.is_neox ? 1 : 0, r.rot_dim, r.rope_offset, 0, r.cos_sin_cache, r.max_position, r.positions,
+          r.positions_rows};
+}
+
+RopeArgs from_abi(const kvcheck_rope& r) {
+  return {r.cos_sin_cache, r.max_position, r.positions, r.positions_rows, r.rot_dim, r.rope_offset, r.is_neox != 0};
 }
 
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
@@ -173,7 +171,7 @@ ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a) {
                   std::nullopt,
                   std::nullopt};
   if (a.has_pe_cache) c.pe_cache = CacheView{a.pe_cache.base, from_abi(a.pe_cache), a.pe_cache.size_bytes};
-  if (a.has_rope) c.rope = rope_from_abi(a);
+  if (a.has_rope) c.rope = from_abi(a.rope);
   return c;
 }
 

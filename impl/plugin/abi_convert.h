@@ -47,8 +47,10 @@ SwapBlocksArgs from_abi(const kvcheck_swap_blocks_args& a);
 /// and KVCHECK_OP_CONCAT_MLA_ROPE may call it (a harness sets each only then).
 kvcheck_concat_and_cache_mla_args to_abi(const ConcatMlaArgs& a);
 ConcatMlaArgs from_abi(const kvcheck_concat_and_cache_mla_args& a);
-/// The args' fused RoPE fields (docs/spec.md §8.4; read them only when has_rope is 1).
-RopeArgs rope_from_abi(const kvcheck_concat_and_cache_mla_args& a);
+/// A fused RoPE (docs/spec.md §8.4) <-> its ABI struct (read an args' rope only when its
+/// has_rope is 1).
+kvcheck_rope to_abi(const RopeArgs& r);
+RopeArgs from_abi(const kvcheck_rope& r);
 
 /// gather_kv arguments <-> views. from_abi reads seq_starts only for a unit of 1 or 2
 /// (0: none) and throws kInvalidArgument for another unit.

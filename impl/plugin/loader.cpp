@@ -118,6 +118,8 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
     fail(path, "capabilities name concat_and_cache_mla's pe_cache (KVCHECK_OP_CONCAT_MLA_PE_CACHE) but not "
                "concat_and_cache_mla");
+  if ((t.capabilities.ops & KVCHECK_OP_STORE_KV_ROPE) && !(t.capabilities.ops & KVCHECK_OP_STORE_KV))
+    fail(path, "capabilities name store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE) but not store_kv");
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_ROPE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
     fail(path, "capabilities name concat_and_cache_mla's fused RoPE (KVCHECK_OP_CONCAT_MLA_ROPE) but not "
                "concat_and_cache_mla");

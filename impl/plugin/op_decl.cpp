@@ -57,6 +57,13 @@ size_t kv_cache_guard(const kvcheck_kv_cache& c) {
   return guard_for(c.stride_page * kv_dtype_bytes(static_cast<KvDtype>(c.dtype)));
 }
 
+/// A fused RoPE's metadata (docs/spec.md §8.4) for n rows: the first n positions (what a
+/// valid call reads) and the whole table, read.
+void rope_metadata(kvcheck_rope& r, int64_t n, ArgDecl& d) {
+  d.int64s("positions", r.positions, n);
+  d.floats("cos_sin_cache", r.cos_sin_cache, r.max_position * r.rot_dim);
+}
+
 }  // namespace
 
 void ArgDecl::paged_cache(const kvcheck_paged_cache& c) const {
@@ -141,7 +148,7 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
           c.pe_size_bytes = a.pe_cache.size_bytes;
           c.pe_elements = pe.format.elements;
         }
-        const RopeArgs rope = rope_from_abi(a);
+        const RopeArgs rope = from_abi(a.rope);
         validate_concat_mla_rows({a.kv_c, a.kv_c_rows, a.kv_c_row_stride}, {a.k_pe, a.k_pe_rows, a.k_pe_row_stride},
                                  a.kv_lora_rank, a.rope_dim, a.num_tokens, c, a.has_rope ? &rope : nullptr);
         return a.num_tokens != 0;
@@ -153,10 +160,7 @@ void declare(kvcheck_concat_and_cache_mla_args& a, ArgDecl& d) {
          {view(a.kv_c, span_bytes(a.kv_c_rows, a.kv_c_row_stride * 2, int64_t{a.kv_lora_rank} * 2)),
           view(a.k_pe, span_bytes(a.k_pe_rows, a.k_pe_row_stride * 2, int64_t{a.rope_dim} * 2))});
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
-  if (a.has_rope) {  // the first num_tokens positions (what a valid call reads) and the whole table
-    d.int64s("positions", a.positions, a.num_tokens);
-    d.floats("cos_sin_cache", a.cos_sin_cache, a.max_position * a.rot_dim);
-  }
+  if (a.has_rope) rope_metadata(a.rope, a.num_tokens, d);
   std::vector<ArgView> caches{view(a.cache.base, static_cast<size_t>(a.cache.size_bytes))};
   int64_t stride = layout.block_stride;
   if (a.has_pe_cache) {
@@ -251,8 +255,9 @@ void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
   d.kv_cache(a.cache);
   d.kv_store_recipe(a.cache);
   if (!d.bound([&] {
+        const RopeArgs rope = from_abi(a.rope);
         validate_store_kv_shape(KvTokensIn(from_abi(a.key)), KvTokensIn(from_abi(a.value)), a.num_tokens,
-                                from_abi(a.cache));
+                                from_abi(a.cache), a.has_rope ? &rope : nullptr);
         return a.num_tokens != 0;
       }))
     return;
@@ -263,6 +268,7 @@ void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
   d.floats("k_scale", a.cache.k_scale, a.cache.num_scales);
   d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
+  if (a.has_rope) rope_metadata(a.rope, a.num_tokens, d);
 }
 
 // gather_kv (SPEC §7.5): the caches, scales, block_table and cu_seqlens_k read; the

@@ -91,13 +91,22 @@ void PluginBackend::swa_decode_index(std::span<const int32_t> start_len, int32_t
 }
 
 void PluginBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std::span<const int32_t> slot_mapping,
-                             const KvCacheView& cache) const {
+                             const KvCacheView& cache, const RopeArgs* rope) const {
+  // A plugin without the feature bit would store the key rows unrotated: never call it
+  // with a RoPE.
+  if (rope && !(capabilities().ops & KVCHECK_OP_STORE_KV_ROPE))
+    throw Error(ErrorCode::kUnsupported,
+                std::string(name()) + "'s store_kv takes no fused RoPE (no KVCHECK_OP_STORE_KV_ROPE)");
   kvcheck_store_kv_args a{};
   a.key = to_abi(key);
   a.value = to_abi(value);
   a.slot_mapping = slot_mapping.data();
   a.num_tokens = static_cast<int64_t>(slot_mapping.size());
   a.cache = to_abi(cache, cache.scales.k_scale.data(), cache.scales.v_scale.data());
+  if (rope) {
+    a.has_rope = 1;
+    a.rope = to_abi(*rope);
+  }
   invoke(a);
 }
 

@@ -114,9 +114,13 @@ typedef enum kvcheck_memory_space {
  * Needs KVCHECK_OP_CONCAT_AND_CACHE_MLA. Without it the harness never passes has_rope = 1
  * and reports the RoPE properties not exercised. */
 #define KVCHECK_OP_CONCAT_MLA_ROPE (1u << 14)
+/* A feature bit: the store_kv entry takes a fused RoPE of the key rows (its args'
+ * has_rope, docs/spec.md §8.4). Needs KVCHECK_OP_STORE_KV. Without it the harness never
+ * passes has_rope = 1 and reports the RoPE properties not exercised. */
+#define KVCHECK_OP_STORE_KV_ROPE (1u << 15)
 /* Every bit this header defines: a table naming another bit is refused when loaded (a
  * plugin built against a newer header than the harness's). */
-#define KVCHECK_OPS_KNOWN ((1u << 15) - 1u)
+#define KVCHECK_OPS_KNOWN ((1u << 16) - 1u)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -296,11 +300,38 @@ typedef struct kvcheck_kv_tokens {
   int64_t token_stride, head_stride; /* elements */
 } kvcheck_kv_tokens;
 
+/* A fused rotary embedding (docs/spec.md §8.4): a row (concat_and_cache_mla's k_pe row;
+ * each head of a store_kv key row) is rotated at p = positions[i] before it is stored
+ * (its buffer is only read): with h = rot_dim / 2 and o = rope_offset, pair j < h is
+ * (o + j, o + j + h) (is_neox 1) or (o + 2j, o + 2j + 1) (0); with c =
+ * cos_sin_cache[p][j], s = cos_sin_cache[p][h + j] and x, y the pair's values as fp32,
+ * the pair becomes fl(fl(x*c) - fl(y*s)), fl(fl(y*c) + fl(x*s)): fp32 products and sums
+ * rounded to nearest even, NO FMA, then rounded to nearest even to the row's dtype
+ * (bf16 or fp16, NaN -> 0x7FFF). positions and cos_sin_cache live in the plugin's memory
+ * space, like slot_mapping. */
+typedef struct kvcheck_rope {
+  int32_t is_neox;
+  int32_t rot_dim;             /* elements rotated: even, >= 2 */
+  int32_t rope_offset;         /* >= 0, rope_offset + rot_dim <= the row's width */
+  int32_t reserved0;
+  const float* cos_sin_cache;  /* [max_position][rot_dim] fp32: cos at [0, h), sin at [h, rot_dim) */
+  int64_t max_position;        /* >= 1 */
+  const int64_t* positions;    /* [positions_rows] int64, each < num_tokens in [0, max_position) */
+  int64_t positions_rows;      /* rows the buffer holds (>= num_tokens when valid) */
+} kvcheck_rope;
+
 /* store_kv (SPEC §7.4). */
 typedef struct kvcheck_store_kv_args {
   kvcheck_kv_tokens key, value;  /* read only */
   const int32_t* slot_mapping; int64_t num_tokens;
   kvcheck_kv_cache cache;        /* written */
+  /* Fused RoPE of the key rows (docs/spec.md §8.4): read these two fields only when the
+   * table declares KVCHECK_OP_STORE_KV_ROPE (a harness passes has_rope = 1 only then).
+   * has_rope 1: every head of key row i is rotated (kvcheck_rope, the head's head_dim
+   * elements its row) before it is stored; value rows are stored as they are. */
+  int32_t has_rope;
+  int32_t reserved1;
+  kvcheck_rope rope;
 } kvcheck_store_kv_args;
 
 /* gather_kv (SPEC §7.5): sequence i's tokens through block_table row i, from table
@@ -360,23 +391,13 @@ typedef struct kvcheck_concat_and_cache_mla_args {
   int32_t has_pe_cache;
   int32_t reserved1;
   kvcheck_paged_cache pe_cache; /* written */
-  /* Fused RoPE (docs/spec.md §8.4): read these fields only when the table declares
-   * KVCHECK_OP_CONCAT_MLA_ROPE (a harness passes has_rope = 1 only then). has_rope 1:
-   * k_pe row i is rotated at p = positions[i] before it is stored (k_pe itself is only
-   * read): with h = rot_dim / 2 and o = rope_offset, pair j < h is (o + j, o + j + h)
-   * (rope_is_neox 1) or (o + 2j, o + 2j + 1) (0); with c = cos_sin_cache[p][j],
-   * s = cos_sin_cache[p][h + j] and x, y the pair's values as fp32, the pair becomes
-   * bf16(fl(fl(x*c) - fl(y*s))), bf16(fl(fl(y*c) + fl(x*s))): fp32 products and sums
-   * rounded to nearest even, NO FMA, then round-to-nearest-even to BF16, NaN -> 0x7FFF.
-   * positions and cos_sin_cache live in the plugin's memory space, like slot_mapping. */
+  /* Fused RoPE of k_pe (docs/spec.md §8.4): read these two fields only when the table
+   * declares KVCHECK_OP_CONCAT_MLA_ROPE (a harness passes has_rope = 1 only then).
+   * has_rope 1: k_pe row i (rope_dim BF16, only read) is rotated (kvcheck_rope) before
+   * it is stored. */
   int32_t has_rope;
-  int32_t rope_is_neox;
-  int32_t rot_dim;             /* elements rotated: even, >= 2 */
-  int32_t rope_offset;         /* >= 0, rope_offset + rot_dim <= rope_dim */
-  const float* cos_sin_cache;  /* [max_position][rot_dim] fp32: cos at [0, h), sin at [h, rot_dim) */
-  int64_t max_position;        /* >= 1 */
-  const int64_t* positions;    /* [positions_rows] int64, each < num_tokens in [0, max_position) */
-  int64_t positions_rows;      /* rows the buffer holds (>= num_tokens when valid) */
+  int32_t reserved2;
+  kvcheck_rope rope;
 } kvcheck_concat_and_cache_mla_args;
 
 /* swap_blocks (docs/spec.md §8.3): blocks moved between two allocations, src only read.

@@ -66,8 +66,9 @@ int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void*, char*
 
 int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
+    const RopeArgs rope = from_abi(a->rope);  // read only with has_rope (the table declares the bit)
     backend.store_kv(KvTokensIn(from_abi(a->key)), KvTokensIn(from_abi(a->value)),
-                     ints(a->slot_mapping, a->num_tokens), from_abi(a->cache));
+                     ints(a->slot_mapping, a->num_tokens), from_abi(a->cache), a->has_rope ? &rope : nullptr);
   });
 }
 

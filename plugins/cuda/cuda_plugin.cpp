@@ -85,7 +85,7 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
         return cuda::store_workspace_bytes(layout);
       },
       [&](DeviceStatus* st, void* ws) {
-        const RopeArgs rope = plugin::rope_from_abi(*a);  // read only with has_rope (the table declares the bit)
+        const RopeArgs rope = from_abi(a->rope);  // read only with has_rope (the table declares the bit)
         const cuda::ConcatArgs c{a->kv_c,         a->kv_c_rows,  a->kv_c_row_stride, a->k_pe,
                                  a->k_pe_rows,    a->k_pe_row_stride, a->kv_lora_rank,  a->rope_dim,
                                  a->slot_mapping, a->num_tokens, a->has_pe_cache ? &pe : nullptr,
@@ -145,8 +145,9 @@ int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, siz
   return checked(
       stream, msg, size, [&] { return cuda::store_kv_workspace_bytes((cache = from_abi(a->cache)).layout); },
       [&](DeviceStatus* st, void* ws) {
+        const RopeArgs rope = from_abi(a->rope);  // read only with has_rope (the table declares the bit)
         return cuda::store_kv_checked(from_abi(a->key), from_abi(a->value), {a->slot_mapping, entries(a->num_tokens)},
-                                      cache, st, ws, opts(stream));
+                                      cache, st, ws, opts(stream), a->has_rope ? &rope : nullptr);
       });
 }
 

@@ -181,18 +181,30 @@ kvcheck_kv_cache host_scales(kvcheck_kv_cache c, HostMetadata& host) {
   return c;
 }
 
+// A fused RoPE (docs/spec.md §8.4) as the bridge's dict (has_rope 0: only that is read).
+PyObject* rope_fields(int32_t has_rope, const kvcheck_rope& r) {
+  return Py_BuildValue("{s:i,s:i,s:i,s:i,s:N,s:L,s:N,s:L}", "has_rope", has_rope, "is_neox", r.is_neox, "rot_dim",
+                       r.rot_dim, "rope_offset", r.rope_offset, "cos_sin_cache", addr(r.cos_sin_cache),
+                       "max_position", (long long)r.max_position, "positions", addr(r.positions), "positions_rows",
+                       (long long)r.positions_rows);
+}
+
 int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t size) {
   if (int s = validated(msg, size, [&] {
         HostMetadata host(stream);
+        // has_rope is read only when this table declares KVCHECK_OP_STORE_KV_ROPE (rope=True).
+        RopeArgs rope = plugin::from_abi(a->rope);
+        if (a->has_rope) rope.positions = host(rope.positions, std::min(a->num_tokens, rope.positions_rows));
         validate_store_kv(KvTokensIn(plugin::from_abi(a->key)), KvTokensIn(plugin::from_abi(a->value)),
                           ints(host(a->slot_mapping, a->num_tokens), a->num_tokens),
-                          plugin::from_abi(host_scales(a->cache, host)));
+                          plugin::from_abi(host_scales(a->cache, host)), a->has_rope ? &rope : nullptr);
       }))
     return s;
   return call_bridge("store_kv",
-                     Py_BuildValue("{s:N,s:N,s:N,s:L,s:N}", "key", kv_tokens_fields(a->key), "value",
+                     Py_BuildValue("{s:N,s:N,s:N,s:L,s:N,s:N}", "key", kv_tokens_fields(a->key), "value",
                                    kv_tokens_fields(a->value), "slot_mapping", addr(a->slot_mapping), "num_tokens",
-                                   (long long)a->num_tokens, "cache", kv_cache_fields(a->cache)),
+                                   (long long)a->num_tokens, "cache", kv_cache_fields(a->cache), "rope",
+                                   rope_fields(a->has_rope, a->rope)),
                      stream, msg, size);
 }
 
@@ -238,17 +250,14 @@ int concat_and_cache_mla(void*, const kvcheck_concat_and_cache_mla_args* a, void
         HostMetadata host(stream);
         kvcheck_concat_and_cache_mla_args h = *a;
         h.slot_mapping = host(a->slot_mapping, a->num_tokens);
-        if (h.has_rope) h.positions = host(a->positions, std::min(a->num_tokens, a->positions_rows));
+        if (h.has_rope) h.rope.positions = host(a->rope.positions, std::min(a->num_tokens, a->rope.positions_rows));
         validate_concat_mla(plugin::from_abi(h));
       }))
     return s;
   // has_pe_cache / has_rope are read: this table declares KVCHECK_OP_CONCAT_MLA_PE_CACHE /
   // KVCHECK_OP_CONCAT_MLA_ROPE exactly when the Python backend says split_caches=True /
   // rope=True, and only then is either ever 1.
-  PyObject* rope = Py_BuildValue("{s:i,s:i,s:i,s:i,s:N,s:L,s:N,s:L}", "has_rope", a->has_rope, "is_neox",
-                                 a->rope_is_neox, "rot_dim", a->rot_dim, "rope_offset", a->rope_offset, "cos_sin_cache",
-                                 addr(a->cos_sin_cache), "max_position", (long long)a->max_position, "positions",
-                                 addr(a->positions), "positions_rows", (long long)a->positions_rows);
+  PyObject* rope = rope_fields(a->has_rope, a->rope);
   return call_bridge("concat_and_cache_mla",
                      Py_BuildValue("{s:N,s:L,s:L,s:N,s:L,s:L,s:i,s:i,s:N,s:L,s:N,s:i,s:N,s:N}", "kv_c", addr(a->kv_c),
                                    "kv_c_rows", (long long)a->kv_c_rows, "kv_c_row_stride",

@@ -14,6 +14,29 @@
 
 namespace kvcheck::props {
 
+void inject_store_kv_rope_fault(Source& src, StoreKvScenario& s) {
+  ScenarioRope& r = *s.rope;
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  const size_t kind = src.weighted({2, 5, n >= 2 ? 1 : 0});
+  if (kind == 1) {  // a RoPE rule (docs/spec.md §8.4), the rest valid
+    inject_rope_fault(src, r, s.cache.head_dim, n, s.fault, s.code);
+    return;
+  }
+  if (kind == 2) {  // every position is checked before any slot: a bad slot on row 0, a bad position on the last
+    s.slot_mapping[0] = static_cast<int32_t>(s.cache.num_slots());
+    r.positions[static_cast<size_t>(n - 1)] = r.max_position;
+    s.fault = "slot_mapping[0] out of range and positions[" + std::to_string(n - 1) + "] = " +
+              std::to_string(r.max_position) + ": the position is the error (positions before slots)";
+    s.code = ErrorCode::kInvalidArgument;
+    return;
+  }
+  inject_store_kv_fault(src, s);  // the RoPE valid
+  // A fault that adds rows: their positions are valid, not the padding rows' junk.
+  const size_t rows = s.slot_mapping.size();
+  if (r.positions.size() < rows) r.positions.resize(rows, 0);
+  for (size_t i = static_cast<size_t>(n); i < rows; ++i) r.positions[i] = 0;
+}
+
 void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
   const bool fp8 = is_fp8(s.cache.dtype);

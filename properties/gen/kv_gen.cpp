@@ -49,7 +49,9 @@ KvRows choose_rows(Source& src, const KvCacheShape& c, KvDtype dtype, int64_t ro
 
 }  // namespace
 
-KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
+KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) { return build_kv_cache_shape(src, lim, 1); }
+
+KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_head_dim) {
   KvCacheShape s;
   s.dtype = src.pick(std::span<const KvDtype>(supported_kv_dtypes()));
   s.order = src.pick({KvHeadLayout::kNHD, KvHeadLayout::kHND});
@@ -66,6 +68,7 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
                                            : src.pick<int32_t>({64, 80, 96, 128, 256, 576});
   if (caps.head_dims.empty() && !fits(s.head_dim))  // one head of the largest row it takes
     s.head_dim = static_cast<int32_t>(caps.max_heads_x_head_dim);
+  if (s.head_dim < min_head_dim && caps.head_dims.empty() && fits(min_head_dim)) s.head_dim = min_head_dim;
   switch (src.weighted({3, 4, 1})) {
     case 0: s.num_kv_heads = static_cast<int32_t>(src.range(1, 4)); break;
     case 1: s.num_kv_heads = src.pick<int32_t>({1, 8, 40}); break;
@@ -111,9 +114,11 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) {
   return s;
 }
 
-StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) {
+StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) { return build_store_kv_scenario(src, lim, 1); }
+
+StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_t min_head_dim) {
   StoreKvScenario s;
-  s.cache = build_kv_cache_shape(src, lim);
+  s.cache = build_kv_cache_shape(src, lim, min_head_dim);
   const int64_t num_slots = s.cache.num_slots();
   const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
   const int64_t max_rows = std::clamp<int64_t>(lim.row_elements / row_elems, 2, lim.max_rows);
@@ -148,6 +153,18 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) {
     unused.pop_back();
   }
   s.threads = choose_threads(src);
+  return s;
+}
+
+StoreKvScenario build_store_kv_rope_scenario(Source& src, const KvLimits& lim) {
+  StoreKvScenario s = build_store_kv_scenario(src, lim, 2);  // a head holds a pair at least
+  const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
+  ScenarioRope r = build_rope(src, std::max(s.cache.head_dim, 2), n);
+  for (int64_t i = 0; i < n && i < s.key.rows; ++i)
+    if (rope_cancels(r, i))
+      for (int64_t h = 0; h < s.cache.num_kv_heads && s.cache.head_dim >= 2; ++h)
+        make_pairs_equal(r, s.key.data.data() + i * s.key.token_stride + h * s.key.head_stride);
+  s.rope = std::move(r);
   return s;
 }
 
@@ -272,6 +289,15 @@ rc::Gen<S> on_rc(S (*build)(Source&, const KvLimits&)) {
 
 rc::Gen<KvCacheShape> gen_kv_cache_shape() { return on_rc(build_kv_cache_shape); }
 rc::Gen<StoreKvScenario> gen_store_kv_scenario() { return on_rc(build_store_kv_scenario); }
+rc::Gen<StoreKvScenario> gen_store_kv_rope_scenario() { return on_rc(build_store_kv_rope_scenario); }
+rc::Gen<StoreKvScenario> gen_store_kv_rope_fault_scenario() {
+  return rc::gen::exec([] {
+    RcSource src;
+    StoreKvScenario s = build_store_kv_rope_scenario(src, kPropertyKvLimits);
+    inject_store_kv_rope_fault(src, s);
+    return s;
+  });
+}
 rc::Gen<GatherKvScenario> gen_gather_kv_scenario() { return on_rc(build_gather_kv_scenario); }
 rc::Gen<KvStepScenario> gen_kv_step_scenario() { return on_rc(build_kv_step_scenario); }
 

@@ -17,6 +17,7 @@
 
 #include "impl/error.h"
 #include "impl/kv_format.h"
+#include "properties/gen/rope_gen.h"
 #include "properties/gen/source.h"
 
 namespace kvcheck::props {
@@ -62,6 +63,7 @@ struct StoreKvScenario {
   std::optional<ErrorCode> code;   // what the fault demands; none with a fault: raw values (the reference's code)
   int32_t threads = 0;             // > 0: the backend splits the call as on `threads` threads
   std::vector<int32_t> slot_tail;  // entries after slot_mapping in its buffer (CUDA-graph padding): never read
+  std::optional<ScenarioRope> rope;  // a fused RoPE of every head of the key rows (docs/spec.md §8.4)
 };
 
 struct GatherKvScenario {
@@ -158,10 +160,19 @@ KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t h
 /// or 1-16, 1-128 heads, the shared block sizes, pads per axis, the three allocations,
 /// per-tensor/per-head FP8 scales; halves block_size to stay under cache_elements.
 KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim);
+/// The same with head_dim >= min_head_dim where the backend's contract allows it.
+KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_head_dim);
 /// Valid store: the shared slot mappings (-1 padding, -1 before slot 0), kv longer than
 /// slot_mapping (CUDA-graph rows) with the buffer going on with unused slots, padded or
 /// head-major rows, bf16/fp16 rows for FP8 caches, a work split.
 StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim);
+StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_t min_head_dim);
+/// A store_kv case with a fused RoPE of the key rows (docs/spec.md §8.4, build_rope over
+/// head_dim >= 2); rows at a cancelling table row get every head's pairs equal.
+StoreKvScenario build_store_kv_rope_scenario(Source& src, const KvLimits& lim);
+/// A rope rule broken (inject_rope_fault), a bad position after a bad slot (the position
+/// is the error), or a store_kv fault with the rope valid.
+void inject_store_kv_rope_fault(Source& src, StoreKvScenario& s);
 /// Valid gather: 0-4 sequences (none 1 in 20), tables with -1, junk or real unneeded
 /// entries, extra output rows, padded / odd output strides, misaligned bases, a split;
 /// for backends with KVCHECK_OP_GATHER_KV_SEQ_STARTS, 1 in 3 with seq_starts (either
@@ -195,6 +206,8 @@ rc::Gen<GatherKvScenario> gen_gather_kv_scenario();
 rc::Gen<KvStepScenario> gen_kv_step_scenario();
 /// A valid scenario with one injected fault.
 rc::Gen<StoreKvScenario> gen_store_kv_fault_scenario();
+rc::Gen<StoreKvScenario> gen_store_kv_rope_scenario();
+rc::Gen<StoreKvScenario> gen_store_kv_rope_fault_scenario();
 rc::Gen<GatherKvScenario> gen_gather_kv_fault_scenario();
 rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_scenario();
 rc::Gen<GatherKvScenario> gen_gather_kv_seq_starts_fault_scenario();

@@ -140,6 +140,7 @@ void to_json(nlohmann::json& j, const StoreKvScenario& s) {
   fault_to_json(j, s.fault, s.code);
   if (s.threads != 0) j["threads"] = s.threads;
   if (!s.slot_tail.empty()) j["slot_mapping_tail"] = s.slot_tail;
+  if (s.rope) j["rope"] = *s.rope;
 }
 
 void from_json(const nlohmann::json& j, StoreKvScenario& s) {
@@ -151,6 +152,8 @@ void from_json(const nlohmann::json& j, StoreKvScenario& s) {
   fault_from_json(j, s.fault, s.code);
   s.threads = j.value("threads", 0);
   s.slot_tail = j.value("slot_mapping_tail", std::vector<int32_t>{});
+  s.rope.reset();
+  if (j.contains("rope")) s.rope = j.at("rope").get<ScenarioRope>();
 }
 
 void to_json(nlohmann::json& j, const GatherKvScenario& s) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <ostream>
+#include <sstream>
 
 #include "properties/gen/kv_gen.h"
 
@@ -56,6 +57,17 @@ std::string describe(const KvCacheShape& s) {
                      scales);
 }
 
+namespace {
+// A fused RoPE of the key rows (docs/spec.md §8.4), or "".
+std::string rope_line(const std::optional<ScenarioRope>& r) {
+  if (!r) return "";
+  std::ostringstream os;
+  os << "\n  key ";
+  showValue(*r, os);
+  return os.str();
+}
+}  // namespace
+
 std::string describe(const StoreKvScenario& s) {
   return fmt::format("store_kv {}\n  n={} slot_mapping={}\n  key {} rows={} token_stride={} head_stride={}; "
                      "value {} rows={} token_stride={} head_stride={}{}",
@@ -63,7 +75,7 @@ std::string describe(const StoreKvScenario& s) {
                      s.key.rows, s.key.token_stride, s.key.head_stride, to_string(s.value.dtype), s.value.rows,
                      s.value.token_stride, s.value.head_stride, fault_line(s.fault, s.code)) +
          (s.slot_tail.empty() ? "" : "\n  slot_mapping buffer goes on: " + ints(s.slot_tail)) +
-         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
+         (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "") + rope_line(s.rope);
 }
 
 std::string describe(const GatherKvScenario& s) {

@@ -93,54 +93,26 @@ void inject_concat_rope_fault(Source& src, StoreFaultScenario& c) {
   StoreScenario& s = c.scenario;
   ScenarioRope& r = *s.rope;
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
-  // 0: a rule of §8.2 or the store (the rope valid); 1-5 the RoPE's shape rules (every
-  // call); 6, 7 its positions (n > 0). docs/spec.md §8.4.
-  std::vector<int> kinds{0, 0, 1, 2, 3, 4, 5};
-  if (n > 0) kinds.insert(kinds.end(), {6, 7, 7});
-  const auto invalid = [&](std::string what) {
-    c.fault = std::move(what);
-    c.code = ErrorCode::kInvalidArgument;
-  };
-  switch (src.pick(std::span<const int>(kinds))) {
-    case 0: {
-      inject_concat_fault(src, c);
-      // A slot fault may add rows (a call of none gets one): their positions are valid,
-      // not the junk of the padding rows past the old n.
-      const size_t rows = s.slot_mapping.size();
-      if (r.positions.size() < rows) r.positions.resize(rows, 0);
-      for (size_t i = static_cast<size_t>(n); i < rows; ++i) r.positions[i] = 0;
-      return;
-    }
-    case 1:
-      r.rot_dim += r.rot_dim > 2 && src.coin() ? -1 : 1;
-      r.cos_sin.resize(std::max(r.cos_sin.size(), static_cast<size_t>(r.max_position * r.rot_dim)));  // the table still holds what the args claim
-      return invalid("rot_dim = " + std::to_string(r.rot_dim) + " (odd)");
-    case 2:
-      r.rot_dim = 0;
-      return invalid("rot_dim = 0");
-    case 3:
-      r.rope_offset = -1;
-      return invalid("rope_offset = -1");
-    case 4:
-      r.rope_offset = s.rope_dim - r.rot_dim + 1;
-      return invalid("rope_offset + rot_dim = " + std::to_string(r.rope_offset + r.rot_dim) + " > rope_dim = " +
-                     std::to_string(s.rope_dim));
-    case 5:
-      r.max_position = 0;
-      return invalid("max_position = 0");
-    case 6:
-      r.positions.resize(static_cast<size_t>(n - 1));
-      c.fault = "positions has one row fewer than slot_mapping";
-      c.code = ErrorCode::kShapeMismatch;
-      return;
-    default: {
-      const int64_t i = src.range(0, n - 1);
-      r.positions[static_cast<size_t>(i)] =
-          src.pick<int64_t>({-1, r.max_position, r.max_position + 1000, INT64_MIN, INT64_MAX});
-      return invalid("positions[" + std::to_string(i) + "] = " + std::to_string(r.positions[static_cast<size_t>(i)]) +
-                     " outside [0, " + std::to_string(r.max_position) + ")");
-    }
+  const size_t kind = src.weighted({2, 5, n >= 2 ? 1 : 0});
+  if (kind == 1) {  // a RoPE rule (docs/spec.md §8.4), the rest valid
+    inject_rope_fault(src, r, s.rope_dim, n, c.fault, c.code);
+    return;
   }
+  if (kind == 2) {  // every position is checked before any slot: a bad slot on row 0, a bad position on the last
+    s.slot_mapping[0] = static_cast<int32_t>(int64_t{s.shape.num_blocks} * s.shape.block_size);
+    r.positions[static_cast<size_t>(n - 1)] = r.max_position;
+    c.fault = "slot_mapping[0] out of range and positions[" + std::to_string(n - 1) + "] = " +
+              std::to_string(r.max_position) + ": the position is the error (positions before slots)";
+    c.code = ErrorCode::kInvalidArgument;
+    return;
+  }
+  // A rule of §8.2 or the store, the RoPE valid.
+  inject_concat_fault(src, c);
+  // A slot fault may add rows (a call of none gets one): their positions are valid, not
+  // the junk of the padding rows past the old n.
+  const size_t rows = s.slot_mapping.size();
+  if (r.positions.size() < rows) r.positions.resize(rows, 0);
+  for (size_t i = static_cast<size_t>(n); i < rows; ++i) r.positions[i] = 0;
 }
 
 void inject_concat_fault(Source& src, StoreFaultScenario& c) {

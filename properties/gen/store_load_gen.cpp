@@ -315,23 +315,6 @@ StoreScenario build_concat_scenario(Source& src, int32_t min_rope) {
   return s;
 }
 
-/// One fp32 value of a cos/sin table row drawn in `mode` (build_concat_rope_scenario).
-float rope_table_value(Source& src, int mode, int64_t p, int32_t j, int32_t half, bool sin) {
-  switch (mode) {
-    case 0: {  // real RoPE: angle p * 10000^(-j/half), cos then sin, rounded once to fp32
-      const double angle = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(j) / half);
-      return static_cast<float>(sin ? std::sin(angle) : std::cos(angle));
-    }
-    case 1:
-      return src.pick<float>({0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1.0f / 3.0f, std::numeric_limits<float>::quiet_NaN(),
-                              std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                              std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), 1e-30f,
-                              0.70710678f});
-    default:  // any bits
-      return std::bit_cast<float>(static_cast<uint32_t>(src.range(0, UINT32_MAX)));
-  }
-}
-
 }  // namespace
 
 StoreScenario build_concat_scenario(Source& src) { return build_concat_scenario(src, 1); }
@@ -340,65 +323,12 @@ StoreScenario build_concat_rope_scenario(Source& src) {
   StoreScenario s = (generator_caps().ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && src.coin()
                         ? build_concat_split_scenario(src)
                         : build_concat_scenario(src, 2);
-  if (s.rope_dim < 2) {  // a split pe_cache of one element: k_pe one element wider is no longer that
-    s = build_concat_scenario(src, 2);
-  }
-  ScenarioRope r;
-  const int32_t pd = s.rope_dim;
-  r.is_neox = src.coin();
-  if (src.coin()) {  // the whole k_pe (MLA's 64 rope dims), an odd one's last element left as it is
-    r.rot_dim = pd / 2 * 2;
-  } else {  // a sub-range anywhere in the row (partial rotary)
-    r.rot_dim = static_cast<int32_t>(2 * src.range(1, pd / 2));
-    r.rope_offset = static_cast<int32_t>(src.range(0, pd - r.rot_dim));
-  }
-  const int32_t half = r.rot_dim / 2;
-  // A small table, or one of up to 2^20 floats whose last rows are drawn (an index
-  // computed in 32 bits, or one row too far, reads the wrong row).
-  r.max_position = src.weighted({7, 1}) == 0 ? src.range(1, 24) : std::max<int64_t>(1, (int64_t{1} << 20) / r.rot_dim - src.range(0, 7));
-  r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
-  // Each table row: real angles, special values, any bits, or sin = cos (cancelling pairs).
-  std::vector<int> row_mode(static_cast<size_t>(r.max_position));
-  const int table_mode = static_cast<int>(src.weighted({4, 2, 1, 2, 2}));  // 4: rows of mixed modes
-  for (int64_t p = 0; p < r.max_position; ++p) {
-    float* row = r.cos_sin.data() + p * r.rot_dim;
-    // A large table's rows below its last 4: a cheap fixed pattern, no draws.
-    if (r.max_position > 64 && p < r.max_position - 4) {
-      for (int32_t j = 0; j < half; ++j) {
-        row[j] = static_cast<float>((p + j) & 1023) * (1.0f / 1024);
-        row[half + j] = static_cast<float>((p ^ j) & 511) * (-1.0f / 512);
-      }
-      continue;
-    }
-    const int m = table_mode < 4 ? table_mode : static_cast<int>(src.weighted({4, 2, 1, 2}));
-    row_mode[static_cast<size_t>(p)] = m;
-    for (int32_t j = 0; j < half; ++j) {
-      row[j] = rope_table_value(src, m == 3 ? 0 : m, p, j, half, false);
-      row[half + j] = m == 3 ? row[j] : rope_table_value(src, m, p, j, half, true);
-    }
-  }
+  if (s.rope_dim < 2) s = build_concat_scenario(src, 2);  // a split pe_cache of one element
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
-  const int64_t extra = src.weighted({3, 1}) == 1 ? src.range(1, 3) : 0;  // CUDA-graph padding rows
-  r.positions.resize(static_cast<size_t>(n + extra));
-  for (int64_t i = 0; i < n; ++i) {
-    switch (src.weighted({4, 1, 1})) {
-      case 0: r.positions[static_cast<size_t>(i)] = src.range(std::max<int64_t>(0, r.max_position - 64), r.max_position - 1); break;
-      case 1: r.positions[static_cast<size_t>(i)] = 0; break;
-      default: r.positions[static_cast<size_t>(i)] = r.max_position - 1; break;
-    }
-  }
-  for (int64_t i = n; i < n + extra; ++i)  // never read: junk that fails the position rule
-    r.positions[static_cast<size_t>(i)] = src.pick<int64_t>({-1, r.max_position, INT64_MIN});
-  // Rows at a cancelling position get pairs of equal values: x*c - y*s is then exactly 0
-  // without a fused multiply-add, and x*c's rounding error with one.
-  for (int64_t i = 0; i < n && i < s.kv_rows(); ++i) {
-    if (row_mode[static_cast<size_t>(r.positions[static_cast<size_t>(i)])] != 3) continue;
-    bf16_bits* pe = s.kv.data() + i * s.row_stride + s.kv_lora_rank + r.rope_offset;
-    for (int32_t j = 0; j < half; ++j) {
-      const int32_t a = r.is_neox ? j : 2 * j, b = r.is_neox ? j + half : 2 * j + 1;
-      pe[b] = pe[a];
-    }
-  }
+  ScenarioRope r = build_rope(src, s.rope_dim, n);
+  // Rows at a cancelling table row get pairs of equal values (see rope_cancels).
+  for (int64_t i = 0; i < n && i < s.kv_rows(); ++i)
+    if (rope_cancels(r, i)) make_pairs_equal(r, s.kv.data() + i * s.row_stride + s.kv_lora_rank);
   s.rope = std::move(r);
   return s;
 }

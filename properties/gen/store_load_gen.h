@@ -18,6 +18,7 @@
 #include "impl/error.h"
 #include "impl/format.h"
 #include "properties/gen/choices.h"
+#include "properties/gen/rope_gen.h"
 #include "properties/gen/source.h"
 #include "properties/gen/splitmix.h"
 
@@ -46,18 +47,6 @@ struct CacheShape {
 
 /// The stride a shape's blocks are laid out with (block_stride, or packed when 0).
 int64_t shape_block_stride(const CacheShape& s);
-
-/// A fused RoPE of a concat scenario's k_pe (docs/spec.md §8.4): cos_sin holds
-/// max_position rows of rot_dim fp32 (cos then sin) when valid; positions has
-/// positions_rows = positions.size() entries, those past n never read.
-struct ScenarioRope {
-  int32_t rot_dim = 0;
-  int32_t rope_offset = 0;
-  bool is_neox = true;
-  int64_t max_position = 0;
-  std::vector<float> cos_sin;
-  std::vector<int64_t> positions;
-};
 
 struct StoreScenario {
   CacheShape shape;
@@ -133,8 +122,6 @@ std::string describe(const LoadFaultScenario& s);
 // format that fails validation, else std::exception).
 void to_json(nlohmann::json& j, const CacheShape& s);
 void from_json(const nlohmann::json& j, CacheShape& s);
-void to_json(nlohmann::json& j, const ScenarioRope& r);
-void from_json(const nlohmann::json& j, ScenarioRope& r);
 void to_json(nlohmann::json& j, const StoreScenario& s);
 void from_json(const nlohmann::json& j, StoreScenario& s);
 void to_json(nlohmann::json& j, const LoadScenario& s);

@@ -74,43 +74,6 @@ void to_json(nlohmann::json& j, const StoreScenario& s) {
   }
 }
 
-// A fused RoPE (docs/spec.md §8.4): cos_sin as hex rows of fp32 bit patterns (two
-// 16-bit halves each, low first, one table row per string), so NaN payloads survive.
-void to_json(nlohmann::json& j, const ScenarioRope& r) {
-  std::vector<uint16_t> halves;
-  halves.reserve(r.cos_sin.size() * 2);
-  for (float f : r.cos_sin) {
-    const uint32_t b = std::bit_cast<uint32_t>(f);
-    halves.push_back(static_cast<uint16_t>(b & 0xFFFF));
-    halves.push_back(static_cast<uint16_t>(b >> 16));
-  }
-  j = {{"rot_dim", r.rot_dim},
-       {"rope_offset", r.rope_offset},
-       {"is_neox", r.is_neox},
-       {"max_position", r.max_position},
-       {"cos_sin_bits", hex_rows(halves, 2 * std::max<int64_t>(r.rot_dim, 1))},
-       {"positions", r.positions}};
-}
-
-void from_json(const nlohmann::json& j, ScenarioRope& r) {
-  r.rot_dim = j.at("rot_dim").get<int32_t>();
-  r.rope_offset = j.at("rope_offset").get<int32_t>();
-  r.is_neox = j.at("is_neox").get<bool>();
-  r.max_position = j.at("max_position").get<int64_t>();
-  const std::vector<uint16_t> halves = parse_hex_rows(j.at("cos_sin_bits"));
-  if (halves.size() % 2 != 0) throw std::runtime_error("rope cos_sin_bits holds an odd number of halves");
-  r.cos_sin.resize(halves.size() / 2);
-  for (size_t i = 0; i < r.cos_sin.size(); ++i)
-    r.cos_sin[i] = std::bit_cast<float>(uint32_t{halves[2 * i]} | (uint32_t{halves[2 * i + 1]} << 16));
-  r.positions = j.at("positions").get<std::vector<int64_t>>();
-  // The table run_store passes is max_position rows of rot_dim floats: the file must hold
-  // them (a shape the checks refuse reads nothing), and at most 2^22 of them.
-  const __int128 claimed = __int128{std::max<int64_t>(r.max_position, 0)} * std::max<int32_t>(r.rot_dim, 0);
-  if (claimed > static_cast<__int128>(r.cos_sin.size()) || r.cos_sin.size() > (size_t{1} << 22) ||
-      r.positions.size() > (size_t{1} << 20))
-    throw std::runtime_error("rope: cos_sin holds fewer than max_position * rot_dim values, or too many values");
-}
-
 void from_json(const nlohmann::json& j, StoreScenario& s) {
   if (j.at("type") != "store") throw std::runtime_error("scenario type is not store");
   from_json(j, s.shape);

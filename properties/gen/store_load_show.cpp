@@ -56,13 +56,8 @@ void showValue(const StoreScenario& s, std::ostream& os) {
     }
     if (s.pe_inside_cache >= 0) os << " (pe_cache " << s.pe_inside_cache << " bytes into the cache's buffer)";
     if (s.rope) {
-      const ScenarioRope& r = *s.rope;
-      std::vector<int32_t> shown;  // the first positions (int64, shown as far as they fit int32)
-      for (size_t i = 0; i < std::min<size_t>(r.positions.size(), 16); ++i)
-        shown.push_back(static_cast<int32_t>(std::clamp<int64_t>(r.positions[i], INT32_MIN, INT32_MAX)));
-      os << " rope(" << (r.is_neox ? "neox" : "gptj") << " rot_dim=" << r.rot_dim << " rope_offset=" << r.rope_offset
-         << " max_position=" << r.max_position << " positions=" << format_ints(shown, 96)
-         << (r.positions.size() > 16 ? "..." : "") << " rows=" << r.positions.size() << ")";
+      os << " ";
+      showValue(*s.rope, os);
     }
   }
   if (s.threads > 0) os << " threads=" << s.threads;

@@ -53,9 +53,10 @@ class Backend:
     split_caches: concat takes split caches (FlashInfer's ckv / kpe): kv_c into `cache`,
       k_pe into the `pe_cache` keyword argument (else it is never sent one);
     rope: concat rotates k_pe first (docs/spec.md §8.4, vLLM's
-      concat_and_cache_mla_rope_fused): a `rope` keyword argument, a dict of
-      cos_sin_cache (float32 [max_position][rot_dim], cos then sin), positions (int64
-      [n]), rot_dim, rope_offset and is_neox (else it is never sent one);
+      concat_and_cache_mla_rope_fused), and store_kv every head of its key rows: a `rope`
+      keyword argument, a dict of cos_sin_cache (float32 [max_position][rot_dim], cos
+      then sin), positions (int64 [n]), rot_dim, rope_offset and is_neox (else neither is
+      ever sent one);
     block_size_multiple / max_block_size: declared limits (0 = none);
     recipe: the FP8 K/V store recipe store_kv implements ('spec', 'vllm' or 'sglang',
       docs/spec.md §7.3.1): its bytes are judged against it, and a mismatch says which
@@ -112,8 +113,8 @@ class Backend:
         if split_caches and concat is None:
             raise ValueError(f"kvcheck.Backend {name}: split_caches=True needs concat")
         self.split_caches = bool(split_caches)
-        if rope and concat is None:
-            raise ValueError(f"kvcheck.Backend {name}: rope=True needs concat")
+        if rope and concat is None and store_kv is None:
+            raise ValueError(f"kvcheck.Backend {name}: rope=True needs concat or store_kv")
         self.rope = bool(rope)
         self.block_size_multiple = int(block_size_multiple)
         self.max_block_size = int(max_block_size)
@@ -165,7 +166,8 @@ class Backend:
         bits = sum(_abi.OPS[ENTRIES[k]] for k in self.functions)
         return (bits | (_abi.OPS["gather_kv_seq_starts"] if self.seq_starts else 0)
                 | (_abi.OPS["concat_mla_pe_cache"] if self.split_caches else 0)
-                | (_abi.OPS["concat_mla_rope"] if self.rope else 0))
+                | (_abi.OPS["concat_mla_rope"] if self.rope and "concat" in self.functions else 0)
+                | (_abi.OPS["store_kv_rope"] if self.rope and "store_kv" in self.functions else 0))
 
     def formats_bits(self):
         return sum(1 << _abi.FORMATS[f] for f in self.formats)

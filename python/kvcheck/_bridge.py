@@ -187,7 +187,7 @@ class _Views:
                          value=_kv_tokens(make, f["value"], c["num_kv_heads"], c["head_dim"], False),
                          key_cache=key_cache, value_cache=value_cache,
                          slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]), kv_cache_dtype=cache_dtype,
-                         k_scale=k_scale, v_scale=v_scale)
+                         k_scale=k_scale, v_scale=v_scale, **_rope(make, f))
 
     @staticmethod
     def gather_kv(backend, f, make):

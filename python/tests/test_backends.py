@@ -213,8 +213,16 @@ def test_a_rope_with_sin_and_cos_swapped_is_caught(kvcheck_check):
 
 
 def test_rope_needs_concat():
-    with pytest.raises(ValueError, match="rope=True needs concat"):
+    with pytest.raises(ValueError, match="rope=True needs concat or store_kv"):
         kvcheck.Backend("rope-no-concat", store=lambda **kw: None, rope=True, formats=("bf16",), kv_dtypes=())
+
+
+def test_a_store_kv_without_the_rope_keyword_is_never_sent_one(kvcheck_check):
+    # numpy_kv's store_kv predates the fused RoPE: its rope rows are not exercised.
+    result = kvcheck_check(numpy_kv.backend, cases=20, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    row = rows["prop_store_kv_rope_matches_reference"]
+    assert row["verdict"] == "not_run" and row["backend_calls"] == 0, row
 
 
 def test_without_rope_the_rope_rows_are_not_exercised(kvcheck_check):

@@ -1,0 +1,201 @@
+// The fused RoPE of a scenario (docs/spec.md §8.4): builder, faults, printer, JSON.
+#include "properties/gen/rope_gen.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <stdexcept>
+
+#include "properties/gen/scenario_json.h"
+
+namespace kvcheck::props {
+namespace {
+
+/// One fp32 value of a cos/sin table row drawn in `mode`: 0 real angles, 1 special
+/// values, else any bits.
+float table_value(Source& src, int mode, int64_t p, int32_t j, int32_t half, bool sin) {
+  switch (mode) {
+    case 0: {  // real RoPE: angle p * 10000^(-j/half), cos then sin, rounded once to fp32
+      const double angle = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(j) / half);
+      return static_cast<float>(sin ? std::sin(angle) : std::cos(angle));
+    }
+    case 1:
+      return src.pick<float>({0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1.0f / 3.0f, std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), 1e-30f,
+                              0.70710678f});
+    default:  // any bits
+      return std::bit_cast<float>(static_cast<uint32_t>(src.range(0, UINT32_MAX)));
+  }
+}
+
+}  // namespace
+
+RopeArgs rope_args(const ScenarioRope& r) {
+  return {r.cos_sin.data(), r.max_position, r.positions.data(), static_cast<int64_t>(r.positions.size()), r.rot_dim,
+          r.rope_offset, r.is_neox};
+}
+
+ScenarioRope build_rope(Source& src, int32_t width, int64_t n) {
+  ScenarioRope r;
+  r.is_neox = src.coin();
+  if (src.coin()) {  // the whole row (MLA's 64 rope dims; a head's head_dim)
+    r.rot_dim = width / 2 * 2;
+  } else {  // a sub-range anywhere in the row (partial rotary)
+    r.rot_dim = static_cast<int32_t>(2 * src.range(1, width / 2));
+    r.rope_offset = static_cast<int32_t>(src.range(0, width - r.rot_dim));
+  }
+  const int32_t half = r.rot_dim / 2;
+  // A small table, or one of up to 2^20 floats whose last rows are drawn (a row one too
+  // far, or an index that wraps, reads the wrong one).
+  r.max_position = src.weighted({7, 1}) == 0 ? src.range(1, 24)
+                                             : std::max<int64_t>(1, (int64_t{1} << 20) / r.rot_dim - src.range(0, 7));
+  r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
+  const int table_mode = static_cast<int>(src.weighted({4, 2, 1, 2, 2}));  // 3: sin = cos; 4: rows of mixed modes
+  for (int64_t p = 0; p < r.max_position; ++p) {
+    float* row = r.cos_sin.data() + p * r.rot_dim;
+    if (r.max_position > 64 && p < r.max_position - 4) {  // a large table's other rows: a cheap pattern
+      for (int32_t j = 0; j < half; ++j) {
+        row[j] = static_cast<float>((p + j) & 1023) * (1.0f / 1024);
+        row[half + j] = static_cast<float>((p ^ j) & 511) * (-1.0f / 512);
+      }
+      continue;
+    }
+    const int m = table_mode < 4 ? table_mode : static_cast<int>(src.weighted({4, 2, 1, 2}));
+    for (int32_t j = 0; j < half; ++j) {
+      row[j] = table_value(src, m == 3 ? 0 : m, p, j, half, false);
+      row[half + j] = m == 3 ? row[j] : table_value(src, m, p, j, half, true);
+    }
+  }
+  const int64_t extra = src.weighted({3, 1}) == 1 ? src.range(1, 3) : 0;  // CUDA-graph padding rows
+  r.positions.resize(static_cast<size_t>(n + extra));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t& p = r.positions[static_cast<size_t>(i)];
+    switch (src.weighted({4, 1, 1})) {
+      case 0: p = src.range(std::max<int64_t>(0, r.max_position - 64), r.max_position - 1); break;
+      case 1: p = 0; break;
+      default: p = r.max_position - 1; break;
+    }
+  }
+  for (int64_t i = n; i < n + extra; ++i)  // never read: junk that breaks the position rule
+    r.positions[static_cast<size_t>(i)] = src.pick<int64_t>({-1, r.max_position, INT64_MIN});
+  return r;
+}
+
+bool rope_cancels(const ScenarioRope& r, int64_t i) {
+  const int32_t half = r.rot_dim / 2;
+  if (half < 1 || i < 0 || static_cast<size_t>(i) >= r.positions.size()) return false;
+  const int64_t p = r.positions[static_cast<size_t>(i)];
+  if (p < 0 || p >= r.max_position || static_cast<size_t>((p + 1) * r.rot_dim) > r.cos_sin.size()) return false;
+  const float* row = r.cos_sin.data() + p * r.rot_dim;
+  if (std::memcmp(row, row + half, sizeof(float) * static_cast<size_t>(half)) != 0) return false;
+  return std::any_of(row, row + half, [](float c) { return c != 0 && c != 1 && c != -1; });
+}
+
+void make_pairs_equal(const ScenarioRope& r, uint16_t* row) {
+  const int32_t half = r.rot_dim / 2;
+  for (int32_t j = 0; j < half; ++j) {
+    const int32_t a = r.rope_offset + (r.is_neox ? j : 2 * j);
+    const int32_t b = r.rope_offset + (r.is_neox ? j + half : 2 * j + 1);
+    row[b] = row[a];
+  }
+}
+
+void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, std::string& fault,
+                       std::optional<ErrorCode>& code) {
+  std::vector<int> kinds{1, 2, 3, 4, 5};
+  if (n > 0) kinds.insert(kinds.end(), {6, 7, 7});
+  code = ErrorCode::kInvalidArgument;
+  switch (src.pick(std::span<const int>(kinds))) {
+    case 1:
+      r.rot_dim = src.pick<int32_t>({r.rot_dim > 2 ? r.rot_dim - 1 : r.rot_dim + 1, -2, 0});
+      // The table still holds what the args claim.
+      r.cos_sin.resize(std::max(r.cos_sin.size(), static_cast<size_t>(r.max_position * std::max(r.rot_dim, 0))));
+      fault = "rot_dim = " + std::to_string(r.rot_dim) + " (odd or < 2)";
+      return;
+    case 2:
+      r.rope_offset = -1;
+      fault = "rope_offset = -1";
+      return;
+    case 3:
+      r.rope_offset = width - r.rot_dim + 1;
+      fault = "rope_offset + rot_dim = " + std::to_string(r.rope_offset + r.rot_dim) + " > the row's " +
+              std::to_string(width) + " elements";
+      return;
+    case 4:
+      r.rot_dim = width / 2 * 2 + 2;  // even, one pair past the row
+      r.rope_offset = 0;
+      r.cos_sin.resize(std::max(r.cos_sin.size(), static_cast<size_t>(r.max_position * r.rot_dim)));
+      fault = "rot_dim = " + std::to_string(r.rot_dim) + " > the row's " + std::to_string(width) + " elements";
+      return;
+    case 5:
+      r.max_position = src.pick<int64_t>({0, -1});
+      fault = "max_position = " + std::to_string(r.max_position);
+      return;
+    case 6:
+      r.positions.resize(static_cast<size_t>(n - 1));
+      fault = "positions has one row fewer than slot_mapping";
+      code = ErrorCode::kShapeMismatch;
+      return;
+    default: {
+      const int64_t i = src.range(0, n - 1);
+      r.positions[static_cast<size_t>(i)] =
+          src.pick<int64_t>({-1, r.max_position, r.max_position + 1000, INT64_MIN, INT64_MAX});
+      fault = "positions[" + std::to_string(i) + "] = " + std::to_string(r.positions[static_cast<size_t>(i)]) +
+              " outside [0, " + std::to_string(r.max_position) + ")";
+      return;
+    }
+  }
+}
+
+void showValue(const ScenarioRope& r, std::ostream& os) {
+  os << "rope(" << (r.is_neox ? "neox" : "gptj") << " rot_dim=" << r.rot_dim << " rope_offset=" << r.rope_offset
+     << " max_position=" << r.max_position << " positions=[";
+  for (size_t i = 0; i < std::min<size_t>(r.positions.size(), 16); ++i) os << (i ? " " : "") << r.positions[i];
+  os << (r.positions.size() > 16 ? " ..." : "") << "] rows=" << r.positions.size() << ")";
+}
+
+// cos_sin as hex rows of fp32 bit patterns (two 16-bit halves each, low first, one
+// table row per string), so NaN payloads survive.
+void to_json(nlohmann::json& j, const ScenarioRope& r) {
+  std::vector<uint16_t> halves;
+  halves.reserve(r.cos_sin.size() * 2);
+  for (float f : r.cos_sin) {
+    const uint32_t b = std::bit_cast<uint32_t>(f);
+    halves.push_back(static_cast<uint16_t>(b & 0xFFFF));
+    halves.push_back(static_cast<uint16_t>(b >> 16));
+  }
+  j = {{"rot_dim", r.rot_dim},
+       {"rope_offset", r.rope_offset},
+       {"is_neox", r.is_neox},
+       {"max_position", r.max_position},
+       {"cos_sin_bits", hex_rows(halves, 2 * std::max<int64_t>(r.rot_dim, 1))},
+       {"positions", r.positions}};
+}
+
+void from_json(const nlohmann::json& j, ScenarioRope& r) {
+  r.rot_dim = j.at("rot_dim").get<int32_t>();
+  r.rope_offset = j.at("rope_offset").get<int32_t>();
+  r.is_neox = j.at("is_neox").get<bool>();
+  r.max_position = j.at("max_position").get<int64_t>();
+  const std::vector<uint16_t> halves = parse_hex_rows(j.at("cos_sin_bits"));
+  if (halves.size() % 2 != 0) throw std::runtime_error("rope cos_sin_bits holds an odd number of halves");
+  r.cos_sin.resize(halves.size() / 2);
+  for (size_t i = 0; i < r.cos_sin.size(); ++i)
+    r.cos_sin[i] = std::bit_cast<float>(uint32_t{halves[2 * i]} | (uint32_t{halves[2 * i + 1]} << 16));
+  r.positions = j.at("positions").get<std::vector<int64_t>>();
+  // The table run_store passes is max_position rows of rot_dim floats: the file must hold
+  // them (a shape the checks refuse reads nothing), and at most 2^22 of them.
+  const __int128 claimed = __int128{std::max<int64_t>(r.max_position, 0)} * std::max<int32_t>(r.rot_dim, 0);
+  if (claimed > static_cast<__int128>(r.cos_sin.size()) || r.cos_sin.size() > (size_t{1} << 22) ||
+      r.positions.size() > (size_t{1} << 20))
+    throw std::runtime_error("rope: cos_sin holds fewer than max_position * rot_dim values, or too many values");
+}
+
+}  // namespace kvcheck::props

@@ -1,0 +1,67 @@
+// The fused RoPE of a scenario (docs/spec.md §8.4), shared by the two operations that
+// take one: concat_and_cache_mla (the rotated row is k_pe) and store_kv (each head of a
+// key row). One type, one builder, one fault injector, one printer and one JSON form.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "impl/error.h"
+#include "impl/rope_args.h"
+#include "properties/gen/source.h"
+
+namespace kvcheck::props {
+
+/// cos_sin holds max_position rows of rot_dim fp32 (cos then sin) when valid, and at
+/// least max_position * rot_dim floats always (a fault changes the claim, never past the
+/// buffer); positions has positions_rows = positions.size() entries, those past n never
+/// read.
+struct ScenarioRope {
+  int32_t rot_dim = 0;
+  int32_t rope_offset = 0;
+  bool is_neox = true;
+  int64_t max_position = 0;
+  std::vector<float> cos_sin;
+  std::vector<int64_t> positions;
+};
+
+/// The RopeArgs view of a scenario's RoPE (its buffers).
+RopeArgs rope_args(const ScenarioRope& r);
+
+/// A RoPE for n rows of `width` (>= 2) elements: NeoX or GPT-J; the whole row (an odd
+/// width's last element left as it is) or a sub-range anywhere in it; a table of 1-24
+/// rows or of up to 2^20 floats (positions then near its end); table rows of real
+/// angles, special values (±0, ±1, 0.5, 1/3, NaN, ±Inf, the smallest subnormal,
+/// FLT_MAX, 1e-30, 1/sqrt 2), any bits, or sin = cos ("cancelling": see rope_cancels);
+/// positions anywhere, 0 and the last row included; 1-3 CUDA-graph padding rows of junk
+/// positions (-1, max_position, INT64_MIN) past n, 1 case in 4.
+ScenarioRope build_rope(Source& src, int32_t width, int64_t n);
+/// Row i's table row has sin = cos (and is not all zero or one): make the row's pairs
+/// equal there (make_pairs_equal) and x*c - y*s is exactly 0 without a fused
+/// multiply-add, x*c's rounding error with one.
+bool rope_cancels(const ScenarioRope& r, int64_t i);
+/// Every pair (a, b) of the rotated range of `row` (a row of the operation's width):
+/// row[b] = row[a].
+void make_pairs_equal(const ScenarioRope& r, uint16_t* row);
+
+/// One RoPE rule broken, with the code it must raise (docs/spec.md §8.4): rot_dim odd,
+/// 0 or negative; rope_offset -1 or the rotated range past `width`; max_position 0 or
+/// negative; (n > 0) positions one row short, or one position outside [0, max_position)
+/// (-1, max_position, +1000, INT64_MIN, INT64_MAX) — at a row after a row whose slot is
+/// bad when `bad_slot_row` >= 0 is given (the positions come before every slot).
+void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, std::string& fault,
+                       std::optional<ErrorCode>& code);
+
+void showValue(const ScenarioRope& r, std::ostream& os);
+/// JSON form (regression files): cos_sin as hex rows of fp32 bit patterns (NaN payloads
+/// survive); from_json throws when the table holds fewer than max_position * rot_dim
+/// values or more than 2^22, or positions more than 2^20.
+void to_json(nlohmann::json& j, const ScenarioRope& r);
+void from_json(const nlohmann::json& j, ScenarioRope& r);
+
+}  // namespace kvcheck::props
