@@ -61,6 +61,7 @@ size_t kv_cache_guard(const kvcheck_kv_cache& c) {
 /// valid call reads) and the whole table, read.
 void rope_metadata(kvcheck_rope& r, int64_t n, ArgDecl& d) {
   d.int64s("positions", r.positions, n);
+  r.positions_rows = n;  // what the device copy holds (bound() checked positions_rows >= n)
   d.floats("cos_sin_cache", r.cos_sin_cache, r.max_position * r.rot_dim);
 }
 

@@ -53,7 +53,8 @@ ScenarioRope build_rope(Source& src, int32_t width, int64_t n) {
   }
   const int32_t half = r.rot_dim / 2;
   // A small table, or one of up to 2^20 floats whose last rows are drawn (a row one too
-  // far, or an index that wraps, reads the wrong one).
+  // far reads past it; 2^20 floats keep p * rot_dim far from 32-bit overflow, which no
+  // case here can show).
   r.max_position = src.weighted({7, 1}) == 0 ? src.range(1, 24)
                                              : std::max<int64_t>(1, (int64_t{1} << 20) / r.rot_dim - src.range(0, 7));
   r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
