@@ -33,6 +33,12 @@ std::vector<bf16_bits> rope_rows(const KVInput& k_pe, int32_t rope_dim, int64_t 
   return out;
 }
 
+KVInput rotated_input(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope,
+                      std::vector<bf16_bits>& storage) {
+  storage = rope_rows(k_pe, rope_dim, n, rope);
+  return {storage.data(), n, rope_dim};
+}
+
 void check_rope_shape(const RopeArgs& rope, int32_t width) {
   if (rope.rot_dim < 2 || rope.rot_dim % 2 != 0)
     throw Error(ErrorCode::kInvalidArgument, "rot_dim " + std::to_string(rope.rot_dim) + " is odd or < 2");

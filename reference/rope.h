@@ -21,6 +21,10 @@ void rope_row(const uint16_t* row, uint16_t* out, int32_t width, KvDtype dtype, 
 /// rope_dim BF16 bit patterns (concat_and_cache_mla, §8.4). Inputs assumed valid.
 std::vector<bf16_bits> rope_rows(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope);
 
+/// rope_rows into `storage`, as the KVInput of its n rows of rope_dim elements.
+KVInput rotated_input(const KVInput& k_pe, int32_t rope_dim, int64_t n, const RopeArgs& rope,
+                      std::vector<bf16_bits>& storage);
+
 /// §8.4's checks that read no metadata: rot_dim odd or < 2, the rotated range outside a
 /// row of `width` elements, max_position < 1 (kInvalidArgument).
 void check_rope_shape(const RopeArgs& rope, int32_t width);

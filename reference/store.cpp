@@ -153,11 +153,7 @@ void concat_and_cache_mla(const KVInput& kv_c, const KVInput& k_pe, int32_t kv_l
   // The rows as one source (the definition; k_pe rotated first with rope), then the
   // store with its slot rules.
   std::vector<bf16_bits> rotated;
-  KVInput pe = k_pe;
-  if (rope) {
-    rotated = rope_rows(k_pe, rope_dim, n, *rope);
-    pe = {rotated.data(), n, rope_dim};
-  }
+  const KVInput pe = rope ? rotated_input(k_pe, rope_dim, n, *rope, rotated) : k_pe;
   std::vector<bf16_bits> rows(static_cast<size_t>(n * format.elements));
   for (int64_t i = 0; i < n; ++i) {
     bf16_bits* row = rows.data() + i * format.elements;
@@ -207,11 +203,7 @@ void concat_and_cache_mla_split(const KVInput& kv_c, const KVInput& k_pe, int32_
     throw Error(ErrorCode::kInvalidArgument, "the cache and pe_cache share a byte");
   if (rope) check_rope_inputs(*rope, n);
   std::vector<bf16_bits> rotated;
-  KVInput pe = k_pe;
-  if (rope) {
-    rotated = rope_rows(k_pe, rope_dim, n, *rope);
-    pe = {rotated.data(), n, rope_dim};
-  }
+  const KVInput pe = rope ? rotated_input(k_pe, rope_dim, n, *rope, rotated) : k_pe;
   // The first store checks the slots before it writes; the second then cannot fail.
   store_kv_cache(kv_c, slot_mapping, cache.bytes, cache.format, cache.num_blocks, cache.block_size,
                  cache.block_stride);

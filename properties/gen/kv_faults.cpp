@@ -22,19 +22,12 @@ void inject_store_kv_rope_fault(Source& src, StoreKvScenario& s) {
     inject_rope_fault(src, r, s.cache.head_dim, n, s.fault, s.code);
     return;
   }
-  if (kind == 2) {  // every position is checked before any slot: a bad slot on row 0, a bad position on the last
-    s.slot_mapping[0] = static_cast<int32_t>(s.cache.num_slots());
-    r.positions[static_cast<size_t>(n - 1)] = r.max_position;
-    s.fault = "slot_mapping[0] out of range and positions[" + std::to_string(n - 1) + "] = " +
-              std::to_string(r.max_position) + ": the position is the error (positions before slots)";
-    s.code = ErrorCode::kInvalidArgument;
+  if (kind == 2) {  // a bad slot on row 0, a bad position on the last: the position's error
+    inject_position_before_slot(r, s.slot_mapping, s.cache.num_slots(), s.fault, s.code);
     return;
   }
   inject_store_kv_fault(src, s);  // the RoPE valid
-  // A fault that adds rows: their positions are valid, not the padding rows' junk.
-  const size_t rows = s.slot_mapping.size();
-  if (r.positions.size() < rows) r.positions.resize(rows, 0);
-  for (size_t i = static_cast<size_t>(n); i < rows; ++i) r.positions[i] = 0;
+  fit_positions(r, n, s.slot_mapping.size());
 }
 
 void inject_store_kv_fault(Source& src, StoreKvScenario& s) {

@@ -155,6 +155,21 @@ void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, s
   }
 }
 
+void inject_position_before_slot(ScenarioRope& r, std::vector<int32_t>& slot_mapping, int64_t num_slots,
+                                 std::string& fault, std::optional<ErrorCode>& code) {
+  const size_t n = slot_mapping.size();
+  slot_mapping[0] = static_cast<int32_t>(num_slots);
+  r.positions[n - 1] = r.max_position;
+  fault = "slot_mapping[0] out of range and positions[" + std::to_string(n - 1) + "] = " +
+          std::to_string(r.max_position) + ": the position is the error (positions before slots)";
+  code = ErrorCode::kInvalidArgument;
+}
+
+void fit_positions(ScenarioRope& r, int64_t old_n, size_t rows) {
+  if (r.positions.size() < rows) r.positions.resize(rows, 0);
+  for (size_t i = static_cast<size_t>(old_n); i < rows; ++i) r.positions[i] = 0;
+}
+
 void showValue(const ScenarioRope& r, std::ostream& os) {
   os << "rope(" << (r.is_neox ? "neox" : "gptj") << " rot_dim=" << r.rot_dim << " rope_offset=" << r.rope_offset
      << " max_position=" << r.max_position << " positions=[";

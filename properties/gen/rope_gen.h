@@ -57,6 +57,15 @@ void make_pairs_equal(const ScenarioRope& r, uint16_t* row);
 void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, std::string& fault,
                        std::optional<ErrorCode>& code);
 
+/// Two faults on purpose (n >= 2): slot_mapping[0] out of range (num_slots) and the last
+/// row's position too (max_position) — every position is checked before any slot, so
+/// the position's kInvalidArgument is the error.
+void inject_position_before_slot(ScenarioRope& r, std::vector<int32_t>& slot_mapping, int64_t num_slots,
+                                 std::string& fault, std::optional<ErrorCode>& code);
+/// After another operation rule's fault changed the row count from old_n: the rows it
+/// added get valid positions (0), not the padding rows' junk.
+void fit_positions(ScenarioRope& r, int64_t old_n, size_t rows);
+
 void showValue(const ScenarioRope& r, std::ostream& os);
 /// JSON form (regression files): cos_sin as hex rows of fp32 bit patterns (NaN payloads
 /// survive); from_json throws when the table holds fewer than max_position * rot_dim

@@ -98,21 +98,12 @@ void inject_concat_rope_fault(Source& src, StoreFaultScenario& c) {
     inject_rope_fault(src, r, s.rope_dim, n, c.fault, c.code);
     return;
   }
-  if (kind == 2) {  // every position is checked before any slot: a bad slot on row 0, a bad position on the last
-    s.slot_mapping[0] = static_cast<int32_t>(int64_t{s.shape.num_blocks} * s.shape.block_size);
-    r.positions[static_cast<size_t>(n - 1)] = r.max_position;
-    c.fault = "slot_mapping[0] out of range and positions[" + std::to_string(n - 1) + "] = " +
-              std::to_string(r.max_position) + ": the position is the error (positions before slots)";
-    c.code = ErrorCode::kInvalidArgument;
+  if (kind == 2) {  // a bad slot on row 0, a bad position on the last: the position's error
+    inject_position_before_slot(r, s.slot_mapping, int64_t{s.shape.num_blocks} * s.shape.block_size, c.fault, c.code);
     return;
   }
-  // A rule of §8.2 or the store, the RoPE valid.
-  inject_concat_fault(src, c);
-  // A slot fault may add rows (a call of none gets one): their positions are valid, not
-  // the junk of the padding rows past the old n.
-  const size_t rows = s.slot_mapping.size();
-  if (r.positions.size() < rows) r.positions.resize(rows, 0);
-  for (size_t i = static_cast<size_t>(n); i < rows; ++i) r.positions[i] = 0;
+  inject_concat_fault(src, c);  // a rule of §8.2 or the store, the RoPE valid
+  fit_positions(r, n, s.slot_mapping.size());
 }
 
 void inject_concat_fault(Source& src, StoreFaultScenario& c) {
