@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -224,10 +225,16 @@ bool same(const props::KvRows& a, const props::KvRows& b) {
          a.head_stride == b.head_stride && a.data == b.data;
 }
 
+bool same(const std::optional<props::ScenarioRope>& a, const std::optional<props::ScenarioRope>& b) {
+  if (!a || !b) return !a && !b;
+  return a->rot_dim == b->rot_dim && a->rope_offset == b->rope_offset && a->is_neox == b->is_neox &&
+         a->max_position == b->max_position && same_bits(a->cos_sin, b->cos_sin) && a->positions == b->positions;
+}
+
 bool same(const props::StoreKvScenario& a, const props::StoreKvScenario& b) {
   return same(a.cache, b.cache) && a.slot_mapping == b.slot_mapping && same(a.key, b.key) &&
          same(a.value, b.value) && a.fault == b.fault && a.code == b.code && a.threads == b.threads &&
-         a.slot_tail == b.slot_tail;
+         a.slot_tail == b.slot_tail && same(a.rope, b.rope);
 }
 
 bool same(const props::GatherKvScenario& a, const props::GatherKvScenario& b) {
@@ -314,7 +321,7 @@ TEST(Regression, MalformedKvScenarioIsRejected) {
 // Every scenario the builders make, valid, with a fault and with raw values (raw scale
 // bits: NaN payloads, infinities, subnormals), comes back from its file unchanged.
 TEST(Regression, KvScenariosRoundTripExactly) {
-  int fp8_scaled = 0, faults = 0, raw = 0, non_finite = 0, gathers = 0, starts = 0;
+  int fp8_scaled = 0, faults = 0, raw = 0, non_finite = 0, gathers = 0, starts = 0, ropes = 0;
   for (uint64_t seed = 0; seed < 600; ++seed)
     for (size_t len : {size_t{16}, size_t{700}, size_t{4000}}) {
       const auto bytes = random_bytes(seed, len);
@@ -331,6 +338,7 @@ TEST(Regression, KvScenariosRoundTripExactly) {
       raw += (!s.fault.empty() && !s.code) + (!g.fault.empty() && !g.code);
       gathers += !g.cu_seqlens_k.empty() && g.cu_seqlens_k.back() > 0;
       starts += !g.seq_starts.empty();
+      ropes += s.rope.has_value();
     }
   EXPECT_GE(fp8_scaled, 100);
   EXPECT_GE(faults, 100);
@@ -338,15 +346,43 @@ TEST(Regression, KvScenariosRoundTripExactly) {
   EXPECT_GE(non_finite, 5);
   EXPECT_GE(gathers, 100);
   EXPECT_GE(starts, 100);  // the fuzz decoder's default capabilities take seq_starts
+  EXPECT_GE(ropes, 100);   // and a fused RoPE of the key rows (docs/spec.md §8.4): its table bit for bit
   // The RapidCheck generators of the properties (the same builders on RapidCheck draws).
   EXPECT_TRUE(rc::check("store_kv scenarios survive JSON", [] {
-    const auto s = *rc::gen::oneOf(props::gen_store_kv_scenario(), props::gen_store_kv_fault_scenario());
+    const auto s = *rc::gen::oneOf(props::gen_store_kv_scenario(), props::gen_store_kv_fault_scenario(),
+                                   props::gen_store_kv_rope_scenario(), props::gen_store_kv_rope_fault_scenario());
     RC_ASSERT(same(through_file(s), s));
   }));
   EXPECT_TRUE(rc::check("gather_kv scenarios survive JSON", [] {
     const auto g = *rc::gen::oneOf(props::gen_gather_kv_scenario(), props::gen_gather_kv_fault_scenario(),
                                    props::gen_gather_kv_seq_starts_fault_scenario());
     RC_ASSERT(same(through_file(g), g));
+  }));
+}
+
+// concat_and_cache_mla scenarios with a fused RoPE (docs/spec.md §8.4), valid and faulted,
+// come back from their files unchanged: the same JSON text again (the table as fp32 bit
+// patterns, so NaN payloads and -0 survive).
+TEST(Regression, ConcatRopeScenariosRoundTripExactly) {
+  int ropes = 0, nan_tables = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto bytes = random_bytes(seed, 900);
+    fuzz::ByteSource src(bytes.data(), bytes.size());
+    const props::StoreFaultScenario c = fuzz::decode_concat_and_cache_mla(src);
+    ASSERT_EQ(nlohmann::json(through_file(c)).dump(), nlohmann::json(c).dump());
+    if (!c.scenario.rope) continue;
+    ++ropes;
+    nan_tables += std::any_of(c.scenario.rope->cos_sin.begin(), c.scenario.rope->cos_sin.end(),
+                              [](float x) { return std::isnan(x); });
+  }
+  EXPECT_GE(ropes, 30);
+  EXPECT_GE(nan_tables, 2);
+  EXPECT_TRUE(rc::check("concat rope scenarios survive JSON", [] {
+    const auto c = *rc::gen::oneOf(props::gen_concat_rope_fault_scenario(),
+                                   rc::gen::map(props::gen_concat_rope_scenario(), [](props::StoreScenario s) {
+                                     return props::StoreFaultScenario{std::move(s), "", std::nullopt};
+                                   }));
+    RC_ASSERT(nlohmann::json(through_file(c)).dump() == nlohmann::json(c).dump());
   }));
 }
 
