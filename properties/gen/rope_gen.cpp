@@ -35,6 +35,16 @@ float table_value(Source& src, int mode, int64_t p, int32_t j, int32_t half, boo
   }
 }
 
+/// After a fault changed rot_dim: the table's rows as the args claim them never pass its
+/// buffer (max_position lowered, never the buffer grown: a large table at a wider rot_dim
+/// would be gigabytes). The shape rule the fault breaks is checked before any position.
+void claim_what_the_table_holds(ScenarioRope& r) {
+  if (r.rot_dim > 0)
+    r.max_position = std::min<int64_t>(r.max_position, std::max<int64_t>(1, static_cast<int64_t>(r.cos_sin.size()) / r.rot_dim));
+  if (r.rot_dim > 0 && r.max_position * r.rot_dim > static_cast<int64_t>(r.cos_sin.size()))
+    r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));  // (a table smaller than one row)
+}
+
 }  // namespace
 
 RopeArgs rope_args(const ScenarioRope& r) {
@@ -116,8 +126,7 @@ void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, s
   switch (src.pick(std::span<const int>(kinds))) {
     case 1:
       r.rot_dim = src.pick<int32_t>({r.rot_dim > 2 ? r.rot_dim - 1 : r.rot_dim + 1, -2, 0});
-      // The table still holds what the args claim.
-      r.cos_sin.resize(std::max(r.cos_sin.size(), static_cast<size_t>(r.max_position * std::max(r.rot_dim, 0))));
+      claim_what_the_table_holds(r);
       fault = "rot_dim = " + std::to_string(r.rot_dim) + " (odd or < 2)";
       return;
     case 2:
@@ -132,7 +141,7 @@ void inject_rope_fault(Source& src, ScenarioRope& r, int32_t width, int64_t n, s
     case 4:
       r.rot_dim = width / 2 * 2 + 2;  // even, one pair past the row
       r.rope_offset = 0;
-      r.cos_sin.resize(std::max(r.cos_sin.size(), static_cast<size_t>(r.max_position * r.rot_dim)));
+      claim_what_the_table_holds(r);
       fault = "rot_dim = " + std::to_string(r.rot_dim) + " > the row's " + std::to_string(width) + " elements";
       return;
     case 5:
