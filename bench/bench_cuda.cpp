@@ -363,6 +363,7 @@ int main(int argc, char** argv) {
     KvScaleKind scale;
     int64_t tokens;
     bool reciprocal = false;  // recipe sglang (SPEC §7.3.1): a multiply by RN(1/s), not a division
+    bool rope = false;        // store only, the key rows rotated first (docs/spec.md §8.4)
   };
   const KvCase kv_cases[] = {
       {"kv bf16 NHD 8x128", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144},
@@ -372,6 +373,11 @@ int main(int argc, char** argv) {
       {"kv e4m3/tensor sglang 8x128", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144,
        true},
       {"kv bf16 NHD 40x128", KvDtype::kBF16, KvHeadLayout::kNHD, 40, 128, KvScaleKind::kNone, 65536},
+      // Llama's fused rotary + store (vLLM rotary_embedding + reshape_and_cache_flash,
+      // FlashInfer rope_quantize_fp8_append_paged_kv_cache): NeoX over all 128 dims.
+      {"kv bf16 NHD 8x128 rope", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144, false, true},
+      {"kv e4m3/tensor 8x128 rope", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144, false,
+       true},
   };
   for (const KvCase& kc : kv_cases) {
     if (!only_format.empty() && only_format != kc.name) continue;
@@ -408,6 +414,24 @@ int main(int argc, char** argv) {
     st.k_scale = st.v_scale = d_scale;
     st.per_head_scale = kc.scale == KvScaleKind::kPerHead;
     st.reciprocal = kc.reciprocal;
+    // The rope rows: a 4096-position table of real angles over head_dim dims, random
+    // positions (8 bytes per token counted; the table stays in L2).
+    constexpr int64_t kMaxPosition = 4096;
+    std::vector<float> cos_sin(static_cast<size_t>(kMaxPosition * kc.head_dim));
+    const int32_t half = kc.head_dim / 2;
+    for (int64_t p = 0; p < kMaxPosition; ++p)
+      for (int32_t j = 0; j < half; ++j) {
+        const double angle = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(j) / half);
+        cos_sin[static_cast<size_t>(p * kc.head_dim + j)] = static_cast<float>(std::cos(angle));
+        cos_sin[static_cast<size_t>(p * kc.head_dim + half + j)] = static_cast<float>(std::sin(angle));
+      }
+    std::vector<int64_t> positions(static_cast<size_t>(n));
+    for (auto& p : positions) p = static_cast<int64_t>(rng() % kMaxPosition);
+    auto* d_cos_sin = static_cast<float*>(dmalloc(cos_sin.size() * 4));
+    auto* d_positions = static_cast<int64_t*>(dmalloc(positions.size() * 8));
+    CK(cudaMemcpy(d_cos_sin, cos_sin.data(), cos_sin.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_positions, positions.data(), positions.size() * 8, cudaMemcpyHostToDevice));
+    if (kc.rope) st.rope = {d_cos_sin, kMaxPosition, d_positions, n, kc.head_dim, 0, true};
     // gather: 64 sequences of n/64 tokens over the blocks in a random order.
     const int32_t num_seqs = 64, max_blocks = static_cast<int32_t>(num_blocks / num_seqs);
     std::vector<int32_t> table(static_cast<size_t>(num_blocks)), cu(num_seqs + 1);
@@ -438,13 +462,19 @@ int main(int argc, char** argv) {
       }
     };
     const double bytes = static_cast<double>(n) * row * 2 * (2 + es);  // K and V: rows + records
+    const double store_bytes = bytes + (kc.rope ? 8.0 * n : 0.0);
     const double store_ms = time_batched([&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, 20, s);
-    const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
-    for (const auto& [op, ms] : {std::pair<const char*, double>{"store", store_ms}, {"load", gather_ms}})
-      rows.push_back({op, kc.name, n, bs, bytes, ms, bytes / ms / 1e6, bytes / ms / 1e6 / copy_gbps, false});
+    rows.push_back({"store", kc.name, n, bs, store_bytes, store_ms, store_bytes / store_ms / 1e6,
+                    store_bytes / store_ms / 1e6 / copy_gbps, false});
+    if (!kc.rope) {  // the rope rows' gather is the row without it
+      const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
+      rows.push_back({"load", kc.name, n, bs, bytes, gather_ms, bytes / gather_ms / 1e6,
+                      bytes / gather_ms / 1e6 / copy_gbps, false});
+    }
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
-                    static_cast<void*>(d_table), static_cast<void*>(d_cu)})
+                    static_cast<void*>(d_table), static_cast<void*>(d_cu), static_cast<void*>(d_cos_sin),
+                    static_cast<void*>(d_positions)})
       CK(cudaFree(p));
   }
   // copy_blocks (SPEC §8.1): half of a 262,144-token pool's blocks copied onto the
