@@ -46,7 +46,8 @@ const std::vector<std::pair<KVCacheFormat, int>>& named_abi_formats() {
       {KVCacheFormat::FP8_FP32SF_INDEX(), KVCHECK_FORMAT_FP8_FP32SF_INDEX},
       {KVCacheFormat::MXFP8_INDEX(), KVCHECK_FORMAT_MXFP8_INDEX},
       {KVCacheFormat::FP8_DS_MLA(), KVCHECK_FORMAT_FP8_DS_MLA},
-      {KVCacheFormat::FP8_POW2SF_INDEX(), KVCHECK_FORMAT_FP8_POW2SF_INDEX}};
+      {KVCacheFormat::FP8_POW2SF_INDEX(), KVCHECK_FORMAT_FP8_POW2SF_INDEX},
+      {KVCacheFormat::MODEL1(), KVCHECK_FORMAT_MODEL1}};
   return named;
 }
 

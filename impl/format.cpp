@@ -42,11 +42,13 @@ void KVCacheFormat::validate() const {
     if (quantized_elements() % elements_per_sf != 0)
       invalid(*this, "elements_per_sf " + std::to_string(elements_per_sf) +
                          " does not divide the quantised elements " + std::to_string(quantized_elements()));
-    if (is_fp32_pow2(sf_format) && quantized_dtype != QuantizedDtype::kE4M3)
-      invalid(*this, "fp32_pow2 scales need e4m3 data (SPEC §4.6, §4.7)");
+    if ((is_fp32_pow2(sf_format) || sf_format == SfFormat::kUE8M0FloorAfter) &&
+        quantized_dtype != QuantizedDtype::kE4M3)
+      invalid(*this, to_string(sf_format) + " scales need e4m3 data (SPEC §4.6-§4.8)");
     if (quantized_dtype == QuantizedDtype::kE2M1 && elements % 2 != 0)
       invalid(*this, "e2m1 needs an even element count (two per byte)");
-    if (is_index() && sf_format == SfFormat::kUE8M0 && sf_bytes() % 4 != 0)
+    if (is_index() && (sf_format == SfFormat::kUE8M0 || sf_format == SfFormat::kUE8M0FloorAfter) &&
+        sf_bytes() % 4 != 0)
       invalid(*this, "index ue8m0 scales load as int32: sf_bytes must be a multiple of 4");
   } else {
     if (elements_per_sf != 0 || sf_format != SfFormat::kNone)
@@ -58,8 +60,6 @@ void KVCacheFormat::validate() const {
     if (bf16_tail_elements != 0) invalid(*this, "BF16 format has no separate tail");
   }
   if (do_cast && !is_quantized()) invalid(*this, "do_cast needs quantized data");
-  if (do_cast && !token_interleaved)
-    invalid(*this, "do_cast (main/SWA cache) must be token_interleaved");
 }
 
 int32_t KVCacheFormat::bits_per_element() const {
@@ -84,6 +84,7 @@ int64_t KVCacheFormat::scale_width() const {
   switch (sf_format) {
     case SfFormat::kNone: return 0;
     case SfFormat::kUE8M0:
+    case SfFormat::kUE8M0FloorAfter:
     case SfFormat::kE4M3: return 1;
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:
@@ -94,7 +95,11 @@ int64_t KVCacheFormat::scale_width() const {
 
 int64_t KVCacheFormat::sf_bytes() const { return num_scales() * scale_width(); }
 
-int64_t KVCacheFormat::bytes_per_token() const { return quantized_bytes() + sf_bytes() + tail_bytes(); }
+int64_t KVCacheFormat::sf_token_bytes() const {
+  return do_cast && !token_interleaved ? (sf_bytes() + 7) / 8 * 8 : sf_bytes();
+}
+
+int64_t KVCacheFormat::bytes_per_token() const { return quantized_bytes() + sf_token_bytes() + tail_bytes(); }
 
 int64_t KVCacheFormat::token_alignment() const { return std::gcd<int64_t>(32, bytes_per_token()); }
 
@@ -127,6 +132,12 @@ KVCacheFormat KVCacheFormat::FP8_DS_MLA() {
 KVCacheFormat KVCacheFormat::FP8_POW2SF_INDEX() {
   return quantized("FP8_POW2SF_INDEX", QuantizedDtype::kE4M3, 128, 128, SfFormat::kFP32Pow2FloorFirst, false);
 }
+KVCacheFormat KVCacheFormat::MODEL1() {
+  KVCacheFormat f = quantized("MODEL1", QuantizedDtype::kE4M3, 512, 64, SfFormat::kUE8M0FloorAfter, true);
+  f.token_interleaved = false;
+  f.bf16_tail_elements = 64;
+  return f;
+}
 KVCacheFormat KVCacheFormat::BF16(int32_t elements) {
   KVCacheFormat f;
   f.name = "BF16(" + std::to_string(elements) + ")";
@@ -139,7 +150,8 @@ std::vector<KVCacheFormat> supported_formats() {
   return {KVCacheFormat::V41(),         KVCacheFormat::V41_FP4(),
           KVCacheFormat::FP4_INDEX(),   KVCacheFormat::FP8_FP32SF_INDEX(),
           KVCacheFormat::MXFP8_INDEX(), KVCacheFormat::FP8_DS_MLA(),
-          KVCacheFormat::FP8_POW2SF_INDEX(), KVCacheFormat::BF16(512)};
+          KVCacheFormat::FP8_POW2SF_INDEX(), KVCacheFormat::MODEL1(),
+          KVCacheFormat::BF16(512)};
 }
 
 KVCacheFormat format_by_name(const std::string& name) {
@@ -153,7 +165,7 @@ KVCacheFormat format_by_name(const std::string& name) {
   }
   throw Error(ErrorCode::kUnknownFormat,
               "no format named '" + name +
-                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, BF16(E)");
+                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, BF16(E)");
 }
 
 std::string to_string(QuantizedDtype q) {
@@ -173,6 +185,7 @@ std::string to_string(SfFormat s) {
     case SfFormat::kFP32: return "fp32";
     case SfFormat::kFP32Pow2: return "fp32_pow2";
     case SfFormat::kFP32Pow2FloorFirst: return "fp32_pow2_floor_first";
+    case SfFormat::kUE8M0FloorAfter: return "ue8m0_floor_after";
   }
   return "?";
 }

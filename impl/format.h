@@ -14,8 +14,10 @@ enum class QuantizedDtype : uint8_t { kNone, kE4M3, kE2M1 };
 /// How a group's scale is encoded (SPEC §2): kFP32 any fp32 value; kFP32Pow2 and
 /// kFP32Pow2FloorFirst an fp32 power of two, one encoding written by two rules (the
 /// 1e-4 floor after the division, fp8_ds_mla, SPEC §4.6; before it, vLLM's DSA indexer
-/// ue8m0 option, SPEC §4.7).
-enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32, kFP32Pow2, kFP32Pow2FloorFirst };
+/// ue8m0 option, SPEC §4.7); kUE8M0FloorAfter §4.6's rule with the exponent stored as a
+/// ue8m0 byte (FlashMLA MODEL1, SPEC §4.8). kUE8M0 and kUE8M0FloorAfter are one
+/// encoding (byte b = 2^(b-127)) written by two rules (§4.1, §4.8).
+enum class SfFormat : uint8_t { kNone, kUE8M0, kE4M3, kFP32, kFP32Pow2, kFP32Pow2FloorFirst, kUE8M0FloorAfter };
 /// Whether scales of s are fp32 powers of two (either rule).
 constexpr bool is_fp32_pow2(SfFormat s) { return s == SfFormat::kFP32Pow2 || s == SfFormat::kFP32Pow2FloorFirst; }
 /// Element type of a cache tensor as a framework would report it.
@@ -33,7 +35,9 @@ struct KVCacheFormat {
   int32_t elements_per_sf = 0;     // group size; 0 for BF16
   SfFormat sf_format = SfFormat::kNone;
   bool do_cast = false;            // load dequantises to BF16
-  bool token_interleaved = false;  // record = [data | scales] per token
+  // record = [data | scales | tail] per token; else block-planar: every token's
+  // [data | tail] first, then every token's scales (do_cast: padded to 8 bytes, SPEC §3)
+  bool token_interleaved = false;
   // The last bf16_tail_elements of the `elements` are kept as BF16 after the scales
   // (fp8_ds_mla's 64 rope values); quantised formats with do_cast only (SPEC §2).
   int32_t bf16_tail_elements = 0;
@@ -54,9 +58,13 @@ struct KVCacheFormat {
   int64_t scale_width() const;
   int64_t sf_bytes() const;         // num_scales * scale_width
   int64_t tail_bytes() const { return int64_t{2} * bf16_tail_elements; }
-  /// Byte offset of the BF16 tail in a token's record: quantized_bytes + sf_bytes.
-  int64_t tail_offset() const { return quantized_bytes() + sf_bytes(); }
-  int64_t bytes_per_token() const;  // quantized_bytes + sf_bytes + tail_bytes
+  /// Bytes between one token's scales and the next token's in a block-planar record's
+  /// scale region: sf_bytes, rounded up to 8 for do_cast formats (MODEL1's 7 + 1, SPEC §2).
+  int64_t sf_token_bytes() const;
+  /// Byte offset of the BF16 tail from the token's data: quantized_bytes + sf_bytes
+  /// (interleaved), quantized_bytes (block-planar: the tail follows the data).
+  int64_t tail_offset() const { return quantized_bytes() + (token_interleaved ? sf_bytes() : 0); }
+  int64_t bytes_per_token() const;  // quantized_bytes + sf_token_bytes + tail_bytes
   /// gcd(32, bytes_per_token): the widest alignment a kernel may assume per token.
   int64_t token_alignment() const;
   /// Bytes per output row of load_paged_kv_cache's data buffer (SPEC §5.2):
@@ -79,14 +87,18 @@ struct KVCacheFormat {
   /// vLLM's DSA indexer K cache with its ue8m0 option: MXFP8_INDEX's layout with one
   /// fp32 power-of-two scale per 128 (floor first); 132 bytes (SPEC §2, §4.7).
   static KVCacheFormat FP8_POW2SF_INDEX();
+  /// FlashMLA MODEL1 (d = 512): block-planar, every token's 448 e4m3 + 64 BF16 rope
+  /// values, then every token's 7 ue8m0 tile scales (one per 64) + 1 pad byte; 584
+  /// bytes, blocks padded to a multiple of 576 (SPEC §2, §3, §4.8).
+  static KVCacheFormat MODEL1();
   /// BF16(E): E a multiple of 8, 8 <= E <= 4096; throws kInvalidFormat otherwise.
   static KVCacheFormat BF16(int32_t elements);
 };
 
-/// The seven quantised formats plus BF16(512), in SPEC order.
+/// The eight quantised formats plus BF16(512), in SPEC order.
 std::vector<KVCacheFormat> supported_formats();
 /// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA",
-/// "FP8_POW2SF_INDEX", "BF16(E)".
+/// "FP8_POW2SF_INDEX", "MODEL1", "BF16(E)".
 /// Throws Error(kUnknownFormat) listing the valid names.
 KVCacheFormat format_by_name(const std::string& name);
 

@@ -7,9 +7,20 @@
 
 namespace kvcheck {
 
+namespace {
+/// What a packed block is rounded up to (SPEC §3): lcm(32, bytes_per_token)
+/// interleaved, lcm(32, a token's [data | tail] row) block-planar do_cast (MODEL1: 576),
+/// 32 otherwise.
+int64_t block_alignment(const KVCacheFormat& format) {
+  if (format.token_interleaved) return std::lcm<int64_t>(32, format.bytes_per_token());
+  if (format.do_cast) return std::lcm<int64_t>(32, format.quantized_bytes() + format.tail_bytes());
+  return 32;
+}
+}  // namespace
+
 int64_t block_stride_for(const KVCacheFormat& format, int32_t block_size) {
   const int64_t bpt = format.bytes_per_token();
-  const int64_t alignment = format.token_interleaved ? std::lcm<int64_t>(32, bpt) : 32;
+  const int64_t alignment = block_alignment(format);
   const int64_t bytes = int64_t{block_size} * bpt;
   return (bytes + alignment - 1) / alignment * alignment;
 }
@@ -25,7 +36,7 @@ CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks, i
                 "num_blocks must be >= 1, got " + std::to_string(num_blocks));
   // A block's bytes must fit in int64 before block_stride is even computed (SPEC §3).
   const int64_t bpt = format.bytes_per_token();
-  if (block_size > (std::numeric_limits<int64_t>::max() - std::lcm<int64_t>(32, bpt)) / bpt)
+  if (block_size > (std::numeric_limits<int64_t>::max() - block_alignment(format)) / bpt)
     throw Error(ErrorCode::kInvalidArgument,
                 "a block of " + std::to_string(block_size) + " tokens of " + std::to_string(bpt) +
                     " bytes overflows int64");
@@ -47,11 +58,11 @@ CacheLayout CacheLayout::make(const KVCacheFormat& format, int64_t num_blocks, i
 }
 
 int64_t CacheLayout::data_token_stride() const {
-  return format.token_interleaved ? format.bytes_per_token() : format.quantized_bytes();
+  return format.token_interleaved ? format.bytes_per_token() : format.quantized_bytes() + format.tail_bytes();
 }
 
 int64_t CacheLayout::scale_token_stride() const {
-  return format.token_interleaved ? format.bytes_per_token() : format.sf_bytes();
+  return format.token_interleaved ? format.bytes_per_token() : format.sf_token_bytes();
 }
 
 int64_t CacheLayout::data_offset(int64_t block, int64_t token) const {
@@ -72,6 +83,7 @@ PagedLayout CacheLayout::paged() const {
          : format.sf_format == SfFormat::kFP32 ? PagedSf::kFP32
          : format.sf_format == SfFormat::kFP32Pow2 ? PagedSf::kFP32Pow2
          : format.sf_format == SfFormat::kFP32Pow2FloorFirst ? PagedSf::kFP32Pow2FloorFirst
+         : format.sf_format == SfFormat::kUE8M0FloorAfter ? PagedSf::kUE8M0FloorAfter
                                                : PagedSf::kNone;
   p.elements = format.elements;
   p.tail_elements = format.bf16_tail_elements;
@@ -84,9 +96,9 @@ PagedLayout CacheLayout::paged() const {
   p.block_size = block_size;
   p.block_stride = block_stride;
   p.data_token_stride = data_token_stride();
-  // Interleaved: scales follow each token's data; else they follow the block's data.
-  p.scale_region = format.token_interleaved ? format.quantized_bytes()
-                                            : int64_t{block_size} * format.quantized_bytes();
+  // Interleaved: scales follow each token's data; else they follow the block's data
+  // (and tails: MODEL1's [data | tail] rows).
+  p.scale_region = format.token_interleaved ? format.quantized_bytes() : int64_t{block_size} * data_token_stride();
   p.scale_token_stride = scale_token_stride();
   return p;
 }
@@ -102,6 +114,7 @@ CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
                 : p.sf == PagedSf::kFP32 ? SfFormat::kFP32
                 : p.sf == PagedSf::kFP32Pow2 ? SfFormat::kFP32Pow2
                 : p.sf == PagedSf::kFP32Pow2FloorFirst ? SfFormat::kFP32Pow2FloorFirst
+                : p.sf == PagedSf::kUE8M0FloorAfter ? SfFormat::kUE8M0FloorAfter
                                          : SfFormat::kNone;
   f.elements = p.elements;
   f.bf16_tail_elements = p.tail_elements;

@@ -14,7 +14,15 @@ namespace kvcheck {
 /// Data dtype / scale format codes as plain integers (mirror QuantizedDtype /
 /// SfFormat of impl/format.h, which device code cannot include).
 enum class PagedDtype : int32_t { kBF16 = 0, kE4M3 = 1, kE2M1 = 2 };
-enum class PagedSf : int32_t { kNone = 0, kUE8M0 = 1, kE4M3 = 2, kFP32 = 3, kFP32Pow2 = 4, kFP32Pow2FloorFirst = 5 };
+enum class PagedSf : int32_t {
+  kNone = 0,
+  kUE8M0 = 1,
+  kE4M3 = 2,
+  kFP32 = 3,
+  kFP32Pow2 = 4,
+  kFP32Pow2FloorFirst = 5,
+  kUE8M0FloorAfter = 6
+};
 
 /// Bytes of one scale of encoding s (KVCacheFormat::scale_width for kernels).
 KVCHECK_HD constexpr int64_t paged_scale_width(PagedSf s) {
@@ -33,7 +41,7 @@ struct PagedLayout {
   int64_t quantized_bytes = 0;  // data bytes per token (BF16: 2*elements)
   int64_t sf_bytes = 0;         // scale bytes per token
   bool do_cast = false;         // load dequantises to BF16
-  bool interleaved = false;     // record = [data | scales] per token
+  bool interleaved = false;     // record = [data | scales | tail] per token; else [data | tail] rows, then scales
   // Geometry (SPEC §3), bytes unless named otherwise.
   int64_t num_blocks = 0;
   int32_t block_size = 0;  // tokens per block
@@ -61,11 +69,11 @@ struct PagedLayout {
   }
   /// Elements stored quantised (elements - tail_elements).
   KVCHECK_HD int32_t quantized_elements() const { return elements - tail_elements; }
-  /// Byte offset of (block, token)'s BF16 tail: interleaved records with a tail only,
-  /// after the token's data and scales (SPEC §2).
-  KVCHECK_HD int64_t tail_offset(int64_t block, int64_t token) const {
-    return data_offset(block, token) + quantized_bytes + sf_bytes;
-  }
+  /// Byte offset of (block, token)'s BF16 tail (do_cast records with a tail only, SPEC
+  /// §2): after the token's data and scales (interleaved), after its data (block-planar).
+  KVCHECK_HD int64_t tail_offset(int64_t block, int64_t token) const { return data_offset(block, token) + tail_in_record(); }
+  /// The tail's offset from the token's data (what a vector path's alignment depends on).
+  KVCHECK_HD int64_t tail_in_record() const { return quantized_bytes + (interleaved ? sf_bytes : 0); }
   KVCHECK_HD int64_t slot_tail_offset(int64_t slot) const { return tail_offset(slot_block(slot), slot_token(slot)); }
   KVCHECK_HD int64_t tail_bytes() const { return int64_t{tail_elements} * 2; }
   /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows

@@ -47,6 +47,7 @@ std::string decode_data(QuantizedDtype q, const uint8_t* p) {
 std::string decode_scale(SfFormat sf, const uint8_t* p) {
   switch (sf) {
     case SfFormat::kUE8M0:
+    case SfFormat::kUE8M0FloorAfter:  // 0xFF: an Inf tile's scale under SPEC §4.8, NaN as e8m0
       return fmt::format("{} (ue8m0 2^{} = {})", hex_bytes({p, 1}), int{*p} - 127,
                          show_float(ref::e8m0_to_float(*p)));
     case SfFormat::kE4M3:
@@ -80,12 +81,17 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
   const int64_t qb = f.quantized_bytes();
   const int64_t sfb = f.sf_bytes();
   const int64_t records = int64_t{block_size} * bpt;
+  // Block-planar: a token's row is [data | BF16 tail] (MODEL1; index formats: data), its
+  // scale record sf_bytes, padded to 8 for do_cast (SPEC §2).
+  const int64_t row = qb + 2 * int64_t{f.bf16_tail_elements};
+  const int64_t sf_record = f.do_cast ? (sfb + 7) / 8 * 8 : sfb;
   // SPEC §3 block_stride, written out again on purpose (no impl/ code).
   int64_t align = 32;
-  if (f.token_interleaved) {
-    int64_t a = 32, b = bpt;
+  if (f.token_interleaved || f.do_cast) {
+    const int64_t unit = f.token_interleaved ? bpt : row;
+    int64_t a = 32, b = unit;
     while (b != 0) { const int64_t t = a % b; a = b; b = t; }
-    align = 32 / a * bpt;
+    align = 32 / a * unit;
   }
   const int64_t stride = block_stride != 0 ? block_stride : (records + align - 1) / align * align;
   CacheByteLocation loc;
@@ -114,17 +120,28 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
       loc.index = f.quantized_elements() + (o - qb - sfb) / 2;
     }
   } else {
-    if (r < int64_t{block_size} * qb) {
-      loc.token = r / qb;
-      loc.index = (r % qb) * 8 / per_element_bits;
+    if (r < int64_t{block_size} * row) {
+      loc.token = r / row;
+      const int64_t o = r % row;
+      if (o < qb) {
+        loc.index = o * 8 / per_element_bits;
+      } else {
+        loc.kind = CacheByteLocation::Kind::kTail;
+        loc.index = f.quantized_elements() + (o - qb) / 2;
+      }
     } else {
-      const int64_t s = r - int64_t{block_size} * qb;
+      const int64_t s = r - int64_t{block_size} * row;
+      loc.token = s / sf_record;
+      if (s % sf_record >= sfb) {  // a scale record's pad byte (MODEL1's 8th): never written
+        loc.kind = CacheByteLocation::Kind::kPadding;
+        loc.index = s % sf_record - sfb;
+        return loc;
+      }
       loc.kind = CacheByteLocation::Kind::kScale;
-      loc.token = s / sfb;
-      loc.index = (s % sfb) / scale_unit_bytes(f);
+      loc.index = (s % sf_record) / scale_unit_bytes(f);
     }
-    loc.data_start = block_base + loc.token * qb;
-    loc.scale_start = block_base + int64_t{block_size} * qb + loc.token * sfb;
+    loc.data_start = block_base + loc.token * row;
+    loc.scale_start = block_base + int64_t{block_size} * row + loc.token * sf_record;
   }
   return loc;
 }
@@ -151,6 +168,13 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
   std::string where, exp, act;
   switch (loc.kind) {
     case CacheByteLocation::Kind::kPadding:
+      if (loc.token >= 0) {  // inside the records: a scale record's pad byte
+        where = fmt::format("block {}, token {} (slot {}), pad byte {} after its scales (never written)", loc.block,
+                            loc.token, loc.block * layout.block_size + loc.token, loc.index);
+        exp = hex_bytes({&expected[i], 1});
+        act = hex_bytes({&actual[i], 1});
+        break;
+      }
       where = fmt::format("block {} padding byte {} (past the {} record bytes{})", loc.block, loc.index,
                           layout.record_bytes(),
                           layout.block_stride != layout.packed_stride()

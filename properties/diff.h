@@ -16,7 +16,7 @@ namespace kvcheck::props {
 struct CacheByteLocation {
   enum class Kind { kData, kScale, kTail, kPadding };
   int64_t block = 0;
-  int64_t token = 0;  // -1 for padding
+  int64_t token = 0;  // -1 for padding past the records; the token of a scale record's pad byte
   Kind kind = Kind::kData;
   int64_t index = 0;  // data element (e2m1: the low element of the byte), scale group, or
                       // the row element a BF16 tail byte holds
@@ -28,7 +28,8 @@ struct CacheByteLocation {
 
 /// Decodes a byte offset with the SPEC §3 formulas (written here, independent of impl/).
 /// block_stride: the cache's, 0 = packed; every byte past a block's records is
-/// kPadding (its padding, then other layers' pages; index counts from the records' end).
+/// kPadding (its padding, then other layers' pages; index counts from the records' end),
+/// and so is a block-planar do_cast record's scale pad byte (token set, index within the pad).
 CacheByteLocation locate_cache_byte(const KVCacheFormat& format, int32_t block_size, int64_t offset,
                                     int64_t block_stride = 0);
 

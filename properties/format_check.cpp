@@ -24,6 +24,9 @@ std::string check_sizes(const KVCacheFormat& f) {
   const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 || is_fp32_pow2(f.sf_format) ? 4
                                : f.is_quantized()                                                  ? 1
                                                                                                    : 0);
+  // A block-planar do_cast record pads its scales to 8 bytes; its tail follows the data.
+  const bool planar_cast = f.do_cast && !f.token_interleaved;
+  const int64_t sf_record = planar_cast ? (sf + 7) / 8 * 8 : sf;
   std::string out;
   auto expect = [&](const char* what, int64_t got, int64_t want) {
     if (got != want)
@@ -32,9 +35,10 @@ std::string check_sizes(const KVCacheFormat& f) {
   expect("quantized_bytes", f.quantized_bytes(), q);
   expect("num_scales", f.num_scales(), scales);
   expect("sf_bytes", f.sf_bytes(), sf);
-  expect("bytes_per_token", f.bytes_per_token(), q + sf + tail);
-  expect("tail_offset", f.tail_offset(), q + sf);
-  expect("token_alignment", f.token_alignment(), std::gcd<int64_t>(32, q + sf + tail));
+  expect("sf_token_bytes", f.sf_token_bytes(), sf_record);
+  expect("bytes_per_token", f.bytes_per_token(), q + sf_record + tail);
+  expect("tail_offset", f.tail_offset(), f.token_interleaved ? q + sf : q);
+  expect("token_alignment", f.token_alignment(), std::gcd<int64_t>(32, q + sf_record + tail));
   return out;
 }
 
@@ -48,6 +52,9 @@ std::string check_offsets(const FormatScenario& s, const CacheLayout& l) {
   expect("block_stride_for", block_stride_for(f, s.block_size), ref::block_stride(f, s.block_size));
   if (f.name == "V41" && s.block_size == 64) expect("V41 block 64 stride (SPEC §3)", l.block_stride, 33792);
   if (f.name == "V41" && s.block_size == 133) expect("V41 block 133 stride (SPEC §3)", l.block_stride, 70752);
+  // FlashMLA's allocation: round_up(block_size * 584, 576) (SPEC §3).
+  if (f.name == "MODEL1" && s.block_size == 64) expect("MODEL1 block 64 stride (SPEC §3)", l.block_stride, 37440);
+  if (f.name == "MODEL1" && s.block_size == 133) expect("MODEL1 block 133 stride (SPEC §3)", l.block_stride, 77760);
   const std::string at = " at block " + std::to_string(s.block) + " token " + std::to_string(s.token);
   expect("data_offset" + at, l.data_offset(s.block, s.token), ref::data_offset(f, s.block_size, s.block, s.token));
   if (f.is_quantized())

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 
 #include "reference/numerics.h"
@@ -104,7 +105,7 @@ std::string check_float(uint32_t bits) {
 }
 #endif
 
-// SPEC §4.1-4.4, §4.6: expected codes (one per element) and scale bytes.
+// SPEC §4.1-4.4, §4.6-§4.8: expected codes (one per element) and scale bytes.
 void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::vector<uint8_t>& codes,
                   std::vector<uint8_t>& scale) {
   const float inv448 = std::bit_cast<float>(0x3B124925u), inv6 = std::bit_cast<float>(0x3E2AAAABu);
@@ -127,6 +128,12 @@ void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::
     const float inv = 1.0f / nv_e4m3_value(sf);
     scale = {sf};
     for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * inv);
+  } else if (f.sf_format == SfFormat::kUE8M0FloorAfter) {  // §4.8: §4.6's t, the exponent as a byte
+    const float t = std::fmax(amax / 448.0f, 1e-4f);
+    const int k = std::isinf(t) ? 128 : static_cast<int>(std::ceil(std::log2(double{t})));
+    const float sf = std::isinf(t) ? t : std::ldexp(1.0f, k);
+    scale = {static_cast<uint8_t>(k + 127)};
+    for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] / sf);
   } else if (is_fp32_pow2(f.sf_format)) {  // §4.6 / §4.7: 2^ceil(log2(t)), the floor after / before
     const float t = f.sf_format == SfFormat::kFP32Pow2 ? std::fmax(amax / 448.0f, 1e-4f) : std::fmax(amax, 1e-4f) / 448.0f;
     // log2 in double: a float's distance from a power of two (>= 2^-24 relative) moves it
@@ -161,7 +168,8 @@ std::string check_group(const NumericsScenario& s) {
       return "quantize_group " + f.name + " element " + std::to_string(i) + " (bf16 " + hex(s.group[i]) +
              "): reference code " + hex(codes[i]) + ", SPEC formula " + hex(want_codes[i]) + "\n";
   float sv = 0;
-  if (f.sf_format == SfFormat::kUE8M0) sv = std::ldexp(1.0f, int{scale[0]} - 127);
+  if (f.sf_format == SfFormat::kUE8M0 || f.sf_format == SfFormat::kUE8M0FloorAfter)  // e8m0: 0xFF is NaN
+    sv = scale[0] == 0xFF ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int{scale[0]} - 127);
   else if (f.sf_format == SfFormat::kE4M3) sv = nv_e4m3_value(scale[0]);
   else sv = std::bit_cast<float>(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
                                  uint32_t{scale[3]} << 24);

@@ -25,7 +25,8 @@ struct Recipe {
 
 double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
   switch (f.sf_format) {
-    case SfFormat::kUE8M0: return std::ldexp(1.0, int{*scale} - 127);
+    case SfFormat::kUE8M0:
+    case SfFormat::kUE8M0FloorAfter: return std::ldexp(1.0, int{*scale} - 127);
     case SfFormat::kE4M3: return ref::e4m3_to_float(*scale);
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:

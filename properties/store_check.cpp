@@ -78,16 +78,23 @@ std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_
 
 std::string ue8m0_violation(const StoreScenario& s, const uint8_t* after) {
   const KVCacheFormat& f = s.shape.format;
-  if (f.sf_format != SfFormat::kUE8M0) return "";
+  const bool floor_after = f.sf_format == SfFormat::kUE8M0FloorAfter;
+  if (f.sf_format != SfFormat::kUE8M0 && !floor_after) return "";
   const int32_t bs = s.shape.block_size;
   for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
     const int32_t slot = s.slot_mapping[r];
     if (slot < 0 || slot >= int64_t{s.shape.num_blocks} * bs) continue;
     const int64_t off = ref::scale_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
-    for (int64_t g = 0; g < f.num_scales(); ++g)
-      if (after[off + g] == 0xFF)
+    for (int64_t g = 0; g < f.num_scales(); ++g) {
+      if (!floor_after && after[off + g] == 0xFF)
         return fmt::format("row {} (slot {}) scale group {} is 0xFF (E8M0 NaN; SPEC §4 clamps k to [-126, 126])\n", r,
                            slot, g);
+      // SPEC §4.8: t >= 1e-4 after the division, so k >= -13 (byte 114) whatever the tile.
+      if (floor_after && after[off + g] < 114)
+        return fmt::format("row {} (slot {}) scale group {} is 0x{:02X} = 2^{}, below the 2^-13 the 1e-4 floor "
+                           "after the division allows (SPEC §4.8)\n",
+                           r, slot, g, after[off + g], int{after[off + g]} - 127);
+    }
   }
   return "";
 }

@@ -55,6 +55,9 @@ int64_t block_stride(const KVCacheFormat& format, int32_t block_size) {
   const int64_t bpt = format.bytes_per_token();
   const int64_t records = int64_t{block_size} * bpt;
   if (format.token_interleaved) return round_up(records, std::lcm(int64_t{32}, bpt));
+  // Block-planar do_cast (MODEL1): blocks padded to a multiple of the token's [data |
+  // tail] row too (576 bytes), as FlashMLA allocates them.
+  if (format.do_cast) return round_up(records, std::lcm(int64_t{32}, format.quantized_bytes() + format.tail_bytes()));
   return round_up(records, 32);
 }
 
@@ -62,7 +65,9 @@ int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t blo
                     int64_t stride) {
   const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
   if (format.token_interleaved) return base + token * format.bytes_per_token();
-  return base + token * format.quantized_bytes();  // BF16: quantized_bytes == 2E
+  // Block-planar: [data | tail] rows (index formats and BF16 have no tail; BF16:
+  // quantized_bytes == 2E).
+  return base + token * (format.quantized_bytes() + format.tail_bytes());
 }
 
 int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
@@ -70,14 +75,21 @@ int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t bl
   const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
   if (format.token_interleaved)
     return base + token * format.bytes_per_token() + format.quantized_bytes();
-  return base + int64_t{block_size} * format.quantized_bytes() + token * format.sf_bytes();
+  // Block-planar: every token's row, then every token's scales; a do_cast record's
+  // scales padded to 8 bytes (MODEL1: 7 ue8m0 + 1, SPEC §2).
+  const int64_t row = format.quantized_bytes() + format.tail_bytes();
+  const int64_t scales = format.do_cast ? round_up(format.sf_bytes(), 8) : format.sf_bytes();
+  return base + int64_t{block_size} * row + token * scales;
 }
 
 int64_t tail_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                     int64_t stride) {
-  // Only token-interleaved records have a tail: [quantised data | scales | BF16 tail].
+  // Interleaved [quantised data | scales | BF16 tail]; block-planar [quantised data |
+  // BF16 tail] rows (MODEL1).
   const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
-  return base + token * format.bytes_per_token() + format.quantized_bytes() + format.sf_bytes();
+  if (format.token_interleaved)
+    return base + token * format.bytes_per_token() + format.quantized_bytes() + format.sf_bytes();
+  return base + token * (format.quantized_bytes() + format.tail_bytes()) + format.quantized_bytes();
 }
 
 }  // namespace kvcheck::ref

@@ -31,7 +31,7 @@ int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t blo
 int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                      int64_t stride = 0);
 /// Byte offset of token `token`'s BF16 tail in block `block` (formats with one: after
-/// the record's data and scales, SPEC §2).
+/// the record's data and scales, or after its data in a block-planar record, SPEC §2).
 int64_t tail_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                     int64_t stride = 0);
 

@@ -180,6 +180,13 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
       for (size_t i = 0; i < group; ++i) codes[i] = cvt_e4m3(xf[i] / sf);  // exact scaling
       return;
     }
+    case SfFormat::kUE8M0FloorAfter: {  // §4.8 (FlashMLA MODEL1): §4.6's rule, the exponent as a byte
+      const int k = ceil_log2(std::max(amax / 448.0f, kFp8AmaxMargin));  // IEEE division, then the floor
+      scale[0] = static_cast<uint8_t>(k + 127);  // 114 .. 247, or 255 (an Inf amax, k = 128)
+      const float sf = k == 128 ? std::numeric_limits<float>::infinity() : std::ldexp(1.0f, k);
+      for (size_t i = 0; i < group; ++i) codes[i] = cvt_e4m3(xf[i] / sf);  // exact scaling
+      return;
+    }
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kInvalidFormat,
@@ -188,7 +195,8 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
 
 float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale) {
   switch (format.sf_format) {
-    case SfFormat::kUE8M0: return e8m0_to_float(scale[0]);
+    case SfFormat::kUE8M0:
+    case SfFormat::kUE8M0FloorAfter: return e8m0_to_float(scale[0]);
     case SfFormat::kE4M3: return e4m3_to_float(scale[0]);
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:

@@ -9,6 +9,7 @@
 #include "tests/test_util.h"
 #include "impl/format.h"
 #include "impl/layout.h"
+#include "reference/layout.h"
 
 namespace kvcheck {
 namespace {
@@ -112,10 +113,54 @@ TEST(Format, Fp8DsMlaIsThe656ByteRecord) {
   EXPECT_EQ(p.tail_offset(1, 2), 16 * 656 + 2 * 656 + 528);
 }
 
-TEST(Format, ValidationDoCastNeedsInterleaved) {
+TEST(Format, Model1IsThe584ByteBlockPlanarRecord) {
+  // FlashMLA MODEL1 (ENGINES.md §2, FlashMLA tests/quant.py): per token 448 e4m3 + 64 bf16
+  // rope (576 bytes, one row), then 7 ue8m0 tile scales + 1 pad byte, block-planar.
+  const KVCacheFormat f = KVCacheFormat::MODEL1();
+  EXPECT_EQ(f.elements, 512);
+  EXPECT_EQ(f.quantized_elements(), 448);
+  EXPECT_EQ(f.quantized_bytes(), 448);
+  EXPECT_EQ(f.num_scales(), 7);
+  EXPECT_EQ(f.scale_width(), 1);
+  EXPECT_EQ(f.sf_bytes(), 7);
+  EXPECT_EQ(f.sf_token_bytes(), 8);
+  EXPECT_EQ(f.tail_offset(), 448);
+  EXPECT_EQ(f.tail_bytes(), 128);
+  EXPECT_EQ(f.bytes_per_token(), 584);
+  EXPECT_EQ(f.load_row_bytes(), 1024);  // 512 BF16
+  EXPECT_EQ(f.token_alignment(), 8);
+  const std::vector<int64_t> shape = {100, 64, 1, 584};
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape).name, "MODEL1");
+  EXPECT_EQ(format_by_name("MODEL1"), f);
+  // SPEC §3: round_up(64 * 584 = 37376, 576) = 65 * 576 = 37440; block 133: 77672 -> 135 * 576.
+  EXPECT_EQ(CacheLayout::make(f, 2, 64).block_stride, 37440);
+  EXPECT_EQ(CacheLayout::make(f, 2, 133).block_stride, 77760);
+  // Block 2 token 5 of bs 64: data at 2*37440 + 5*576 = 77760, the rope tail 448 later,
+  // the scales after the block's 64 rows: 74880 + 36864 + 5*8.
+  const CacheLayout l = CacheLayout::make(f, 3, 64);
+  EXPECT_EQ(l.data_offset(2, 5), 77760);
+  EXPECT_EQ(l.paged().tail_offset(2, 5), 78208);
+  EXPECT_EQ(l.scale_offset(2, 5), 111784);
+  EXPECT_EQ(l.size_bytes(), 3 * 37440);
+  EXPECT_EQ(ref::data_offset(f, 64, 2, 5), 77760);
+  EXPECT_EQ(ref::tail_offset(f, 64, 2, 5), 78208);
+  EXPECT_EQ(ref::scale_offset(f, 64, 2, 5), 111784);
+}
+
+TEST(Format, BlockPlanarDoCastPadsScalesToEightBytes) {
+  // V41_FP4 made block-planar: 256 data bytes per row, 32 e4m3 scales (a multiple of 8
+  // already); with 24 groups of 16 (384 elements) 24 scale bytes, 288 bytes per token.
   KVCacheFormat f = KVCacheFormat::V41_FP4();
   f.token_interleaved = false;
-  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat);
+  EXPECT_NO_THROW(f.validate());
+  EXPECT_EQ(f.sf_token_bytes(), 32);
+  f.elements = 376;  // 23.5 groups: invalid
+  expect_error([&] { f.validate(); }, ErrorCode::kInvalidFormat, {"elements_per_sf"});
+  f.elements = 368;  // 23 groups: 23 scale bytes padded to 24
+  EXPECT_EQ(f.sf_token_bytes(), 24);
+  EXPECT_EQ(f.bytes_per_token(), 184 + 24);
+  // Index formats keep their scale records unpadded.
+  EXPECT_EQ(KVCacheFormat::FP4_INDEX().sf_token_bytes(), 4);
 }
 
 TEST(Format, ValidationBf16Elements) {

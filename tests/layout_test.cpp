@@ -108,7 +108,7 @@ TEST(Layout, GeometryChecks) {
     }
   }
   KVCacheFormat broken = f;
-  broken.token_interleaved = false;
+  broken.elements_per_sf = 0;  // quantised without a group (SPEC §2)
   try {
     ref::check_cache_geometry(broken, 1, 1);
     ADD_FAILURE() << "no throw";

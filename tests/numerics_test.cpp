@@ -252,6 +252,39 @@ TEST(Numerics, Recipe47Fp32PowerOfTwoScaleFloorFirst) {
   EXPECT_EQ(first(a, 1), (std::vector<uint8_t>{0x7A}));
 }
 
+// §4.8 (MODEL1, groups of 64): §4.6's rule, k + 127 stored as one ue8m0 byte.
+//  - amax 336 (0x43A8): t = 0.75 -> k = 0, byte 0x7F; 336 ties 320/352 -> even 0x7A.
+//  - amax 452 (0x43E2): t = RN(452/448) = 1.0089 -> k = 1, byte 0x80; 226 -> 224 = 0x76,
+//    -1 -> -0.5 = 0xB0.
+//  - all zero: t = 1e-4 in (2^-14, 2^-13] -> k = -13, byte 114 (0x72) (V41's rule: 2^-22).
+//  - amax 0x3A83 (1.0234375 * 2^-10): t floored to 1e-4 -> 2^-13; the element / 2^-13 =
+//    8.1875 -> 8 = 0x50 (V41's rule: 2^-18, byte 109).
+//  - an Inf: k = 128, byte 0xFF; finite elements / Inf = +-0, Inf / Inf = NaN -> 0x7F.
+//  Dequant: 0xFF reads as e8m0's NaN, so every element of an Inf tile loads as NaN.
+TEST(Numerics, Recipe48Ue8m0TileScaleFloorAfter) {
+  const auto f = KVCacheFormat::MODEL1();
+  ASSERT_EQ(f.elements_per_sf, 64);
+  const Quantized a = quantize(f, {0x43A8, 0x43A0});
+  EXPECT_EQ(a.scale, (std::vector<uint8_t>{0x7F}));
+  EXPECT_EQ(first(a, 3), (std::vector<uint8_t>{0x7A, 0x7A, 0x00}));
+  EXPECT_EQ(dequantize(f, 0x7A, a.scale), 0x43A0);  // 320
+  const Quantized b = quantize(f, {0x43E2, 0xBF80});
+  EXPECT_EQ(b.scale, (std::vector<uint8_t>{0x80}));
+  EXPECT_EQ(first(b, 2), (std::vector<uint8_t>{0x76, 0xB0}));
+  EXPECT_EQ(dequantize(f, 0x76, b.scale), 0x43E0);  // 1.75 * 2^7 * 2 = 448
+  const Quantized zero = quantize(f, {kNegZero});
+  EXPECT_EQ(zero.scale, (std::vector<uint8_t>{0x72}));
+  EXPECT_EQ(first(zero, 2), (std::vector<uint8_t>{0x80, 0x00}));
+  const Quantized small = quantize(f, {0x3A83});
+  EXPECT_EQ(small.scale, (std::vector<uint8_t>{0x72}));
+  EXPECT_EQ(first(small, 1), (std::vector<uint8_t>{0x50}));
+  EXPECT_EQ(quantize(KVCacheFormat::MXFP8_INDEX(), {0x3A83}).scale, (std::vector<uint8_t>{109}));
+  const Quantized inf = quantize(f, {kPosInf, 0xBF80, kNaN});
+  EXPECT_EQ(inf.scale, (std::vector<uint8_t>{0xFF}));
+  EXPECT_EQ(first(inf, 4), (std::vector<uint8_t>{0x7F, 0x80, 0x7F, 0x00}));
+  EXPECT_EQ(dequantize(f, 0x80, inf.scale), 0x7FFF);  // -0 * NaN
+}
+
 // All-zero groups. ue8m0: a = 1e-4f. e4m3: 1e-4*INV448 = 2.232e-7 in (2^-23, 2^-22]
 // -> k = -22, byte 105. e2m1: 1e-4*INV6 = 1.667e-5 in (2^-16, 2^-15] -> k = -15, byte 112.
 // V41_FP4: 6*2^-9*INV6 = 3*0xAAAAAB*2^-34 = 2^-9 + 2^-34 -> RN 2^-9 -> e4m3 0x01.

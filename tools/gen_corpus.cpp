@@ -82,7 +82,7 @@ bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) =
 bool has(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 const std::vector<std::string> kFormats = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX",
-                                           "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "BF16(512)", "BF16(8)", "BF16(136)",
+                                           "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "MODEL1", "BF16(512)", "BF16(8)", "BF16(136)",
                                            "BF16(4096)"};
 const std::vector<int> kBlockSizes = {1, 2, 16, 64, 133, 256, 53, 61, 69};
 
@@ -97,8 +97,10 @@ std::vector<CustomKind> custom_kinds() {
   std::vector<CustomKind> out;
   for (auto d : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
     for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32,
-                    kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst})
-      if (!kvcheck::is_fp32_pow2(sf) || d == kvcheck::QuantizedDtype::kE4M3)  // SPEC §2: e4m3 only
+                    kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst,
+                    kvcheck::SfFormat::kUE8M0FloorAfter})
+      if ((!kvcheck::is_fp32_pow2(sf) && sf != kvcheck::SfFormat::kUE8M0FloorAfter) ||
+          d == kvcheck::QuantizedDtype::kE4M3)  // SPEC §2: e4m3 only
         for (int g : {16, 32, 128, 0}) out.push_back({d, sf, g});
   return out;
 }
@@ -197,6 +199,7 @@ void store_seeds(const fs::path& root) {
   seed<S>(root, "store", "row-stride-padded", d, [](const S& c) { return c.fault.empty() && c.scenario.row_stride > c.scenario.shape.format.elements && valid_rows(c.scenario) >= 2; });
   for (const auto& k : custom_kinds())
     seed<S>(root, "store", "custom-" + name_of(k), d, [&](const S& c) { return c.fault.empty() && is_custom(c.scenario.shape.format, k) && valid_rows(c.scenario) >= 3 && value_stats(c.scenario).zero < 0.5; });
+  seed<S>(root, "store", "custom-planar-cast", d, [](const S& c) { const auto& f = c.scenario.shape.format; return c.fault.empty() && !kvcheck::props::is_named_format(f) && f.do_cast && !f.token_interleaved && valid_rows(c.scenario) >= 3; });
   seed<S>(root, "store", "custom-bf16-tail", d, [](const S& c) { const auto& f = c.scenario.shape.format; return c.fault.empty() && !kvcheck::props::is_named_format(f) && f.bf16_tail_elements > 0 && valid_rows(c.scenario) >= 3; });
   const auto values = [](const S& c, const std::string& v) {
     const ValueStats st = value_stats(c.scenario);
@@ -289,6 +292,7 @@ void load_seeds(const fs::path& root) {
     seed<L>(root, t, "custom-cast-" + name_of(k), d, [&](const L& c) { return plain(c) && is_custom(c.scenario.shape.format, k) && c.scenario.shape.format.do_cast; });
   seed<L>(root, t, "custom-index-ue8m0", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.sf_format == kvcheck::SfFormat::kUE8M0 && f.is_index() && !f.token_interleaved; });
   seed<L>(root, t, "custom-index-interleaved-fp32", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.is_index() && f.token_interleaved && f.sf_format == kvcheck::SfFormat::kFP32; });
+  seed<L>(root, t, "custom-planar-cast", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.do_cast && !f.token_interleaved && c.scenario.shape.block_size > 1; });
   seed<L>(root, t, "custom-cast-bf16-tail", d, [&](const L& c) { const auto& f = c.scenario.shape.format; return plain(c) && !kvcheck::props::is_named_format(f) && f.bf16_tail_elements > 0 && c.scenario.shape.block_size > 1; });
   seed<L>(root, t, "padded-out-rows", d, [&](const L& c) { return plain(c) && c.scenario.out_data_pad == 33 && c.scenario.out_scale_pad == 5 && c.scenario.shape.format.is_index(); });
 }
@@ -334,12 +338,12 @@ void format_seeds(const fs::path& root) {
 void numerics_seeds(const fs::path& root) {
   using N = kvcheck::props::NumericsScenario;
   const auto d = byte_decoder(kvcheck::fuzz::decode_numerics);
-  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX"})
+  for (const auto& f : std::vector<std::string>{"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "MODEL1"})
     seed<N>(root, "numerics", "group-" + f, d, [&](const N& s) { return s.format.name == f && s.floats.size() >= 8; });
   for (auto dt : {kvcheck::QuantizedDtype::kE4M3, kvcheck::QuantizedDtype::kE2M1})
     for (auto sf : {kvcheck::SfFormat::kUE8M0, kvcheck::SfFormat::kE4M3, kvcheck::SfFormat::kFP32})
       seed<N>(root, "numerics", "custom-" + kvcheck::to_string(dt) + "-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.quantized_dtype == dt && s.format.sf_format == sf && s.floats.size() >= 2; });
-  for (auto sf : {kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst})
+  for (auto sf : {kvcheck::SfFormat::kFP32Pow2, kvcheck::SfFormat::kFP32Pow2FloorFirst, kvcheck::SfFormat::kUE8M0FloorAfter})
     seed<N>(root, "numerics", "custom-e4m3-" + kvcheck::to_string(sf), d, [=](const N& s) { return starts(s.format.name, "custom(") && s.format.sf_format == sf && s.floats.size() >= 2; });
   seed<N>(root, "numerics", "zero-group", d, [](const N& s) { return std::all_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0; }); });
   seed<N>(root, "numerics", "nan-inf-in-group", d, [](const N& s) { return std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) > 0x7F80; }) && std::any_of(s.group.begin(), s.group.end(), [](uint16_t v) { return (v & 0x7FFF) == 0x7F80; }); });
@@ -748,6 +752,7 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
     for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
     return c.fault.empty() && stored >= 2 && c.scenario.rope;
   };
+  seed<S>(root, t, "rope-neox-model1-448-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::MODEL1() && c.scenario.kv_lora_rank == 448 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-neox-fp8-ds-mla-512-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank == 512 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-gptj-sub-range", d, [&](const S& c) { return rope(c) && !c.scenario.rope->is_neox && c.scenario.rope->rot_dim < c.scenario.rope_dim; });
   seed<S>(root, t, "rope-split-caches", d, [&](const S& c) { return rope(c) && c.scenario.pe_shape; });
@@ -773,6 +778,7 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   seed<S>(root, t, "split-error-pe-inside-cache", d, [](const S& c) { return c.scenario.pe_inside_cache >= 0; });
   seed<S>(root, t, "split-error-width", d, [](const S& c) { return c.code == E::kShapeMismatch && c.fault.find("'s E is") != std::string::npos; });
   const auto engines = [](const S& c) { return c.scenario.kv_lora_rank == c.scenario.shape.format.elements - 64; };
+  seed<S>(root, t, "model1-448-64", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::MODEL1() && engines(c); });
   seed<S>(root, t, "fp8-ds-mla-512-64", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && engines(c); });
   seed<S>(root, t, "bf16-576-view", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::BF16(576) && engines(c) && c.scenario.pe_row_stride == 0; });
   seed<S>(root, t, "v41-own-k-pe", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::V41() && c.scenario.pe_row_stride > 0; });

@@ -155,6 +155,7 @@ RowsFn pick_group(int32_t group, bool avx2) {
   switch (group) {
     case 16: return avx2 ? &rows_avx2<K, D, S, 16> : &rows_baseline<K, D, S, 16>;
     case 32: return avx2 ? &rows_avx2<K, D, S, 32> : &rows_baseline<K, D, S, 32>;
+    case 64: return avx2 ? &rows_avx2<K, D, S, 64> : &rows_baseline<K, D, S, 64>;  // MODEL1
     case 128: return avx2 ? &rows_avx2<K, D, S, 128> : &rows_baseline<K, D, S, 128>;
     default: return avx2 ? &rows_avx2<K, D, S, 0> : &rows_baseline<K, D, S, 0>;
   }
@@ -163,7 +164,9 @@ RowsFn pick_group(int32_t group, bool avx2) {
 template <bool D>
 RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
   switch (f.sf_format) {
-    case SfFormat::kUE8M0: return pick_group<D, SfFormat::kUE8M0>(f.elements_per_sf, avx2);
+    case SfFormat::kUE8M0:
+    case SfFormat::kUE8M0FloorAfter:  // one encoding: the rules differ in the writer only
+      return pick_group<D, SfFormat::kUE8M0>(f.elements_per_sf, avx2);
     case SfFormat::kE4M3: return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
     case SfFormat::kFP32: return pick_group<D, SfFormat::kFP32>(f.elements_per_sf, avx2);
     case SfFormat::kFP32Pow2:

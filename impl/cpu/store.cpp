@@ -60,19 +60,23 @@ KVCHECK_CPU_INLINE float group_scale(float amax, uint8_t* scale) {
     const uint8_t sf = f32_to_e4m3(t);
     *scale = sf;
     return 1.0f / e4m3_to_f32(sf);
-  } else if constexpr (is_fp32_pow2(S)) {
-    // SPEC §4.6 (fp8_ds_mla): the 1e-4 floor after the IEEE division; §4.7 (the
-    // indexer's ue8m0 option): before it.
+  } else if constexpr (is_fp32_pow2(S) || S == SfFormat::kUE8M0FloorAfter) {
+    // SPEC §4.6 (fp8_ds_mla) and §4.8 (MODEL1, the exponent as a ue8m0 byte): the 1e-4
+    // floor after the IEEE division; §4.7 (the indexer's ue8m0 option): before it.
     float t;
-    if constexpr (S == SfFormat::kFP32Pow2) {
+    if constexpr (S != SfFormat::kFP32Pow2FloorFirst) {
       t = amax / 448.0f;
       t = t < kAmaxMargin ? kAmaxMargin : t;
     } else {
       t = (amax < kAmaxMargin ? kAmaxMargin : amax) / 448.0f;
     }
     const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax
-    const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;  // 2^k; k = 128: +Inf
-    std::memcpy(scale, &bits, 4);
+    if constexpr (S == SfFormat::kUE8M0FloorAfter) {
+      *scale = static_cast<uint8_t>(k + 127);  // k = 128: 0xFF
+    } else {
+      const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;  // 2^k; k = 128: +Inf
+      std::memcpy(scale, &bits, 4);
+    }
     return k == 128 ? 0.0f : exp2_neg(k);  // x * 2^-k == x / 2^k; x / Inf == x * 0
   } else {
     static_assert(S == SfFormat::kFP32);
@@ -199,6 +203,7 @@ RowsFn pick_group(int32_t group, bool avx2) {
   switch (group) {
     case 16: return avx2 ? &rows_avx2<D, S, 16> : &rows_baseline<D, S, 16>;
     case 32: return avx2 ? &rows_avx2<D, S, 32> : &rows_baseline<D, S, 32>;
+    case 64: return avx2 ? &rows_avx2<D, S, 64> : &rows_baseline<D, S, 64>;  // MODEL1
     case 128: return avx2 ? &rows_avx2<D, S, 128> : &rows_baseline<D, S, 128>;
     default: return avx2 ? &rows_avx2<D, S, 0> : &rows_baseline<D, S, 0>;
   }
@@ -215,6 +220,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
       break;  // e4m3 data only (validated)
     case SfFormat::kFP32Pow2FloorFirst:
       if constexpr (D) return pick_group<D, SfFormat::kFP32Pow2FloorFirst>(f.elements_per_sf, avx2);
+      break;
+    case SfFormat::kUE8M0FloorAfter:
+      if constexpr (D) return pick_group<D, SfFormat::kUE8M0FloorAfter>(f.elements_per_sf, avx2);
       break;
     case SfFormat::kNone: break;
   }

@@ -245,7 +245,78 @@ __device__ __forceinline__ uint32_t rope_elem(const uint8_t* src, int32_t c, uin
       dev::rope_value(model_to_f32<M>(static_cast<uint16_t>(x)), other, cs[p.j], cs[q.rot_dim / 2 + p.j], p.first));
 }
 
-template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip>
+// rope_head's fallback, for a vector on an end of the rotated range or of a layout
+// dev::rope_chunk_fast refuses: element by element (rope_elem). Out of line: inlined,
+// it raised the vector path's registers for shapes the common models never have.
+template <KvDevDtype M>
+__device__ __noinline__ uint4 rope_vec_slow(const uint8_t* src, int32_t e, uint4 x, RopeArgs q, int64_t row) {
+  uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    const uint32_t y = rope_elem<M>(src, e + i, (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu, q, row);
+    w[i / 2] = (w[i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | (y << (16 * (i % 2)));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// A key head with the fused RoPE (§8.4) on the vector path: move_head's loads and
+// stores (the same quantisation), each vector rotated in registers in between. A vector
+// inside the rotated range with dev::rope_chunk_fast's layout takes its NeoX partner
+// vector (same head; loaded with the row's) and its table values by vector loads; a
+// vector on an end of the range, or of another layout, goes element by element
+// (rope_elem). f32x2_to_model's halves are f32_to_model's bits: both agree.
+template <KvDevDtype M, KvDevDtype Out, bool Recip>
+__device__ __forceinline__ void rope_head(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, bool write,
+                                          int32_t d, const UnitScale& sc, int lane, int width, const RopeArgs& q,
+                                          int64_t row) {
+  using E = Elems<M, Out, Recip>;
+  static_assert(!kIsFp8<M>, "a model-dtype key");
+  constexpr int kS = kSteps<M, Out>;
+  const float* cs = q.cos_sin_cache + q.positions[row] * q.rot_dim;  // once per head
+  for (int32_t base = lane * kVec; base < d; base += width * kVec * kS) {
+    uint4 x[kS], p[kS];
+    bool fast[kS];
+#pragma unroll
+    for (int k = 0; k < kS; ++k) {
+      const int32_t e = base + k * width * kVec, k0 = e - q.rope_offset;
+      fast[k] = e < d && k0 >= 0 && k0 + kVec <= q.rot_dim && dev::rope_chunk_fast(k0, q.rot_dim, q.is_neox);
+      p[k] = make_uint4(0, 0, 0, 0);
+      if (e < d) x[k] = E::load(src, e);
+      if (fast[k]) {  // e % 8 == 0, half % 8 == 0: the partner vector is aligned
+        if (q.is_neox) p[k] = E::load(src, e + dev::rope_partner_offset(k0, q.rot_dim));
+      }
+    }
+    if (!write) return;
+#pragma unroll
+    for (int k = 0; k < kS; ++k) {
+      const int32_t e = base + k * width * kVec, k0 = e - q.rope_offset;
+      if (e >= d) continue;
+      if (fast[k]) {
+        uint32_t w[4] = {x[k].x, x[k].y, x[k].z, x[k].w};
+        const uint32_t pw[4] = {p[k].x, p[k].y, p[k].z, p[k].w};
+        float f[kVec], y[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          f[i] = model_to_f32<M>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
+          y[i] = model_to_f32<M>(static_cast<uint16_t>(pw[i / 2] >> (16 * (i % 2))));
+        }
+        float c[kVec] = {}, s[kVec] = {};  // loaded here, not with the rows: 146 -> ~100 registers at kS = 4
+        dev::rope_chunk_table(cs, k0, q.rot_dim, q.is_neox, c, s);
+        dev::rope_chunk_apply(f, y, c, s, k0, q.rot_dim, q.is_neox);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = f32x2_to_model<M>(f[2 * j], f[2 * j + 1]);
+        x[k] = make_uint4(w[0], w[1], w[2], w[3]);
+      } else if (k0 + kVec > 0 && k0 < q.rot_dim) {
+        x[k] = rope_vec_slow<M>(src, e, x[k], q, row);
+      }
+      E::store(dst, e, x[k], sc);
+    }
+  }
+}
+
+// Rope: a fused RoPE on the key rows (§8.4), a separate instantiation so that its
+// registers never cost the plain store occupancy.
+template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip, bool Rope>
 __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
@@ -269,12 +340,21 @@ __global__ void __launch_bounds__(kThreads) store_kv_kernel(StoreKvLaunch a, int
       sc.rcp = __frcp_rn(sc.s);  // = __fdiv_rn(1, s): recipe sglang's RN(1/s)
       sc.fast = !Recip && dev::fast_div_ok(sc.s);
     }
-    if (w.side == 0 && a.rope.cos_sin_cache != nullptr) {  // a fused RoPE (§8.4): element by element
-      using E = Elems<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>;
-      if (write)
-        for (int32_t c = lane; c < L.head_dim; c += width)
-          E::store1(dst, c, rope_elem<KeyIn>(src, c, E::load1(src, c), a.rope, w.row), sc);
-    } else if (w.side == 0)
+    if constexpr (Rope) {
+      if (w.side == 0) {
+        if constexpr (V == kVec) {
+          rope_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>(src, dst, write, L.head_dim, sc, lane, width,
+                                                                  a.rope, w.row);
+        } else {  // unaligned rows or head_dim % 8 != 0: element by element
+          using E = Elems<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>;
+          if (write)
+            for (int32_t c = lane; c < L.head_dim; c += width)
+              E::store1(dst, c, rope_elem<KeyIn>(src, c, E::load1(src, c), a.rope, w.row), sc);
+        }
+        continue;
+      }
+    }
+    if (w.side == 0)
       move_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);
     else
       move_head<ValueIn, kIsFp8<Cache> ? Cache : ValueIn, V, Recip>(src, dst, write, L.head_dim, sc, lane, width);
@@ -352,8 +432,11 @@ std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const L
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kSteps<K, kIsFp8<C> ? C : K>);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
-  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R>, g, o, a, width, st)
-             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R>, g, o, a, width, st);
+  if (a.rope.cos_sin_cache != nullptr)
+    return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, true>, g, o, a, width, st)
+               : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, true>, g, o, a, width, st);
+  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, false>, g, o, a, width, st)
+             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, false>, g, o, a, width, st);
 }
 
 const char* dtype_name(KvDevDtype d) {

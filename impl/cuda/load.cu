@@ -47,10 +47,11 @@ constexpr int64_t kDeepFrom = 8192;  // tokens a load may cover before tiles go 
 template <int E, int G, PagedDtype D, PagedSf S, int T, int kDequantTile>
 __global__ void __launch_bounds__(kThreads)
     load_dequant_fixed_kernel(DeviceCache cache, LoadArgs a, const DeviceStatus* status) {
-  constexpr int kSteps = E / 8 / 32;  // 8 elements per lane per step, a token per warp
+  constexpr int kChunks = E / 8;                 // 8 elements per lane per step, a token per warp
+  constexpr int kSteps = (kChunks + 31) / 32;     // MODEL1's 56 chunks: the second step's last 8 lanes idle
   constexpr int kGroupLanes = G / 8;
   constexpr int kTailChunks = T / 8;
-  static_assert(E % 256 == 0 && G % 8 == 0 && T % 8 == 0 && kTailChunks <= 32, "fixed load layout");
+  static_assert(E % 8 == 0 && G % 8 == 0 && T % 8 == 0 && kTailChunks <= 32, "fixed load layout");
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         const int chunk = s * 32 + lane;
+        if (kChunks % 32 != 0 && chunk >= kChunks) continue;
         if constexpr (D == PagedDtype::kE4M3) {
           const uint2 v = __ldcs(reinterpret_cast<const uint2*>(data) + chunk);
           q[u][s][0] = v.x;
@@ -94,6 +96,7 @@ __global__ void __launch_bounds__(kThreads)
         if (lane < kTailChunks) __stcs(o + E / 8 + lane, tail[u]);
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
+        if (kChunks % 32 != 0 && s * 32 + lane >= kChunks) continue;
         if (t.block < 0) {  // -1: zero rows (SPEC §5.2)
           __stcs(o + s * 32 + lane, make_uint4(0, 0, 0, 0));
           continue;
@@ -285,6 +288,8 @@ std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus*
     case PagedSf::kFP32Pow2:
     case PagedSf::kFP32Pow2FloorFirst:  // one encoding: the rules differ in the writer only
       return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
+    case PagedSf::kUE8M0FloorAfter:  // ue8m0's encoding (SPEC §4.8)
+      return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
     default: return "cuda load: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -316,11 +321,15 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
     return dequant_fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);
   if (vec && untailed && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3 && L.elements == 512 && L.group == 16)  // V41_FP4
     return dequant_fixed<512, 16, Dt::kE2M1, Sf::kE4M3>(c, a, st, o);
-  // FP8_DS_MLA: its 16-byte tail loads need the tail (at data + 528) 16-byte aligned too.
-  if (vec && L.dtype == Dt::kE4M3 && L.sf == Sf::kFP32Pow2 && L.quantized_elements() == 512 &&
-      L.tail_elements == 64 && L.group == 128 && L.data_token_stride % 16 == 0 && L.block_stride % 16 == 0 &&
-      (L.quantized_bytes + L.sf_bytes) % 16 == 0)
-    return dequant_fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);
+  // FP8_DS_MLA and MODEL1: their 16-byte tail loads need the tail (at data + 528 / + 448)
+  // 16-byte aligned too.
+  const bool tail16 = L.tail_elements == 64 && L.data_token_stride % 16 == 0 && L.block_stride % 16 == 0 &&
+                      L.tail_in_record() % 16 == 0;
+  if (vec && tail16 && L.dtype == Dt::kE4M3 && L.sf == Sf::kFP32Pow2 && L.quantized_elements() == 512 && L.group == 128)
+    return dequant_fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, st, o);  // FP8_DS_MLA
+  if (vec && tail16 && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0FloorAfter && L.quantized_elements() == 448 &&
+      L.group == 64)
+    return dequant_fixed<448, 64, Dt::kE4M3, Sf::kUE8M0FloorAfter, 64>(c, a, st, o);  // MODEL1
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

@@ -138,18 +138,21 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
     t = 448.0f < t ? 448.0f : t;
     const uint8_t sf = cvt_e4m3(t);
     return {__frcp_rn(e4m3_to_f32(sf)), sf};  // RN(1/sf): the same rounded scale both ways
-  } else if constexpr (S == PagedSf::kFP32Pow2 || S == PagedSf::kFP32Pow2FloorFirst) {
-    // SPEC §4.6 (fp8_ds_mla): the 1e-4 floor after the IEEE division; §4.7 (the
-    // indexer's ue8m0 option): before it.
+  } else if constexpr (S == PagedSf::kFP32Pow2 || S == PagedSf::kFP32Pow2FloorFirst ||
+                       S == PagedSf::kUE8M0FloorAfter) {
+    // SPEC §4.6 (fp8_ds_mla) and §4.8 (MODEL1, the exponent as a ue8m0 byte): the 1e-4
+    // floor after the IEEE division; §4.7 (the indexer's ue8m0 option): before it.
     float t;
-    if constexpr (S == PagedSf::kFP32Pow2) {
+    if constexpr (S != PagedSf::kFP32Pow2FloorFirst) {
       t = __fdiv_rn(amax, 448.0f);
       t = t < kAmaxMargin ? kAmaxMargin : t;
     } else {
       t = __fdiv_rn(amax < kAmaxMargin ? kAmaxMargin : amax, 448.0f);
     }
-    const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax (code +Inf)
-    return {k == 128 ? 0.0f : exp2_neg(k), static_cast<uint32_t>(k + 127) << 23};
+    const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax (code +Inf / 0xFF)
+    const uint32_t code = S == PagedSf::kUE8M0FloorAfter ? static_cast<uint32_t>(k + 127)
+                                                          : static_cast<uint32_t>(k + 127) << 23;
+    return {k == 128 ? 0.0f : exp2_neg(k), code};
   } else {
     static_assert(S == PagedSf::kFP32, "scale format");
     const float sf = __fmul_rn(amax < kAmaxMargin ? kAmaxMargin : amax, kInv448);
@@ -180,7 +183,7 @@ __device__ __forceinline__ uint32_t abs_max_bf16x2(uint32_t m, uint32_t w) {
 /// The float value of one group's scale bytes (dequantisation, SPEC §4).
 template <PagedSf S>
 __device__ __forceinline__ float scale_value(const uint8_t* scale) {
-  if constexpr (S == PagedSf::kUE8M0) {
+  if constexpr (S == PagedSf::kUE8M0 || S == PagedSf::kUE8M0FloorAfter) {
     return ue8m0_to_f32(scale[0]);
   } else if constexpr (S == PagedSf::kE4M3) {
     return e4m3_to_f32(scale[0]);
@@ -210,6 +213,64 @@ __device__ __forceinline__ RopePlace rope_place(int32_t k, int32_t rot_dim, bool
 /// rounded before the sum (no FMA, whatever -fmad says).
 __device__ __forceinline__ float rope_value(float self, float other, float c, float s, bool first) {
   return first ? __fsub_rn(__fmul_rn(self, c), __fmul_rn(other, s)) : __fadd_rn(__fmul_rn(self, c), __fmul_rn(other, s));
+}
+
+// The 8-element (16-byte) fast path: elements k0 .. k0+7 of a rotated range, all of them
+// inside it (0 <= k0, k0 + 8 <= rot_dim), rotated together with the same arithmetic as
+// rope_value element by element. NeoX: needs half % 8 == 0 and k0 % 8 == 0, so the 8
+// are one side of 8 pairs, their partners one aligned chunk at k0 +- half and their
+// table columns 8 consecutive floats. GPT-J: needs k0 even, so the 8 are 4 whole pairs.
+__device__ __forceinline__ bool rope_chunk_fast(int32_t k0, int32_t rot_dim, bool is_neox) {
+  return is_neox ? (rot_dim / 2) % 8 == 0 && k0 % 8 == 0 : k0 % 2 == 0;
+}
+/// NeoX: where the partner chunk of the chunk at k0 starts, relative to k0.
+__device__ __forceinline__ int32_t rope_partner_offset(int32_t k0, int32_t rot_dim) {
+  return k0 < rot_dim / 2 ? rot_dim / 2 : -(rot_dim / 2);
+}
+/// 4 consecutive table floats: one float4 load where p allows (the table's base and
+/// rot_dim decide that), else 4 scalar ones.
+__device__ __forceinline__ void load_table4(const float* p, float* f) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+    f[0] = v.x;
+    f[1] = v.y;
+    f[2] = v.z;
+    f[3] = v.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[i] = __ldg(p + i);
+  }
+}
+/// The table values of the chunk at k0 (rope_chunk_fast holds), cs the position's row:
+/// NeoX c[i], s[i] for element i; GPT-J c[t], s[t] for pair t < 4 (c[4..7], s[4..7] not
+/// written). Every read stays below cs + rot_dim (NeoX: j0 + 7 < half; GPT-J: k0/2 + 3 < half).
+__device__ __forceinline__ void rope_chunk_table(const float* cs, int32_t k0, int32_t rot_dim, bool is_neox,
+                                                 float (&c)[8], float (&s)[8]) {
+  const int32_t half = rot_dim / 2;
+  const int32_t j0 = is_neox ? (k0 < half ? k0 : k0 - half) : k0 / 2;
+  load_table4(cs + j0, c);
+  load_table4(cs + half + j0, s);
+  if (is_neox) {
+    load_table4(cs + j0 + 4, c + 4);
+    load_table4(cs + half + j0 + 4, s + 4);
+  }
+}
+/// Rotates x (elements k0 .. k0+7, fp32) in place where rope_chunk_fast(k0, ...) holds;
+/// y: the NeoX partner chunk's values (unread for GPT-J); c, s from rope_chunk_table.
+__device__ __forceinline__ void rope_chunk_apply(float (&x)[8], const float (&y)[8], const float (&c)[8],
+                                                 const float (&s)[8], int32_t k0, int32_t rot_dim, bool is_neox) {
+  if (is_neox) {
+    const bool first = k0 < rot_dim / 2;  // all 8 on one side of their pairs
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = rope_value(x[i], y[i], c[i], s[i], first);
+  } else {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const float a = x[2 * t], b = x[2 * t + 1];
+      x[2 * t] = rope_value(a, b, c[t], s[t], true);
+      x[2 * t + 1] = rope_value(b, a, c[t], s[t], false);
+    }
+  }
 }
 
 }  // namespace kvcheck::cuda::dev

@@ -19,9 +19,11 @@
 //
 // Fused RoPE (docs/spec.md §8.4, StoreArgs::rope): the second source's elements inside
 // [rope_offset, rope_offset + rot_dim) are rotated as they are read — each element from
-// itself and its pair partner (a second, cached load), fp32 __fmul_rn / __fadd_rn /
-// __fsub_rn (no FMA), then RNE to BF16 — so every kernel below stores the rotated row
-// with no extra pass (Src::kRope on the 16-byte paths, a run-time test elsewhere).
+// itself and its pair partner, fp32 __fmul_rn / __fadd_rn / __fsub_rn (no FMA), then RNE
+// to BF16 — so every kernel below stores the rotated row with no extra pass (Src::kRope
+// on the 16-byte paths, a run-time test elsewhere). A 16-byte chunk inside the range is
+// rotated as one (dev::rope_chunk_*: NeoX partners one 16-byte load, table as float4s);
+// other chunks and the run-time paths go element by element (rope_elem).
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"
 #include "impl/cuda/launch.cuh"
@@ -59,22 +61,58 @@ __device__ __forceinline__ uint16_t rope_elem(const StoreArgs& a, int64_t r, int
   return dev::f32_to_bf16(dev::rope_value(dev::bf16_to_f32(x), other, cs[p.j], cs[q.rot_dim / 2 + p.j], p.first));
 }
 
+/// load_chunk's fallback, for a chunk its 16-byte path does not take (on an end of the
+/// rotated range, or a layout dev::rope_chunk_fast refuses): element by element, as
+/// rope_elem. Out of line: inlined beside that path it took the fixed kernels to 255
+/// registers and spills (sm_90 ptxas), for a case the common shapes never reach.
+__device__ __noinline__ uint4 rope_chunk_slow(uint4 v, const uint16_t* pe_row, RopeArgs q, int64_t pos, int64_t e0) {
+  const float* cs = q.cos_sin_cache + pos * q.rot_dim;
+  uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int64_t k = e0 + i - q.rope_offset;
+    if (k < 0 || k >= q.rot_dim) continue;  // outside the rotated range: as it is
+    const dev::RopePlace p = dev::rope_place(static_cast<int32_t>(k), q.rot_dim, q.is_neox);
+    const float x = dev::bf16_to_f32(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
+    const float other = dev::bf16_to_f32(pe_row[q.rope_offset + p.partner]);
+    const uint32_t y = dev::f32_to_bf16(dev::rope_value(x, other, cs[p.j], cs[q.rot_dim / 2 + p.j], p.first));
+    w[i / 2] = (w[i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | (y << (16 * (i % 2)));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /// Chunk c of row r as the store must see it: row_chunk's 16 bytes (streamed), the
 /// second source's elements rotated for Src::kRope.
 template <Src K>
 __device__ __forceinline__ uint4 load_chunk(const StoreArgs& a, int64_t r, int64_t c) {
   uint4 v = __ldcs(row_chunk<K>(a, r, c));
   if constexpr (K == Src::kRope) {
+    const RopeArgs& q = a.rope;
     const int64_t e0 = c * 8 - a.split;  // k_pe element of the chunk's first (< 0: kv_c's chunk)
-    if (e0 + 8 > a.rope.rope_offset && e0 < int64_t{a.rope.rope_offset} + a.rope.rot_dim) {
-      uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    const int64_t k0 = e0 - q.rope_offset;
+    if (k0 >= 0 && k0 + 8 <= q.rot_dim && dev::rope_chunk_fast(static_cast<int32_t>(k0), q.rot_dim, q.is_neox)) {
+      // Inside the rotated range: the 8 at once, one position load, the NeoX partners by
+      // one 16-byte load (e0 % 8 == 0 as split % 8 == 0, so the partner chunk is aligned).
+      const int32_t k = static_cast<int32_t>(k0);
+      uint4 p = make_uint4(0, 0, 0, 0);
+      if (q.is_neox)
+        p = *reinterpret_cast<const uint4*>(a.pe + r * a.pe_row_stride + e0 + dev::rope_partner_offset(k, q.rot_dim));
+      float c[8] = {}, s[8] = {};
+      dev::rope_chunk_table(q.cos_sin_cache + q.positions[r] * q.rot_dim, k, q.rot_dim, q.is_neox, c, s);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w}, pw[4] = {p.x, p.y, p.z, p.w};
+      float x[8], y[8];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const uint16_t x = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
-        const uint32_t y = rope_elem(a, r, e0 + k, x);
-        w[k / 2] = (w[k / 2] & (0xFFFF0000u >> (16 * (k % 2)))) | (y << (16 * (k % 2)));
+      for (int i = 0; i < 4; ++i) {
+        x[2 * i] = __uint_as_float(w[i] << 16);
+        x[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+        y[2 * i] = __uint_as_float(pw[i] << 16);
+        y[2 * i + 1] = __uint_as_float(pw[i] & 0xFFFF0000u);
       }
-      v = make_uint4(w[0], w[1], w[2], w[3]);
+      dev::rope_chunk_apply(x, y, c, s, k, q.rot_dim, q.is_neox);
+      v = make_uint4(dev::f32x2_to_bf16x2(x[0], x[1]), dev::f32x2_to_bf16x2(x[2], x[3]),
+                     dev::f32x2_to_bf16x2(x[4], x[5]), dev::f32x2_to_bf16x2(x[6], x[7]));
+    } else if (k0 + 8 > 0 && k0 < q.rot_dim) {  // a chunk on an end of the range, or no fast layout
+      v = rope_chunk_slow(v, a.pe + r * a.pe_row_stride, q, q.positions[r], e0);
     }
   }
   return v;
@@ -147,12 +185,20 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
 
 constexpr int kUnroll = 2;  // tokens per lane group per loop trip: loads in flight first
 
+/// Lanes per token of a fixed store: the largest power of two <= 32 dividing the row's
+/// 16-byte chunks (V41 64 -> 32, the index formats' 16 -> 16, MODEL1's 56 -> 8).
+__host__ __device__ constexpr int lanes_for(int chunks) {
+  int l = 32;
+  while (chunks % l != 0) l /= 2;
+  return l;
+}
+
 /// E quantised elements, then T BF16 tail elements (T/8 <= kLanes 16-byte chunks).
 template <int E, int G, PagedDtype D, PagedSf S, int T, Src K>
 __global__ void __launch_bounds__(kThreads)
     store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
   constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
-  constexpr int kLanes = kChunks < 32 ? kChunks : 32;
+  constexpr int kLanes = lanes_for(kChunks);
   constexpr int kSteps = kChunks / kLanes;
   constexpr int kTokensPerWarp = 32 / kLanes;
   constexpr int kRowsPerTrip = kTokensPerWarp * kUnroll;
@@ -314,7 +360,7 @@ int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_p
 
 template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
 std::string fixed(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o) {
-  constexpr int kLanes = E / 8 < 32 ? E / 8 : 32;
+  constexpr int kLanes = lanes_for(E / 8);
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
   switch (src) {
     case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, st);
@@ -333,6 +379,10 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
     case PagedSf::kFP32Pow2: return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32Pow2>, g, o, c, a, st);
     case PagedSf::kFP32Pow2FloorFirst:
       return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kFP32Pow2FloorFirst>, g, o, c, a, st);
+    case PagedSf::kUE8M0FloorAfter:
+      if constexpr (D == PagedDtype::kE4M3)  // e4m3 data only (SPEC §2)
+        return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kUE8M0FloorAfter>, g, o, c, a, st);
+      return "cuda store: ue8m0_floor_after scales need e4m3 data";
     default: return "cuda store: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -375,7 +425,7 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
     if (chunks <= 16) return copy<16>(c, a, src, st, o, v);
     return copy<32>(c, a, src, st, o, v);
   }
-  // The six quantised SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
+  // The quantised SPEC §2 formats; their strides keep every 8-byte (e4m3) / 4-byte (e2m1)
   // data store (and FP8_DS_MLA's 16-byte tail stores) aligned once the cache base is 16-byte aligned. A custom format with a
   // named one's dtype, scales, E and G need not (interleaved e4m3 128 x32: 132-byte
   // records, every odd token 4-byte aligned): the strides are checked, else the
@@ -384,7 +434,7 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
     const int64_t store_bytes = tail > 0 ? 16 : d == PagedDtype::kE4M3 ? 8 : 4;
     return vec && L.dtype == d && L.sf == s && L.quantized_elements() == e && L.tail_elements == tail &&
            L.group == g && L.data_token_stride % store_bytes == 0 && L.block_stride % store_bytes == 0 &&
-           (tail == 0 || (L.quantized_bytes + L.sf_bytes) % 16 == 0);
+           (tail == 0 || L.tail_in_record() % 16 == 0);
   };
   using Dt = PagedDtype;
   using Sf = PagedSf;
@@ -399,6 +449,8 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
     return fixed<128, 128, Dt::kE4M3, Sf::kFP32Pow2FloorFirst>(c, a, src, st, o);  // FP8_POW2SF_INDEX
   if (is(Dt::kE4M3, Sf::kFP32Pow2, 512, 128, 64))
     return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, src, st, o);  // FP8_DS_MLA
+  if (is(Dt::kE4M3, Sf::kUE8M0FloorAfter, 448, 64, 64))
+    return fixed<448, 64, Dt::kE4M3, Sf::kUE8M0FloorAfter, 64>(c, a, src, st, o);  // MODEL1
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

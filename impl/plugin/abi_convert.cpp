@@ -53,6 +53,7 @@ CacheLayout from_abi(const kvcheck_paged_cache& c) {
     case KVCHECK_FORMAT_MXFP8_INDEX: f.name = "MXFP8_INDEX"; break;
     case KVCHECK_FORMAT_FP8_DS_MLA: f.name = "FP8_DS_MLA"; break;
     case KVCHECK_FORMAT_FP8_POW2SF_INDEX: f.name = "FP8_POW2SF_INDEX"; break;
+    case KVCHECK_FORMAT_MODEL1: f.name = "MODEL1"; break;
     case KVCHECK_FORMAT_BF16: f.name = "BF16(" + std::to_string(c.elements) + ")"; break;
     default: f.name = "custom"; break;
   }

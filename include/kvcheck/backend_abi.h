@@ -133,6 +133,8 @@ typedef enum kvcheck_format {
   KVCHECK_FORMAT_BF16 = 5,
   KVCHECK_FORMAT_FP8_DS_MLA = 6, /* vLLM fp8_ds_mla / FlashMLA V32, 656 B (SPEC §2, §4.6) */
   KVCHECK_FORMAT_FP8_POW2SF_INDEX = 7, /* vLLM's DSA indexer, ue8m0 option: fp32 2^k scales (§4.7) */
+  KVCHECK_FORMAT_MODEL1 = 8, /* FlashMLA MODEL1, 584 B block-planar: [448 e4m3 | 64 bf16] rows, then
+                                7 ue8m0 tile scales + 1 pad byte per token (§2, §3, §4.8) */
   KVCHECK_FORMAT_OTHER = 31 /* a record no named format has: an invalid one (refuse it with
                                INVALID_FORMAT only when its fields break SPEC §2), or a valid
                                custom record, drawn only for a plugin whose formats is ~0u */
@@ -183,12 +185,16 @@ typedef struct kvcheck_paged_cache {
   int32_t elements;    /* logical elements per token */
   int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */
   int32_t sf_format;         /* 0 none, 1 ue8m0, 2 e4m3, 3 fp32, 4 fp32 power of two
-                                (floor after the division), 5 the same, floor first */
+                                (floor after the division), 5 the same, floor first,
+                                6 ue8m0 written by 4's rule (MODEL1, SPEC §4.8) */
   int32_t elements_per_sf;   /* scale group size; 0 for BF16 */
   int32_t do_cast;           /* 1: load dequantises to BF16 */
-  int32_t token_interleaved; /* 1: record = [data | scales | tail] per token */
-  int32_t bf16_tail_elements;/* the last of `elements`, stored as BF16 after the scales at
-                                data + quantized_bytes + sf_bytes (do_cast formats only).
+  int32_t token_interleaved; /* 1: record = [data | scales | tail] per token; 0: block-planar,
+                                each token's [data | tail] row at data_token_stride, its
+                                scales at scale_token_stride (do_cast: sf_bytes padded to 8) */
+  int32_t bf16_tail_elements;/* the last of `elements`, stored as BF16 at data +
+                                quantized_bytes + sf_bytes (interleaved) or data +
+                                quantized_bytes (block-planar; do_cast formats only).
                                 Was always 0 before FP8_DS_MLA: a plugin declaring formats
                                 ~0u receives it, and sf_format 4/5, and should answer
                                 UNSUPPORTED for a record it does not implement */

@@ -57,6 +57,9 @@ KVCacheFormat choose_custom_format(Source& src) {
   // fp32 power-of-two tile scales (SPEC §4.6) take e4m3 data only.
   if (f.quantized_dtype == QuantizedDtype::kE4M3 && f.sf_format == SfFormat::kFP32 && src.coin())
     f.sf_format = src.coin() ? SfFormat::kFP32Pow2 : SfFormat::kFP32Pow2FloorFirst;
+  // So do ue8m0 bytes written by §4.6's rule (SPEC §4.8, MODEL1).
+  if (f.quantized_dtype == QuantizedDtype::kE4M3 && f.sf_format == SfFormat::kUE8M0 && src.one_in(3))
+    f.sf_format = SfFormat::kUE8M0FloorAfter;
   // Mostly group sizes the fixed kernels (16, 32, 128) lack: the run-time group path;
   // odd ones end an e2m1 group mid-byte.
   switch (src.weighted({5, 1, 1, 1})) {
@@ -66,9 +69,11 @@ KVCacheFormat choose_custom_format(Source& src) {
     default: f.elements_per_sf = src.pick({16, 32, 128}); break;
   }
   f.do_cast = src.coin();
-  f.token_interleaved = f.do_cast || src.coin();
+  // do_cast records block-planar 1 in 3 (MODEL1's [data | tail] rows, then 8-byte-padded
+  // scale records, SPEC §2-§3).
+  f.token_interleaved = f.do_cast ? !src.one_in(3) : src.coin();
   // An index format with ue8m0 scales loads them as int32 words: groups in fours.
-  const bool words = !f.do_cast && f.sf_format == SfFormat::kUE8M0;
+  const bool words = !f.do_cast && (f.sf_format == SfFormat::kUE8M0 || f.sf_format == SfFormat::kUE8M0FloorAfter);
   const int32_t max_groups = std::max(1, 1024 / f.elements_per_sf);
   int32_t groups = words ? 4 * static_cast<int32_t>(src.range(1, std::max(1, max_groups / 4)))
                    : src.weighted({1, 4}) == 0 ? 1

@@ -12,12 +12,12 @@ namespace {
 // the group, past 4096; groups that do not divide, 0, -1).
 constexpr int32_t kElements[] = {0, -8, 8, 16, 96, 128, 130, 512, 513, 4096, 4104};
 constexpr int32_t kGroups[] = {0, -1, 1, 3, 16, 32, 64, 128, 512};
-// Record sizes of the SPEC §2 table (528, 288, 68, 132: two formats; 656; 512, 4096:
-// BF16 elements) and near misses.
-constexpr int64_t kDims[] = {1, 528, 288, 68, 132, 512, 4096, 4104, 0, -1, 130, 1024, 656, 655};
+// Record sizes of the SPEC §2 table (528, 288, 68, 132: three formats; 656; 584; 512,
+// 4096: BF16 elements) and near misses.
+constexpr int64_t kDims[] = {1, 528, 288, 68, 132, 512, 4096, 4104, 0, -1, 130, 1024, 656, 655, 584, 576};
 
 QuantizedDtype any_dtype(Source& src) { return static_cast<QuantizedDtype>(src.range(0, 2)); }
-SfFormat any_sf(Source& src) { return static_cast<SfFormat>(src.range(0, 5)); }
+SfFormat any_sf(Source& src) { return static_cast<SfFormat>(src.range(0, 6)); }
 // Tails at and around the SPEC §2 rules (a multiple of 8 below elements).
 constexpr int32_t kTails[] = {64, 8, 0, -8, 4, 512, 576};
 
@@ -63,7 +63,7 @@ FormatScenario build_format_scenario(Source& src, FormatFields fields) {
   const int64_t rank = src.count(0, 4, 3);
   for (int64_t i = 0; i < rank; ++i)
     s.shape.push_back(src.weighted({3, 1}) == 0 ? src.pick(std::span<const int64_t>(kDims)) : src.range(-4, 9000));
-  s.sf_choice = static_cast<int>(src.range(0, 5));
+  s.sf_choice = static_cast<int>(src.range(0, 6));
   return s;
 }
 

@@ -38,7 +38,7 @@ void from_json(const nlohmann::json& j, CacheShape& s) {
                                           [](QuantizedDtype q) { return to_string(q); }, "quantized_dtype");
   format.elements = f.at("elements").get<int32_t>();
   format.elements_per_sf = f.at("elements_per_sf").get<int32_t>();
-  format.sf_format = enum_from_name(f.at("sf_format").get<std::string>(), SfFormat::kNone, SfFormat::kFP32Pow2FloorFirst,
+  format.sf_format = enum_from_name(f.at("sf_format").get<std::string>(), SfFormat::kNone, SfFormat::kUE8M0FloorAfter,
                                     [](SfFormat x) { return to_string(x); }, "sf_format");
   format.do_cast = f.at("do_cast").get<bool>();
   format.token_interleaved = f.at("token_interleaved").get<bool>();

@@ -30,9 +30,9 @@ struct DivisionCheck {
 std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& significands, DivisionCheck& values);
 
 /// Power-of-two tile scales on device 0 for every tile amax a bf16 tile can have (bf16
-/// bits i = 0 .. 0x7F80): out[4i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[4i+1]
-/// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[4i+2] exp2f(ceilf(log2f(max(amax,
-/// 1e-4) / 448))), out[4i+3] kvcheck's fp32_pow2_floor_first scale (§4.7), as float bits. Returns "" or the CUDA error text.
+/// bits i = 0 .. 0x7F80): out[5i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[5i+1]
+/// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[5i+2] exp2f(ceilf(log2f(max(amax,
+/// 1e-4) / 448))), out[5i+3] kvcheck's fp32_pow2_floor_first scale (§4.7), as float bits, out[5i+4] its ue8m0_floor_after byte (§4.8, MODEL1); five values per input. Returns "" or the CUDA error text.
 std::string pow2_scales_on_device(std::vector<uint32_t>& out);
 
 /// Number of CUDA devices; returns the runtime's error text ("" on success).
