@@ -263,6 +263,15 @@ def test_a_python_reader_of_the_656_byte_record(kvcheck_check):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
 
 
+def test_a_python_reader_of_the_584_byte_block_planar_record(kvcheck_check):
+    # MODEL1 (docs/spec.md §4.8): [codes | rope] rows, then the ue8m0 scales, in one block.
+    import numpy_model1
+    result = kvcheck_check(numpy_model1.backend, cases=100, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    for p in ("prop_load_matches_reference", "prop_load_invalid_metadata_throws_and_writes_nothing"):
+        assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
+
+
 def store_kv_sglang(**kwargs):
     # SGLang's store_cache_quant recipe (x * RN(1/s), NaN to +448), through the reference.
     kvcheck.reference.store_kv(**kwargs, recipe="sglang")
