@@ -66,6 +66,13 @@ int abi_format(const KVCacheFormat& f) {
   return KVCHECK_FORMAT_OTHER;
 }
 
+std::string abi_format_name(int id, int32_t elements) {
+  if (id == KVCHECK_FORMAT_BF16) return "BF16(" + std::to_string(elements) + ")";
+  for (const auto& [format, named] : named_abi_formats())
+    if (named == id) return format.name;
+  return "custom";
+}
+
 namespace {
 
 // The operations each Property::op needs.

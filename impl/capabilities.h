@@ -20,9 +20,12 @@ namespace kvcheck {
 /// (the name itself is not compared), KVCHECK_FORMAT_BF16 for a plain BF16 record of
 /// 8..4096 elements in steps of 8, else KVCHECK_FORMAT_OTHER.
 int abi_format(const KVCacheFormat& f);
+/// The SPEC §2 name of a named kvcheck_format id ("BF16(elements)" for BF16), "custom"
+/// for OTHER or an unknown id.
+std::string abi_format_name(int id, int32_t elements);
 
 /// The capability bit of a paged format named as in kvcheck_format: "V41" ...
-/// "FP8_POW2SF_INDEX", "BF16" (any BF16(E)), "OTHER" (custom records); case-insensitive.
+/// "MODEL1", "BF16" (any BF16(E)), "OTHER" (custom records); case-insensitive.
 /// Throws kInvalidArgument naming the known names.
 uint32_t format_bit_by_name(const std::string& name);
 /// The capability bit (1 << KvDtype) of a K/V cache dtype: "bf16", "fp16", "e4m3",

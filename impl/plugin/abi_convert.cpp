@@ -45,18 +45,7 @@ kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64
 CacheLayout from_abi(const kvcheck_paged_cache& c) {
   CacheLayout l;
   KVCacheFormat& f = l.format;
-  switch (c.format) {
-    case KVCHECK_FORMAT_V41: f.name = "V41"; break;
-    case KVCHECK_FORMAT_V41_FP4: f.name = "V41_FP4"; break;
-    case KVCHECK_FORMAT_FP4_INDEX: f.name = "FP4_INDEX"; break;
-    case KVCHECK_FORMAT_FP8_FP32SF_INDEX: f.name = "FP8_FP32SF_INDEX"; break;
-    case KVCHECK_FORMAT_MXFP8_INDEX: f.name = "MXFP8_INDEX"; break;
-    case KVCHECK_FORMAT_FP8_DS_MLA: f.name = "FP8_DS_MLA"; break;
-    case KVCHECK_FORMAT_FP8_POW2SF_INDEX: f.name = "FP8_POW2SF_INDEX"; break;
-    case KVCHECK_FORMAT_MODEL1: f.name = "MODEL1"; break;
-    case KVCHECK_FORMAT_BF16: f.name = "BF16(" + std::to_string(c.elements) + ")"; break;
-    default: f.name = "custom"; break;
-  }
+  f.name = abi_format_name(c.format, c.elements);
   f.quantized_dtype = static_cast<QuantizedDtype>(c.quantized_dtype);
   f.elements = c.elements;
   f.elements_per_sf = c.elements_per_sf;
