@@ -157,6 +157,31 @@ void* dmalloc(size_t bytes) {
   return p;
 }
 
+/// The fused-RoPE rows' inputs (docs/spec.md §8.4) on the device: a kRopePositions x
+/// rot_dim cos/sin table of real angles (cos of pair j at column j, sin at rot_dim/2 +
+/// j, base 10000; it stays in L2) and n random positions below kRopePositions.
+constexpr int64_t kRopePositions = 4096;
+struct RopeInputs {
+  float* table;
+  int64_t* positions;
+};
+RopeInputs rope_inputs(int32_t rot_dim, int64_t n, std::mt19937_64& rng) {
+  const int32_t half = rot_dim / 2;
+  std::vector<float> table(static_cast<size_t>(kRopePositions * rot_dim));
+  for (int64_t p = 0; p < kRopePositions; ++p)
+    for (int32_t j = 0; j < half; ++j) {
+      const double angle = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(j) / half);
+      table[static_cast<size_t>(p * rot_dim + j)] = static_cast<float>(std::cos(angle));
+      table[static_cast<size_t>(p * rot_dim + half + j)] = static_cast<float>(std::sin(angle));
+    }
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (auto& p : positions) p = static_cast<int64_t>(rng() % kRopePositions);
+  RopeInputs in{static_cast<float*>(dmalloc(table.size() * 4)), static_cast<int64_t*>(dmalloc(positions.size() * 8))};
+  CK(cudaMemcpy(in.table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(in.positions, positions.data(), positions.size() * 8, cudaMemcpyHostToDevice));
+  return in;
+}
+
 }  // namespace
 }  // namespace kvcheck
 
@@ -276,21 +301,8 @@ int main(int argc, char** argv) {
       cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
       // A fused RoPE of k_pe (docs/spec.md §8.4) as vLLM's MLA runs it: NeoX on all 64
       // rope dims, a 4096-position table of real angles, random positions.
-      constexpr int64_t kMaxPosition = 4096;
-      std::vector<float> table(static_cast<size_t>(kMaxPosition * 64));
-      for (int64_t p = 0; p < kMaxPosition; ++p)
-        for (int j = 0; j < 32; ++j) {
-          const double angle = static_cast<double>(p) * std::pow(10000.0, -j / 32.0);
-          table[static_cast<size_t>(p * 64 + j)] = static_cast<float>(std::cos(angle));
-          table[static_cast<size_t>(p * 64 + 32 + j)] = static_cast<float>(std::sin(angle));
-        }
-      std::vector<int64_t> positions(static_cast<size_t>(max_tokens));
-      for (auto& p : positions) p = static_cast<int64_t>(rng() % kMaxPosition);
-      auto* d_table = static_cast<float*>(dmalloc(table.size() * 4));
-      auto* d_positions = static_cast<int64_t*>(dmalloc(positions.size() * 8));
-      CK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(d_positions, positions.data(), positions.size() * 8, cudaMemcpyHostToDevice));
-      const RopeArgs rope{d_table, kMaxPosition, d_positions, max_tokens, 64, 0, true};
+      const RopeInputs ri = rope_inputs(64, max_tokens, rng);
+      const RopeArgs rope{ri.table, kRopePositions, ri.positions, max_tokens, 64, 0, true};
       for (const int64_t n : sizes) {
         const bool decode = n <= 256;
         const cuda::StoreArgs st{d_kv, max_tokens, f.elements, d_slots, n};
@@ -345,8 +357,8 @@ int main(int argc, char** argv) {
       }
       CK(cudaFree(cache.base));
       if (split) CK(cudaFree(pe_cache.base));
-      CK(cudaFree(d_table));
-      CK(cudaFree(d_positions));
+      CK(cudaFree(ri.table));
+      CK(cudaFree(ri.positions));
       CK(cudaFree(d_kv));
       CK(cudaFree(d_slots));
       CK(cudaFree(d_out));
@@ -416,22 +428,8 @@ int main(int argc, char** argv) {
     st.reciprocal = kc.reciprocal;
     // The rope rows: a 4096-position table of real angles over head_dim dims, random
     // positions (8 bytes per token counted; the table stays in L2).
-    constexpr int64_t kMaxPosition = 4096;
-    std::vector<float> cos_sin(static_cast<size_t>(kMaxPosition * kc.head_dim));
-    const int32_t half = kc.head_dim / 2;
-    for (int64_t p = 0; p < kMaxPosition; ++p)
-      for (int32_t j = 0; j < half; ++j) {
-        const double angle = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(j) / half);
-        cos_sin[static_cast<size_t>(p * kc.head_dim + j)] = static_cast<float>(std::cos(angle));
-        cos_sin[static_cast<size_t>(p * kc.head_dim + half + j)] = static_cast<float>(std::sin(angle));
-      }
-    std::vector<int64_t> positions(static_cast<size_t>(n));
-    for (auto& p : positions) p = static_cast<int64_t>(rng() % kMaxPosition);
-    auto* d_cos_sin = static_cast<float*>(dmalloc(cos_sin.size() * 4));
-    auto* d_positions = static_cast<int64_t*>(dmalloc(positions.size() * 8));
-    CK(cudaMemcpy(d_cos_sin, cos_sin.data(), cos_sin.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d_positions, positions.data(), positions.size() * 8, cudaMemcpyHostToDevice));
-    if (kc.rope) st.rope = {d_cos_sin, kMaxPosition, d_positions, n, kc.head_dim, 0, true};
+    const RopeInputs ri = rope_inputs(kc.head_dim, n, rng);
+    if (kc.rope) st.rope = {ri.table, kRopePositions, ri.positions, n, kc.head_dim, 0, true};
     // gather: 64 sequences of n/64 tokens over the blocks in a random order.
     const int32_t num_seqs = 64, max_blocks = static_cast<int32_t>(num_blocks / num_seqs);
     std::vector<int32_t> table(static_cast<size_t>(num_blocks)), cu(num_seqs + 1);
@@ -473,8 +471,8 @@ int main(int argc, char** argv) {
     }
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
-                    static_cast<void*>(d_table), static_cast<void*>(d_cu), static_cast<void*>(d_cos_sin),
-                    static_cast<void*>(d_positions)})
+                    static_cast<void*>(d_table), static_cast<void*>(d_cu), static_cast<void*>(ri.table),
+                    static_cast<void*>(ri.positions)})
       CK(cudaFree(p));
   }
   // copy_blocks (SPEC §8.1): half of a 262,144-token pool's blocks copied onto the

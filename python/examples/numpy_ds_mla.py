@@ -5,6 +5,7 @@ values as stored. What a team's Python version of the upconverting gather looks 
 import numpy as np
 
 import kvcheck
+from numpy_paged import load_rows
 
 
 def _e4m3_values():
@@ -28,21 +29,15 @@ def _bf16_rn(x):
 
 
 def load(cache, layout, load_segments, total_k, out_data, out_scales):
-    """Segments (src_block_id, src_begin, src_end, dst_offset); block -1 writes zero rows."""
     q, sf, group = layout.quantized_bytes, layout.sf_bytes, layout.elements_per_sf
     tail = 2 * layout.bf16_tail_elements
-    for block, begin, end, dst in load_segments:
-        for k, token in enumerate(range(begin, end)):
-            row = out_data[dst + k][:layout.load_row_bytes]
-            if block == -1:
-                row[:] = 0
-                continue
-            start = block * layout.block_stride + token * layout.data_token_stride
-            record = cache[start:start + q + sf + tail]
-            scales = np.repeat(record[q:q + sf].copy().view("<f4"), group)
-            values = _bf16_rn(E4M3[record[:q]] * scales)  # one float32 product, then bf16 (SPEC §4)
-            row[:2 * q] = values.view(np.uint8)
-            row[2 * q:] = record[q + sf:]  # the rope tail, as stored
+    for block, token, row in load_rows(layout, load_segments, out_data):
+        start = block * layout.block_stride + token * layout.data_token_stride
+        record = cache[start:start + q + sf + tail]
+        scales = np.repeat(record[q:q + sf].copy().view("<f4"), group)
+        values = _bf16_rn(E4M3[record[:q]] * scales)  # one float32 product, then bf16 (SPEC §4)
+        row[:2 * q] = values.view(np.uint8)
+        row[2 * q:] = record[q + sf:]  # the rope tail, as stored
 
 
 backend = kvcheck.Backend("numpy-ds-mla", load=load, formats=("fp8_ds_mla",), kv_dtypes=())

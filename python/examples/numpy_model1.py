@@ -6,6 +6,7 @@ import numpy as np
 
 import kvcheck
 from numpy_ds_mla import E4M3, _bf16_rn
+from numpy_paged import load_rows
 
 
 def _ue8m0_values():
@@ -18,20 +19,14 @@ UE8M0 = _ue8m0_values()
 
 
 def load(cache, layout, load_segments, total_k, out_data, out_scales):
-    """Segments (src_block_id, src_begin, src_end, dst_offset); block -1 writes zero rows."""
     q, sf, group = layout.quantized_bytes, layout.sf_bytes, layout.elements_per_sf
-    for block, begin, end, dst in load_segments:
-        for k, token in enumerate(range(begin, end)):
-            row = out_data[dst + k][:layout.load_row_bytes]
-            if block == -1:
-                row[:] = 0
-                continue
-            base = block * layout.block_stride
-            data = cache[base + token * layout.data_token_stride:][:layout.data_token_stride]
-            scale_at = base + layout.scale_region + token * layout.scale_token_stride
-            scales = np.repeat(UE8M0[cache[scale_at:scale_at + sf]], group)
-            row[:2 * q] = _bf16_rn(E4M3[data[:q]] * scales).view(np.uint8)  # one product, then bf16
-            row[2 * q:] = data[q:]  # the rope tail right after the codes, as stored
+    for block, token, row in load_rows(layout, load_segments, out_data):
+        base = block * layout.block_stride
+        data = cache[base + token * layout.data_token_stride:][:layout.data_token_stride]
+        scale_at = base + layout.scale_region + token * layout.scale_token_stride
+        scales = np.repeat(UE8M0[cache[scale_at:scale_at + sf]], group)
+        row[:2 * q] = _bf16_rn(E4M3[data[:q]] * scales).view(np.uint8)  # one product, then bf16
+        row[2 * q:] = data[q:]  # the rope tail right after the codes, as stored
 
 
 backend = kvcheck.Backend("numpy-model1", load=load, formats=("model1",), kv_dtypes=())

@@ -75,16 +75,22 @@ def swap(src, dst, views, block_mapping, src_pool, dst_pool):
             dst[to:to + block_bytes] = src[at:at + block_bytes]
 
 
-def load(cache, layout, load_segments, total_k, out_data, out_scales):
-    """Segments (src_block_id, src_begin, src_end, dst_offset): tokens [begin, end) of
-    the block to rows dst_offset..; block -1 writes zero rows."""
+def load_rows(layout, load_segments, out_data):
+    """The rows a load fills: segments (src_block_id, src_begin, src_end, dst_offset) send
+    tokens [begin, end) of the block to rows dst_offset..; yields (block, token, out row)
+    and zeroes the rows of block -1 itself (SPEC §5.2)."""
     for block, begin, end, dst in load_segments:
         for k, token in enumerate(range(begin, end)):
             row = out_data[dst + k][:layout.load_row_bytes]
             if block == -1:
                 row[:] = 0
             else:
-                row[:] = _record(cache, layout, block * layout.block_size + token)
+                yield block, token, row
+
+
+def load(cache, layout, load_segments, total_k, out_data, out_scales):
+    for block, token, row in load_rows(layout, load_segments, out_data):
+        row[:] = _record(cache, layout, block * layout.block_size + token)
 
 
 backend = kvcheck.Backend("numpy-paged", store=store, load=load, concat=concat, swap=swap, formats=("bf16",),
