@@ -31,6 +31,32 @@ KVCHECK_HD constexpr int64_t paged_scale_width(PagedSf s) {
                                                                                                  : 1;
 }
 
+/// slot -> block without a division, for the device kernels' per-token address math
+/// (PagedLayout::slot_block's `slot / block_size`, SPEC §5.1, as a multiply and a
+/// shift). For 0 <= slot < 2^31 and 1 <= block_size < 2^31: with l = ceil(log2
+/// block_size), magic = floor(2^(31+l) / block_size) + 1 (below 2^32) and shift = 31 + l,
+/// (slot * magic) >> shift is the quotient (Granlund and Montgomery 1994, Thm. 4.2, for
+/// 31-bit dividends). tests/format_test.cpp checks it against the division.
+struct SlotDivider {
+  uint32_t magic = 0;
+  uint32_t shift = 0;
+  int32_t block_size = 0;
+
+  /// Host only (one 64-bit division). A block_size below 1 (a layout no checked entry
+  /// lets through) gives a divider whose blocks are all 0, not a division by zero.
+  static SlotDivider of(int32_t block_size) {
+    if (block_size < 1) return {0, 0, block_size};
+    uint32_t l = 0;
+    while ((int64_t{1} << l) < block_size) ++l;
+    return {static_cast<uint32_t>((uint64_t{1} << (31 + l)) / static_cast<uint64_t>(block_size) + 1), 31 + l,
+            block_size};
+  }
+  KVCHECK_HD int32_t block(int32_t slot) const {
+    return static_cast<int32_t>((static_cast<uint64_t>(static_cast<uint32_t>(slot)) * magic) >> shift);
+  }
+  KVCHECK_HD int32_t token(int32_t slot, int32_t block) const { return slot - block * block_size; }
+};
+
 struct PagedLayout {
   // Record format (SPEC §2).
   PagedDtype dtype = PagedDtype::kBF16;

@@ -238,3 +238,43 @@ TEST(Format, ByName) {
 
 }  // namespace
 }  // namespace kvcheck
+
+// SlotDivider (impl/paged_layout.h) is the kernels' slot / block_size: equal to the
+// division at every quotient boundary of every block size up to 4096, and of large and
+// awkward ones (powers of two and their neighbours, up to INT32_MAX), up to slot
+// INT32_MAX. Known answers by hand: 3 -> magic floor(2^33/3)+1, shift 33; 64 -> 2^31+1, 37.
+TEST(Layout, SlotDividerIsTheDivision) {
+  const kvcheck::SlotDivider three = kvcheck::SlotDivider::of(3), s64 = kvcheck::SlotDivider::of(64);
+  EXPECT_EQ(three.magic, 2863311531u);
+  EXPECT_EQ(three.shift, 33u);
+  EXPECT_EQ(s64.magic, 2147483649u);
+  EXPECT_EQ(s64.shift, 37u);
+  EXPECT_EQ(three.block(7), 2);
+  EXPECT_EQ(three.token(7, three.block(7)), 1);
+  std::vector<int32_t> sizes;
+  for (int32_t d = 1; d <= 4096; ++d) sizes.push_back(d);
+  for (int k = 12; k <= 30; ++k)
+    for (const int64_t d : {(int64_t{1} << k) - 1, int64_t{1} << k, (int64_t{1} << k) + 1, (int64_t{3} << k) / 2 + 7})
+      sizes.push_back(static_cast<int32_t>(d));
+  sizes.push_back(INT32_MAX - 1);
+  sizes.push_back(INT32_MAX);
+  uint64_t checked = 0;
+  for (const int32_t d : sizes) {
+    const kvcheck::SlotDivider div = kvcheck::SlotDivider::of(d);
+    uint32_t l = 0;
+    while ((int64_t{1} << l) < d) ++l;
+    ASSERT_LT((uint64_t{1} << (31 + l)) / uint64_t(d) + 1, uint64_t{1} << 32) << "magic of " << d;
+    const auto expect = [&](int64_t slot) {
+      if (slot < 0 || slot > INT32_MAX) return;
+      const int32_t s = static_cast<int32_t>(slot);
+      ASSERT_EQ(div.block(s), s / d) << "slot " << s << " block_size " << d;
+      ASSERT_EQ(div.token(s, div.block(s)), s % d) << "slot " << s << " block_size " << d;
+      ++checked;
+    };
+    const int64_t last_q = INT32_MAX / d;
+    for (int64_t q : {int64_t{0}, int64_t{1}, int64_t{2}, last_q / 3, last_q / 2, last_q - 1, last_q})
+      for (const int64_t slot : {q * d - 1, q * d, q * d + 1, q * d + d - 1}) expect(slot);
+    expect(INT32_MAX);
+  }
+  EXPECT_GT(checked, 100000u);
+}

@@ -85,14 +85,6 @@ __device__ __forceinline__ uint32_t f32x2_to_fp8(float lo, float hi) {
   return q;
 }
 
-// Two FP8 codes (lo in bits 0-7) to their values, exact (the hardware cvt to f16x2:
-// every e4m3 and e5m2 value is an f16 value; NaN codes give NaN).
-template <KvDevDtype C>
-__device__ __forceinline__ float2 fp8x2_to_f32(uint32_t q) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(q), kFp8Kind<C>);
-  return __half22float2(__half2(h));
-}
-
 // Unit u -> (row, side, head) with 2*H units per row; 32-bit division while u fits.
 struct Unit {
   int64_t row;
@@ -149,7 +141,7 @@ struct Elems {
       return f32x2_to_fp8<Out>(quantize(model_to_f32<In>(static_cast<uint16_t>(w)), sc),
                                quantize(model_to_f32<In>(static_cast<uint16_t>(w >> 16)), sc));
     } else {
-      const float2 f = fp8x2_to_f32<In>(w);
+      const float2 f = dev::fp8x2_to_f32<kFp8Kind<In>>(w);
       return f32x2_to_model<Out>(__fmul_rn(f.x, sc.s), __fmul_rn(f.y, sc.s));
     }
   }

@@ -101,12 +101,17 @@ __global__ void __launch_bounds__(kThreads)
           __stcs(o + s * 32 + lane, make_uint4(0, 0, 0, 0));
           continue;
         }
-        float f[8];
+        float f[8];  // dequant = bf16_rn(float(q) * scale) (SPEC §4)
+        if constexpr (D == PagedDtype::kE4M3) {  // two codes per hardware cvt
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float v = D == PagedDtype::kE4M3 ? dev::e4m3_to_f32((q[u][s][j / 4] >> (8 * (j % 4))) & 0xFF)
-                                                 : dev::e2m1_to_f32((q[u][s][0] >> (4 * j)) & 0xF);
-          f[j] = __fmul_rn(v, scale[u][s]);  // dequant = bf16_rn(float(q) * scale) (SPEC §4)
+          for (int h = 0; h < 4; ++h) {
+            const float2 v = dev::fp8x2_to_f32<__NV_E4M3>(q[u][s][h / 2] >> (16 * (h % 2)));
+            f[2 * h] = __fmul_rn(v.x, scale[u][s]);
+            f[2 * h + 1] = __fmul_rn(v.y, scale[u][s]);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) f[j] = __fmul_rn(dev::e2m1_to_f32((q[u][s][0] >> (4 * j)) & 0xF), scale[u][s]);
         }
         __stcs(o + s * 32 + lane,
                make_uint4(dev::f32x2_to_bf16x2(f[0], f[1]), dev::f32x2_to_bf16x2(f[2], f[3]),
@@ -189,11 +194,18 @@ __global__ void __launch_bounds__(kThreads)
   const bool index = L.dtype != PagedDtype::kBF16;
   const int64_t chunks = L.quantized_bytes / 16;
   const int64_t tiles = tiles_per_segment(L, kTile);
+  // The index formats' 4 scale bytes per token (every SPEC §2 one) as one word loaded
+  // with the data, when every token's scale word and output row are 4-byte aligned
+  // (the byte copy after the data stores waited a whole load latency per tile).
+  const bool scale_word = index && L.sf_bytes == 4 && (L.block_stride | L.scale_region | L.scale_token_stride) % 4 == 0 &&
+                          reinterpret_cast<uintptr_t>(cache.base) % 4 == 0 &&
+                          reinterpret_cast<uintptr_t>(a.out_scales) % 4 == 0 && a.out_scale_stride % 4 == 0;
   for (int64_t task = warp_id(); task < a.num_segments * tiles; task += num_warps()) {
     const Task t = task_of(a, task, tiles, kTile);
     if constexpr (kVec) {
       if (chunks <= 2 * kLanes) {
         uint4 v[kCopyUnroll][2];
+        uint32_t sw[kCopyUnroll];
 #pragma unroll
         for (int u = 0; u < kCopyUnroll; ++u) {  // zero rows (block -1) keep v = 0
           const int64_t i = t.t0 + u * kTokensPerWarp + sub;
@@ -203,6 +215,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < 2; ++k)
             v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+          sw[u] = scale_word && live && sl == 0
+                      ? __ldcs(reinterpret_cast<const unsigned int*>(cache.base + L.scale_offset(t.block, t.begin + i)))
+                      : 0u;
         }
 #pragma unroll
         for (int u = 0; u < kCopyUnroll; ++u) {
@@ -214,7 +229,9 @@ __global__ void __launch_bounds__(kThreads)
             if (sl + k * kLanes < chunks) __stcs(o + sl + k * kLanes, v[u][k]);
           if (!index) continue;
           uint8_t* os = a.out_scales + (t.dst + i) * a.out_scale_stride;
-          if (t.block < 0)
+          if (scale_word) {  // zero rows: sw = 0
+            if (sl == 0) __stcs(reinterpret_cast<unsigned int*>(os), sw[u]);
+          } else if (t.block < 0)
             dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
           else
             dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);

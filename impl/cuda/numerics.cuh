@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_fp4.h>
 #include <cuda_fp8.h>
 
@@ -30,18 +31,22 @@ __device__ __forceinline__ uint8_t cvt_e4m3(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 /// RN-even e2m1 code of x, saturating to +-6; NaN -> 0x7 (+6); the sign of zero kept.
-/// The codes 0..7 are 0, .5, 1, 1.5, 2, 3, 4, 6: on [0,2) twice the value is the code,
-/// on [2,4) the value plus 2, on [4,6] half the value plus 4, so one exact
-/// power-of-two scale and one round-to-integer (adding 1.5*2^23, ties to even, which
-/// is the even code at every midpoint) give the code in ~12 instructions.
+/// The codes 0..7 are 0, .5, 1, 1.5, 2, 3, 4, 6: the grid step is 0.5 on [0,2), 1 on
+/// [2,4) and 2 on [4,6], so adding C = 2^22 * step / 0.5 (2^22, 2^23, 2^24: C's ulp is
+/// the step) rounds |x| to the grid, ties to even, and the sum's bits less C's are
+/// |x| / step; the code is that plus 0, 2 or 4. On the bits: |x| clamped as an integer
+/// (NaN, Inf and overflow have larger bits than 6.0), C from |x|'s binade, one add:
+/// about 10 instructions. Equal to the reference's cvt_e2m1 on all 2^32 floats (a host
+/// replica, tests/numerics_test.cpp) and to NVIDIA's conversion on the GPU
+/// (tests/cuda/device_numerics.cu).
 __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
-  const float a = fabsf(x);
-  const float t = a < 6.0f ? a : 6.0f;  // NaN -> 6 (the compare fails), Inf and overflow saturate
-  const bool lo = t < 2.0f, mid = t < 4.0f;
-  const float m = lo ? 2.0f : (mid ? 1.0f : 0.5f);
-  const uint32_t k = lo ? 0u : (mid ? 2u : 4u);
-  const uint32_t code = (__float_as_uint(__fadd_rn(__fmul_rn(t, m), 12582912.0f)) - 0x4B400000u) + k;
-  const uint32_t sign = a == a ? (__float_as_uint(x) >> 28) & 0x8u : 0u;  // NaN: +6, no sign
+  const uint32_t u = __float_as_uint(x), a = u & 0x7FFFFFFFu;
+  const uint32_t t = min(a, 0x40C00000u);                   // |x| <= 6.0
+  const uint32_t e = max(t & 0x7F800000u, 0x3F800000u);     // [0, 2) as one binade
+  const uint32_t c = e + (22u << 23);                       // C: 2^22, 2^23 or 2^24
+  const uint32_t r = __float_as_uint(__fadd_rn(__uint_as_float(t), __uint_as_float(c))) - c;
+  const uint32_t code = r + ((e >> 22) - 254u);             // + 0, 2 or 4
+  const uint32_t sign = a > 0x7F800000u ? 0u : (u >> 28) & 0x8u;  // NaN: +6, no sign
   return static_cast<uint8_t>(code | sign);
 }
 /// NVIDIA's software conversion, kept as the oracle of the device numerics test.
@@ -87,6 +92,13 @@ __device__ __forceinline__ float div_rn(float x, float s, float rcp, bool s_ok) 
   return __fdiv_rn(x, s);
 }
 
+/// Two FP8 codes (lo in bits 0-7) to their values, exact: the hardware cvt to f16x2
+/// (every e4m3 and e5m2 value is an f16 value; NaN codes give NaN), then f16 -> f32.
+template <__nv_fp8_interpretation_t K>
+__device__ __forceinline__ float2 fp8x2_to_f32(uint32_t q) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(q), K);
+  return __half22float2(__half2(h));
+}
 /// Value of an e4m3 code, exact; 0x7F/0xFF -> NaN.
 __device__ __forceinline__ float e4m3_to_f32(uint8_t code) {
   const uint32_t mag = code & 0x7Fu, sign = uint32_t{code & 0x80u} << 24;
@@ -143,11 +155,12 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
     // SPEC §4.6 (fp8_ds_mla) and §4.8 (MODEL1, the exponent as a ue8m0 byte): the 1e-4
     // floor after the IEEE division; §4.7 (the indexer's ue8m0 option): before it.
     float t;
+    // amax is a bf16 value (or 0): div_rn is IEEE division for it (numerics test).
     if constexpr (S != PagedSf::kFP32Pow2FloorFirst) {
-      t = __fdiv_rn(amax, 448.0f);
+      t = div_rn(amax, 448.0f, kInv448, true);
       t = t < kAmaxMargin ? kAmaxMargin : t;
-    } else {
-      t = __fdiv_rn(amax < kAmaxMargin ? kAmaxMargin : amax, 448.0f);
+    } else {  // the floor itself is no bf16 value: its one quotient by IEEE division
+      t = amax < kAmaxMargin ? __fdiv_rn(kAmaxMargin, 448.0f) : div_rn(amax, 448.0f, kInv448, true);
     }
     const int32_t k = ceil_log2(t);  // -22 / -13 .. 120, or 128 for an Inf amax (code +Inf / 0xFF)
     const uint32_t code = S == PagedSf::kUE8M0FloorAfter ? static_cast<uint32_t>(k + 127)
@@ -172,12 +185,13 @@ __device__ __forceinline__ void put_scale(uint8_t* scale, uint32_t code) {
   }
 }
 
-/// NaN-ignoring max |x| of two bf16 packed in a word, per half (|x| orders like its
-/// bits; a NaN half counts as 0), as two 16-bit lanes.
+/// NaN-ignoring max |x| of two bf16 packed in a word, per half, as two 16-bit lanes
+/// (m starts at 0). One max.bf16x2: IEEE maxNum returns the other operand when one is
+/// NaN, so a NaN half never wins and an all-NaN group stays 0; |x| orders like its bits.
 __device__ __forceinline__ uint32_t abs_max_bf16x2(uint32_t m, uint32_t w) {
-  uint32_t a = w & 0x7FFF7FFFu;
-  a &= ~__vcmpgtu2(a, 0x7F807F80u);  // NaN halves -> 0
-  return __vmaxu2(m, a);
+  uint32_t r;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(m), "r"(w & 0x7FFF7FFFu));
+  return r;
 }
 
 /// The float value of one group's scale bytes (dequantisation, SPEC §4).

@@ -194,13 +194,19 @@ __host__ __device__ constexpr int lanes_for(int chunks) {
 }
 
 /// E quantised elements, then T BF16 tail elements (T/8 <= kLanes 16-byte chunks).
+/// Tokens per lane group per trip of a fixed store: 2 (loads in flight first) unless a
+/// lane already holds more than 2 chunks of a row (MODEL1's 7: 14 in flight took the
+/// kernel to 101 registers and a quarter of the warps, H200 ncu 2026-12-05).
+__host__ __device__ constexpr int fixed_unroll(int chunks) { return chunks / lanes_for(chunks) > 2 ? 1 : kUnroll; }
+
 template <int E, int G, PagedDtype D, PagedSf S, int T, Src K>
 __global__ void __launch_bounds__(kThreads)
-    store_fixed_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
+    store_fixed_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
   constexpr int kChunks = E / 8;  // 16-byte chunks of a BF16 row
   constexpr int kLanes = lanes_for(kChunks);
   constexpr int kSteps = kChunks / kLanes;
   constexpr int kTokensPerWarp = 32 / kLanes;
+  constexpr int kUnroll = fixed_unroll(kChunks);
   constexpr int kRowsPerTrip = kTokensPerWarp * kUnroll;
   static_assert(E % 8 == 0 && G % 8 == 0 && kChunks % kLanes == 0 && 32 % kLanes == 0 && G / 8 <= kLanes &&
                     E % G == 0 && T % 8 == 0 && T / 8 <= kLanes,
@@ -228,12 +234,11 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int64_t off = slot[u] >= 0 ? L.slot_data_offset(slot[u]) : 0;
-      const int64_t sc = slot[u] >= 0 ? L.slot_scale_offset(slot[u]) : 0;
-      encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + off, cache.base + sc);
+      const int32_t b = slot[u] >= 0 ? split.block(slot[u]) : 0, t = slot[u] >= 0 ? split.token(slot[u], b) : 0;
+      encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + L.data_offset(b, t),
+                                            cache.base + L.scale_offset(b, t));
       if constexpr (kTailChunks > 0)  // the row's last T elements as they are (SPEC §2)
-        if (slot[u] >= 0 && sl < kTailChunks)
-          reinterpret_cast<uint4*>(cache.base + L.slot_tail_offset(slot[u]))[sl] = tail[u];
+        if (slot[u] >= 0 && sl < kTailChunks) reinterpret_cast<uint4*>(cache.base + L.tail_offset(b, t))[sl] = tail[u];
     }
   }
   dev::pdl_trigger();
@@ -304,7 +309,7 @@ __global__ void __launch_bounds__(kThreads)
 /// 2*kLanes chunks.
 template <int kLanes, bool kVec, Src K>
 __global__ void __launch_bounds__(kThreads)
-    store_copy_kernel(DeviceCache cache, StoreArgs a, const DeviceStatus* status) {
+    store_copy_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -330,7 +335,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           if (slot[u] < 0) continue;
-          uint4* __restrict__ dst = reinterpret_cast<uint4*>(cache.base + L.slot_data_offset(slot[u]));
+          const int32_t b = split.block(slot[u]);
+          uint4* __restrict__ dst = reinterpret_cast<uint4*>(cache.base + L.data_offset(b, split.token(slot[u], b)));
 #pragma unroll
           for (int k = 0; k < 2; ++k)
             if (sl + k * kLanes < chunks) dst[sl + k * kLanes] = v[u][k];
@@ -342,7 +348,8 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t r = r0 + u * kRowsPerWarp + sub;
       const int32_t slot = r < a.num_tokens ? a.slot_mapping[r] : -1;
       if (slot < 0) continue;
-      uint8_t* __restrict__ dst = cache.base + L.slot_data_offset(slot);
+      const int32_t b = split.block(slot);
+      uint8_t* __restrict__ dst = cache.base + L.data_offset(b, split.token(slot, b));
       if constexpr (kVec) {
         for (int64_t c = sl; c < chunks; c += kLanes) reinterpret_cast<uint4*>(dst)[c] = load_chunk<K>(a, r, c);
       } else {
@@ -361,11 +368,12 @@ int64_t grid(int64_t n, int64_t rows_per_cta) { return dev::grid_for((n + rows_p
 template <int E, int G, PagedDtype D, PagedSf S, int T = 0>
 std::string fixed(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o) {
   constexpr int kLanes = lanes_for(E / 8);
-  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
+  const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * fixed_unroll(E / 8));
+  const SlotDivider d = SlotDivider::of(c.layout.block_size);
   switch (src) {
-    case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, st);
-    case Src::kTwo: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kTwo>, g, false, o, c, a, st);
-    default: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, st);
+    case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, d, st);
+    case Src::kTwo: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kTwo>, g, false, o, c, a, d, st);
+    default: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, d, st);
   }
 }
 
@@ -391,12 +399,13 @@ template <int kLanes>
 std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o,
                  bool vec) {
   const int64_t g = grid(a.num_tokens, (kThreads / 32) * (32 / kLanes) * kUnroll);
+  const SlotDivider d = SlotDivider::of(c.layout.block_size);
   // The byte path reads through copy_row_range (RoPE at run time): Src matters on the 16-byte path only.
-  if (!vec) return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false, Src::kTwo>, g, false, o, c, a, st);
+  if (!vec) return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, false, Src::kTwo>, g, false, o, c, a, d, st);
   switch (src) {
-    case Src::kOne: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kOne>, g, false, o, c, a, st);
-    case Src::kTwo: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kTwo>, g, false, o, c, a, st);
-    default: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kRope>, g, false, o, c, a, st);
+    case Src::kOne: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kOne>, g, false, o, c, a, d, st);
+    case Src::kTwo: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kTwo>, g, false, o, c, a, d, st);
+    default: return dev::launch_grid("store_copy_kernel", store_copy_kernel<kLanes, true, Src::kRope>, g, false, o, c, a, d, st);
   }
 }
 

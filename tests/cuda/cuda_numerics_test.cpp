@@ -74,6 +74,22 @@ TEST(CudaNumerics, DivisionMatchesIeeeOnEveryInput) {
                                 << val.s;
 }
 
+// The store and load kernels' fast paths, each over every input it can meet: the
+// e2m1 encoder (all 2^32 floats, against NVIDIA's conversion), the hardware e4m3 pair
+// decode (all 2^16 code pairs), the max.bf16x2 group amax (every half against every
+// non-NaN amax).
+TEST(CudaNumerics, FastPathsMatchOnEveryInput) {
+  int count = 0;
+  const std::string why = cuda_test::device_count(&count);
+  if (count == 0) GTEST_SKIP() << "no CUDA device here (" << (why.empty() ? "0 devices" : why) << "); runs on the GPU machine";
+  cuda_test::DivisionCheck e2m1, fp8, amax;
+  ASSERT_EQ(cuda_test::check_exhaustive(e2m1, fp8, amax), "");
+  EXPECT_EQ(e2m1.mismatches, 0u) << "cvt_e2m1 of " << e2m1.pairs << " floats; first 0x" << std::hex << e2m1.x;
+  EXPECT_EQ(fp8.mismatches, 0u) << "e4m3 pair decode of " << fp8.pairs << " pairs; first 0x" << std::hex << fp8.x;
+  EXPECT_EQ(amax.mismatches, 0u) << "abs_max_bf16x2 of " << amax.pairs << " pairs; first m 0x" << std::hex << amax.x
+                                 << " w 0x" << amax.s;
+}
+
 // SPEC §4.6 and the engines' power-of-two scales written with device log2f/exp2f
 // (ENGINES.md §3): for every tile amax a bf16 tile can have, the exact 2^ceil_log2(t)
 // (the reference's bit formula; +Inf for an Inf amax) against (a) kvcheck's kernel scale,

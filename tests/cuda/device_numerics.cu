@@ -75,6 +75,45 @@ __global__ void pow2_scale_kernel(uint32_t* out) {
   out[5 * i + 4] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kUE8M0FloorAfter>(amax).code;
 }
 
+// Counts a mismatch in counts[0] and keeps the first one's operands in first[0].
+__device__ void count_mismatch(uint32_t a, uint32_t b, unsigned long long* counts, unsigned long long* first) {
+  atomicAdd(counts, 1ull);
+  atomicCAS(first, 0ull, (static_cast<unsigned long long>(a) << 32) | b);
+}
+
+// Grid-stride over k < 2^32, three checks of the kernels' fast paths (numerics.cuh):
+// (a) dev::cvt_e2m1 against NVIDIA's conversion on every float (bits k);
+// (b) k < 2^16: dev::fp8x2_to_f32 (hardware pair) against dev::e4m3_to_f32 per code
+//     (NaN codes: both NaN);
+// (c) k < 32641 * 2^16: dev::abs_max_bf16x2 against the integer rule max(m, |w|, NaN
+//     counting 0) per half, m a non-NaN amax (k / 2^16 in the high half, a permuted one
+//     in the low), w every 16-bit pattern (k % 2^16 high, a permuted one low).
+__global__ void exhaustive_kernel(unsigned long long* counts, unsigned long long* first) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; k < (uint64_t{1} << 32); k += stride) {
+    const uint32_t u = static_cast<uint32_t>(k);
+    const float f = __uint_as_float(u);
+    if (dev::cvt_e2m1(f) != dev::cvt_e2m1_nvidia(f)) count_mismatch(u, 0, counts, first);
+    if (k < 65536) {
+      const float2 v = dev::fp8x2_to_f32<__NV_E4M3>(u);
+      const float lo = dev::e4m3_to_f32(static_cast<uint8_t>(u)), hi = dev::e4m3_to_f32(static_cast<uint8_t>(u >> 8));
+      const bool same_lo = isnan(lo) ? isnan(v.x) : __float_as_uint(lo) == __float_as_uint(v.x);
+      const bool same_hi = isnan(hi) ? isnan(v.y) : __float_as_uint(hi) == __float_as_uint(v.y);
+      if (!same_lo || !same_hi) count_mismatch(u, 0, counts + 1, first + 1);
+    }
+    if (k < uint64_t{32641} << 16) {
+      const uint32_t mh = u >> 16, ml = (mh * 7919u) % 32641u, wh = u & 0xFFFFu, wl = (wh * 40503u + 12345u) & 0xFFFFu;
+      const uint32_t m = (mh << 16) | ml, w = (wh << 16) | wl;
+      const auto rule = [](uint32_t mm, uint32_t ww) {
+        const uint32_t a = ww & 0x7FFFu;
+        return max(mm, a > 0x7F80u ? 0u : a);
+      };
+      const uint32_t want = (rule(mh, wh) << 16) | rule(ml, wl);
+      if (dev::abs_max_bf16x2(m, w) != want) count_mismatch(m, w, counts + 2, first + 2);
+    }
+  }
+}
+
 std::string check(cudaError_t e, const char* what) {
   return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
 }
@@ -114,6 +153,27 @@ std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& sig
             static_cast<uint32_t>(out[3])};
   cudaFree(d_out);
   cudaFree(d_scales);
+  return err;
+}
+
+std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, DivisionCheck& abs_max) {
+  unsigned long long* d_out = nullptr;  // counts[3], then first[3]
+  std::string err = check(cudaMalloc(&d_out, 6 * sizeof(unsigned long long)), "cudaMalloc");
+  if (err.empty()) err = check(cudaMemset(d_out, 0, 6 * sizeof(unsigned long long)), "cudaMemset");
+  if (err.empty()) {
+    exhaustive_kernel<<<132 * 16, 256>>>(d_out, d_out + 3);
+    err = check(cudaGetLastError(), "launch");
+  }
+  if (err.empty()) err = check(cudaDeviceSynchronize(), "kernel");
+  unsigned long long out[6] = {};
+  if (err.empty()) err = check(cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost), "D2H");
+  const auto unpack = [&](int i, uint64_t n) {
+    return DivisionCheck{n, out[i], static_cast<uint32_t>(out[3 + i] >> 32), static_cast<uint32_t>(out[3 + i])};
+  };
+  e2m1 = unpack(0, uint64_t{1} << 32);
+  fp8_decode = unpack(1, 65536);
+  abs_max = unpack(2, uint64_t{32641} << 16);
+  cudaFree(d_out);
   return err;
 }
 

@@ -29,6 +29,13 @@ struct DivisionCheck {
 /// Returns "" or the CUDA error text.
 std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& significands, DivisionCheck& values);
 
+/// The kernels' fast conversions on device 0, exhaustively (x, s: the first
+/// mismatch's operands): (a) dev::cvt_e2m1 against NVIDIA's conversion on all 2^32
+/// floats; (b) the hardware e4m3 pair decode against dev::e4m3_to_f32 on all 2^16
+/// pairs; (c) the max.bf16x2 amax against the integer NaN-ignoring rule on every
+/// 16-bit half against every non-NaN amax. Returns "" or the CUDA error text.
+std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, DivisionCheck& abs_max);
+
 /// Power-of-two tile scales on device 0 for every tile amax a bf16 tile can have (bf16
 /// bits i = 0 .. 0x7F80): out[5i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[5i+1]
 /// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[5i+2] exp2f(ceilf(log2f(max(amax,
