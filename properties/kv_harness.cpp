@@ -60,7 +60,25 @@ KvCacheLayout kv_layout_of(const KvCacheShape& s) {
   return l;
 }
 
-KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) {
+KvBuffers::KvBuffers(const KvCacheShape& s)
+    : shape(s), layout(kv_layout_of(s)), bytes(static_cast<size_t>(place() + 2 * kGuardBytes)) {
+  fill_pattern(bytes.span(), s.fill_seed);
+  std::memset(bytes.data(), kCanary, static_cast<size_t>(kGuardBytes));
+  std::memset(bytes.data() + bytes.size() - kGuardBytes, kCanary, static_cast<size_t>(kGuardBytes));
+}
+
+KvBuffers::KvBuffers(const KvBuffers& o)
+    : shape(o.shape),
+      layout(o.layout),
+      body_bytes(o.body_bytes),
+      k_offset(o.k_offset),
+      v_offset(o.v_offset),
+      k_capacity(o.k_capacity),
+      v_capacity(o.v_capacity),
+      bytes(o.bytes.clone()) {}
+
+int64_t KvBuffers::place() {
+  const KvCacheShape& s = shape;
   const int64_t eb = elem_bytes(s.dtype), span = span_of(layout);
   switch (s.alloc) {
     case KvAlloc::kSeparate:
@@ -98,10 +116,7 @@ KvBuffers::KvBuffers(const KvCacheShape& s) : shape(s), layout(kv_layout_of(s)) 
     }
   }
   if (s.capacity_cut > 0) k_capacity = span - s.capacity_cut;
-  bytes.resize(static_cast<size_t>(body_bytes + 2 * kGuardBytes));
-  fill_pattern(bytes, s.fill_seed);
-  std::fill(bytes.begin(), bytes.begin() + kGuardBytes, kCanary);
-  std::fill(bytes.end() - kGuardBytes, bytes.end(), kCanary);
+  return body_bytes;
 }
 
 KvCacheView KvBuffers::view() {
@@ -122,17 +137,33 @@ bool KvBuffers::guards_intact() const {
          std::memcmp(bytes.data() + bytes.size() - band.size(), band.data(), band.size()) == 0;
 }
 
-KvOutBuffers::KvOutBuffers(const GatherKvScenario& s) {
-  const int64_t h = s.cache.num_kv_heads, d = s.cache.head_dim;
-  const int64_t hs = d + s.out_pad_head, ts = h * hs + s.out_pad_token;
-  offset_bytes = 2 * int64_t{std::max(s.out_offset, 0)};
-  const size_t size = static_cast<size_t>(offset_bytes + std::max<int64_t>(s.out_rows, 0) * ts * 2 + 64);
-  k.resize(size);
-  v.resize(size);
-  fill_pattern(k, s.out_seed);
-  fill_pattern(v, s.out_seed ^ 0x5CA1E5u);
+namespace {
+
+// Output row strides of s (elements): head, token.
+int64_t out_head_stride(const GatherKvScenario& s) { return int64_t{s.cache.head_dim} + s.out_pad_head; }
+int64_t out_token_stride(const GatherKvScenario& s) {
+  return int64_t{s.cache.num_kv_heads} * out_head_stride(s) + s.out_pad_token;
+}
+int64_t out_offset_bytes(const GatherKvScenario& s) { return 2 * int64_t{std::max(s.out_offset, 0)}; }
+size_t out_buffer_bytes(const GatherKvScenario& s) {
+  return static_cast<size_t>(out_offset_bytes(s) + std::max<int64_t>(s.out_rows, 0) * out_token_stride(s) * 2 + 64);
+}
+
+}  // namespace
+
+KvOutBuffers::KvOutBuffers(const GatherKvScenario& s)
+    : offset_bytes(out_offset_bytes(s)), k(out_buffer_bytes(s)), v(out_buffer_bytes(s)) {
+  const int64_t hs = out_head_stride(s), ts = out_token_stride(s);
+  fill_pattern(k.span(), s.out_seed);
+  fill_pattern(v.span(), s.out_seed ^ 0x5CA1E5u);
   out_k = {k.data() + offset_bytes, s.out_k_dtype, s.out_rows, ts, hs};
   out_v = {v.data() + offset_bytes, s.out_v_dtype, s.out_rows, ts, hs};
+}
+
+KvOutBuffers::KvOutBuffers(const KvOutBuffers& o)
+    : offset_bytes(o.offset_bytes), k(o.k.clone()), v(o.v.clone()), out_k(o.out_k), out_v(o.out_v) {
+  out_k.data = k.data() + offset_bytes;
+  out_v.data = v.data() + offset_bytes;
 }
 
 KvTokensIn kv_tokens(const KvRows& r) {
@@ -147,18 +178,26 @@ std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScena
   const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
   int64_t valid = 0;
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
-  // The rows as copies (the scenario is never written), checked after the call: key and
-  // value are only read (vLLM's rotary_embedding rotates the key in place; a fused store
-  // must not).
-  const KvRows key = s.key, value = s.value;
+  // The rows as copies (the scenario is never written; pooled buffers, as KvBuffers),
+  // checked after the call: key and value are only read (vLLM's rotary_embedding rotates
+  // the key in place; a fused store must not).
+  const auto copy_of = [](const KvRows& r) {
+    Buffer c(r.data.size() * sizeof(uint16_t));
+    if (!r.data.empty()) std::memcpy(c.data(), r.data.data(), c.size());
+    return c;
+  };
+  const Buffer key = copy_of(s.key), value = copy_of(s.value);
+  KvTokensIn key_in = kv_tokens(s.key), value_in = kv_tokens(s.value);
+  if (key_in.data) key_in.data = key.data();
+  if (value_in.data) value_in.data = value.data();
   const std::optional<RopeArgs> rope = s.rope ? std::optional<RopeArgs>(rope_args(*s.rope)) : std::nullopt;
   std::optional<ErrorCode> code;
   try {
     const ScopedParallelism split(backend, s.threads, valid);
     if (backend)
-      backend->store_kv(kv_tokens(key), kv_tokens(value), slot_mapping, b.view(), rope ? &*rope : nullptr);
+      backend->store_kv(key_in, value_in, slot_mapping, b.view(), rope ? &*rope : nullptr);
     else
-      ref::store_kv(kv_tokens(key), kv_tokens(value), slot_mapping, b.view(), rope ? &*rope : nullptr);
+      ref::store_kv(key_in, value_in, slot_mapping, b.view(), rope ? &*rope : nullptr);
   } catch (const Error& e) {
     if (what) *what = e.what();
     code = e.code();
@@ -166,7 +205,7 @@ std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScena
   if (inputs_written) {
     inputs_written->clear();
     for (const auto& [now, was, name] : {std::tuple{&key, &s.key, "key"}, std::tuple{&value, &s.value, "value"}})
-      if (now->data != was->data) {
+      if (!was->data.empty() && std::memcmp(now->data(), was->data.data(), now->size()) != 0) {
         *inputs_written = std::string(name) + " rows changed: they are only read";
         break;
       }

@@ -20,30 +20,39 @@ namespace kvcheck::props {
 KvCacheLayout kv_layout_of(const KvCacheShape& shape);
 
 /// A K/V cache pair in one allocation: [canary | body | canary], body laid out by
-/// shape.alloc, everything but the canaries filled from shape.fill_seed.
+/// shape.alloc, everything but the canaries filled from shape.fill_seed. The bytes are
+/// a pooled Buffer (harness.h): a case reuses the last cases' memory instead of
+/// mapping, zero-filling and faulting in fresh pages.
 struct KvBuffers {
   KvCacheShape shape;
   KvCacheLayout layout;
-  std::vector<uint8_t> bytes;
   int64_t body_bytes = 0;
   int64_t k_offset = 0, v_offset = 0;      // bytes from the body's start
   int64_t k_capacity = 0, v_capacity = 0;  // elements
+  Buffer bytes;  // after the geometry above: its size comes from it
   explicit KvBuffers(const KvCacheShape& shape);
+  /// The same bytes in a new buffer (a copy: cheaper than filling the pattern again).
+  KvBuffers(const KvBuffers& o);
+  KvBuffers& operator=(const KvBuffers&) = delete;
   uint8_t* body() { return bytes.data() + kGuardBytes; }
   const uint8_t* body() const { return bytes.data() + kGuardBytes; }
   KvCacheView view();
   ConstKvCacheView view() const;
   bool guards_intact() const;
+
+ private:
+  int64_t place();  // sets the geometry from shape and layout; returns body_bytes
 };
 
 /// Output rows of gather_kv: out_rows rows with padded strides and a 64-byte tail,
-/// pre-filled from out_seed.
+/// pre-filled from out_seed (pooled Buffers, as KvBuffers).
 struct KvOutBuffers {
-  std::vector<uint8_t> k, v;
-  KvTokensOut out_k, out_v;
   int64_t offset_bytes = 0;  // where row 0 starts in k and v (s.out_offset elements)
+  Buffer k, v;
+  KvTokensOut out_k, out_v;
   KvOutBuffers(const GatherKvScenario& s);
-  KvOutBuffers(const KvOutBuffers&) = delete;
+  /// The same bytes in new buffers, out_k and out_v pointing into them.
+  KvOutBuffers(const KvOutBuffers& o);
   KvOutBuffers& operator=(const KvOutBuffers&) = delete;
 };
 

@@ -91,7 +91,9 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     const KvRows v1 = step_rows(s, s.value_dtype, s.value_seed ^ kValueSalt, s.num_cached, s.num_tokens, s.graph_padding);
     b.store_kv(kv_tokens(k1), kv_tokens(v1), m.slot_mapping, cache.view());
     // A contract's diagnosis compares the writer's cache as the stores left it.
-    const std::vector<uint8_t> written = as_contract(b) ? cache.bytes : std::vector<uint8_t>();
+    const std::vector<uint8_t> written =
+        as_contract(b) ? std::vector<uint8_t>(cache.bytes.data(), cache.bytes.data() + cache.bytes.size())
+                       : std::vector<uint8_t>();
     // Prefill with a prefix-cache hit reads the paged cache.
     GatherKvScenario g;
     g.cache = s.cache;
@@ -126,7 +128,7 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
                   KvBuffers ref_cache(s.cache);
                   ref::store_kv(kv_tokens(k0), kv_tokens(v0), first.slot_mapping, ref_cache.view());
                   ref::store_kv(kv_tokens(k1), kv_tokens(v1), m.slot_mapping, ref_cache.view());
-                  const std::string diff = diff_kv_buffers(cache, ref_cache.bytes, written);
+                  const std::string diff = diff_kv_buffers(cache, ref_cache.bytes.span(), written);
                   side_note = diff.empty()
                                   ? fmt::format("\ncontract: the writer {}'s K/V cache is the reference store's byte "
                                                 "for byte: the reader {} gathers it differently",

@@ -26,7 +26,10 @@ std::vector<ByteRange> record_ranges(const StoreKvScenario& s, const KvBuffers& 
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
         const int64_t off = (side ? buf.v_offset : buf.k_offset) +
                             eb * ref::kv_element_offset(l, slot / l.block_size, slot % l.block_size, h, 0);
-        r.push_back({off, off + eb * l.head_dim});
+        if (!r.empty() && r.back().end == off)  // the next head right after (NHD, no head pad): one range
+          r.back().end = off + eb * l.head_dim;
+        else
+          r.push_back({off, off + eb * l.head_dim});
       }
   }
   return merge_ranges(std::move(r), buf.body_bytes);
@@ -76,7 +79,7 @@ Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenari
     return v;
   }
   const KvBuffers pristine(s.cache);
-  KvBuffers be_buf(s.cache);
+  KvBuffers be_buf(pristine);
   Outcome be;
   be.code = run_store_kv(&b, s, be_buf, &be.message);
   const BackendCapabilities& c = b.capabilities();
@@ -92,7 +95,7 @@ Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenari
     v.failure += fmt::format("store_kv refused a valid case with {} as {} ({}); expected kUnsupported\n", what,
                              to_string(*be.code), be.message);
   if (!be_buf.guards_intact()) v.failure += "wrote into the canary band around the buffer\n";
-  if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes, be_buf.bytes); !d.empty())
+  if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes.span(), be_buf.bytes.span()); !d.empty())
     v.failure += "the buffer changed:\n" + d + "\n";
   if (!v.failure.empty()) v.failure = fmt::format("op=store_kv backend={} {}\n{}", b.name(), describe(s.cache), v.failure);
   return v;
@@ -100,7 +103,7 @@ Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenari
 
 Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned which) {
   const KvBuffers pristine(s.cache);
-  KvBuffers ref_buf(s.cache), be_buf(s.cache);
+  KvBuffers ref_buf(pristine), be_buf(pristine);  // copies: the same bytes, no second pattern fill
   Outcome ref, be;
   std::string ref_wrote, be_wrote;  // rows the call wrote (key and value are only read)
   ref.code = run_store_kv(nullptr, s, ref_buf, &ref.message, &ref_wrote);
@@ -119,10 +122,10 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   if (!be_buf.guards_intact()) fail += "wrote into the canary band around the buffer\n";
   if (which & kStoreKvErrorChangesNothing) {
     if (ref.code)
-      if (const std::string d = diff_kv_buffers(ref_buf, pristine.bytes, ref_buf.bytes); !d.empty())
+      if (const std::string d = diff_kv_buffers(ref_buf, pristine.bytes.span(), ref_buf.bytes.span()); !d.empty())
         fail += "the reference changed the buffer although it threw:\n" + d + "\n";
     if (be.code)
-      if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes, be_buf.bytes); !d.empty())
+      if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes.span(), be_buf.bytes.span()); !d.empty())
         fail += "the buffer changed although the store threw (" + be.message + "):\n" + d + "\n";
   }
   if ((which & kStoreKvTouchesOnlyRecords) && (!ref.code || !be.code)) {
@@ -131,7 +134,7 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
     if (!be.code) fail += untouched_violation("backend", records, pristine, be_buf);
   }
   if ((which & kStoreKvMatchesReference) && !ref.code && !be.code)
-    if (const std::string d = diff_kv_buffers(be_buf, ref_buf.bytes, be_buf.bytes); !d.empty())
+    if (const std::string d = diff_kv_buffers(be_buf, ref_buf.bytes.span(), be_buf.bytes.span()); !d.empty())
       fail += "K/V buffer after store_kv differs (expected = reference):\n" + d + "\n" +
               other_recipes_matching(b, s, be_buf);
   if (!fail.empty())  // the scenario itself is printed by the caller (RapidCheck, the fuzz report, explain)

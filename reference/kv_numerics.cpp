@@ -1,6 +1,7 @@
 // Plain conversions of SPEC §7.3: build the value table of the format, pick the
 // nearest entry by comparison in double (exact for every float), ties to the even
-// code. Slow on purpose.
+// code (nearest_even_code, reference/numerics.h: the entry below is located from the
+// value's binade and checked to bracket it, rather than searched for).
 #include "reference/kv_numerics.h"
 
 #include <algorithm>
@@ -31,16 +32,6 @@ std::vector<double> table(int last_code, int mbits, int bias) {
 const std::vector<double> kFp16 = table(0x7BFF, 10, 15);  // kFp16.back() == 65504
 const std::vector<double> kE5M2 = table(0x7B, 2, 15);     // kE5M2.back() == 57344
 
-// Index of the entry nearest to mag (0 <= mag <= last entry), ties to the even index.
-int nearest_even(const std::vector<double>& t, double mag) {
-  const int lo = static_cast<int>(std::upper_bound(t.begin(), t.end(), mag) - t.begin()) - 1;
-  if (t[static_cast<size_t>(lo)] == mag || lo + 1 == static_cast<int>(t.size())) return lo;
-  const double mid = (t[static_cast<size_t>(lo)] + t[static_cast<size_t>(lo) + 1]) / 2;
-  if (mag < mid) return lo;
-  if (mag > mid) return lo + 1;
-  return lo % 2 == 0 ? lo : lo + 1;
-}
-
 }  // namespace
 
 float fp16_to_float(uint16_t x) {
@@ -60,7 +51,7 @@ uint16_t float_to_fp16_rn(float x) {
   // 65520 is the midpoint between 65504 (0x7BFF, odd) and 2^16 (where Inf sits): ties
   // and above go to Inf, as IEEE rounding with an unbounded exponent would.
   if (mag >= 65520.0) return static_cast<uint16_t>(sign | 0x7C00);
-  return static_cast<uint16_t>(sign | nearest_even(kFp16, mag));
+  return static_cast<uint16_t>(sign | nearest_even_code(kFp16, mag, 10, -14));
 }
 
 uint8_t cvt_e5m2(float x) {
@@ -68,7 +59,7 @@ uint8_t cvt_e5m2(float x) {
   const uint8_t sign = std::signbit(x) ? 0x80 : 0;
   const double mag = std::fabs(static_cast<double>(x));
   if (mag >= 57344.0) return static_cast<uint8_t>(sign | 0x7B);  // SATFINITE, Inf too
-  return static_cast<uint8_t>(sign | nearest_even(kE5M2, mag));
+  return static_cast<uint8_t>(sign | nearest_even_code(kE5M2, mag, 2, -14));
 }
 
 float e5m2_to_float(uint8_t code) {

@@ -1,6 +1,8 @@
 // Plain scalar numerics of SPEC §4. Conversions build the OCP value tables and pick
 // the nearest entry by explicit comparison in double (exact for every float), ties to
-// the even code. Slow on purpose: obviously right beats fast here.
+// the even code. Obviously right beats fast here: the one shortcut, nearest_even_code's
+// locating the entry below from the value's binade instead of a search, is checked to
+// bracket the value on every call.
 #include "reference/numerics.h"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,22 +35,27 @@ const std::array<double, 127> kE4M3 = make_e4m3_table();  // kE4M3[126] == 448
 // Non-negative E2M1 values, code 0..7 (OCP MX v1.0 §5.3.3): no NaN, no Inf.
 constexpr std::array<double, 8> kE2M1 = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
 
-// Index of the entry of the ascending `table` nearest to `mag` (>= 0, <= last entry);
-// a tie goes to the even index (= even code, since codes are indices).
-template <size_t N>
-int nearest_even(const std::array<double, N>& table, double mag) {
-  // lo = largest index with table[lo] <= mag.
-  int lo = static_cast<int>(std::upper_bound(table.begin(), table.end(), mag) - table.begin()) - 1;
-  if (table[lo] == mag || lo + 1 == static_cast<int>(N)) return lo;
-  const double mid = (table[lo] + table[lo + 1]) / 2;  // exact: entries have few bits
-  if (mag < mid) return lo;
-  if (mag > mid) return lo + 1;
-  return lo % 2 == 0 ? lo : lo + 1;
-}
-
 float bits_to_float(uint32_t b) { return std::bit_cast<float>(b); }
 
 }  // namespace
+
+int nearest_even_code(std::span<const double> table, double mag, int mbits, int emin) {
+  // lo = the largest index with table[lo] <= mag: mag's binade e (emin for the
+  // subnormals), then the whole steps of its spacing 2^(e - mbits) in mag (exact).
+  if (table.size() <= (size_t{1} << mbits)) throw std::logic_error("nearest_even_code: no normal entry in the table");
+  const int e = mag < table[size_t{1} << mbits] ? emin : std::ilogb(mag);  // that entry: 2^emin
+  const int lo = ((e - emin) << mbits) + static_cast<int>(std::floor(std::ldexp(mag, mbits - e)));
+  const int n = static_cast<int>(table.size());
+  if (lo < 0 || lo >= n || !(table[static_cast<size_t>(lo)] <= mag) ||
+      (lo + 1 < n && !(mag < table[static_cast<size_t>(lo) + 1])))
+    throw std::logic_error("nearest_even_code: " + std::to_string(mag) + " is not bracketed by entry " +
+                           std::to_string(lo));
+  if (table[static_cast<size_t>(lo)] == mag || lo + 1 == n) return lo;
+  const double mid = (table[static_cast<size_t>(lo)] + table[static_cast<size_t>(lo) + 1]) / 2;  // exact: entries have few bits
+  if (mag < mid) return lo;
+  if (mag > mid) return lo + 1;
+  return lo % 2 == 0 ? lo : lo + 1;  // a tie: the even index (= even code, since codes are indices)
+}
 
 float bf16_to_float(bf16_bits x) { return bits_to_float(uint32_t{x} << 16); }
 
@@ -77,7 +85,7 @@ uint8_t cvt_e4m3(float x) {
   const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
   const double mag = std::fabs(static_cast<double>(x));
   if (mag >= 448.0) return static_cast<uint8_t>(sign | 0x7E);  // SATFINITE, Inf too
-  return static_cast<uint8_t>(sign | nearest_even(kE4M3, mag));
+  return static_cast<uint8_t>(sign | nearest_even_code(kE4M3, mag, 3, -6));
 }
 
 uint8_t cvt_e2m1(float x) {
@@ -85,7 +93,7 @@ uint8_t cvt_e2m1(float x) {
   const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
   const double mag = std::fabs(static_cast<double>(x));
   if (mag >= 6.0) return static_cast<uint8_t>(sign | 0x7);
-  return static_cast<uint8_t>(sign | nearest_even(kE2M1, mag));
+  return static_cast<uint8_t>(sign | nearest_even_code(kE2M1, mag, 1, 0));
 }
 
 float e4m3_to_float(uint8_t code) {

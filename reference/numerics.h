@@ -31,6 +31,19 @@ float e2m1_to_float(uint8_t nibble);
 /// Value 2^(byte-127) of an E8M0 byte (0xFF -> NaN).
 float e8m0_to_float(uint8_t byte);
 
+/// Index of the entry of `table` nearest to `mag`, ties to the even index, where table
+/// holds the non-negative values of a binary format in code order (strictly
+/// ascending: code = index) with `mbits` mantissa bits and smallest normal exponent
+/// `emin`, and 0 <= mag < last entry + its half step (the callers round or saturate
+/// larger ones). The entry at or below mag is found from mag's binade, not by a search:
+/// binade [2^e, 2^(e+1)) holds codes (e - emin) * 2^mbits + [2^mbits, 2^(mbits+1))
+/// spaced 2^(e - mbits), the subnormals below 2^emin codes [0, 2^mbits) spaced
+/// 2^(emin - mbits), so lo = (e - emin) * 2^mbits + floor(mag / 2^(e - mbits)) with e =
+/// max(binade, emin). That it brackets mag (table[lo] <= mag < table[lo + 1]) is checked
+/// (std::logic_error otherwise): the answer is the table's nearest entry, as a search
+/// over the whole table would find it.
+int nearest_even_code(std::span<const double> table, double mag, int mbits, int emin);
+
 /// SPEC §4: smallest k with 2^k >= s from s's bits; +Inf -> 128. s must be > 0.
 int ceil_log2(float s);
 /// SPEC §4: largest |x| ignoring NaN; all-NaN or empty -> 0.

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <bit>
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/kv_gen.h"
@@ -28,6 +30,48 @@ TEST(KvGenerators, NormalBitsMatchTheReference) {
           ++checked;
         }
   EXPECT_EQ(checked, 2 * 2 * 22 * 65536);
+}
+
+// A RoPE table (ScenarioRope::cos_sin) acts as a vector of floats whose size is its
+// capacity: copies, moves, resizes keep or zero-fill as std::vector would, and a large
+// table's storage, freed, is handed to the next large table (warm memory; docs/fuzzing.md).
+TEST(KvGenerators, RopeTableIsAVectorOfFloats) {
+  RopeTable a;
+  EXPECT_TRUE(a.empty());
+  a.resize(5);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(std::bit_cast<uint32_t>(a[i]), 0u);
+  for (size_t i = 0; i < 5; ++i) a[i] = static_cast<float>(i) + 0.5f;
+  RopeTable b = a;  // a copy
+  b[0] = -1;
+  EXPECT_EQ(a[0], 0.5f);
+  a.resize(7);  // grows: the first 5 kept, the rest 0
+  EXPECT_EQ(a.size(), 7u);
+  EXPECT_EQ(a[4], 4.5f);
+  EXPECT_EQ(a[6], 0.0f);
+  a.resize(2);
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], 1.5f);
+  RopeTable c = std::move(b);
+  EXPECT_TRUE(b.empty());  // NOLINT: a moved-from table is empty
+  EXPECT_EQ(c.size(), 5u);
+  EXPECT_EQ(c[0], -1.0f);
+  c = a;  // copy assignment
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1], 1.5f);
+  EXPECT_EQ(std::vector<float>(c.begin(), c.end()), (std::vector<float>{0.5f, 1.5f}));
+  // A large table: freed storage comes back to the next one that fits.
+  constexpr size_t kBig = (size_t{1} << 20) + 12345;  // a size no other table here has
+  const float* first = nullptr;
+  {
+    RopeTable big;
+    big.resize(kBig);
+    big[kBig - 1] = 3;
+    first = big.data();
+  }
+  RopeTable next;
+  next.resize(kBig);
+  EXPECT_EQ(next.data(), first);  // the smallest kept block that fits
+  EXPECT_EQ(next[kBig - 1], 0.0f);  // zero-filled all the same
 }
 
 TEST(KvGenerators, ReachRequiredShapes) {

@@ -39,5 +39,41 @@ TEST(KvHarness, FirstChangeOutsideTheRanges) {
   EXPECT_EQ(first_change_outside({}, 32, {{before.data(), tail.data()}}), 31);
 }
 
+// KvBuffers and KvOutBuffers copies (what the checks make instead of filling the pattern
+// again): the same bytes in buffers of their own, views pointing into them.
+TEST(KvHarness, BufferCopiesHoldTheSameBytes) {
+  KvCacheShape shape;
+  shape.num_blocks = 3;
+  shape.block_size = 4;
+  shape.num_kv_heads = 2;
+  shape.head_dim = 8;
+  shape.fill_seed = 1234;
+  const KvBuffers a(shape);
+  KvBuffers b(a);
+  EXPECT_TRUE(b.bytes == a.bytes);
+  EXPECT_TRUE(b.bytes == KvBuffers(shape).bytes);  // = a fresh fill
+  EXPECT_NE(b.bytes.data(), a.bytes.data());
+  EXPECT_EQ(b.view().k, b.body() + b.k_offset);
+  EXPECT_TRUE(b.guards_intact());
+  b.body()[0] ^= 1;
+  EXPECT_FALSE(b.bytes == a.bytes);
+
+  GatherKvScenario g;
+  g.cache = shape;
+  g.cu_seqlens_k = {0, 5};
+  g.out_rows = 6;
+  g.out_pad_token = 3;
+  g.out_offset = 3;
+  g.out_seed = 99;
+  const KvOutBuffers o(g);
+  KvOutBuffers p(o);
+  EXPECT_TRUE(p.k == o.k && p.v == o.v);
+  EXPECT_TRUE(p.k == KvOutBuffers(g).k);
+  EXPECT_EQ(p.out_k.data, p.k.data() + p.offset_bytes);
+  EXPECT_EQ(p.out_v.data, p.v.data() + p.offset_bytes);
+  EXPECT_EQ(p.offset_bytes, 6);
+  EXPECT_EQ(p.out_k.token_stride, o.out_k.token_stride);
+}
+
 }  // namespace
 }  // namespace kvcheck::props

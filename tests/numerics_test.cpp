@@ -3,10 +3,12 @@
 // e2m1 codes 0..7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6 (bit 3 = sign).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "impl/error.h"
@@ -34,6 +36,53 @@ Quantized quantize(const KVCacheFormat& f, std::vector<bf16_bits> head) {
 
 std::vector<uint8_t> first(const Quantized& q, size_t n) {
   return {q.codes.begin(), q.codes.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+// nearest_even_code locates the entry at or below a value from its binade instead of
+// searching: on the four tables the conversions use (e4m3, e2m1, and the K/V family's
+// fp16 and e5m2), it must pick what a search over the whole table picks, for every
+// entry, every midpoint (the ties), the floats next to both, and a sweep of floats.
+// (A one-off run over all 2^32 floats, through the conversions, agreed too: docs/fuzzing.md.)
+TEST(Numerics, NearestEvenCodeIsTheWholeTableSearch) {
+  struct Fmt {
+    const char* name;
+    int mbits, bias, last_code;
+  };
+  for (const Fmt& f : {Fmt{"e4m3", 3, 7, 0x7E}, Fmt{"e2m1", 1, 1, 7}, Fmt{"fp16", 10, 15, 0x7BFF},
+                       Fmt{"e5m2", 2, 15, 0x7B}}) {
+    std::vector<double> t;  // the values of codes 0..last_code, written from the format's fields
+    for (int c = 0; c <= f.last_code; ++c) {
+      const int e = c >> f.mbits, m = c & ((1 << f.mbits) - 1);
+      t.push_back(e == 0 ? std::ldexp(m, 1 - f.bias - f.mbits) : std::ldexp((1 << f.mbits) + m, e - f.bias - f.mbits));
+    }
+    const auto search = [&](double mag) {  // the whole-table search the reference used to do
+      const int lo = static_cast<int>(std::upper_bound(t.begin(), t.end(), mag) - t.begin()) - 1;
+      if (t[static_cast<size_t>(lo)] == mag || lo + 1 == static_cast<int>(t.size())) return lo;
+      const double mid = (t[static_cast<size_t>(lo)] + t[static_cast<size_t>(lo) + 1]) / 2;
+      return mag < mid ? lo : mag > mid ? lo + 1 : (lo % 2 == 0 ? lo : lo + 1);
+    };
+    std::vector<float> xs;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const float v = static_cast<float>(t[i]);
+      xs.insert(xs.end(), {v, std::nextafter(v, 0.0f), std::nextafter(v, 1e30f)});
+      if (i + 1 < t.size()) {
+        const float mid = static_cast<float>((t[i] + t[i + 1]) / 2);  // exact in float
+        xs.insert(xs.end(), {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)});
+      }
+    }
+    for (uint32_t b = 0; b < 0x7F800000u; b += 4099) xs.push_back(std::bit_cast<float>(b));
+    int64_t checked = 0;
+    for (const float x : xs) {
+      const double mag = x;
+      if (!(mag >= 0) || mag >= t.back()) continue;  // the callers saturate or round these first
+      ASSERT_EQ(nearest_even_code(t, mag, f.mbits, 1 - f.bias), search(mag)) << f.name << " " << x;
+      ++checked;
+    }
+    EXPECT_GT(checked, 100000) << f.name;
+  }
+  // A table that is not the format described: the bracket check refuses it.
+  const std::vector<double> e2m1 = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  EXPECT_THROW(nearest_even_code(e2m1, 5.0, 2, 0), std::logic_error);
 }
 
 TEST(Numerics, ConstantBits) {

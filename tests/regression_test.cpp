@@ -13,6 +13,7 @@
 #include <limits>
 #include <fstream>
 #include <regex>
+#include <span>
 #include <sstream>
 
 #include "fuzzers/decoders.h"
@@ -204,7 +205,7 @@ TEST(Regression, MinimalCounterexampleReplaysWithoutRapidCheck) {
 // ---- The K/V family (store_kv, gather_kv): JSON forms, exact, and the whole path.
 
 // Field by field, floats by their bits (a NaN scale equals itself).
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+bool same_bits(std::span<const float> a, std::span<const float> b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return false;

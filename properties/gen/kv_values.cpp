@@ -3,6 +3,8 @@
 // to rebuild its buffers.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <vector>
 
 #include "properties/gen/kv_gen.h"
 #include "properties/gen/splitmix.h"
@@ -23,8 +25,9 @@ KVCHECK_BULK uint64_t mix(uint64_t seed, int64_t a, int64_t b, int64_t h, int64_
 KVCHECK_BULK uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64_t h, int64_t d) {
   const uint64_t r = mix(seed, a, b, h, d);
   const int roll = static_cast<int>(r % 100);
+  // Rows of a wrong dtype (an error path) get bf16 bits: every dtype but fp16 does, here
+  // and in kv_normal_bits (no is_model_dtype call per element: a comparison hook each).
   const bool fp16 = dtype == KvDtype::kFP16;
-  if (!is_model_dtype(dtype)) dtype = KvDtype::kBF16;  // rows of a wrong dtype (an error path): bf16 bits
   const uint16_t sign = (r >> 8) & 1 ? 0x8000 : 0;
   if (roll < 3) {  // specials
     switch ((r >> 9) % 5) {
@@ -65,11 +68,25 @@ std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t se
   return s;
 }
 
+namespace {
+
+// `size` NaN bits of `dtype` (fp16 0x7E00, else bf16 0x7FC0), copied from a per-thread
+// row of them: std::vector's own fill is a loop through a comparison hook per element.
+std::vector<uint16_t> nan_elements(KvDtype dtype, size_t size) {
+  thread_local std::vector<uint16_t> rows[2];
+  const bool fp16 = dtype == KvDtype::kFP16;
+  std::vector<uint16_t>& row = rows[fp16 ? 1 : 0];
+  if (row.size() < size) row.assign(size, fp16 ? 0x7E00 : 0x7FC0);
+  return std::vector<uint16_t>(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(size));
+}
+
+}  // namespace
+
 KVCHECK_BULK KvRows make_kv_rows(KvDtype dtype, int64_t rows, int64_t token_stride, int64_t head_stride,
                     int32_t num_kv_heads, int32_t head_dim, uint64_t seed) {
   KvRows r{dtype, rows, token_stride, head_stride, {}};
   const int64_t size = rows == 0 ? 0 : (rows - 1) * token_stride + (num_kv_heads - 1) * head_stride + head_dim;
-  r.data.assign(static_cast<size_t>(std::max<int64_t>(size, 0)), dtype == KvDtype::kFP16 ? 0x7E00 : 0x7FC0);
+  r.data = nan_elements(dtype, static_cast<size_t>(std::max<int64_t>(size, 0)));  // stride gaps: NaN
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t h = 0; h < num_kv_heads; ++h)
       for (int64_t d = 0; d < head_dim; ++d)

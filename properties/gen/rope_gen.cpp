@@ -2,20 +2,37 @@
 #include "properties/gen/rope_gen.h"
 
 #include <nlohmann/json.hpp>
+#include <sanitizer/asan_interface.h>
 
 #include <algorithm>
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 
 #include "properties/gen/scenario_json.h"
+#include "properties/gen/splitmix.h"  // KVCHECK_BULK
 
 namespace kvcheck::props {
 namespace {
+
+// The kept blocks of large RoPE tables (rope_table_allocate): free ones (poisoned) and
+// live ones, each with its size in bytes. Never destroyed: a table may outlive statics.
+struct TableBlocks {
+  std::mutex m;
+  std::vector<std::pair<void*, size_t>> free, live;
+};
+TableBlocks& table_blocks() {
+  static TableBlocks* b = new TableBlocks;
+  return *b;
+}
+constexpr size_t kKeptTableBytes = size_t{1} << 20;  // tables this large or larger are kept
+constexpr size_t kMaxFreeTables = 4;
 
 /// One fp32 value of a cos/sin table row drawn in `mode`: 0 real angles, 1 special
 /// values, else any bits.
@@ -35,6 +52,28 @@ float table_value(Source& src, int mode, int64_t p, int32_t j, int32_t half, boo
   }
 }
 
+/// Rows [0, rows) of a large table's cheap pattern into `t` (rot_dim floats a row,
+/// rot_dim even): row p holds ((p + j) & 1023) / 1024 at j and -((p ^ j) & 511) / 512 at
+/// half + j, j < half. Both depend on p mod 1024 only (1024 is masked out of both), so
+/// row p + 1024 equals row p: the first 1024 rows are computed (unsigned counters and a
+/// running row pointer, no overflow check per element), the rest copied from them.
+KVCHECK_BULK void fill_rope_pattern(float* t, int64_t rows, int32_t rot_dim) {
+  const uint32_t half = static_cast<uint32_t>(rot_dim / 2);
+  const int64_t computed = std::min<int64_t>(rows, 1024);
+  float* row = t;
+  for (uint32_t p = 0; p < static_cast<uint32_t>(computed); ++p, row += rot_dim) {
+    float* const sin = row + half;
+    for (uint32_t j = 0; j < half; ++j) row[j] = static_cast<float>((p + j) & 1023u) * (1.0f / 1024);
+    for (uint32_t j = 0; j < half; ++j) sin[j] = static_cast<float>((p ^ j) & 511u) * (-1.0f / 512);
+  }
+  // Rows [done, done + n) = rows [0, n): done is a multiple of 1024 (1024, 2048, 4096 ...).
+  for (int64_t done = computed; done < rows;) {
+    const int64_t n = std::min(done, rows - done);
+    std::memcpy(t + done * rot_dim, t, static_cast<size_t>(n * rot_dim) * sizeof(float));
+    done += n;
+  }
+}
+
 /// After a fault changed rot_dim: the table's rows as the args claim them never pass its
 /// buffer (max_position lowered, never the buffer grown: a large table at a wider rot_dim
 /// would be gigabytes). The shape rule the fault breaks is checked before any position.
@@ -46,6 +85,84 @@ void claim_what_the_table_holds(ScenarioRope& r) {
 }
 
 }  // namespace
+
+namespace {
+
+// A block of at least `bytes` (RopeTable's storage): a kept free one when one fits, the
+// bytes past `bytes` left poisoned.
+void* table_allocate(size_t bytes) {
+  if (bytes < kKeptTableBytes) return ::operator new(bytes);
+  TableBlocks& b = table_blocks();
+  const std::lock_guard<std::mutex> lock(b.m);
+  size_t best = b.free.size();  // the smallest free block that fits
+  for (size_t i = 0; i < b.free.size(); ++i)
+    if (b.free[i].second >= bytes && (best == b.free.size() || b.free[i].second < b.free[best].second)) best = i;
+  std::pair<void*, size_t> block;
+  if (best < b.free.size()) {
+    block = b.free[best];
+    b.free.erase(b.free.begin() + static_cast<std::ptrdiff_t>(best));
+    ASAN_UNPOISON_MEMORY_REGION(block.first, bytes);
+  } else {
+    block = {::operator new(bytes), bytes};
+  }
+  b.live.push_back(block);
+  return block.first;
+}
+
+void table_deallocate(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (bytes < kKeptTableBytes) {
+    ::operator delete(p);
+    return;
+  }
+  TableBlocks& b = table_blocks();
+  const std::lock_guard<std::mutex> lock(b.m);
+  const auto it = std::find_if(b.live.begin(), b.live.end(), [p](const auto& x) { return x.first == p; });
+  if (it == b.live.end()) {  // (not one of ours: every block table_allocate kept is live here)
+    ::operator delete(p);
+    return;
+  }
+  const std::pair<void*, size_t> block = *it;
+  b.live.erase(it);
+  ASAN_POISON_MEMORY_REGION(block.first, block.second);
+  b.free.push_back(block);
+  if (b.free.size() > kMaxFreeTables) {  // the oldest goes back
+    ASAN_UNPOISON_MEMORY_REGION(b.free.front().first, b.free.front().second);
+    ::operator delete(b.free.front().first);
+    b.free.erase(b.free.begin());
+  }
+}
+
+}  // namespace
+
+RopeTable::RopeTable(const RopeTable& o)
+    : data_(o.size_ == 0 ? nullptr : static_cast<float*>(table_allocate(o.size_ * sizeof(float)))), size_(o.size_) {
+  if (size_ > 0) std::memcpy(data_, o.data_, size_ * sizeof(float));
+}
+
+RopeTable::RopeTable(RopeTable&& o) noexcept : data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+
+RopeTable& RopeTable::operator=(RopeTable o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  return *this;
+}
+
+RopeTable::~RopeTable() { table_deallocate(data_, size_ * sizeof(float)); }
+
+void RopeTable::resize(size_t n) {
+  if (n == size_) return;
+  float* const p = n == 0 ? nullptr : static_cast<float*>(table_allocate(n * sizeof(float)));
+  const size_t kept = std::min(n, size_);
+  if (kept > 0) std::memcpy(p, data_, kept * sizeof(float));
+  if (n > kept) std::memset(p + kept, 0, (n - kept) * sizeof(float));  // all-zero bits: 0.0f
+  table_deallocate(data_, size_ * sizeof(float));
+  data_ = p;
+  size_ = n;
+}
 
 RopeArgs rope_args(const ScenarioRope& r) {
   return {r.cos_sin.data(), r.max_position, r.positions.data(), static_cast<int64_t>(r.positions.size()), r.rot_dim,
@@ -67,17 +184,13 @@ ScenarioRope build_rope(Source& src, int32_t width, int64_t n) {
   // case here can show).
   r.max_position = src.weighted({7, 1}) == 0 ? src.range(1, 24)
                                              : std::max<int64_t>(1, (int64_t{1} << 20) / r.rot_dim - src.range(0, 7));
+  // A large table's rows but its last 4 hold a cheap pattern (fill_rope_pattern).
+  const int64_t pattern_rows = r.max_position > 64 ? r.max_position - 4 : 0;
   r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
+  fill_rope_pattern(r.cos_sin.data(), pattern_rows, r.rot_dim);
   const int table_mode = static_cast<int>(src.weighted({4, 2, 1, 2, 2}));  // 3: sin = cos; 4: rows of mixed modes
-  for (int64_t p = 0; p < r.max_position; ++p) {
+  for (int64_t p = pattern_rows; p < r.max_position; ++p) {
     float* row = r.cos_sin.data() + p * r.rot_dim;
-    if (r.max_position > 64 && p < r.max_position - 4) {  // a large table's other rows: a cheap pattern
-      for (int32_t j = 0; j < half; ++j) {
-        row[j] = static_cast<float>((p + j) & 1023) * (1.0f / 1024);
-        row[half + j] = static_cast<float>((p ^ j) & 511) * (-1.0f / 512);
-      }
-      continue;
-    }
     const int m = table_mode < 4 ? table_mode : static_cast<int>(src.weighted({4, 2, 1, 2}));
     for (int32_t j = 0; j < half; ++j) {
       row[j] = table_value(src, m == 3 ? 0 : m, p, j, half, false);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -17,6 +18,40 @@
 
 namespace kvcheck::props {
 
+/// A RoPE table's floats: a vector whose size is its capacity. Storage of 1 MiB or more
+/// (build_rope's tables of up to 2^20 floats, from_json's) is kept when freed, poisoned
+/// for ASan while free, and handed to the next table that fits with the bytes past its
+/// size still poisoned: a case copies into warm memory instead of mapping and faulting
+/// in 4 MiB of fresh pages (a tenth of fuzz_store_kv's time then), and an access past a
+/// table's end or into a freed one is still reported. Copies, resizes and frees are
+/// memcpy/memset, not a loop per element (std::vector with an allocator of its own
+/// constructs and destroys element by element, each through libFuzzer's hooks).
+/// Thread-safe.
+class RopeTable {
+ public:
+  RopeTable() = default;
+  RopeTable(const RopeTable& o);
+  RopeTable(RopeTable&& o) noexcept;
+  RopeTable& operator=(RopeTable o) noexcept;  // a copy or a move, then a swap
+  ~RopeTable();
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  float* begin() { return data_; }
+  float* end() { return data_ + size_; }
+  const float* begin() const { return data_; }
+  const float* end() const { return data_ + size_; }
+  float& operator[](size_t i) { return data_[i]; }
+  const float& operator[](size_t i) const { return data_[i]; }
+  /// n floats: the first min(size(), n) kept, the rest 0.
+  void resize(size_t n);
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 /// cos_sin holds max_position rows of rot_dim fp32 (cos then sin) when valid, and at
 /// least max_position * rot_dim floats always (a fault changes the claim, never past the
 /// buffer); positions has positions_rows = positions.size() entries, those past n never
@@ -26,7 +61,7 @@ struct ScenarioRope {
   int32_t rope_offset = 0;
   bool is_neox = true;
   int64_t max_position = 0;
-  std::vector<float> cos_sin;
+  RopeTable cos_sin;
   std::vector<int64_t> positions;
 };
 
