@@ -32,6 +32,7 @@ std::string BackendCapabilities::describe_kv_shapes() const {
   const auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
   if (min_heads_x_head_dim > 0) add("num_kv_heads x head_dim >= " + std::to_string(min_heads_x_head_dim));
   if (max_heads_x_head_dim > 0) add("num_kv_heads x head_dim <= " + std::to_string(max_heads_x_head_dim));
+  if (kv_alignment > 1) add("addresses and strides multiples of " + std::to_string(kv_alignment) + " bytes");
   return out;
 }
 
@@ -203,6 +204,8 @@ std::string BackendCapabilities::restrictions() const {
            (min_heads_x_head_dim > 0 && max_heads_x_head_dim > 0 ? ", " : "") +
            (max_heads_x_head_dim > 0 ? "at most " + std::to_string(max_heads_x_head_dim) : std::string()) +
            " (declared)\n";
+  if (kv_alignment > 1 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
+    out += "K/V addresses and strides: multiples of " + std::to_string(kv_alignment) + " bytes (declared)\n";
   if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";
   if (max_block_size > 0) out += "block_size: at most " + std::to_string(max_block_size) + "\n";
   return out;

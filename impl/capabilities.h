@@ -59,6 +59,10 @@ struct BackendCapabilities {
   std::vector<int32_t> head_dims;
   /// Limits on num_kv_heads * head_dim (0 = none), declared as head_dims are.
   int64_t min_heads_x_head_dim = 0, max_heads_x_head_dim = 0;
+  /// Bytes every K/V address and byte stride of store_kv / gather_kv is a multiple of
+  /// (kvcheck_contract.kv_alignment; 1 = none): the generators align what they draw,
+  /// the refusal property draws one address or stride off it.
+  int64_t kv_alignment = 1;
   /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
   /// backends); false for device plugins, whose adapter copies every buffer. The
   /// generators draw sparse multi-GiB inputs only for host-memory backends.
@@ -98,7 +102,10 @@ struct BackendCapabilities {
   bool limits_kv_shapes() const {
     return !head_dims.empty() || min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0;
   }
-  /// "head_dims {128}, num_kv_heads x head_dim <= 1024": the declared K/V shape limits.
+  /// Whether the contract limits the K/V shapes or their alignment.
+  bool limits_kv_calls() const { return limits_kv_shapes() || kv_alignment > 1; }
+  /// "head_dims {128}, num_kv_heads x head_dim <= 1024, addresses and strides multiples
+  /// of 16 bytes": the declared K/V limits.
   std::string describe_kv_shapes() const;
   /// Block sizes below 1 are invalid input, not a capability question: true.
   bool supports_block_size(int64_t bs) const {

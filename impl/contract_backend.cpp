@@ -41,6 +41,8 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
                            : r.max_heads_x_head_dim == 0 ? w.max_heads_x_head_dim
                                                          : std::min(w.max_heads_x_head_dim, r.max_heads_x_head_dim);
   if (c.max_heads_x_head_dim > 0 && c.min_heads_x_head_dim > c.max_heads_x_head_dim) kv_shapes = false;
+  // Powers of two: the larger alignment is a multiple of the smaller.
+  c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
   c.host_memory = w.host_memory && r.host_memory;
   // A family whose cases no side-by-side draw can satisfy is dropped, so its rows are
   // "not exercised" (a zero mask would read as "everything" to the generators).

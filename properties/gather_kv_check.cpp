@@ -64,7 +64,8 @@ Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned wh
   be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
   Verdict v;
   if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_GATHER_KV, s.cache.dtype, s.cache.block_size,
-                                   s.cache.num_kv_heads, s.cache.head_dim, KvRecipe::kSpec),
+                                   s.cache.num_kv_heads, s.cache.head_dim, KvRecipe::kSpec) ||
+                            !kv_misalignment(s, cache, b.capabilities().kv_alignment).empty(),
                         be_out.k == pristine.k && be_out.v == pristine.v && cache.bytes == cache_before.bytes,
                         "gather_kv", b.name(), v))
     return v;

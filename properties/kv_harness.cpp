@@ -82,7 +82,7 @@ int64_t KvBuffers::place() {
   const int64_t eb = elem_bytes(s.dtype), span = span_of(layout);
   switch (s.alloc) {
     case KvAlloc::kSeparate:
-      v_offset = (span * eb + 64 + 15) / 16 * 16;  // a 64+ byte sentinel gap between K and V
+      v_offset = (span * eb + 64 + 255) / 256 * 256;  // a 64+ byte gap; V as aligned as K (kv_alignment <= 256)
       body_bytes = v_offset + span * eb;
       k_capacity = v_capacity = span;
       break;
@@ -164,6 +164,48 @@ KvOutBuffers::KvOutBuffers(const KvOutBuffers& o)
     : offset_bytes(o.offset_bytes), k(o.k.clone()), v(o.v.clone()), out_k(o.out_k), out_v(o.out_v) {
   out_k.data = k.data() + offset_bytes;
   out_v.data = v.data() + offset_bytes;
+}
+
+namespace {
+
+// The first (what, bytes) of `items` that is not a multiple of `alignment`, described.
+std::string first_misaligned(std::initializer_list<std::pair<const char*, int64_t>> items, int64_t alignment) {
+  if (alignment <= 1) return "";
+  for (const auto& [what, bytes] : items)
+    if (bytes % alignment != 0)
+      return fmt::format("{} {} bytes is not a multiple of the declared kv_alignment {}", what, bytes, alignment);
+  return "";
+}
+
+std::string cache_misalignment(const KvBuffers& b, int64_t a) {
+  const int64_t eb = elem_bytes(b.layout.dtype);
+  const auto address = [&](int64_t offset) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(b.body() + offset) % 256); };
+  return first_misaligned({{"k_cache address (mod 256)", address(b.k_offset)},
+                           {"v_cache address (mod 256)", address(b.v_offset)},
+                           {"cache stride_page", b.layout.stride_page * eb},
+                           {"cache stride_token", b.layout.stride_token * eb},
+                           {"cache stride_head", b.layout.stride_head * eb}},
+                          a);
+}
+
+}  // namespace
+
+std::string kv_misalignment(const StoreKvScenario& s, const KvBuffers& cache, int64_t a) {
+  if (std::string m = cache_misalignment(cache, a); !m.empty()) return m;
+  const int64_t kb = elem_bytes(s.key.dtype), vb = elem_bytes(s.value.dtype);
+  return first_misaligned({{"key token_stride", s.key.token_stride * kb},
+                           {"key head_stride", s.key.head_stride * kb},
+                           {"value token_stride", s.value.token_stride * vb},
+                           {"value head_stride", s.value.head_stride * vb}},
+                          a);
+}
+
+std::string kv_misalignment(const GatherKvScenario& s, const KvBuffers& cache, int64_t a) {
+  if (std::string m = cache_misalignment(cache, a); !m.empty()) return m;
+  return first_misaligned({{"out_k / out_v offset", out_offset_bytes(s)},
+                           {"out token_stride", out_token_stride(s) * 2},
+                           {"out head_stride", out_head_stride(s) * 2}},
+                          a);
 }
 
 KvTokensIn kv_tokens(const KvRows& r) {

@@ -67,6 +67,15 @@ std::optional<ErrorCode> run_gather_kv(const Backend* backend /*nullptr = refere
                                        const GatherKvScenario& s, const KvBuffers& buffers,
                                        KvOutBuffers& out, std::string* what = nullptr);
 
+/// "" when every K/V address and byte stride a call on these buffers hands the backend
+/// is a multiple of `alignment` bytes (kvcheck_contract.kv_alignment), else the first
+/// that is not ("key token_stride 130 bytes"). Host addresses stand for device ones:
+/// the device copies keep them modulo 256 (impl/plugin/device_memory.h). The rows'
+/// and outputs' pooled copies start 256-byte aligned, so their strides and the
+/// outputs' offset are what can be off.
+std::string kv_misalignment(const StoreKvScenario& s, const KvBuffers& cache, int64_t alignment);
+std::string kv_misalignment(const GatherKvScenario& s, const KvBuffers& cache, int64_t alignment);
+
 /// Where byte `offset` of the body lives: "K block 1 token 3 head 5 element 7", "V ...",
 /// or "not in K or V (stride padding / gap)".
 std::string locate_kv_byte(const KvBuffers& b, int64_t offset);

@@ -10,6 +10,7 @@
 #include "impl/contract_backend.h"
 #include "impl/kv_page_table.h"
 #include "impl/kv_slot_mapping.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/kv_harness.h"
 #include "properties/registry.h"
 #include "reference/kv_numerics.h"
@@ -25,13 +26,18 @@ constexpr uint64_t kValueSalt = 0x76616C7565ull;  // V values differ from K valu
 KvRows step_rows(const KvStepScenario& s, KvDtype dtype, uint64_t seed, const std::vector<int32_t>& begin,
                  const std::vector<int32_t>& end, int32_t padding) {
   const int64_t h = s.cache.num_kv_heads, d = s.cache.head_dim;
-  KvRows r{dtype, 0, h * d, d, {}};
+  // Dense rows, unless the backend declares an alignment d elements do not meet.
+  const int64_t hs = kv_aligned_elements(d, kv_dtype_bytes(dtype));
+  const uint16_t nan = dtype == KvDtype::kFP16 ? 0x7E00 : 0x7FC0;
+  KvRows r{dtype, 0, h * hs, hs, {}};
   for (size_t i = 0; i < begin.size(); ++i)
     for (int32_t t = begin[i]; t < end[i]; ++t)
-      for (int64_t hh = 0; hh < h; ++hh)
+      for (int64_t hh = 0; hh < h; ++hh) {
         for (int64_t dd = 0; dd < d; ++dd) r.data.push_back(kv_value_bits(dtype, seed, static_cast<int64_t>(i), t, hh, dd));
-  r.data.resize(r.data.size() + static_cast<size_t>(padding * h * d), dtype == KvDtype::kFP16 ? 0x7E00 : 0x7FC0);
-  r.rows = static_cast<int64_t>(r.data.size()) / (h * d);
+        r.data.resize(r.data.size() + static_cast<size_t>(hs - d), nan);
+      }
+  r.data.resize(r.data.size() + static_cast<size_t>(padding * h * hs), nan);
+  r.rows = static_cast<int64_t>(r.data.size()) / (h * hs);
   return r;
 }
 
@@ -103,6 +109,7 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     g.out_k_dtype = is_fp8(s.cache.dtype) ? s.key_dtype : s.cache.dtype;
     g.out_v_dtype = is_fp8(s.cache.dtype) ? s.value_dtype : s.cache.dtype;
     g.out_rows = m.cu_seqlens_k.back();
+    g.out_pad_head = static_cast<int32_t>(kv_aligned_elements(s.cache.head_dim, 2) - s.cache.head_dim);
     KvOutBuffers out(g);
     b.gather_kv({cache.view(), g.block_table, g.max_blocks, g.cu_seqlens_k, {}, SeqStartUnit::kToken, out.out_k,
                  out.out_v});

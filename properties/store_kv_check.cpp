@@ -72,22 +72,26 @@ std::string other_recipes_matching(const Backend& b, const StoreKvScenario& s, c
 
 Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s) {
   Verdict v;
+  const BackendCapabilities& c = b.capabilities();
+  const KvBuffers pristine(s.cache);
+  const std::string misaligned = kv_misalignment(s, pristine, c.kv_alignment);
   // A file replayed on a backend that now declares this shape: nothing to refuse.
-  if (b.capabilities().supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim)) {
-    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {}: a case for the match properties", b.name(),
-                            s.cache.num_kv_heads, s.cache.head_dim);
+  if (c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim) && misaligned.empty()) {
+    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {}{}: a case for the match properties", b.name(),
+                            s.cache.num_kv_heads, s.cache.head_dim,
+                            c.kv_alignment > 1 ? fmt::format(" aligned to {} bytes", c.kv_alignment) : "");
     return v;
   }
-  const KvBuffers pristine(s.cache);
   KvBuffers be_buf(pristine);
   Outcome be;
   be.code = run_store_kv(&b, s, be_buf, &be.message);
-  const BackendCapabilities& c = b.capabilities();
   const std::string what =
-      c.supports_head_dim(s.cache.head_dim)
+      !c.supports_head_dim(s.cache.head_dim)
+          ? fmt::format("head_dim {} outside the declared {}", s.cache.head_dim, c.describe_kv_shapes())
+      : !c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim)
           ? fmt::format("num_kv_heads {} x head_dim {} = {} outside the declared {}", s.cache.num_kv_heads,
                         s.cache.head_dim, int64_t{s.cache.num_kv_heads} * s.cache.head_dim, c.describe_kv_shapes())
-          : fmt::format("head_dim {} outside the declared {}", s.cache.head_dim, c.describe_kv_shapes());
+          : misaligned;
   if (!be.code)
     v.failure += fmt::format("store_kv ran a case with {}: a kernel built for its declared shapes must refuse "
                              "others with KVCHECK_STATUS_UNSUPPORTED (kUnsupported) and write nothing\n", what);
@@ -111,7 +115,8 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   Verdict v;
   const uint32_t ops = KVCHECK_OP_STORE_KV | (s.rope ? KVCHECK_OP_STORE_KV_ROPE : 0u);
   if (judge_unsupported(be, outside_kv(b.capabilities(), ops, s.cache.dtype, s.cache.block_size,
-                                   s.cache.num_kv_heads, s.cache.head_dim, s.cache.recipe),
+                                   s.cache.num_kv_heads, s.cache.head_dim, s.cache.recipe) ||
+                            !kv_misalignment(s, pristine, b.capabilities().kv_alignment).empty(),
                         be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))
     return v;
   std::string& fail = v.failure;

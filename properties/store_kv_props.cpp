@@ -22,11 +22,59 @@ StoreKvScenario draw_store_kv_fault_scenario() { return *gen_store_kv_fault_scen
 StoreKvScenario draw_store_kv_rope_scenario() { return *gen_store_kv_rope_scenario(); }
 StoreKvScenario draw_store_kv_rope_fault_scenario() { return *gen_store_kv_rope_fault_scenario(); }
 
-// A valid case whose shape the backend's contract leaves out (SPEC §7.3.1,
-// kvcheck_contract): a head_dim outside its head_dims, or a declared head_dim with
-// num_kv_heads x head_dim one head past a row limit; everything else inside the contract.
+// A row to store: with none a kernel launches nothing and has nothing to refuse (the
+// device transport does not even call it).
+void require_a_stored_row(const StoreKvScenario& s) {
+  RC_PRE(std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t slot) { return slot >= 0; }));
+}
+
+// A valid case inside the declared shapes with one stride half the declared
+// kv_alignment off (kvcheck_contract): the cache's page stride, its inner or outer
+// per-token/per-head stride, or the outer stride of the key or value rows. The other
+// addresses and strides stay aligned, so the one that is off is what must be refused.
+StoreKvScenario draw_store_kv_misaligned_scenario() {
+  const int64_t a = generator_caps().kv_alignment;
+  // One generator, so a failure report prints the case as the backend got it.
+  const StoreKvScenario s = *rc::gen::exec([a] {
+    StoreKvScenario s = *gen_store_kv_scenario();
+    const int64_t cache_eb = kv_dtype_bytes(s.cache.dtype), row_eb = kv_dtype_bytes(s.key.dtype);
+    // Elements that make a/2 bytes; none when a/2 is less than one element (every count
+    // is then aligned: alignment 2 on 2-byte elements).
+    std::vector<int> targets;
+    if (a / 2 >= cache_eb) targets.insert(targets.end(), {0, 1, 2});
+    if (a / 2 >= row_eb) targets.insert(targets.end(), {3, 4});
+    if (targets.empty()) return s;  // discarded below
+    const int32_t cache_off = static_cast<int32_t>(a / 2 / cache_eb);
+    const bool nhd = s.cache.order == KvHeadLayout::kNHD;
+    switch (*rc::gen::elementOf(targets)) {
+      case 0: s.cache.pad_page += cache_off; break;
+      case 1: (nhd ? s.cache.pad_head : s.cache.pad_token) += cache_off; break;
+      case 2: (nhd ? s.cache.pad_token : s.cache.pad_head) += cache_off; break;
+      default: {
+        // The rows' outer stride (token for NHD rows, head for head-major ones) grows: more
+        // padding between rows or heads, never an overlap.
+        KvRows& r = *rc::gen::arbitrary<bool>() ? s.key : s.value;
+        int64_t ts = r.token_stride, hs = r.head_stride;
+        (ts >= hs ? ts : hs) += a / 2 / row_eb;
+        r = make_kv_rows(r.dtype, r.rows, ts, hs, s.cache.num_kv_heads, s.cache.head_dim,
+                         *rc::gen::arbitrary<uint64_t>());
+      }
+    }
+    return s;
+  });
+  RC_PRE(a / 2 >= kv_dtype_bytes(s.cache.dtype) || a / 2 >= kv_dtype_bytes(s.key.dtype));
+  require_a_stored_row(s);
+  return s;
+}
+
+// A valid case whose shape or alignment the backend's contract leaves out (SPEC §7.3.1,
+// kvcheck_contract): a head_dim outside its head_dims, a declared head_dim with
+// num_kv_heads x head_dim one head past a row limit, or one stride off the declared
+// kv_alignment; everything else inside the contract.
 StoreKvScenario draw_store_kv_undeclared_scenario() {
   BackendCapabilities c = generator_caps();
+  if (c.kv_alignment > 1 && (!c.limits_kv_shapes() || *rc::gen::arbitrary<bool>()))
+    return draw_store_kv_misaligned_scenario();
   const bool rows = c.min_heads_x_head_dim > 0 || c.max_heads_x_head_dim > 0;
   // (head_dim, num_kv_heads) one head past a row limit, for the head_dims it takes.
   std::vector<std::pair<int64_t, int64_t>> past;
@@ -55,9 +103,7 @@ StoreKvScenario draw_store_kv_undeclared_scenario() {
   }
   const ScopedGeneratorCaps scope(c);
   StoreKvScenario s = *gen_store_kv_scenario();
-  // A row to store: with none a kernel launches nothing and has nothing to refuse (the
-  // device transport does not even call it).
-  RC_PRE(std::any_of(s.slot_mapping.begin(), s.slot_mapping.end(), [](int32_t slot) { return slot >= 0; }));
+  require_a_stored_row(s);
   return s;
 }
 
@@ -117,14 +163,14 @@ void register_store_kv_properties(Registry& r) {
   // Only for a backend whose contract limits the K/V shapes; the others have nothing to refuse.
   Property p = scenario_property(
       "prop_store_kv_undeclared_shape_is_refused", "store_kv",
-      "a valid case with a head_dim or num_kv_heads x head_dim the backend's contract leaves out is refused with "
-      "kUnsupported, no byte changed",
+      "a valid case with a head_dim, a num_kv_heads x head_dim or a stride off the alignment that the backend's "
+      "contract leaves out is refused with kUnsupported, no byte changed",
       draw_store_kv_undeclared_scenario, prop_store_kv_undeclared_shape_is_refused);
   p.needs = [](const BackendCapabilities& c) -> std::string {
     if (!(c.ops & KVCHECK_OP_STORE_KV)) return "no store_kv";
-    return c.limits_kv_shapes() ? ""
-                                : "declares no K/V shape limit (kvcheck_contract head_dims, "
-                                  "min/max_heads_x_head_dim)";
+    return c.limits_kv_calls() ? ""
+                               : "declares no K/V shape or alignment limit (kvcheck_contract head_dims, "
+                                 "min/max_heads_x_head_dim, kv_alignment)";
   };
   r.add(std::move(p));
 }

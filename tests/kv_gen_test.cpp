@@ -9,6 +9,7 @@
 
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/kv_gen.h"
+#include "properties/kv_harness.h"
 #include "reference/kv_numerics.h"
 
 namespace kvcheck::props {
@@ -127,6 +128,34 @@ TEST(KvGenerators, DeclaredRowLimitsBoundEveryShape) {
       at_max |= row == 1024;
     }
     EXPECT_TRUE(at_min && at_max) << "with " << dims.size() << " declared head_dims";
+  }
+}
+
+// A contract's kv_alignment: every address and stride of every drawn store_kv and
+// gather_kv call a multiple of it (kv_misalignment, on the buffers the call gets),
+// while without one the same generators draw misaligned strides (so the check sees).
+TEST(KvGenerators, DeclaredAlignmentHoldsForEveryCall) {
+  for (const int64_t alignment : {int64_t{1}, int64_t{16}, int64_t{256}}) {
+    BackendCapabilities c = generator_caps();
+    c.kv_alignment = alignment;
+    const ScopedGeneratorCaps scope(c);
+    const auto store = gen_store_kv_scenario();
+    const auto gather = gen_gather_kv_scenario();
+    int misaligned_16 = 0;
+    for (uint64_t seed = 0; seed < 400; ++seed) {
+      const StoreKvScenario s = store(rc::Random(seed), 60).value();
+      const KvBuffers sb(s.cache);
+      const GatherKvScenario g = gather(rc::Random(seed), 60).value();
+      const KvBuffers gb(g.cache);
+      if (alignment > 1) {
+        ASSERT_EQ(kv_misalignment(s, sb, alignment), "") << describe(s);
+        ASSERT_EQ(kv_misalignment(g, gb, alignment), "") << describe(g);
+      }
+      misaligned_16 += !kv_misalignment(s, sb, 16).empty() + !kv_misalignment(g, gb, 16).empty();
+    }
+    if (alignment == 1) {
+      EXPECT_GT(misaligned_16, 100) << "no alignment declared: strides of every kind drawn";
+    }
   }
 }
 

@@ -286,6 +286,7 @@ void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   b.kv_recipes = 1u << static_cast<int>(KvRecipe::kSpec);  // no contract: the spec's recipe
   b.head_dims.clear();
   b.min_heads_x_head_dim = b.max_heads_x_head_dim = 0;
+  b.kv_alignment = 1;
   b.recipe_aware = c != nullptr;
   if (c == nullptr) return;
   if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
@@ -296,6 +297,8 @@ void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
     b.min_heads_x_head_dim = c->min_heads_x_head_dim > 1 ? c->min_heads_x_head_dim : 0;  // >= 1 always holds
     b.max_heads_x_head_dim = c->max_heads_x_head_dim;
   }
+  if (c->struct_size >= offsetof(kvcheck_contract, kv_alignment) + sizeof c->kv_alignment && c->kv_alignment > 1)
+    b.kv_alignment = c->kv_alignment;
 }
 
 kvcheck_capabilities to_abi(const BackendCapabilities& b) {

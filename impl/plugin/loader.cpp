@@ -33,6 +33,11 @@ namespace {
 // engine's is far below: 64..576).
 constexpr int32_t kMaxDeclaredHeadDim = 16384;
 
+// The largest kv_alignment a contract may declare: the harness's host buffers are
+// 256-byte aligned and their device copies keep the host address modulo 256
+// (device_memory.h), so an alignment up to 256 is one the calls can honour.
+constexpr int32_t kMaxKvAlignment = 256;
+
 // A declared contract (backend_abi.h kvcheck_contract): every field it covers in range.
 void check_contract(const std::string& path, const kvcheck_contract* c) {
   if (c == nullptr) return;
@@ -69,6 +74,11 @@ void check_contract(const std::string& path, const kvcheck_contract* c) {
       fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
                      std::to_string(hi) + ": no declared head_dim meets them with a whole number of heads");
   }
+  if (c->struct_size < offsetof(kvcheck_contract, kv_alignment) + sizeof c->kv_alignment) return;
+  const int32_t a = c->kv_alignment;
+  if (a < 0 || a > kMaxKvAlignment || (a & (a - 1)) != 0)
+    fail(path, "contract kv_alignment " + std::to_string(a) + " is not 0 (none) or a power of two up to " +
+                   std::to_string(kMaxKvAlignment) + " bytes");
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).

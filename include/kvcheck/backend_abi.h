@@ -448,6 +448,15 @@ typedef struct kvcheck_contract {
    * struct_size covers them. */
   int32_t min_heads_x_head_dim;
   int32_t max_heads_x_head_dim;
+  /* Bytes (a power of two, at most 256; 0 or 1 = none) that every K/V address and
+   * byte stride store_kv and gather_kv are handed is a multiple of: key, value, the K
+   * and V cache views, out_k and out_v, and each of their token/head/page strides
+   * (the fp32 scales excepted). A kernel with unchecked 16-byte vector accesses
+   * declares 16: a misaligned access is a sticky CUDA error that poisons the context.
+   * The match properties hand only aligned calls; prop_store_kv_undeclared_shape_is_refused
+   * hands misaligned ones, which the plugin must refuse as it refuses other shapes.
+   * Read only when struct_size covers it. */
+  int32_t kv_alignment;
 } kvcheck_contract;
 
 #define KVCHECK_OP_FN(name, args_t) \

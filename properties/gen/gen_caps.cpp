@@ -28,4 +28,11 @@ int32_t fit_block_size(int32_t bs) {
   return out;
 }
 
+int64_t kv_aligned_elements(int64_t n, int64_t elem_bytes) {
+  const int64_t a = current().kv_alignment;
+  if (a <= elem_bytes) return n;  // powers of two: every element count is aligned
+  const int64_t unit = a / elem_bytes;
+  return (n + unit - 1) / unit * unit;
+}
+
 }  // namespace kvcheck::props

@@ -29,4 +29,10 @@ class ScopedGeneratorCaps {
 /// block_size_multiple (at least one multiple), capped at max_block_size.
 int32_t fit_block_size(int32_t bs);
 
+/// The least count >= n of `elem_bytes`-byte elements whose bytes are a multiple of the
+/// backend's kv_alignment (kvcheck_contract): n itself when it declares none, or when
+/// the alignment is at most one element. The K/V generators pass every stride, pad
+/// and offset they draw through it, so a declared alignment holds for whole calls.
+int64_t kv_aligned_elements(int64_t n, int64_t elem_bytes);
+
 }  // namespace kvcheck::props

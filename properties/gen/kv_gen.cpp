@@ -30,6 +30,30 @@ int64_t block_elements(const KvCacheShape& s) {
   return int64_t{s.block_size} * s.num_kv_heads * (s.head_dim + s.pad_head + s.pad_token) + s.pad_page;
 }
 
+// Pads raised so that every stride of the layout (kv_layout_of) is a multiple of the
+// backend's declared kv_alignment: the innermost stride (head_dim + its pad) is
+// aligned, then each outer one adds an aligned pad to a multiple of an aligned stride,
+// whatever block_size and layer count come later.
+void align_pads(KvCacheShape& s) {
+  const int64_t eb = kv_dtype_bytes(s.dtype);
+  const auto pad_to = [eb](int64_t base, int32_t& pad) {
+    pad = static_cast<int32_t>(kv_aligned_elements(base + pad, eb) - base);
+  };
+  int32_t& inner = s.order == KvHeadLayout::kNHD ? s.pad_head : s.pad_token;
+  int32_t& outer = s.order == KvHeadLayout::kNHD ? s.pad_token : s.pad_head;
+  pad_to(s.head_dim, inner);
+  pad_to(0, outer);
+  pad_to(0, s.pad_page);
+}
+
+// The output rows' pads and base offset aligned as align_pads does the cache's.
+void align_out(GatherKvScenario& s) {
+  const int64_t eb = kv_dtype_bytes(s.out_k_dtype), d = s.cache.head_dim;  // out_v: the same model dtype
+  s.out_pad_head = static_cast<int32_t>(kv_aligned_elements(d + s.out_pad_head, eb) - d);
+  s.out_pad_token = static_cast<int32_t>(kv_aligned_elements(s.out_pad_token, eb));
+  s.out_offset = static_cast<int32_t>(kv_aligned_elements(s.out_offset, eb));
+}
+
 // Input a count of units costs: about one byte per 512 bytes of what a unit allocates.
 int64_t cost_of(int64_t elements) { return 2 + elements / 256; }
 
@@ -39,9 +63,10 @@ KvRows choose_rows(Source& src, const KvCacheShape& c, KvDtype dtype, int64_t ro
   const int64_t pad_h = src.pick<int64_t>({0, 0, 2, 5});
   const int64_t pad_t = src.pick<int64_t>({0, 0, 8, 3});
   const bool head_major = src.weighted({3, 1}) == 1;
-  int64_t ts = h * (d + pad_h) + pad_t, hs = d + pad_h;
+  const int64_t eb = kv_dtype_bytes(dtype);
+  int64_t hs = kv_aligned_elements(d + pad_h, eb), ts = kv_aligned_elements(h * hs + pad_t, eb);
   if (head_major) {  // [H][rows][D] storage: a transposed view (e.g. q/k/v split of one GEMM)
-    ts = d + pad_t;
+    ts = kv_aligned_elements(d + pad_t, eb);
     hs = std::max<int64_t>(rows, 1) * ts;
   }
   return make_kv_rows(dtype, rows, ts, hs, c.num_kv_heads, c.head_dim, src.seed());
@@ -82,6 +107,7 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
   s.pad_head = src.pick<int32_t>({0, 0, 0, 1, 3, 8});
   s.pad_token = src.pick<int32_t>({0, 0, 0, 1, 3, 8});
   s.pad_page = src.pick<int32_t>({0, 0, 0, 1, 3, 8});
+  align_pads(s);
   while (block_elements(s) > lim.cache_elements && s.block_size > 1) s.block_size /= 2;  // e.g. 128 x 576
   const int64_t per_block = block_elements(s);
   const int64_t room = std::clamp<int64_t>(lim.cache_elements / per_block, 1, 6);
@@ -224,6 +250,7 @@ GatherKvScenario build_gather(Source& src, const KvLimits& lim, bool with_starts
   s.out_pad_token = src.pick<int32_t>({0, 0, 1, 2, 3, 8});  // odd token strides too
   s.out_seed = src.seed();
   s.out_offset = src.pick<int32_t>({0, 0, 0, 1, 3, 8});  // 2-byte aligned bases only
+  align_out(s);
   s.threads = choose_threads(src);
   return s;
 }

@@ -67,6 +67,12 @@ class Backend:
     min_heads_x_head_dim / max_heads_x_head_dim: limits on num_kv_heads * head_dim (0 =
       none), declared and judged the same way (a kernel with a thread per element of a
       token's row has a maximum).
+    kv_alignment: bytes (a power of two up to 256; 0 = none) that every K/V array's
+      address and byte stride store_kv / gather_kv are handed is a multiple of (a
+      Triton kernel compiled for 16-byte divisible pointers and strides declares 16):
+      the match properties hand only such calls, and
+      prop_store_kv_undeclared_shape_is_refused hands store_kv calls with one stride
+      off, which it must refuse with kvcheck.Refusal("unsupported").
     kvcheck validates every call first with its own validator, so the functions see
     only valid calls (as an engine kernel assumes); refusals carry kvcheck's codes.
     Define it at module level: kvcheck runs it in fresh processes, found again by
@@ -77,7 +83,8 @@ class Backend:
                  device="host",
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, split_caches=False, rope=False,
                  block_size_multiple=0,
-                 max_block_size=0, recipe="spec", head_dims=(), min_heads_x_head_dim=0, max_heads_x_head_dim=0):
+                 max_block_size=0, recipe="spec", head_dims=(), min_heads_x_head_dim=0, max_heads_x_head_dim=0,
+                 kv_alignment=0):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}} without '-to-' (the "
                              "separator of writer x reader pairs)")
@@ -132,6 +139,10 @@ class Backend:
         if lo < 0 or hi < 0 or (hi > 0 and lo > hi) or max(lo, hi) > 2**31 - 1:
             raise ValueError(f"kvcheck.Backend {name}: min_heads_x_head_dim {lo} / max_heads_x_head_dim {hi}: each in "
                              "[0, 2**31) (0 = none), the minimum at most the maximum")
+        self.kv_alignment = int(kv_alignment)
+        if self.kv_alignment < 0 or self.kv_alignment > 256 or self.kv_alignment & (self.kv_alignment - 1):
+            raise ValueError(f"kvcheck.Backend {name}: kv_alignment {self.kv_alignment} is not 0 (none) or a power "
+                             "of two up to 256 bytes")
         # Where it is defined, to be found again by a fresh interpreter (check()).
         frame = inspect.stack()[1]
         self.defined_in = frame.frame.f_globals.get("__file__"), frame.frame.f_globals.get("__name__")

@@ -332,3 +332,44 @@ def test_a_declared_row_limit_is_drawn_inside_and_tested_past(kvcheck_check, tmp
                       work_dir=tmp_path)
     with pytest.raises(ValueError, match="the minimum at most the maximum"):
         kvcheck.Backend("bad", store_kv=store_kv_row_512, min_heads_x_head_dim=1024, max_heads_x_head_dim=512)
+
+
+def _misaligned_16(*arrays):
+    # A kernel of 16-byte vector accesses: every address and every stride but the
+    # element's own a multiple of 16 bytes.
+    return [a.shape for a in arrays if a.ctypes.data % 16 or any(s % 16 for s in a.strides[:-1])]
+
+
+def store_kv_aligned_16(**kwargs):
+    if bad := _misaligned_16(kwargs["key"], kwargs["value"], kwargs["key_cache"], kwargs["value_cache"]):
+        raise kvcheck.Refusal("unsupported", f"built for 16-byte aligned addresses and strides: {bad}")
+    kvcheck.reference.store_kv(**kwargs)
+
+
+def store_kv_asserts_aligned_16(**kwargs):
+    # No guard: a misaligned call is a harness bug here (an engine's kernel would fault).
+    assert not _misaligned_16(kwargs["key"], kwargs["value"], kwargs["key_cache"], kwargs["value_cache"])
+    kvcheck.reference.store_kv(**kwargs)
+
+
+aligned_16 = kvcheck.Backend("aligned16", store_kv=store_kv_aligned_16, kv_dtypes=("bf16", "e4m3"),
+                             kv_alignment=16)
+aligned_16_asserting = kvcheck.Backend("aligned16-asserting", store_kv=store_kv_asserts_aligned_16,
+                                       kv_dtypes=("bf16", "e4m3"), kv_alignment=16)
+aligned_16_unguarded = kvcheck.Backend("aligned16-unguarded", store_kv=kvcheck.reference.store_kv,
+                                       kv_dtypes=("bf16", "e4m3"), kv_alignment=16)
+
+
+def test_a_declared_alignment_is_drawn_and_misalignment_refused(kvcheck_check, tmp_path):
+    # Match properties hand only 16-byte aligned arrays (the asserting kernel would fail
+    # its row); the refusal property hands one stride 8 bytes off, which the guarded
+    # kernel refuses and the unguarded one runs: caught.
+    result = kvcheck_check(aligned_16_asserting, properties=["prop_store_kv_matches_reference"], cases=100, seed=3)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    result = kvcheck_check(aligned_16, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=3)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    with pytest.raises(AssertionError, match="is not a multiple of the declared kv_alignment 16"):
+        kvcheck.check(aligned_16_unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50,
+                      seed=3, work_dir=tmp_path)
+    with pytest.raises(ValueError, match="kv_alignment 24 is not 0"):
+        kvcheck.Backend("bad", store_kv=store_kv_aligned_16, kv_alignment=24)

@@ -62,10 +62,11 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.ops = KVCHECK_OP_ANY_BLOCK_STRIDE;
 #endif
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
-    defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET)
+    defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
-     * or that no declared head_dim meets, or one whose field the table (an older build)
+     * or that no declared head_dim meets, an alignment that is not a power of two, or one
+     * whose field the table (an older build)
      * does not cover: never read, so it loads. */
     static kvcheck_contract contract;
     memset(&contract, 0, sizeof contract);
@@ -86,6 +87,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     contract.head_dims[0] = 128;
     contract.min_heads_x_head_dim = 129;
     contract.max_heads_x_head_dim = 255; /* 1 head is too few, 2 too many */
+#endif
+#ifdef CONTRACT_BAD_ALIGNMENT
+    contract.kv_alignment = 24;
 #endif
 #ifdef CONTRACT_PAST_END
     contract.kv_fp8_recipes = 1u << 5;

@@ -17,6 +17,14 @@
  *                             element of a token's row, 1024 threads per CTA), and a call
  *                             with num_kv_heads * head_dim > 1024 is refused (UNSUPPORTED);
  *   KVCHECK_IGNORES_ROW_LIMIT ... except that the guard is missing;
+ *   KVCHECK_ALIGN_16          the contract declares kv_alignment 16 (a kernel of 16-byte
+ *                             vector accesses), and a valid call with an address or a
+ *                             byte stride that is not a multiple of 16 is refused
+ *                             (UNSUPPORTED) before anything is written;
+ *   KVCHECK_IGNORES_ALIGNMENT ... except that the guard is missing: such a call aborts the
+ *                             process, as a misaligned vector access poisons a CUDA
+ *                             context (the match properties must never hand one; the
+ *                             refusal property must catch it);
  *   KVCHECK_WITH_GATHER       also a gather_kv (SPEC §7.5) reading the e4m3 cache back:
  *                             RN(e4m3(code) * scale) (one float multiply), then RNE to
  *                             the outputs' bf16 / fp16. No seq_starts (the feature bit
@@ -34,7 +42,9 @@
  *   librecipe_vllm_row1024.so          vLLM math, num_kv_heads x head_dim <= 1024, guarded;
  *   librecipe_vllm_row1024_unguarded.so the same without the guard;
  *   librecipe_vllm_rw.so               vLLM math with a gather_kv: every property holds;
- *   librecipe_vllm_rw_divides.so       the same with the dividing reader. */
+ *   librecipe_vllm_rw_divides.so       the same with the dividing reader;
+ *   librecipe_vllm_align16.so          vLLM math with a gather_kv, 16-byte alignment, guarded;
+ *   librecipe_vllm_align16_unguarded.so the same without the guard. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,7 +53,11 @@
 
 #include "include/kvcheck/backend_abi.h"
 
-#if defined(KVCHECK_WITH_GATHER) && defined(KVCHECK_GATHER_DIVIDES)
+#if defined(KVCHECK_IGNORES_ALIGNMENT)
+#define PLUGIN_NAME "vllm-align16-unguarded"
+#elif defined(KVCHECK_ALIGN_16)
+#define PLUGIN_NAME "vllm-align16"
+#elif defined(KVCHECK_WITH_GATHER) && defined(KVCHECK_GATHER_DIVIDES)
 #define PLUGIN_NAME "vllm-rw-divides"
 #elif defined(KVCHECK_WITH_GATHER)
 #define PLUGIN_NAME "vllm-rw"
@@ -287,6 +301,48 @@ static int check_rows(const kvcheck_kv_tokens* t, int64_t n, const char* what, c
   return KVCHECK_STATUS_OK;
 }
 
+/* ---- the declared alignment (kvcheck_contract.kv_alignment) ------------------------- */
+
+/* A kernel of 16-byte vector accesses needs every address and byte stride it is handed
+ * to be a multiple of 16. Checked after validation, right before the first access: a
+ * guarded build refuses such a call, an unguarded one runs into it (abort() here; on a
+ * GPU a sticky misaligned-address error that fails every later call of the context). */
+#if defined(KVCHECK_ALIGN_16)
+static int aligned16(const uint8_t* p, int64_t token_stride_bytes, int64_t head_stride_bytes) {
+  return (uintptr_t)p % 16 == 0 && token_stride_bytes % 16 == 0 && head_stride_bytes % 16 == 0;
+}
+#endif
+
+static int alignment_guard(const kvcheck_kv_cache* c, const kvcheck_kv_tokens* x, const kvcheck_kv_tokens* y,
+                           char* msg, size_t msg_size) {
+#if defined(KVCHECK_ALIGN_16)
+  const char* what = NULL;
+  if ((uintptr_t)c->k % 16 != 0 || (uintptr_t)c->v % 16 != 0 || c->stride_page % 16 != 0 ||
+      c->stride_token % 16 != 0 || c->stride_head % 16 != 0)
+    what = "the cache"; /* e4m3: strides in bytes */
+  else if (!aligned16(x->data, 2 * x->token_stride, 2 * x->head_stride))
+    what = "the first rows (key / out_k)";
+  else if (!aligned16(y->data, 2 * y->token_stride, 2 * y->head_stride))
+    what = "the second rows (value / out_v)";
+  if (what == NULL) return KVCHECK_STATUS_OK;
+#if defined(KVCHECK_IGNORES_ALIGNMENT)
+  (void)msg;
+  (void)msg_size;
+  abort();
+#else
+  return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size,
+                "built for 16-byte aligned addresses and strides: %s is not", what);
+#endif
+#else
+  (void)c;
+  (void)x;
+  (void)y;
+  (void)msg;
+  (void)msg_size;
+  return KVCHECK_STATUS_OK;
+#endif
+}
+
 /* ---- the op ------------------------------------------------------------------------ */
 
 static float load_model(const kvcheck_kv_tokens* t, int64_t element) {
@@ -344,6 +400,7 @@ static int store_kv(void* context, const kvcheck_store_kv_args* a, void* stream,
     seen[s / 8] |= (unsigned char)(1u << (s % 8));
   }
   free(seen);
+  if ((st = alignment_guard(c, &a->key, &a->value, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
 
   for (i = 0; i < n; ++i) {
     const int64_t s = a->slot_mapping[i];
@@ -505,6 +562,7 @@ static int gather_kv(void* context, const kvcheck_gather_kv_args* a, void* strea
                       (long long)i, (long long)j, (int)block);
     }
   }
+  if (total > 0 && (st = alignment_guard(c, &a->out_k, &a->out_v, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
 
   for (i = 0; i < b; ++i) {
     const int64_t begin = cu[i], len = (int64_t)cu[i + 1] - cu[i];
@@ -548,6 +606,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
 #endif
 #if defined(KVCHECK_MAX_ROW_1024)
   contract.max_heads_x_head_dim = 1024;
+#endif
+#if defined(KVCHECK_ALIGN_16)
+  contract.kv_alignment = 16;
 #endif
   memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
