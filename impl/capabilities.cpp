@@ -22,6 +22,21 @@ bool BackendCapabilities::supports_kv_shape(int64_t num_kv_heads, int64_t head_d
   return row >= min_heads_x_head_dim && (max_heads_x_head_dim == 0 || row <= max_heads_x_head_dim);
 }
 
+bool is_kv_dtype_pair(KvDtype cache, KvDtype rows) { return is_model_dtype(rows) && (is_fp8(cache) || cache == rows); }
+
+std::string describe_kv_dtype_pairs(uint32_t bits) {
+  std::string out;
+  for (KvDtype cache : kv_dtypes())
+    for (KvDtype rows : kv_dtypes())
+      if (bits & kv_dtype_pair_bit(cache, rows))
+        out += (out.empty() ? "" : ", ") + to_string(cache) + " cache with " + to_string(rows) + " rows";
+  return out;
+}
+
+bool BackendCapabilities::supports_kv_dtype_pair(KvDtype cache, KvDtype rows) const {
+  return kv_dtype_pairs == 0 || !is_kv_dtype_pair(cache, rows) || (kv_dtype_pairs & kv_dtype_pair_bit(cache, rows));
+}
+
 std::string BackendCapabilities::describe_kv_shapes() const {
   std::string out;
   if (!head_dims.empty()) {
@@ -33,6 +48,7 @@ std::string BackendCapabilities::describe_kv_shapes() const {
   if (min_heads_x_head_dim > 0) add("num_kv_heads x head_dim >= " + std::to_string(min_heads_x_head_dim));
   if (max_heads_x_head_dim > 0) add("num_kv_heads x head_dim <= " + std::to_string(max_heads_x_head_dim));
   if (kv_alignment > 1) add("addresses and strides multiples of " + std::to_string(kv_alignment) + " bytes");
+  if (kv_dtype_pairs != 0) add("dtype pairs {" + describe_kv_dtype_pairs(kv_dtype_pairs) + "}");
   return out;
 }
 
@@ -204,6 +220,8 @@ std::string BackendCapabilities::restrictions() const {
            (min_heads_x_head_dim > 0 && max_heads_x_head_dim > 0 ? ", " : "") +
            (max_heads_x_head_dim > 0 ? "at most " + std::to_string(max_heads_x_head_dim) : std::string()) +
            " (declared)\n";
+  if (kv_dtype_pairs != 0 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
+    out += "K/V dtype pairs: " + describe_kv_dtype_pairs(kv_dtype_pairs) + " (declared)\n";
   if (kv_alignment > 1 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
     out += "K/V addresses and strides: multiples of " + std::to_string(kv_alignment) + " bytes (declared)\n";
   if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";

@@ -31,6 +31,15 @@ uint32_t format_bit_by_name(const std::string& name);
 /// The capability bit (1 << KvDtype) of a K/V cache dtype: "bf16", "fp16", "e4m3",
 /// "e5m2" (case-insensitive). Throws kInvalidArgument naming the known names.
 uint32_t kv_dtype_bit_by_name(const std::string& name);
+/// Whether the spec allows rows of `rows` with a cache of `cache` (SPEC §7.1: a bf16 /
+/// fp16 cache takes rows of its own dtype, an FP8 cache bf16 or fp16 rows).
+bool is_kv_dtype_pair(KvDtype cache, KvDtype rows);
+/// KVCHECK_KV_PAIR(cache, rows): the pair's bit in kvcheck_contract.kv_dtype_pairs.
+constexpr uint32_t kv_dtype_pair_bit(KvDtype cache, KvDtype rows) {
+  return KVCHECK_KV_PAIR(static_cast<uint32_t>(cache), static_cast<uint32_t>(rows));
+}
+/// "e4m3 cache with bf16 rows, bf16 cache with bf16 rows": the pairs of `bits`.
+std::string describe_kv_dtype_pairs(uint32_t bits);
 
 /// What a backend can run; properties skip (and report) what it cannot, and the
 /// generators draw only formats, K/V dtypes and block sizes inside it (the fields
@@ -63,6 +72,9 @@ struct BackendCapabilities {
   /// (kvcheck_contract.kv_alignment; 1 = none): the generators align what they draw,
   /// the refusal property draws one address or stride off it.
   int64_t kv_alignment = 1;
+  /// KVCHECK_KV_PAIR(cache, rows) bits of the (cache dtype, row dtype) pairs store_kv
+  /// takes and gather_kv writes (kvcheck_contract.kv_dtype_pairs; 0 = every valid pair).
+  uint32_t kv_dtype_pairs = 0;
   /// Buffers are the caller's host memory, used in place (HOST plugins, in-process
   /// backends); false for device plugins, whose adapter copies every buffer. The
   /// generators draw sparse multi-GiB inputs only for host-memory backends.
@@ -84,6 +96,10 @@ struct BackendCapabilities {
   bool supports_kv_store_recipe(KvDtype dtype, KvRecipe recipe) const {
     return !is_fp8(dtype) || !is_kv_recipe(recipe) || supports_kv_recipe(recipe);
   }
+  /// Whether rows of `rows` into (or out of) a cache of `cache` are declared. A pair the
+  /// spec rejects (fp16 rows into a bf16 cache, FP8 rows) is invalid input, not a
+  /// capability question: true, so that it still reaches the backend's validation.
+  bool supports_kv_dtype_pair(KvDtype cache, KvDtype rows) const;
   /// The recipes of kv_recipes, in enum order (never empty: kSpec when none is set).
   std::vector<KvRecipe> supported_kv_recipes() const;
   /// Whether head_dims is empty or holds d. A head_dim below 1 is invalid input, not a
@@ -102,8 +118,6 @@ struct BackendCapabilities {
   bool limits_kv_shapes() const {
     return !head_dims.empty() || min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0;
   }
-  /// Whether the contract limits the K/V shapes or their alignment.
-  bool limits_kv_calls() const { return limits_kv_shapes() || kv_alignment > 1; }
   /// "head_dims {128}, num_kv_heads x head_dim <= 1024, addresses and strides multiples
   /// of 16 bytes": the declared K/V limits.
   std::string describe_kv_shapes() const;

@@ -43,6 +43,18 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   if (c.max_heads_x_head_dim > 0 && c.min_heads_x_head_dim > c.max_heads_x_head_dim) kv_shapes = false;
   // Powers of two: the larger alignment is a multiple of the smaller.
   c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
+  // The dtype pairs both take (0 = every pair).
+  c.kv_dtype_pairs = w.kv_dtype_pairs == 0   ? r.kv_dtype_pairs
+                     : r.kv_dtype_pairs == 0 ? w.kv_dtype_pairs
+                                             : w.kv_dtype_pairs & r.kv_dtype_pairs;
+  if (w.kv_dtype_pairs != 0 && r.kv_dtype_pairs != 0) {
+    // Cache dtypes with no pair left go; none left: the K/V family goes (below).
+    for (KvDtype d : kv_dtypes()) {
+      bool any = false;
+      for (KvDtype rows : kv_dtypes()) any |= (c.kv_dtype_pairs & kv_dtype_pair_bit(d, rows)) != 0;
+      if (!any) c.kv_dtypes &= ~(1u << static_cast<int>(d));
+    }
+  }
   c.host_memory = w.host_memory && r.host_memory;
   // A family whose cases no side-by-side draw can satisfy is dropped, so its rows are
   // "not exercised" (a zero mask would read as "everything" to the generators).

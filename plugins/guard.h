@@ -44,7 +44,7 @@ static_assert(kAllOps == KVCHECK_OPS_KNOWN, "kAllOps lacks a bit of KVCHECK_OPS_
 
 /// The contract of kvcheck's own plugins: every recipe of SPEC §7.3.1 (the call's
 /// kvcheck_kv_cache.recipe picks one), any head_dim.
-inline constexpr kvcheck_contract kEveryRecipe{sizeof(kvcheck_contract), (1u << kNumKvRecipes) - 1, 0, {}, 0, 0, 0};
+inline constexpr kvcheck_contract kEveryRecipe{sizeof(kvcheck_contract), (1u << kNumKvRecipes) - 1, 0, {}, 0, 0, 0, 0};
 
 }  // namespace kvcheck::plugin
 

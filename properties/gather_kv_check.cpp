@@ -63,7 +63,7 @@ Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned wh
   ref.code = run_gather_kv(nullptr, s, cache, ref_out, &ref.message);
   be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
   Verdict v;
-  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_GATHER_KV, s.cache.dtype, s.cache.block_size,
+  if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_GATHER_KV, s.cache.dtype, s.out_k_dtype, s.cache.block_size,
                                    s.cache.num_kv_heads, s.cache.head_dim, KvRecipe::kSpec) ||
                             !kv_misalignment(s, cache, b.capabilities().kv_alignment).empty(),
                         be_out.k == pristine.k && be_out.v == pristine.v && cache.bytes == cache_before.bytes,

@@ -409,9 +409,10 @@ bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape&
          !c.supports_block_stride(shape.format, shape.block_size, shape.block_stride);
 }
 
-bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size, int64_t num_kv_heads,
-                int64_t head_dim, KvRecipe recipe) {
-  return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_block_size(block_size) ||
+bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, KvDtype rows, int64_t block_size,
+                int64_t num_kv_heads, int64_t head_dim, KvRecipe recipe) {
+  return (c.ops & ops) != ops || !c.supports_kv_dtype(dtype) || !c.supports_kv_dtype_pair(dtype, rows) ||
+         !c.supports_block_size(block_size) ||
          !c.supports_kv_shape(num_kv_heads, head_dim) || !c.supports_kv_store_recipe(dtype, recipe);
 }
 

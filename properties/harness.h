@@ -232,11 +232,12 @@ bool judge_unsupported(const Outcome& be, bool declared_outside, bool unchanged,
                        std::string_view backend, Verdict& v);
 /// Whether capabilities `c` leave out a paged-cache case of `shape` (ops: the
 /// KVCHECK_OP_* bits it calls; a valid non-packed block_stride needs
-/// KVCHECK_OP_ANY_BLOCK_STRIDE) or a K/V-family case (its dtype, block size, head_dim
-/// and, for an FP8 cache, a known recipe outside the declared ones: SPEC §7.3.1).
+/// KVCHECK_OP_ANY_BLOCK_STRIDE) or a K/V-family case (its dtype, its rows' dtype,
+/// block size, head_dim and, for an FP8 cache, a known recipe outside the declared
+/// ones: SPEC §7.3.1).
 bool outside_paged(const BackendCapabilities& c, uint32_t ops, const CacheShape& shape);
-bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, int64_t block_size, int64_t num_kv_heads,
-                int64_t head_dim, KvRecipe recipe);
+bool outside_kv(const BackendCapabilities& c, uint32_t ops, KvDtype dtype, KvDtype rows, int64_t block_size,
+                int64_t num_kv_heads, int64_t head_dim, KvRecipe recipe);
 
 /// What require() throws for a case the backend refused with kUnsupported: inside a
 /// RapidCheck run (run_property) an ordinary failure with this description (the

@@ -76,9 +76,11 @@ Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenari
   const KvBuffers pristine(s.cache);
   const std::string misaligned = kv_misalignment(s, pristine, c.kv_alignment);
   // A file replayed on a backend that now declares this shape: nothing to refuse.
-  if (c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim) && misaligned.empty()) {
-    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {}{}: a case for the match properties", b.name(),
-                            s.cache.num_kv_heads, s.cache.head_dim,
+  const bool pair = c.supports_kv_dtype_pair(s.cache.dtype, s.key.dtype);
+  if (c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim) && misaligned.empty() && pair) {
+    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {} with {} rows into {}{}: a case for the match "
+                            "properties", b.name(), s.cache.num_kv_heads, s.cache.head_dim, to_string(s.key.dtype),
+                            to_string(s.cache.dtype),
                             c.kv_alignment > 1 ? fmt::format(" aligned to {} bytes", c.kv_alignment) : "");
     return v;
   }
@@ -91,7 +93,9 @@ Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenari
       : !c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim)
           ? fmt::format("num_kv_heads {} x head_dim {} = {} outside the declared {}", s.cache.num_kv_heads,
                         s.cache.head_dim, int64_t{s.cache.num_kv_heads} * s.cache.head_dim, c.describe_kv_shapes())
-          : misaligned;
+      : !pair ? fmt::format("{} rows into an {} cache outside the declared dtype pairs {{{}}}", to_string(s.key.dtype),
+                            to_string(s.cache.dtype), describe_kv_dtype_pairs(c.kv_dtype_pairs))
+              : misaligned;
   if (!be.code)
     v.failure += fmt::format("store_kv ran a case with {}: a kernel built for its declared shapes must refuse "
                              "others with KVCHECK_STATUS_UNSUPPORTED (kUnsupported) and write nothing\n", what);
@@ -114,7 +118,7 @@ Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned whic
   be.code = run_store_kv(&b, s, be_buf, &be.message, &be_wrote);
   Verdict v;
   const uint32_t ops = KVCHECK_OP_STORE_KV | (s.rope ? KVCHECK_OP_STORE_KV_ROPE : 0u);
-  if (judge_unsupported(be, outside_kv(b.capabilities(), ops, s.cache.dtype, s.cache.block_size,
+  if (judge_unsupported(be, outside_kv(b.capabilities(), ops, s.cache.dtype, s.key.dtype, s.cache.block_size,
                                    s.cache.num_kv_heads, s.cache.head_dim, s.cache.recipe) ||
                             !kv_misalignment(s, pristine, b.capabilities().kv_alignment).empty(),
                         be_buf.bytes == pristine.bytes, "store_kv", b.name(), v))

@@ -67,14 +67,58 @@ StoreKvScenario draw_store_kv_misaligned_scenario() {
   return s;
 }
 
-// A valid case whose shape or alignment the backend's contract leaves out (SPEC §7.3.1,
-// kvcheck_contract): a head_dim outside its head_dims, a declared head_dim with
-// num_kv_heads x head_dim one head past a row limit, or one stride off the declared
-// kv_alignment; everything else inside the contract.
-StoreKvScenario draw_store_kv_undeclared_scenario() {
+// The (cache, rows) pairs the spec allows and the contract leaves out, for the cache
+// dtypes the backend takes.
+std::vector<std::pair<KvDtype, KvDtype>> undeclared_dtype_pairs(const BackendCapabilities& c) {
+  std::vector<std::pair<KvDtype, KvDtype>> out;
+  for (KvDtype cache : kv_dtypes())
+    for (KvDtype rows : kv_dtypes())
+      if (c.supports_kv_dtype(cache) && is_kv_dtype_pair(cache, rows) && !c.supports_kv_dtype_pair(cache, rows))
+        out.emplace_back(cache, rows);
+  return out;
+}
+
+// A valid case inside the declared shapes with rows of a dtype the contract does not
+// pair with the cache's (kvcheck_contract.kv_dtype_pairs): fp16 rows for a kernel
+// instantiated for bf16 only.
+StoreKvScenario draw_store_kv_undeclared_pair_scenario() {
   BackendCapabilities c = generator_caps();
-  if (c.kv_alignment > 1 && (!c.limits_kv_shapes() || *rc::gen::arbitrary<bool>()))
-    return draw_store_kv_misaligned_scenario();
+  const auto pairs = undeclared_dtype_pairs(c);
+  const auto [cache, rows] = pairs[*rc::gen::inRange<size_t>(0, pairs.size())];
+  c.kv_dtypes = 1u << static_cast<int>(cache);
+  c.kv_dtype_pairs = kv_dtype_pair_bit(cache, rows);  // the generator draws this pair only
+  const ScopedGeneratorCaps scope(c);
+  StoreKvScenario s = *gen_store_kv_scenario();
+  require_a_stored_row(s);
+  return s;
+}
+
+// A valid case whose shape, dtype pair or alignment the backend's contract leaves out
+// (SPEC §7.3.1, kvcheck_contract): a head_dim outside its head_dims, a declared
+// head_dim with num_kv_heads x head_dim one head past a row limit, rows of an undeclared
+// dtype, or one stride off the declared kv_alignment; everything else inside the
+// contract. Each declared kind of limit is drawn alike.
+std::vector<int> undeclared_kinds(const BackendCapabilities& c) {
+  std::vector<int> kinds;  // 0: shape, 1: alignment, 2: dtype pair
+  if (c.limits_kv_shapes()) kinds.push_back(0);
+  if (c.kv_alignment > 1) kinds.push_back(1);
+  if (!undeclared_dtype_pairs(c).empty()) kinds.push_back(2);
+  return kinds;
+}
+
+StoreKvScenario draw_store_kv_undeclared_shape_scenario();
+StoreKvScenario draw_store_kv_undeclared_scenario() {
+  const std::vector<int> kinds = undeclared_kinds(generator_caps());
+  RC_PRE(!kinds.empty());
+  const int kind = kinds.size() == 1 ? kinds[0] : kinds[*rc::gen::inRange<size_t>(0, kinds.size())];
+  if (kind == 1) return draw_store_kv_misaligned_scenario();
+  if (kind == 2) return draw_store_kv_undeclared_pair_scenario();
+  return draw_store_kv_undeclared_shape_scenario();
+}
+
+// A head_dim outside the declared ones, or one head past a row limit.
+StoreKvScenario draw_store_kv_undeclared_shape_scenario() {
+  BackendCapabilities c = generator_caps();
   const bool rows = c.min_heads_x_head_dim > 0 || c.max_heads_x_head_dim > 0;
   // (head_dim, num_kv_heads) one head past a row limit, for the head_dims it takes.
   std::vector<std::pair<int64_t, int64_t>> past;
@@ -163,14 +207,14 @@ void register_store_kv_properties(Registry& r) {
   // Only for a backend whose contract limits the K/V shapes; the others have nothing to refuse.
   Property p = scenario_property(
       "prop_store_kv_undeclared_shape_is_refused", "store_kv",
-      "a valid case with a head_dim, a num_kv_heads x head_dim or a stride off the alignment that the backend's "
-      "contract leaves out is refused with kUnsupported, no byte changed",
+      "a valid case with a head_dim, a num_kv_heads x head_dim, a dtype pair or a stride off the alignment that the "
+      "backend's contract leaves out is refused with kUnsupported, no byte changed",
       draw_store_kv_undeclared_scenario, prop_store_kv_undeclared_shape_is_refused);
   p.needs = [](const BackendCapabilities& c) -> std::string {
     if (!(c.ops & KVCHECK_OP_STORE_KV)) return "no store_kv";
-    return c.limits_kv_calls() ? ""
-                               : "declares no K/V shape or alignment limit (kvcheck_contract head_dims, "
-                                 "min/max_heads_x_head_dim, kv_alignment)";
+    return !undeclared_kinds(c).empty() ? ""
+                               : "declares no K/V shape, dtype pair or alignment limit (kvcheck_contract "
+                                 "head_dims, min/max_heads_x_head_dim, kv_dtype_pairs, kv_alignment)";
   };
   r.add(std::move(p));
 }

@@ -159,6 +159,31 @@ TEST(KvGenerators, DeclaredAlignmentHoldsForEveryCall) {
   }
 }
 
+// A contract's kv_dtype_pairs: an e4m3 cache with bf16 rows only is what every store
+// and gather draws; without the declaration fp16 rows come too.
+TEST(KvGenerators, DeclaredDtypePairsBoundEveryCall) {
+  for (const uint32_t pairs : {0u, kv_dtype_pair_bit(KvDtype::kE4M3, KvDtype::kBF16)}) {
+    BackendCapabilities c = generator_caps();
+    c.kv_dtypes = 1u << static_cast<int>(KvDtype::kE4M3);
+    c.kv_dtype_pairs = pairs;
+    const ScopedGeneratorCaps scope(c);
+    const auto store = gen_store_kv_scenario();
+    const auto gather = gen_gather_kv_scenario();
+    int fp16 = 0;
+    for (uint64_t seed = 0; seed < 300; ++seed) {
+      const StoreKvScenario s = store(rc::Random(seed), 60).value();
+      const GatherKvScenario g = gather(rc::Random(seed), 60).value();
+      ASSERT_EQ(s.cache.dtype, KvDtype::kE4M3);
+      fp16 += (s.key.dtype == KvDtype::kFP16) + (g.out_k_dtype == KvDtype::kFP16);
+      ASSERT_TRUE(c.supports_kv_dtype_pair(s.cache.dtype, s.key.dtype) && s.key.dtype == s.value.dtype);
+      ASSERT_TRUE(c.supports_kv_dtype_pair(g.cache.dtype, g.out_k_dtype) && g.out_k_dtype == g.out_v_dtype);
+    }
+    if (pairs == 0) {
+      EXPECT_GT(fp16, 100) << "no pairs declared: fp16 rows drawn too";
+    }
+  }
+}
+
 TEST(KvGenerators, StoreReachesPaddingAndGraphRows) {
   bool minus_one_then_zero = false, graph_rows = false, all_padding = false, mixed_dtypes = false;
   const auto gen = gen_store_kv_scenario();

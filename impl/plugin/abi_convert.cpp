@@ -287,6 +287,7 @@ void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   b.head_dims.clear();
   b.min_heads_x_head_dim = b.max_heads_x_head_dim = 0;
   b.kv_alignment = 1;
+  b.kv_dtype_pairs = 0;
   b.recipe_aware = c != nullptr;
   if (c == nullptr) return;
   if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
@@ -299,6 +300,8 @@ void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   }
   if (c->struct_size >= offsetof(kvcheck_contract, kv_alignment) + sizeof c->kv_alignment && c->kv_alignment > 1)
     b.kv_alignment = c->kv_alignment;
+  if (c->struct_size >= offsetof(kvcheck_contract, kv_dtype_pairs) + sizeof c->kv_dtype_pairs)
+    b.kv_dtype_pairs = c->kv_dtype_pairs;
 }
 
 kvcheck_capabilities to_abi(const BackendCapabilities& b) {

@@ -39,7 +39,7 @@ constexpr int32_t kMaxDeclaredHeadDim = 16384;
 constexpr int32_t kMaxKvAlignment = 256;
 
 // A declared contract (backend_abi.h kvcheck_contract): every field it covers in range.
-void check_contract(const std::string& path, const kvcheck_contract* c) {
+void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t kv_dtypes_declared) {
   if (c == nullptr) return;
   if (c->struct_size < offsetof(kvcheck_contract, num_head_dims))
     fail(path, "contract struct_size " + std::to_string(c->struct_size) + " is smaller than its first fields' " +
@@ -79,6 +79,31 @@ void check_contract(const std::string& path, const kvcheck_contract* c) {
   if (a < 0 || a > kMaxKvAlignment || (a & (a - 1)) != 0)
     fail(path, "contract kv_alignment " + std::to_string(a) + " is not 0 (none) or a power of two up to " +
                    std::to_string(kMaxKvAlignment) + " bytes");
+  if (c->struct_size < offsetof(kvcheck_contract, kv_dtype_pairs) + sizeof c->kv_dtype_pairs) return;
+  const uint32_t pairs = c->kv_dtype_pairs;
+  if (pairs == 0) return;
+  const auto hex = [](uint32_t v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%04X", v);
+    return std::string(b);
+  };
+  uint32_t valid = 0;
+  for (KvDtype cache : kv_dtypes())
+    for (KvDtype rows : kv_dtypes())
+      if (is_kv_dtype_pair(cache, rows)) valid |= kv_dtype_pair_bit(cache, rows);
+  if (pairs & ~valid)
+    fail(path, "contract kv_dtype_pairs " + hex(pairs) + " names pairs the spec rejects (" + hex(pairs & ~valid) +
+                   "; valid: " + describe_kv_dtype_pairs(valid) +
+                   "; docs/spec.md §7.1)");
+  // Each cache dtype the capabilities name needs a declared row dtype, or the match
+  // properties would draw it with none.
+  for (KvDtype cache : kv_dtypes()) {
+    bool any = false;
+    for (KvDtype rows : kv_dtypes()) any |= (pairs & kv_dtype_pair_bit(cache, rows)) != 0;
+    if (!any && (kv_dtypes_declared >> static_cast<int>(cache) & 1u))
+      fail(path, "contract kv_dtype_pairs " + hex(pairs) + " declares no row dtype for the " +
+                     to_string(cache) + " caches the capabilities name");
+  }
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).
@@ -137,7 +162,7 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
       !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "
                "load_paged_kv_cache");
-  check_contract(path, table_contract(t));
+  check_contract(path, table_contract(t), t.capabilities.kv_dtypes);
 }
 
 }  // namespace

@@ -457,7 +457,16 @@ typedef struct kvcheck_contract {
    * hands misaligned ones, which the plugin must refuse as it refuses other shapes.
    * Read only when struct_size covers it. */
   int32_t kv_alignment;
+  /* The (cache dtype, row dtype) pairs store_kv takes and gather_kv writes out, as bits
+   * KVCHECK_KV_PAIR(cache, rows) of kvcheck_kv_dtype values; 0 = every pair the spec
+   * allows (a bf16 / fp16 cache with rows of its own dtype, an e4m3 / e5m2 cache with
+   * bf16 or fp16 rows). A kernel instantiated for bf16 activations only declares
+   * KVCHECK_KV_PAIR(KVCHECK_KV_E4M3, KVCHECK_KV_BF16) (and its bf16 pair): the match
+   * properties draw only declared pairs, prop_store_kv_undeclared_shape_is_refused
+   * the others, which it must refuse. Read only when struct_size covers it. */
+  uint32_t kv_dtype_pairs;
 } kvcheck_contract;
+#define KVCHECK_KV_PAIR(cache, rows) (1u << (4 * (cache) + (rows)))
 
 #define KVCHECK_OP_FN(name, args_t) \
   int (*name)(void* context, const args_t* args, void* stream, char* msg, size_t msg_size)

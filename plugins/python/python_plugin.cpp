@@ -354,20 +354,20 @@ std::string make_table(const char* spec) {
   PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
   if (info == nullptr) return "cannot load the Python backend " + std::string(spec) + ":\n" + take_python_error();
   // (backend, name, memory_space, ops, formats, kv_dtypes, block_size_multiple, max_block_size,
-  //  recipe bits, head_dims, min/max heads x head_dim, kv_alignment): the last five become
-  //  the table's contract.
+  //  recipe bits, head_dims, min/max heads x head_dim, kv_alignment, kv_dtype_pairs): the
+  //  last six become the table's contract.
   PyObject* backend = nullptr;
   PyObject* head_dims = nullptr;
   const char* name = nullptr;
-  unsigned int ops = 0, formats = 0, kv_dtypes = 0, recipes = 0;
+  unsigned int ops = 0, formats = 0, kv_dtypes = 0, recipes = 0, pairs = 0;
   int memory_space = KVCHECK_MEMORY_HOST, multiple = 0, max_bs = 0, min_row = 0, max_row = 0, alignment = 0;
-  if (!PyArg_ParseTuple(info, "OsiIIIiiIOiii", &backend, &name, &memory_space, &ops, &formats, &kv_dtypes, &multiple,
-                        &max_bs, &recipes, &head_dims, &min_row, &max_row, &alignment)) {
+  if (!PyArg_ParseTuple(info, "OsiIIIiiIOiiiI", &backend, &name, &memory_space, &ops, &formats, &kv_dtypes, &multiple,
+                        &max_bs, &recipes, &head_dims, &min_row, &max_row, &alignment, &pairs)) {
     Py_DECREF(info);
     return "kvcheck._bridge.load returned no table description: " + take_python_error();
   }
   // The contract, read while `info` (which owns head_dims) lives.
-  g.contract = {sizeof(kvcheck_contract), recipes, 0, {}, min_row, max_row, alignment};
+  g.contract = {sizeof(kvcheck_contract), recipes, 0, {}, min_row, max_row, alignment, pairs};
   const Py_ssize_t n = PySequence_Size(head_dims);
   for (Py_ssize_t i = 0; i < n && i < KVCHECK_MAX_DECLARED_HEAD_DIMS; ++i) {
     PyObject* d = PySequence_GetItem(head_dims, i);

@@ -19,9 +19,14 @@ std::vector<KvDtype> supported_kv_dtypes() {
   return out.empty() ? kv_dtypes() : out;
 }
 
-// A row dtype the cache takes: its own, or bf16/fp16 for an FP8 cache.
+// A row dtype the cache takes: its own, or bf16/fp16 for an FP8 cache, among the
+// pairs the backend declares (kvcheck_contract.kv_dtype_pairs; the loader made sure
+// each cache dtype it names has one).
 KvDtype choose_model_dtype(Source& src, KvDtype cache) {
   if (!is_fp8(cache)) return cache;
+  const BackendCapabilities& c = generator_caps();
+  const bool bf16 = c.supports_kv_dtype_pair(cache, KvDtype::kBF16), fp16 = c.supports_kv_dtype_pair(cache, KvDtype::kFP16);
+  if (bf16 != fp16) return bf16 ? KvDtype::kBF16 : KvDtype::kFP16;
   return src.pick({KvDtype::kBF16, KvDtype::kFP16});
 }
 

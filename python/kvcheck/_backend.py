@@ -67,6 +67,11 @@ class Backend:
     min_heads_x_head_dim / max_heads_x_head_dim: limits on num_kv_heads * head_dim (0 =
       none), declared and judged the same way (a kernel with a thread per element of a
       token's row has a maximum).
+    kv_dtype_pairs: the (cache dtype, row dtype) pairs store_kv takes and gather_kv
+      writes, e.g. (("e4m3", "bf16"), ("bf16", "bf16")) for a kernel instantiated for
+      bf16 activations (empty = every pair the spec allows): the match properties draw
+      only these, and prop_store_kv_undeclared_shape_is_refused hands store_kv rows of
+      another, which it must refuse with kvcheck.Refusal("unsupported");
     kv_alignment: bytes (a power of two up to 256; 0 = none) that every K/V array's
       address and byte stride store_kv / gather_kv are handed is a multiple of (a
       Triton kernel compiled for 16-byte divisible pointers and strides declares 16):
@@ -84,7 +89,7 @@ class Backend:
                  kv_dtypes=("bf16", "fp16"), formats=(), seq_starts=False, split_caches=False, rope=False,
                  block_size_multiple=0,
                  max_block_size=0, recipe="spec", head_dims=(), min_heads_x_head_dim=0, max_heads_x_head_dim=0,
-                 kv_alignment=0):
+                 kv_alignment=0, kv_dtype_pairs=()):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_-]{1,32}", name) or "-to-" in name:
             raise ValueError(f"kvcheck.Backend: name {name!r} is not [a-z0-9_-]{{1,32}} without '-to-' (the "
                              "separator of writer x reader pairs)")
@@ -139,6 +144,15 @@ class Backend:
         if lo < 0 or hi < 0 or (hi > 0 and lo > hi) or max(lo, hi) > 2**31 - 1:
             raise ValueError(f"kvcheck.Backend {name}: min_heads_x_head_dim {lo} / max_heads_x_head_dim {hi}: each in "
                              "[0, 2**31) (0 = none), the minimum at most the maximum")
+        self.kv_dtype_pairs = tuple((str(c), str(r)) for c, r in kv_dtype_pairs)
+        for c, r in self.kv_dtype_pairs:
+            valid = c in _abi.KV_DTYPES and r in ("bf16", "fp16") and (c in ("e4m3", "e5m2") or c == r)
+            if not valid:
+                raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs ({c!r}, {r!r}) is not a pair the spec allows "
+                                 "(a bf16/fp16 cache with rows of its dtype, an e4m3/e5m2 cache with bf16 or fp16 rows)")
+        for d in self.kv_dtypes:
+            if self.kv_dtype_pairs and not any(c == d for c, _ in self.kv_dtype_pairs):
+                raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs declare no row dtype for its {d} caches")
         self.kv_alignment = int(kv_alignment)
         if self.kv_alignment < 0 or self.kv_alignment > 256 or self.kv_alignment & (self.kv_alignment - 1):
             raise ValueError(f"kvcheck.Backend {name}: kv_alignment {self.kv_alignment} is not 0 (none) or a power "

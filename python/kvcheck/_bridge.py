@@ -31,7 +31,7 @@ NUMPY_DTYPE = {"bf16": np.uint16, "fp16": np.float16, "e4m3": np.uint8, "e5m2": 
 def load(spec):
     """spec = 'path/to/file.py:attr' or 'package.module:attr' -> the table description
     (backend, name, ops, formats, kv_dtypes, block_size_multiple, max_block_size, recipe
-    bits, head_dims, min_heads_x_head_dim, max_heads_x_head_dim, kv_alignment)."""
+    bits, head_dims, min_heads_x_head_dim, max_heads_x_head_dim, kv_alignment, kv_dtype_pairs bits)."""
     where, sep, attr = spec.rpartition(":")
     if not sep or not where or not attr:
         raise ValueError(f"a Python backend is named 'path/to/file.py:attr' or 'package.module:attr', not {spec!r}")
@@ -59,7 +59,8 @@ def load(spec):
     memory_space = {"host": 0, "cuda": 1}[backend.device]
     return (backend, backend.name, memory_space, backend.ops_bits(), backend.formats_bits(), backend.kv_dtype_bits(),
             backend.block_size_multiple, backend.max_block_size, 1 << _abi.RECIPES[backend.recipe],
-            list(backend.head_dims), backend.min_heads_x_head_dim, backend.max_heads_x_head_dim, backend.kv_alignment)
+            list(backend.head_dims), backend.min_heads_x_head_dim, backend.max_heads_x_head_dim, backend.kv_alignment,
+            sum(1 << (4 * _abi.KV_DTYPES[c] + _abi.KV_DTYPES[r]) for c, r in set(backend.kv_dtype_pairs)))
 
 
 def call(backend, op, fields, stream=0):

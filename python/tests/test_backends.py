@@ -373,3 +373,35 @@ def test_a_declared_alignment_is_drawn_and_misalignment_refused(kvcheck_check, t
                       seed=3, work_dir=tmp_path)
     with pytest.raises(ValueError, match="kv_alignment 24 is not 0"):
         kvcheck.Backend("bad", store_kv=store_kv_aligned_16, kv_alignment=24)
+
+
+def store_kv_bf16_rows(**kwargs):
+    # A kernel instantiated for bf16 activations (numpy holds bf16 rows as uint16 bits).
+    if kwargs["key"].dtype == np.float16:
+        raise kvcheck.Refusal("unsupported", "built for bf16 rows only")
+    kvcheck.reference.store_kv(**kwargs)
+
+
+def store_kv_asserts_bf16_rows(**kwargs):
+    assert kwargs["key"].dtype != np.float16
+    kvcheck.reference.store_kv(**kwargs)
+
+
+bf16_rows = kvcheck.Backend("bf16-rows", store_kv=store_kv_bf16_rows, kv_dtypes=("e4m3",),
+                            kv_dtype_pairs=(("e4m3", "bf16"),))
+bf16_rows_asserting = kvcheck.Backend("bf16-rows-asserting", store_kv=store_kv_asserts_bf16_rows, kv_dtypes=("e4m3",),
+                                      kv_dtype_pairs=(("e4m3", "bf16"),))
+bf16_rows_unguarded = kvcheck.Backend("bf16-rows-unguarded", store_kv=kvcheck.reference.store_kv, kv_dtypes=("e4m3",),
+                                      kv_dtype_pairs=(("e4m3", "bf16"),))
+
+
+def test_declared_dtype_pairs_are_drawn_and_others_refused(kvcheck_check, tmp_path):
+    result = kvcheck_check(bf16_rows_asserting, properties=["prop_store_kv_matches_reference"], cases=100, seed=4)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    result = kvcheck_check(bf16_rows, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=4)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    with pytest.raises(AssertionError, match="fp16 rows into an e4m3 cache outside the declared dtype pairs"):
+        kvcheck.check(bf16_rows_unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50, seed=4,
+                      work_dir=tmp_path)
+    with pytest.raises(ValueError, match="is not a pair the spec allows"):
+        kvcheck.Backend("bad", store_kv=store_kv_bf16_rows, kv_dtype_pairs=(("bf16", "fp16"),))

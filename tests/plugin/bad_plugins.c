@@ -62,11 +62,12 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.ops = KVCHECK_OP_ANY_BLOCK_STRIDE;
 #endif
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
-    defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT)
+    defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
+    defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
-     * or that no declared head_dim meets, an alignment that is not a power of two, or one
-     * whose field the table (an older build)
+     * or that no declared head_dim meets, an alignment that is not a power of two, dtype
+     * pairs the spec rejects or that leave a named cache dtype none, or one whose field the table (an older build)
      * does not cover: never read, so it loads. */
     static kvcheck_contract contract;
     memset(&contract, 0, sizeof contract);
@@ -90,6 +91,15 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #endif
 #ifdef CONTRACT_BAD_ALIGNMENT
     contract.kv_alignment = 24;
+#endif
+#ifdef CONTRACT_BAD_DTYPE_PAIRS
+    /* fp16 rows into a bf16 cache: a pair the spec rejects. */
+    contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_FP16) | KVCHECK_KV_PAIR(KVCHECK_KV_FP16, KVCHECK_KV_FP16);
+#endif
+#ifdef CONTRACT_DTYPE_PAIRS_SHORT
+    /* e4m3 caches named in the capabilities, but no row dtype paired with them. */
+    table.capabilities.kv_dtypes = (1u << KVCHECK_KV_BF16) | (1u << KVCHECK_KV_E4M3);
+    contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_BF16);
 #endif
 #ifdef CONTRACT_PAST_END
     contract.kv_fp8_recipes = 1u << 5;

@@ -25,6 +25,11 @@
  *                             process, as a misaligned vector access poisons a CUDA
  *                             context (the match properties must never hand one; the
  *                             refusal property must catch it);
+ *   KVCHECK_BF16_ROWS         the contract declares one dtype pair, bf16 rows with the e4m3
+ *                             cache (a kernel instantiated for bf16 activations), and a
+ *                             call with fp16 rows (or outputs) is refused (UNSUPPORTED);
+ *   KVCHECK_IGNORES_ROW_DTYPE ... except that the guard is missing: fp16 rows are read and
+ *                             written as bf16 bits, as the one instantiation would;
  *   KVCHECK_WITH_GATHER       also a gather_kv (SPEC §7.5) reading the e4m3 cache back:
  *                             RN(e4m3(code) * scale) (one float multiply), then RNE to
  *                             the outputs' bf16 / fp16. No seq_starts (the feature bit
@@ -44,7 +49,9 @@
  *   librecipe_vllm_rw.so               vLLM math with a gather_kv: every property holds;
  *   librecipe_vllm_rw_divides.so       the same with the dividing reader;
  *   librecipe_vllm_align16.so          vLLM math with a gather_kv, 16-byte alignment, guarded;
- *   librecipe_vllm_align16_unguarded.so the same without the guard. */
+ *   librecipe_vllm_align16_unguarded.so the same without the guard;
+ *   librecipe_vllm_bf16_rows.so        vLLM math with a gather_kv, bf16 rows only, guarded;
+ *   librecipe_vllm_bf16_rows_unguarded.so the same without the guard. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,7 +60,11 @@
 
 #include "include/kvcheck/backend_abi.h"
 
-#if defined(KVCHECK_IGNORES_ALIGNMENT)
+#if defined(KVCHECK_IGNORES_ROW_DTYPE)
+#define PLUGIN_NAME "vllm-bf16-rows-unguarded"
+#elif defined(KVCHECK_BF16_ROWS)
+#define PLUGIN_NAME "vllm-bf16-rows"
+#elif defined(KVCHECK_IGNORES_ALIGNMENT)
 #define PLUGIN_NAME "vllm-align16-unguarded"
 #elif defined(KVCHECK_ALIGN_16)
 #define PLUGIN_NAME "vllm-align16"
@@ -301,6 +312,28 @@ static int check_rows(const kvcheck_kv_tokens* t, int64_t n, const char* what, c
   return KVCHECK_STATUS_OK;
 }
 
+/* ---- the declared dtype pair (kvcheck_contract.kv_dtype_pairs) ----------------------- */
+
+/* Whether rows of dtype t are bf16 to the kernel: its one instantiation reads and writes
+ * bf16 bits, refusing fp16 rows unless the guard is missing. */
+#if defined(KVCHECK_IGNORES_ROW_DTYPE)
+#define ROWS_BF16(t) 1
+#else
+#define ROWS_BF16(t) ((t)->dtype == KVCHECK_KV_BF16)
+#endif
+
+static int row_dtype_guard(const kvcheck_kv_tokens* t, char* msg, size_t msg_size) {
+#if defined(KVCHECK_BF16_ROWS) && !defined(KVCHECK_IGNORES_ROW_DTYPE)
+  if (t->dtype != KVCHECK_KV_BF16)
+    return refuse(KVCHECK_STATUS_UNSUPPORTED, msg, msg_size, "built for bf16 rows only, got dtype %d", (int)t->dtype);
+#else
+  (void)t;
+  (void)msg;
+  (void)msg_size;
+#endif
+  return KVCHECK_STATUS_OK;
+}
+
 /* ---- the declared alignment (kvcheck_contract.kv_alignment) ------------------------- */
 
 /* A kernel of 16-byte vector accesses needs every address and byte stride it is handed
@@ -348,7 +381,7 @@ static int alignment_guard(const kvcheck_kv_cache* c, const kvcheck_kv_tokens* x
 static float load_model(const kvcheck_kv_tokens* t, int64_t element) {
   const uint8_t* p = t->data + 2 * element;
   const uint16_t bits = (uint16_t)(p[0] | (p[1] << 8));
-  return t->dtype == KVCHECK_KV_BF16 ? bf16_to_float(bits) : fp16_to_float(bits);
+  return ROWS_BF16(t) ? bf16_to_float(bits) : fp16_to_float(bits);
 }
 
 static int store_kv(void* context, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t msg_size) {
@@ -364,6 +397,7 @@ static int store_kv(void* context, const kvcheck_store_kv_args* a, void* stream,
   if ((st = check_cache(c, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if ((st = check_model_dtype(&a->key, "key", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if ((st = check_model_dtype(&a->value, "value", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  if ((st = row_dtype_guard(&a->key, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if (a->key.dtype != a->value.dtype)
     return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "key dtype %d differs from value dtype %d",
                   (int)a->key.dtype, (int)a->value.dtype);
@@ -495,7 +529,7 @@ static int check_out(const kvcheck_kv_tokens* o, int64_t total, const kvcheck_kv
 
 static void store_model(const kvcheck_kv_tokens* t, int64_t element, float x) {
   uint8_t* p = t->data + 2 * element;
-  const uint16_t y = t->dtype == KVCHECK_KV_BF16 ? float_to_bf16_rn(x) : float_to_fp16_rn(x);
+  const uint16_t y = ROWS_BF16(t) ? float_to_bf16_rn(x) : float_to_fp16_rn(x);
   p[0] = (uint8_t)(y & 0xFF);
   p[1] = (uint8_t)(y >> 8);
 }
@@ -518,6 +552,7 @@ static int gather_kv(void* context, const kvcheck_gather_kv_args* a, void* strea
   if ((st = check_cache(c, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if ((st = check_model_dtype(&a->out_k, "out_k", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if ((st = check_model_dtype(&a->out_v, "out_v", msg, msg_size)) != KVCHECK_STATUS_OK) return st;
+  if ((st = row_dtype_guard(&a->out_k, msg, msg_size)) != KVCHECK_STATUS_OK) return st;
   if (a->out_k.dtype != a->out_v.dtype)
     return refuse(KVCHECK_STATUS_INVALID_ARGUMENT, msg, msg_size, "out_k dtype %d differs from out_v dtype %d",
                   (int)a->out_k.dtype, (int)a->out_v.dtype);
@@ -609,6 +644,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
 #endif
 #if defined(KVCHECK_ALIGN_16)
   contract.kv_alignment = 16;
+#endif
+#if defined(KVCHECK_BF16_ROWS)
+  contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_E4M3, KVCHECK_KV_BF16);
 #endif
   memset(&table, 0, sizeof table);
   table.abi_version = KVCHECK_ABI_VERSION;
