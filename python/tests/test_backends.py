@@ -360,17 +360,23 @@ aligned_16_unguarded = kvcheck.Backend("aligned16-unguarded", store_kv=kvcheck.r
                                        kv_dtypes=("bf16", "e4m3"), kv_alignment=16)
 
 
+def check_declared_limit(kvcheck_check, tmp_path, asserting, guarded, unguarded, seed, caught):
+    # The match property hands `asserting` only calls inside its declaration (it would
+    # fail its row otherwise); the refusal property hands calls outside, which `guarded`
+    # refuses and `unguarded` runs: caught, with the limit named.
+    result = kvcheck_check(asserting, properties=["prop_store_kv_matches_reference"], cases=100, seed=seed)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    result = kvcheck_check(guarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=seed)
+    assert result.passed and result.passed[0]["backend_calls"] > 0, result
+    with pytest.raises(AssertionError, match=caught):
+        kvcheck.check(unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50, seed=seed,
+                      work_dir=tmp_path)
+
+
 def test_a_declared_alignment_is_drawn_and_misalignment_refused(kvcheck_check, tmp_path):
-    # Match properties hand only 16-byte aligned arrays (the asserting kernel would fail
-    # its row); the refusal property hands one stride 8 bytes off, which the guarded
-    # kernel refuses and the unguarded one runs: caught.
-    result = kvcheck_check(aligned_16_asserting, properties=["prop_store_kv_matches_reference"], cases=100, seed=3)
-    assert result.passed and result.passed[0]["backend_calls"] > 0, result
-    result = kvcheck_check(aligned_16, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=3)
-    assert result.passed and result.passed[0]["backend_calls"] > 0, result
-    with pytest.raises(AssertionError, match="is not a multiple of the declared kv_alignment 16"):
-        kvcheck.check(aligned_16_unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50,
-                      seed=3, work_dir=tmp_path)
+    # 16-byte aligned arrays only; the refusal property hands one stride 8 bytes off.
+    check_declared_limit(kvcheck_check, tmp_path, aligned_16_asserting, aligned_16, aligned_16_unguarded, 3,
+                         "is not a multiple of the declared kv_alignment 16")
     with pytest.raises(ValueError, match="kv_alignment 24 is not 0"):
         kvcheck.Backend("bad", store_kv=store_kv_aligned_16, kv_alignment=24)
 
@@ -396,12 +402,8 @@ bf16_rows_unguarded = kvcheck.Backend("bf16-rows-unguarded", store_kv=kvcheck.re
 
 
 def test_declared_dtype_pairs_are_drawn_and_others_refused(kvcheck_check, tmp_path):
-    result = kvcheck_check(bf16_rows_asserting, properties=["prop_store_kv_matches_reference"], cases=100, seed=4)
-    assert result.passed and result.passed[0]["backend_calls"] > 0, result
-    result = kvcheck_check(bf16_rows, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=100, seed=4)
-    assert result.passed and result.passed[0]["backend_calls"] > 0, result
-    with pytest.raises(AssertionError, match="fp16 rows into an e4m3 cache outside the declared dtype pairs"):
-        kvcheck.check(bf16_rows_unguarded, properties=["prop_store_kv_undeclared_shape_is_refused"], cases=50, seed=4,
-                      work_dir=tmp_path)
+    # bf16 rows only; the refusal property hands fp16 rows.
+    check_declared_limit(kvcheck_check, tmp_path, bf16_rows_asserting, bf16_rows, bf16_rows_unguarded, 4,
+                         "fp16 rows into an e4m3 cache outside the declared dtype pairs")
     with pytest.raises(ValueError, match="is not a pair the spec allows"):
         kvcheck.Backend("bad", store_kv=store_kv_bf16_rows, kv_dtype_pairs=(("bf16", "fp16"),))
