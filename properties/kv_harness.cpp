@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "impl/kv_paged_layout.h"
 #include "properties/classes.h"
 #include "properties/diff.h"
 #include "properties/gen/splitmix.h"
@@ -141,23 +142,25 @@ namespace {
 
 // Output row strides of s (elements): head, token.
 int64_t out_head_stride(const GatherKvScenario& s) { return int64_t{s.cache.head_dim} + s.out_pad_head; }
-int64_t out_token_stride(const GatherKvScenario& s) {
-  return int64_t{s.cache.num_kv_heads} * out_head_stride(s) + s.out_pad_token;
+int64_t out_token_stride(const GatherKvScenario& s, int side) {
+  return int64_t{s.cache.num_kv_heads} * out_head_stride(s) + s.pad_token_of(side);
 }
 int64_t out_offset_bytes(const GatherKvScenario& s) { return 2 * int64_t{std::max(s.out_offset, 0)}; }
-size_t out_buffer_bytes(const GatherKvScenario& s) {
-  return static_cast<size_t>(out_offset_bytes(s) + std::max<int64_t>(s.out_rows, 0) * out_token_stride(s) * 2 + 64);
+size_t out_buffer_bytes(const GatherKvScenario& s, int side) {
+  return static_cast<size_t>(out_offset_bytes(s) +
+                             std::max<int64_t>(s.rows_of(side), 0) * std::max<int64_t>(out_token_stride(s, side), 0) * 2 +
+                             64);
 }
 
 }  // namespace
 
 KvOutBuffers::KvOutBuffers(const GatherKvScenario& s)
-    : offset_bytes(out_offset_bytes(s)), k(out_buffer_bytes(s)), v(out_buffer_bytes(s)) {
-  const int64_t hs = out_head_stride(s), ts = out_token_stride(s);
+    : offset_bytes(out_offset_bytes(s)), k(out_buffer_bytes(s, kKvSideK)), v(out_buffer_bytes(s, kKvSideV)) {
+  const int64_t hs = out_head_stride(s);
   fill_pattern(k.span(), s.out_seed);
   fill_pattern(v.span(), s.out_seed ^ 0x5CA1E5u);
-  out_k = {k.data() + offset_bytes, s.out_k_dtype, s.out_rows, ts, hs};
-  out_v = {v.data() + offset_bytes, s.out_v_dtype, s.out_rows, ts, hs};
+  out_k = {k.data() + offset_bytes, s.out_k_dtype, s.rows_of(kKvSideK), out_token_stride(s, kKvSideK), hs};
+  out_v = {v.data() + offset_bytes, s.out_v_dtype, s.rows_of(kKvSideV), out_token_stride(s, kKvSideV), hs};
 }
 
 KvOutBuffers::KvOutBuffers(const KvOutBuffers& o)
@@ -203,7 +206,8 @@ std::string kv_misalignment(const StoreKvScenario& s, const KvBuffers& cache, in
 std::string kv_misalignment(const GatherKvScenario& s, const KvBuffers& cache, int64_t a) {
   if (std::string m = cache_misalignment(cache, a); !m.empty()) return m;
   return first_misaligned({{"out_k / out_v offset", out_offset_bytes(s)},
-                           {"out token_stride", out_token_stride(s) * 2},
+                           {"out_k token_stride", out_token_stride(s, kKvSideK) * 2},
+                           {"out_v token_stride", out_token_stride(s, kKvSideV) * 2},
                            {"out head_stride", out_head_stride(s) * 2}},
                           a);
 }

@@ -418,6 +418,9 @@ TEST_F(CpuLoadErrors, OverlapWithLargeTotalKUsesTheMapPath) {
   expect_load_error(ErrorCode::kSegmentOverlap,
                     {0, 0, 2, 100000000, -1, 0, 5, 3, 1, 0, 3, 99999999}, 200000000,
                     "load_segments[2]", 200000000);
+  // The same path, overlapping the range that starts before it (mutant 165).
+  expect_load_error(ErrorCode::kSegmentOverlap, {0, 0, 5, 100000000, 1, 0, 2, 100000002}, 200000000,
+                    "load_segments[1]", 200000000);
 }
 
 TEST(CpuLoadZeroFill, ZeroRowsAndGapsKeepValues) {

@@ -210,11 +210,16 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
       s.fault = "block_table has one entry too many";
       s.code = ErrorCode::kShapeMismatch;
       return;
-    case 5:
-      s.out_rows = total - 1;
-      s.fault = "out rows < cu_seqlens_k[b]";
+    case 5: {
+      // Both outputs, or one alone (the other keeps its rows).
+      const int64_t side = src.range(0, 2);  // 0 both, 1 out_k, 2 out_v
+      if (side == 1) s.out_v_rows = s.out_rows;
+      if (side == 2) s.out_v_rows = total - 1;
+      else s.out_rows = total - 1;
+      s.fault = std::string(side == 0 ? "out" : side == 1 ? "out_k" : "out_v") + " rows < cu_seqlens_k[b]";
       s.code = ErrorCode::kShapeMismatch;
       return;
+    }
     case 6: {
       // Either output: an FP8 dtype, or for a 2-byte cache the other 2-byte dtype.
       const bool k = src.coin();
@@ -236,11 +241,17 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
       s.fault = fmt::format("v_scale[0] = {}", s.cache.v_scale[0]);
       s.code = ErrorCode::kInvalidArgument;
       return;
-    default:
-      s.out_pad_token = -(s.cache.num_kv_heads * (s.cache.head_dim + s.out_pad_head));  // token_stride 0
-      s.fault = "output rows overlap (token_stride 0)";
+    default: {
+      // token_stride 0 on both outputs, or on one alone.
+      const int64_t side = src.range(0, 2);  // 0 both, 1 out_k, 2 out_v
+      const int32_t zero = -(s.cache.num_kv_heads * (s.cache.head_dim + s.out_pad_head));
+      if (side == 1) s.out_v_pad_token = s.out_pad_token;
+      if (side == 2) s.out_v_pad_token = zero;
+      else s.out_pad_token = zero;
+      s.fault = std::string(side == 0 ? "output" : side == 1 ? "out_k" : "out_v") + " rows overlap (token_stride 0)";
       s.code = ErrorCode::kInvalidArgument;
       return;
+    }
   }
 }
 

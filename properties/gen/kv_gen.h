@@ -74,6 +74,12 @@ struct GatherKvScenario {
   KvDtype out_k_dtype = KvDtype::kBF16, out_v_dtype = KvDtype::kBF16;
   int64_t out_rows = 0;
   int32_t out_pad_head = 0, out_pad_token = 0;  // elements
+  // out_v's own rows and token pad when a fault breaks out_v alone (a validator that
+  // judges out_v by out_k's rule must show); nullopt: out_k's.
+  std::optional<int64_t> out_v_rows;
+  std::optional<int32_t> out_v_pad_token;
+  int64_t rows_of(int side) const { return side == 1 && out_v_rows ? *out_v_rows : out_rows; }
+  int32_t pad_token_of(int side) const { return side == 1 && out_v_pad_token ? *out_v_pad_token : out_pad_token; }
   uint64_t out_seed = 0;
   std::string fault;                // "" or what was made invalid on purpose
   std::optional<ErrorCode> code;    // what the fault demands; none with a fault: raw values

@@ -180,6 +180,8 @@ void to_json(nlohmann::json& j, const GatherKvScenario& s) {
   fault_to_json(j, s.fault, s.code);
   if (s.threads != 0) j["threads"] = s.threads;
   if (s.out_offset != 0) j["out_offset"] = s.out_offset;
+  if (s.out_v_rows) j["out_v_rows"] = *s.out_v_rows;
+  if (s.out_v_pad_token) j["out_v_pad_token"] = *s.out_v_pad_token;
   if (!s.seq_starts.empty()) {
     j["seq_starts"] = s.seq_starts;
     j["seq_start_unit"] = s.seq_start_unit == SeqStartUnit::kBlock ? "block" : "token";
@@ -209,11 +211,15 @@ void from_json(const nlohmann::json& j, GatherKvScenario& s) {
   fault_from_json(j, s.fault, s.code);
   s.threads = j.value("threads", 0);
   s.out_offset = j.value("out_offset", 0);
+  s.out_v_rows.reset();
+  s.out_v_pad_token.reset();
+  if (j.contains("out_v_rows")) s.out_v_rows = j.at("out_v_rows").get<int64_t>();
+  if (j.contains("out_v_pad_token")) s.out_v_pad_token = j.at("out_v_pad_token").get<int32_t>();
   s.seq_starts = j.value("seq_starts", std::vector<int32_t>{});
   const std::string unit = j.value("seq_start_unit", std::string("token"));
   if (unit != "token" && unit != "block") throw std::runtime_error("seq_start_unit is token or block");
   s.seq_start_unit = unit == "block" ? SeqStartUnit::kBlock : SeqStartUnit::kToken;
-  if (s.out_rows < 0 || s.out_offset < 0) throw std::runtime_error("negative out_rows or out_offset");
+  if (s.out_rows < 0 || s.out_offset < 0 || s.rows_of(1) < 0) throw std::runtime_error("negative out_rows or out_offset");
 }
 
 }  // namespace kvcheck::props

@@ -88,6 +88,9 @@ std::string describe(const GatherKvScenario& s) {
                                : fmt::format("\n  seq_starts={} ({}s)", ints(s.seq_starts),
                                              s.seq_start_unit == SeqStartUnit::kBlock ? "block" : "token")) +
          (s.out_offset > 0 ? fmt::format("\n  outputs start {} elements into their buffers", s.out_offset) : "") +
+         (s.out_v_rows || s.out_v_pad_token
+              ? fmt::format("\n  out_v alone: out_rows={} token pad {}", s.rows_of(1), s.pad_token_of(1))
+              : "") +
          (s.threads > 0 ? fmt::format("\n  threads {}", s.threads) : "");
 }
 
