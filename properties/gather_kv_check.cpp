@@ -7,6 +7,7 @@
 
 #include "properties/kv_check.h"
 #include "properties/kv_harness.h"
+#include "properties/kv_undeclared.h"
 
 namespace kvcheck::props {
 namespace {
@@ -54,6 +55,19 @@ std::string untouched_violation(const char* who, const GatherKvScenario& s, cons
 }
 
 }  // namespace
+
+Verdict check_gather_kv_refuses_undeclared(const Backend& b, const GatherKvScenario& s) {
+  const KvBuffers cache(s.cache), cache_before(cache);
+  const std::string what = kv_outside_contract(b.capabilities(), s.cache, s.out_k_dtype,
+                                               kv_misalignment(s, cache, b.capabilities().kv_alignment));
+  const KvOutBuffers pristine(s);
+  KvOutBuffers be_out(pristine);
+  Outcome be;
+  if (!what.empty()) be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
+  std::string changed = diff_outputs(s, pristine, be_out);
+  if (cache.bytes != cache_before.bytes) changed += "the cache changed (gather_kv only reads it)";
+  return judge_declared_refusal("gather_kv", b.name(), describe(s.cache), what, be, changed);
+}
 
 Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned which) {
   const KvBuffers cache(s.cache), cache_before(cache);  // copies: the same bytes, no second pattern fill

@@ -2,8 +2,12 @@
 // check (kv_check.h) on scenarios of the one gather_kv builder (gen/kv_gen.h).
 #include <rapidcheck.h>
 
+#include <string>
+
 #include "properties/class_bounds.h"
+#include "properties/gen/gen_caps.h"
 #include "properties/kv_check.h"
+#include "properties/kv_undeclared.h"
 #include "properties/regression.h"
 #include "properties/registry.h"
 
@@ -16,6 +20,43 @@ GatherKvScenario draw_gather_kv_scenario() { return *gen_gather_kv_scenario(); }
 GatherKvScenario draw_gather_kv_fault_scenario() { return *gen_gather_kv_fault_scenario(); }
 GatherKvScenario draw_seq_starts_scenario() { return *gen_gather_kv_seq_starts_scenario(); }
 GatherKvScenario draw_seq_starts_fault_scenario() { return *gen_gather_kv_seq_starts_fault_scenario(); }
+
+// A valid gather that reads something, outside the backend's contract in one declared
+// limit (kv_undeclared.h): a head_dim or row limit, an undeclared output dtype, or one
+// stride half the declared kv_alignment off (the cache's, or the outputs' offset or
+// token stride); everything else inside.
+GatherKvScenario draw_gather_kv_undeclared_scenario() {
+  const BackendCapabilities c = generator_caps();
+  const KvLimit limit = draw_kv_limit(c);
+  const int64_t a = c.kv_alignment;
+  const auto gathers = [](const GatherKvScenario& s) { return !s.cu_seqlens_k.empty() && s.cu_seqlens_k.back() > 0; };
+  if (limit != KvLimit::kAlignment) {
+    const ScopedGeneratorCaps scope(caps_breaking(c, limit));
+    GatherKvScenario s = *gen_gather_kv_scenario();
+    RC_PRE(gathers(s));  // a call that gathers nothing has nothing to refuse
+    return s;
+  }
+  // One generator (drawn under the backend's own capabilities), so a failure report
+  // prints the case as the backend got it.
+  const GatherKvScenario s = *rc::gen::exec([a] {
+    GatherKvScenario s = *gen_gather_kv_scenario();
+    const int target = *rc::gen::inRange(0, 5);
+    if (target < 3 || a < 4) {
+      misalign_cache(s.cache, a, target % 3);  // (alignment 2 on 2-byte elements: discarded below)
+      return s;
+    }
+    const auto off = static_cast<int32_t>(a / 4);  // a/2 bytes of the 2-byte outputs
+    (target == 3 ? s.out_offset : s.out_pad_token) += off;
+    return s;
+  });
+  RC_PRE(a / 2 >= kv_dtype_bytes(s.cache.dtype) || a >= 4);
+  RC_PRE(gathers(s));
+  return s;
+}
+
+void prop_gather_kv_undeclared_is_refused(const Backend& b, const GatherKvScenario& s) {
+  require(check_gather_kv_refuses_undeclared(b, s));
+}
 
 void prop_gather_kv_matches_reference(const Backend& b, const GatherKvScenario& s) {
   require(check_gather_kv(b, s, kGatherKvMatchesReference | kGatherKvTouchesOnlyRows));
@@ -38,6 +79,19 @@ void register_gather_kv_properties(Registry& r) {
       "a bad table entry, cu_seqlens_k, output or scale throws the right kvcheck::Error and writes nothing",
       draw_gather_kv_fault_scenario, prop_gather_kv_invalid_input_throws_and_writes_nothing,
       bounds::gather_kv_fault()));
+  // Only for a backend whose contract limits the K/V calls; the others have nothing to refuse.
+  Property p = scenario_property(
+      "prop_gather_kv_undeclared_is_refused", "gather_kv",
+      "a valid gather with a head_dim, a num_kv_heads x head_dim, an output dtype or a stride off the alignment "
+      "that the backend's contract leaves out is refused with kUnsupported, nothing written",
+      draw_gather_kv_undeclared_scenario, prop_gather_kv_undeclared_is_refused);
+  p.needs = [](const BackendCapabilities& c) -> std::string {
+    if (!(c.ops & KVCHECK_OP_GATHER_KV)) return "no gather_kv";
+    return !declared_kv_limits(c).empty() ? ""
+                                          : "declares no K/V shape, dtype pair or alignment limit (kvcheck_contract "
+                                            "head_dims, min/max_heads_x_head_dim, kv_dtype_pairs, kv_alignment)";
+  };
+  r.add(std::move(p));
   // seq_starts: only backends with the feature bit (KVCHECK_OP_GATHER_KV_SEQ_STARTS);
   // on the others these rows are not exercised.
   const auto add = [&r](Property p) {

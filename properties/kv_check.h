@@ -19,8 +19,9 @@ enum StoreKvInvariant : unsigned {
   kStoreKvAll = 0x7u,
 };
 Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned invariants = kStoreKvAll);
-/// A valid store_kv case outside the backend's declared head_dims (its contract, ABI
-/// kvcheck_contract): the backend must refuse it with kUnsupported and change no byte.
+/// A valid store_kv call outside the backend's declared contract (kv_undeclared.h: a
+/// head_dim, row limit, dtype pair or alignment): the backend must refuse it with
+/// kUnsupported and change no byte.
 Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s);
 
 /// Invariants of gather_kv. Always: the outcome, and the cache is never written.
@@ -31,5 +32,8 @@ enum GatherKvInvariant : unsigned {
   kGatherKvAll = 0x7u,
 };
 Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned invariants = kGatherKvAll);
+/// A valid gather_kv call outside the backend's declared contract (kv_undeclared.h): it
+/// must refuse it with kUnsupported and write nothing.
+Verdict check_gather_kv_refuses_undeclared(const Backend& b, const GatherKvScenario& s);
 
 }  // namespace kvcheck::props

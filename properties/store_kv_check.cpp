@@ -9,6 +9,7 @@
 
 #include "properties/kv_check.h"
 #include "properties/kv_harness.h"
+#include "properties/kv_undeclared.h"
 #include "reference/kv_layout.h"
 
 namespace kvcheck::props {
@@ -71,42 +72,15 @@ std::string other_recipes_matching(const Backend& b, const StoreKvScenario& s, c
 }  // namespace
 
 Verdict check_store_kv_refuses_undeclared(const Backend& b, const StoreKvScenario& s) {
-  Verdict v;
-  const BackendCapabilities& c = b.capabilities();
   const KvBuffers pristine(s.cache);
-  const std::string misaligned = kv_misalignment(s, pristine, c.kv_alignment);
-  // A file replayed on a backend that now declares this shape: nothing to refuse.
-  const bool pair = c.supports_kv_dtype_pair(s.cache.dtype, s.key.dtype);
-  if (c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim) && misaligned.empty() && pair) {
-    v.skipped = fmt::format("{} declares num_kv_heads {} x head_dim {} with {} rows into {}{}: a case for the match "
-                            "properties", b.name(), s.cache.num_kv_heads, s.cache.head_dim, to_string(s.key.dtype),
-                            to_string(s.cache.dtype),
-                            c.kv_alignment > 1 ? fmt::format(" aligned to {} bytes", c.kv_alignment) : "");
-    return v;
-  }
+  const std::string what = kv_outside_contract(b.capabilities(), s.cache, s.key.dtype,
+                                               kv_misalignment(s, pristine, b.capabilities().kv_alignment));
   KvBuffers be_buf(pristine);
   Outcome be;
-  be.code = run_store_kv(&b, s, be_buf, &be.message);
-  const std::string what =
-      !c.supports_head_dim(s.cache.head_dim)
-          ? fmt::format("head_dim {} outside the declared {}", s.cache.head_dim, c.describe_kv_shapes())
-      : !c.supports_kv_shape(s.cache.num_kv_heads, s.cache.head_dim)
-          ? fmt::format("num_kv_heads {} x head_dim {} = {} outside the declared {}", s.cache.num_kv_heads,
-                        s.cache.head_dim, int64_t{s.cache.num_kv_heads} * s.cache.head_dim, c.describe_kv_shapes())
-      : !pair ? fmt::format("{} rows into an {} cache outside the declared dtype pairs {{{}}}", to_string(s.key.dtype),
-                            to_string(s.cache.dtype), describe_kv_dtype_pairs(c.kv_dtype_pairs))
-              : misaligned;
-  if (!be.code)
-    v.failure += fmt::format("store_kv ran a case with {}: a kernel built for its declared shapes must refuse "
-                             "others with KVCHECK_STATUS_UNSUPPORTED (kUnsupported) and write nothing\n", what);
-  else if (*be.code != ErrorCode::kUnsupported)
-    v.failure += fmt::format("store_kv refused a valid case with {} as {} ({}); expected kUnsupported\n", what,
-                             to_string(*be.code), be.message);
-  if (!be_buf.guards_intact()) v.failure += "wrote into the canary band around the buffer\n";
-  if (const std::string d = diff_kv_buffers(be_buf, pristine.bytes.span(), be_buf.bytes.span()); !d.empty())
-    v.failure += "the buffer changed:\n" + d + "\n";
-  if (!v.failure.empty()) v.failure = fmt::format("op=store_kv backend={} {}\n{}", b.name(), describe(s.cache), v.failure);
-  return v;
+  if (!what.empty()) be.code = run_store_kv(&b, s, be_buf, &be.message);
+  return judge_declared_refusal("store_kv", b.name(), describe(s.cache), what, be,
+                                be_buf.guards_intact() ? diff_kv_buffers(be_buf, pristine.bytes.span(), be_buf.bytes.span())
+                                                       : "wrote into the canary band around the buffer");
 }
 
 Verdict check_store_kv(const Backend& b, const StoreKvScenario& s, unsigned which) {

@@ -404,6 +404,6 @@ bf16_rows_unguarded = kvcheck.Backend("bf16-rows-unguarded", store_kv=kvcheck.re
 def test_declared_dtype_pairs_are_drawn_and_others_refused(kvcheck_check, tmp_path):
     # bf16 rows only; the refusal property hands fp16 rows.
     check_declared_limit(kvcheck_check, tmp_path, bf16_rows_asserting, bf16_rows, bf16_rows_unguarded, 4,
-                         "fp16 rows into an e4m3 cache outside the declared dtype pairs")
+                         "fp16 rows with an e4m3 cache outside the declared dtype pairs")
     with pytest.raises(ValueError, match="is not a pair the spec allows"):
         kvcheck.Backend("bad", store_kv=store_kv_bf16_rows, kv_dtype_pairs=(("bf16", "fp16"),))

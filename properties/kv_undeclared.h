@@ -1,0 +1,48 @@
+// Calls outside a backend's declared K/V contract (kvcheck_contract, docs/plugins.md
+// "Declaring a contract": head_dims, limits on num_kv_heads x head_dim, dtype pairs,
+// kv_alignment), for the refusal properties of store_kv and gather_kv: what to break,
+// the capabilities the generators draw such a call under, and what of a call is outside.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impl/capabilities.h"
+#include "properties/gen/kv_gen.h"
+#include "properties/harness.h"
+
+namespace kvcheck::props {
+
+/// The kinds of declared limit a valid K/V call can break.
+enum class KvLimit : int { kShape, kAlignment, kDtypePair };
+
+/// The kinds `c` declares (empty: nothing to refuse, the refusal rows are not exercised).
+std::vector<KvLimit> declared_kv_limits(const BackendCapabilities& c);
+/// One of them, each alike (RapidCheck draws; discards when there is none).
+KvLimit draw_kv_limit(const BackendCapabilities& c);
+/// Capabilities under which the generators draw a call that breaks `limit` of `c` and
+/// nothing else: kShape a head_dim outside head_dims or a declared head_dim one head
+/// past a row limit, kDtypePair an undeclared (cache, rows) pair (RapidCheck draws).
+/// kAlignment: `c` itself (the caller misaligns a drawn call, misalign_cache).
+BackendCapabilities caps_breaking(const BackendCapabilities& c, KvLimit limit);
+/// Adds alignment/2 bytes to one of the cache's strides (`target` 0: the page, 1: the
+/// innermost per-token/per-head, 2: the outer one); false (nothing changed) when that is
+/// less than one element.
+bool misalign_cache(KvCacheShape& cache, int64_t alignment, int target);
+/// "" when a call on `cache` with rows (or outputs) of `rows` and the given
+/// misalignment (kv_misalignment) is inside `c`, else what is outside: "head_dim 64
+/// outside the declared head_dims {128}", "fp16 rows into an e4m3 cache outside the
+/// declared dtype pairs {...}", the misalignment.
+std::string kv_outside_contract(const BackendCapabilities& c, const KvCacheShape& cache, KvDtype rows,
+                                const std::string& misaligned);
+
+/// The verdict of a refusal property on a call outside the contract (`what`, from
+/// kv_outside_contract; "" = a file replayed on a backend that now declares the call:
+/// skipped): the backend must have refused it with kUnsupported, and `changed` (a
+/// decoded diff of every buffer the call may touch, "" when none changed) be empty.
+Verdict judge_declared_refusal(const char* op, std::string_view backend, const std::string& context,
+                               const std::string& what, const Outcome& be, const std::string& changed);
+
+}  // namespace kvcheck::props
