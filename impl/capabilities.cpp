@@ -220,8 +220,13 @@ std::string BackendCapabilities::restrictions() const {
            (min_heads_x_head_dim > 0 && max_heads_x_head_dim > 0 ? ", " : "") +
            (max_heads_x_head_dim > 0 ? "at most " + std::to_string(max_heads_x_head_dim) : std::string()) +
            " (declared)\n";
-  if (kv_dtype_pairs != 0 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
-    out += "K/V dtype pairs: " + describe_kv_dtype_pairs(kv_dtype_pairs) + " (declared)\n";
+  if (kv_dtype_pairs != 0 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV))) {
+    uint32_t taken = 0;  // the pairs of cache dtypes it takes: the others are never drawn
+    for (KvDtype cache : kvcheck::kv_dtypes())
+      for (KvDtype rows : kvcheck::kv_dtypes())
+        if (supports_kv_dtype(cache)) taken |= kv_dtype_pair_bit(cache, rows);
+    out += "K/V dtype pairs: " + describe_kv_dtype_pairs(kv_dtype_pairs & taken) + " (declared)\n";
+  }
   if (kv_alignment > 1 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
     out += "K/V addresses and strides: multiples of " + std::to_string(kv_alignment) + " bytes (declared)\n";
   if (block_size_multiple > 1) out += "block_size: multiples of " + std::to_string(block_size_multiple) + "\n";

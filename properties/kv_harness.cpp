@@ -212,6 +212,11 @@ std::string kv_misalignment(const GatherKvScenario& s, const KvBuffers& cache, i
                           a);
 }
 
+KvRowsCopy::KvRowsCopy(const KvRows& r) : bytes(r.data.size() * sizeof(uint16_t)), in(kv_tokens(r)) {
+  if (!r.data.empty()) std::memcpy(bytes.data(), r.data.data(), bytes.size());
+  if (in.data) in.data = bytes.data();
+}
+
 KvTokensIn kv_tokens(const KvRows& r) {
   return {r.data.empty() ? nullptr : reinterpret_cast<const uint8_t*>(r.data.data()), r.dtype, r.rows,
           r.token_stride, r.head_stride};
@@ -224,18 +229,11 @@ std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScena
   const std::span<const int32_t> slot_mapping(slots.data(), s.slot_mapping.size());
   int64_t valid = 0;
   for (int32_t slot : s.slot_mapping) valid += slot >= 0;
-  // The rows as copies (the scenario is never written; pooled buffers, as KvBuffers),
-  // checked after the call: key and value are only read (vLLM's rotary_embedding rotates
-  // the key in place; a fused store must not).
-  const auto copy_of = [](const KvRows& r) {
-    Buffer c(r.data.size() * sizeof(uint16_t));
-    if (!r.data.empty()) std::memcpy(c.data(), r.data.data(), c.size());
-    return c;
-  };
-  const Buffer key = copy_of(s.key), value = copy_of(s.value);
-  KvTokensIn key_in = kv_tokens(s.key), value_in = kv_tokens(s.value);
-  if (key_in.data) key_in.data = key.data();
-  if (value_in.data) value_in.data = value.data();
+  // The rows as copies (the scenario is never written), checked after the call: key and
+  // value are only read (vLLM's rotary_embedding rotates the key in place; a fused store
+  // must not).
+  const KvRowsCopy key(s.key), value(s.value);
+  const KvTokensIn key_in = key.in, value_in = value.in;
   const std::optional<RopeArgs> rope = s.rope ? std::optional<RopeArgs>(rope_args(*s.rope)) : std::nullopt;
   std::optional<ErrorCode> code;
   try {
@@ -250,7 +248,7 @@ std::optional<ErrorCode> run_store_kv(const Backend* backend, const StoreKvScena
   }
   if (inputs_written) {
     inputs_written->clear();
-    for (const auto& [now, was, name] : {std::tuple{&key, &s.key, "key"}, std::tuple{&value, &s.value, "value"}})
+    for (const auto& [now, was, name] : {std::tuple{&key.bytes, &s.key, "key"}, std::tuple{&value.bytes, &s.value, "value"}})
       if (!was->data.empty() && std::memcmp(now->data(), was->data.data(), now->size()) != 0) {
         *inputs_written = std::string(name) + " rows changed: they are only read";
         break;

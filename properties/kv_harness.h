@@ -58,6 +58,15 @@ struct KvOutBuffers {
 
 KvTokensIn kv_tokens(const KvRows& rows);
 
+/// Rows as the harness hands them to a backend: a pooled copy (256-byte aligned, as
+/// every harness buffer, so a declared kv_alignment holds for their address) and the
+/// view of it. The scenario's own rows are never handed out.
+struct KvRowsCopy {
+  Buffer bytes;
+  KvTokensIn in;
+  explicit KvRowsCopy(const KvRows& rows);
+};
+
 /// What one side did: nullopt when it returned, else the code (message in *what).
 /// `inputs_written` (when given) gets "" or which rows (key, value) the call wrote.
 std::optional<ErrorCode> run_store_kv(const Backend* backend /*nullptr = reference*/,

@@ -72,7 +72,7 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     const PrefillMetadata first = prepare_prefill(prefix, s.cache.block_size);
     const KvRows k0 = step_rows(s, s.key_dtype, s.value_seed, zeros, s.num_cached, 0);
     const KvRows v0 = step_rows(s, s.value_dtype, s.value_seed ^ kValueSalt, zeros, s.num_cached, 0);
-    b.store_kv(kv_tokens(k0), kv_tokens(v0), first.slot_mapping, cache.view());
+    b.store_kv(KvRowsCopy(k0).in, KvRowsCopy(v0).in, first.slot_mapping, cache.view());
     // This step: new tokens, padded with -1 rows as a captured CUDA graph would be.
     PrefillMetadata m = prepare_prefill(step, s.cache.block_size);
     if (s.decode) {  // decode: prepare_decode's slots, padded to a captured graph's batch
@@ -95,7 +95,7 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     }
     const KvRows k1 = step_rows(s, s.key_dtype, s.value_seed, s.num_cached, s.num_tokens, s.graph_padding);
     const KvRows v1 = step_rows(s, s.value_dtype, s.value_seed ^ kValueSalt, s.num_cached, s.num_tokens, s.graph_padding);
-    b.store_kv(kv_tokens(k1), kv_tokens(v1), m.slot_mapping, cache.view());
+    b.store_kv(KvRowsCopy(k1).in, KvRowsCopy(v1).in, m.slot_mapping, cache.view());
     // A contract's diagnosis compares the writer's cache as the stores left it.
     const std::vector<uint8_t> written =
         as_contract(b) ? std::vector<uint8_t>(cache.bytes.data(), cache.bytes.data() + cache.bytes.size())

@@ -56,7 +56,10 @@ BackendCapabilities caps_breaking_shape(BackendCapabilities c) {
 std::vector<KvLimit> declared_kv_limits(const BackendCapabilities& c) {
   std::vector<KvLimit> out;
   if (c.limits_kv_shapes()) out.push_back(KvLimit::kShape);
-  if (c.kv_alignment > 1) out.push_back(KvLimit::kAlignment);
+  // Half the alignment off is a whole number of elements: a >= 4 (2-byte rows and
+  // outputs), or a = 2 on a 1-byte FP8 cache.
+  const bool fp8 = c.supports_kv_dtype(KvDtype::kE4M3) || c.supports_kv_dtype(KvDtype::kE5M2);
+  if (c.kv_alignment >= 4 || (c.kv_alignment == 2 && fp8)) out.push_back(KvLimit::kAlignment);
   if (!undeclared_dtype_pairs(c).empty()) out.push_back(KvLimit::kDtypePair);
   return out;
 }
@@ -75,6 +78,17 @@ BackendCapabilities caps_breaking(const BackendCapabilities& c, KvLimit limit) {
   const auto [cache, rows] = pairs[*rc::gen::inRange<size_t>(0, pairs.size())];
   out.kv_dtypes = 1u << static_cast<int>(cache);
   out.kv_dtype_pairs = kv_dtype_pair_bit(cache, rows);  // the generator draws this pair only
+  return out;
+}
+
+std::vector<int> misalignable_cache_strides(const KvCacheShape& s, int64_t alignment) {
+  if (alignment / 2 < kv_dtype_bytes(s.dtype)) return {};
+  const bool nhd = s.order == KvHeadLayout::kNHD;
+  const bool heads = s.num_kv_heads > 1, tokens = s.block_size > 1;
+  std::vector<int> out;
+  if (s.num_blocks > 1) out.push_back(0);
+  if (nhd ? heads : tokens) out.push_back(1);
+  if (nhd ? tokens : heads) out.push_back(2);
   return out;
 }
 

@@ -25,11 +25,16 @@ KvLimit draw_kv_limit(const BackendCapabilities& c);
 /// Capabilities under which the generators draw a call that breaks `limit` of `c` and
 /// nothing else: kShape a head_dim outside head_dims or a declared head_dim one head
 /// past a row limit, kDtypePair an undeclared (cache, rows) pair (RapidCheck draws).
-/// kAlignment: `c` itself (the caller misaligns a drawn call, misalign_cache).
+/// kAlignment: `c` itself (the caller misaligns a drawn call, misalign_cache; every
+/// misaligned stride is one of an axis of extent > 1, which a kernel uses).
 BackendCapabilities caps_breaking(const BackendCapabilities& c, KvLimit limit);
-/// Adds alignment/2 bytes to one of the cache's strides (`target` 0: the page, 1: the
-/// innermost per-token/per-head, 2: the outer one); false (nothing changed) when that is
-/// less than one element.
+/// The strides of `cache` that misalign_cache can put half the alignment off and a
+/// kernel uses: those of axes of extent > 1 (0: the page, 1: the innermost
+/// per-token/per-head stride, 2: the outer one); none when half the alignment is less
+/// than one element.
+std::vector<int> misalignable_cache_strides(const KvCacheShape& cache, int64_t alignment);
+/// Adds alignment/2 bytes to stride `target` of the cache (as above); false (nothing
+/// changed) when that is less than one element.
 bool misalign_cache(KvCacheShape& cache, int64_t alignment, int target);
 /// "" when a call on `cache` with rows (or outputs) of `rows` and the given
 /// misalignment (kv_misalignment) is inside `c`, else what is outside: "head_dim 64

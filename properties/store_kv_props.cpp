@@ -47,17 +47,30 @@ StoreKvScenario draw_store_kv_undeclared_scenario() {
   // prints the case as the backend got it.
   const StoreKvScenario s = *rc::gen::exec([a] {
     StoreKvScenario s = *gen_store_kv_scenario();
-    const int64_t row_eb = kv_dtype_bytes(s.key.dtype);
-    const int target = *rc::gen::inRange(0, 5);
-    if (target < 3 || a / 2 < row_eb) {
-      misalign_cache(s.cache, a, target % 3);  // (alignment 2 on 2-byte elements: discarded below)
+    // Strides a kernel uses (axes of extent > 1): the cache's (0-2), the key's or the
+    // value's outer one (3, 4: token for NHD rows, head for head-major ones).
+    std::vector<int> targets = misalignable_cache_strides(s.cache, a);
+    const auto outer_used = [&](const KvRows& r) {
+      return r.token_stride >= r.head_stride ? r.rows > 1 : s.cache.num_kv_heads > 1;
+    };
+    if (a / 2 >= kv_dtype_bytes(s.key.dtype)) {
+      if (outer_used(s.key)) targets.push_back(3);
+      if (outer_used(s.value)) targets.push_back(4);
+    }
+    if (targets.empty() && a / 2 >= kv_dtype_bytes(s.cache.dtype)) {
+      s.cache.num_blocks = 2;  // one block, one token, one head: a second block makes the page stride used
+      targets.push_back(0);
+    }
+    if (targets.empty()) return s;  // alignment 2 on 2-byte elements: discarded below
+    const int target = targets[*rc::gen::inRange<size_t>(0, targets.size())];
+    if (target < 3) {
+      misalign_cache(s.cache, a, target);
       return s;
     }
-    // The rows' outer stride (token for NHD rows, head for head-major ones) grows: more
-    // padding between rows or heads, never an overlap.
+    // More padding between rows or heads, never an overlap.
     KvRows& r = target == 3 ? s.key : s.value;
     int64_t ts = r.token_stride, hs = r.head_stride;
-    (ts >= hs ? ts : hs) += a / 2 / row_eb;
+    (ts >= hs ? ts : hs) += a / 2 / kv_dtype_bytes(r.dtype);
     r = make_kv_rows(r.dtype, r.rows, ts, hs, s.cache.num_kv_heads, s.cache.head_dim, *rc::gen::arbitrary<uint64_t>());
     return s;
   });

@@ -144,7 +144,11 @@ class Backend:
         if lo < 0 or hi < 0 or (hi > 0 and lo > hi) or max(lo, hi) > 2**31 - 1:
             raise ValueError(f"kvcheck.Backend {name}: min_heads_x_head_dim {lo} / max_heads_x_head_dim {hi}: each in "
                              "[0, 2**31) (0 = none), the minimum at most the maximum")
-        self.kv_dtype_pairs = tuple((str(c), str(r)) for c, r in kv_dtype_pairs)
+        pairs = tuple(kv_dtype_pairs)
+        if any(not isinstance(p, (tuple, list)) or len(p) != 2 for p in pairs):
+            raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs {kv_dtype_pairs!r} is a sequence of (cache dtype, "
+                             "row dtype) pairs, e.g. ((\"e4m3\", \"bf16\"),)")
+        self.kv_dtype_pairs = tuple((str(c), str(r)) for c, r in pairs)
         for c, r in self.kv_dtype_pairs:
             valid = c in _abi.KV_DTYPES and r in ("bf16", "fp16") and (c in ("e4m3", "e5m2") or c == r)
             if not valid:
@@ -153,7 +157,9 @@ class Backend:
         for d in self.kv_dtypes:
             if self.kv_dtype_pairs and not any(c == d for c, _ in self.kv_dtype_pairs):
                 raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs declare no row dtype for its {d} caches")
-        self.kv_alignment = int(kv_alignment)
+        if isinstance(kv_alignment, bool) or not isinstance(kv_alignment, int):
+            raise ValueError(f"kvcheck.Backend {name}: kv_alignment {kv_alignment!r} is an int (bytes)")
+        self.kv_alignment = kv_alignment
         if self.kv_alignment < 0 or self.kv_alignment > 256 or self.kv_alignment & (self.kv_alignment - 1):
             raise ValueError(f"kvcheck.Backend {name}: kv_alignment {self.kv_alignment} is not 0 (none) or a power "
                              "of two up to 256 bytes")

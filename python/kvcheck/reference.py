@@ -150,6 +150,8 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
         raise ValueError(f"kvcheck.reference: block_table is [num_seqs][max_blocks], got shape {table.shape}")
     cu = _ints(cu_seqlens_k)
     starts = None if seq_starts is None else _ints(seq_starts)
+    if seq_starts_unit is None and seq_starts is None:  # what the bridge passes without seq_starts
+        seq_starts_unit = "token"
     if seq_starts_unit not in ("token", "block"):
         raise ValueError(f"kvcheck.reference: seq_starts_unit is 'token' or 'block', not {seq_starts_unit!r}")
     fields = {"cache": _cache(key_cache, value_cache, _kv_dtype(key_cache, kv_cache_dtype, "key_cache"), k_scale,

@@ -50,6 +50,7 @@
  *   librecipe_vllm_rw_divides.so       the same with the dividing reader;
  *   librecipe_vllm_align16.so          vLLM math with a gather_kv, 16-byte alignment, guarded;
  *   librecipe_vllm_align16_unguarded.so the same without the guard;
+ *   librecipe_vllm_align256_unguarded.so 256 bytes (KVCHECK_ALIGNMENT=256), unguarded;
  *   librecipe_vllm_bf16_rows.so        vLLM math with a gather_kv, bf16 rows only, guarded;
  *   librecipe_vllm_bf16_rows_unguarded.so the same without the guard. */
 #include <math.h>
@@ -64,6 +65,8 @@
 #define PLUGIN_NAME "vllm-bf16-rows-unguarded"
 #elif defined(KVCHECK_BF16_ROWS)
 #define PLUGIN_NAME "vllm-bf16-rows"
+#elif defined(KVCHECK_IGNORES_ALIGNMENT) && defined(KVCHECK_ALIGNMENT)
+#define PLUGIN_NAME "vllm-align256-unguarded"
 #elif defined(KVCHECK_IGNORES_ALIGNMENT)
 #define PLUGIN_NAME "vllm-align16-unguarded"
 #elif defined(KVCHECK_ALIGN_16)
@@ -341,8 +344,12 @@ static int row_dtype_guard(const kvcheck_kv_tokens* t, char* msg, size_t msg_siz
  * guarded build refuses such a call, an unguarded one runs into it (abort() here; on a
  * GPU a sticky misaligned-address error that fails every later call of the context). */
 #if defined(KVCHECK_ALIGN_16)
+#ifndef KVCHECK_ALIGNMENT
+#define KVCHECK_ALIGNMENT 16 /* the bytes declared and checked (a wider build: -DKVCHECK_ALIGNMENT=256) */
+#endif
 static int aligned16(const uint8_t* p, int64_t token_stride_bytes, int64_t head_stride_bytes) {
-  return (uintptr_t)p % 16 == 0 && token_stride_bytes % 16 == 0 && head_stride_bytes % 16 == 0;
+  return (uintptr_t)p % KVCHECK_ALIGNMENT == 0 && token_stride_bytes % KVCHECK_ALIGNMENT == 0 &&
+         head_stride_bytes % KVCHECK_ALIGNMENT == 0;
 }
 #endif
 
@@ -350,8 +357,9 @@ static int alignment_guard(const kvcheck_kv_cache* c, const kvcheck_kv_tokens* x
                            char* msg, size_t msg_size) {
 #if defined(KVCHECK_ALIGN_16)
   const char* what = NULL;
-  if ((uintptr_t)c->k % 16 != 0 || (uintptr_t)c->v % 16 != 0 || c->stride_page % 16 != 0 ||
-      c->stride_token % 16 != 0 || c->stride_head % 16 != 0)
+  if ((uintptr_t)c->k % KVCHECK_ALIGNMENT != 0 || (uintptr_t)c->v % KVCHECK_ALIGNMENT != 0 ||
+      c->stride_page % KVCHECK_ALIGNMENT != 0 || c->stride_token % KVCHECK_ALIGNMENT != 0 ||
+      c->stride_head % KVCHECK_ALIGNMENT != 0)
     what = "the cache"; /* e4m3: strides in bytes */
   else if (!aligned16(x->data, 2 * x->token_stride, 2 * x->head_stride))
     what = "the first rows (key / out_k)";
@@ -643,7 +651,7 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t harness_abi_version, const
   contract.max_heads_x_head_dim = 1024;
 #endif
 #if defined(KVCHECK_ALIGN_16)
-  contract.kv_alignment = 16;
+  contract.kv_alignment = KVCHECK_ALIGNMENT;
 #endif
 #if defined(KVCHECK_BF16_ROWS)
   contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_E4M3, KVCHECK_KV_BF16);
