@@ -97,12 +97,7 @@ void register_gather_kv_properties(Registry& r) {
       "a valid gather with a head_dim, a num_kv_heads x head_dim, an output dtype or a stride off the alignment "
       "that the backend's contract leaves out is refused with kUnsupported, nothing written",
       draw_gather_kv_undeclared_scenario, prop_gather_kv_undeclared_is_refused);
-  p.needs = [](const BackendCapabilities& c) -> std::string {
-    if (!(c.ops & KVCHECK_OP_GATHER_KV)) return "no gather_kv";
-    return !declared_kv_limits(c).empty() ? ""
-                                          : "declares no K/V shape, dtype pair or alignment limit (kvcheck_contract "
-                                            "head_dims, min/max_heads_x_head_dim, kv_dtype_pairs, kv_alignment)";
-  };
+  p.needs = needs_declared_kv_limit(KVCHECK_OP_GATHER_KV, "no gather_kv");
   r.add(std::move(p));
   // seq_starts: only backends with the feature bit (KVCHECK_OP_GATHER_KV_SEQ_STARTS);
   // on the others these rows are not exercised.

@@ -64,6 +64,16 @@ std::vector<KvLimit> declared_kv_limits(const BackendCapabilities& c) {
   return out;
 }
 
+std::function<std::string(const BackendCapabilities&)> needs_declared_kv_limit(uint32_t op, std::string missing) {
+  return [op, missing](const BackendCapabilities& c) -> std::string {
+    if (!(c.ops & op)) return missing;
+    return !declared_kv_limits(c).empty() ? ""
+                                          : "declares no K/V shape, dtype pair or alignment limit a valid call can "
+                                            "break (kvcheck_contract head_dims, min/max_heads_x_head_dim, "
+                                            "kv_dtype_pairs, kv_alignment)";
+  };
+}
+
 KvLimit draw_kv_limit(const BackendCapabilities& c) {
   const std::vector<KvLimit> kinds = declared_kv_limits(c);
   RC_PRE(!kinds.empty());

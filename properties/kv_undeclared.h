@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,9 @@ enum class KvLimit : int { kShape, kAlignment, kDtypePair };
 
 /// The kinds `c` declares (empty: nothing to refuse, the refusal rows are not exercised).
 std::vector<KvLimit> declared_kv_limits(const BackendCapabilities& c);
+/// A refusal property's `needs` (registry.h): "" when the backend runs `op` (else
+/// `missing`) and declares a limit a valid call can break (else why not exercised).
+std::function<std::string(const BackendCapabilities&)> needs_declared_kv_limit(uint32_t op, std::string missing);
 /// One of them, each alike (RapidCheck draws; discards when there is none).
 KvLimit draw_kv_limit(const BackendCapabilities& c);
 /// Capabilities under which the generators draw a call that breaks `limit` of `c` and

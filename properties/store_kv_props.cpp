@@ -138,12 +138,7 @@ void register_store_kv_properties(Registry& r) {
       "a valid case with a head_dim, a num_kv_heads x head_dim, a dtype pair or a stride off the alignment that the "
       "backend's contract leaves out is refused with kUnsupported, no byte changed",
       draw_store_kv_undeclared_scenario, prop_store_kv_undeclared_shape_is_refused);
-  p.needs = [](const BackendCapabilities& c) -> std::string {
-    if (!(c.ops & KVCHECK_OP_STORE_KV)) return "no store_kv";
-    return !declared_kv_limits(c).empty() ? ""
-                                          : "declares no K/V shape, dtype pair or alignment limit (kvcheck_contract "
-                                            "head_dims, min/max_heads_x_head_dim, kv_dtype_pairs, kv_alignment)";
-  };
+  p.needs = needs_declared_kv_limit(KVCHECK_OP_STORE_KV, "no store_kv");
   r.add(std::move(p));
 }
 
