@@ -12,7 +12,9 @@ constexpr uint32_t kWriterOps = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_STORE_KV 
 constexpr uint32_t kReaderOps = KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_GATHER_KV |
                                 KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE;
 
-BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities& r, const ContractScope& scope) {
+// `gaps` gets why a family is left out: "the K/V family: no (cache, rows) dtype pair both take".
+BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities& r, const ContractScope& scope,
+                         std::string& gaps) {
   BackendCapabilities c;
   c.ops = (w.ops & kWriterOps) | (r.ops & kReaderOps);
   if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
@@ -59,6 +61,20 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   // A family whose cases no side-by-side draw can satisfy is dropped, so its rows are
   // "not exercised" (a zero mask would read as "everything" to the generators).
   const bool block_sizes = c.max_block_size == 0 || c.block_size_multiple <= c.max_block_size;
+  const auto family = [&](const char* name, uint32_t store, const char* store_name, uint32_t load,
+                          const char* load_name, std::string why) {
+    if (!(w.ops & store)) why = std::string("the writer has no ") + store_name;
+    else if (!(r.ops & load)) why = std::string("the reader has no ") + load_name;
+    if (!why.empty()) gaps += (gaps.empty() ? "the " : "; the ") + std::string(name) + " family: " + why;
+  };
+  const char* no_block = "no block size both take";
+  family("paged", KVCHECK_OP_STORE_KV_CACHE, "store_kv_cache", KVCHECK_OP_LOAD_PAGED_KV_CACHE, "load_paged_kv_cache",
+         !block_sizes ? no_block : c.formats == 0 ? "no format both take (and the scope asks for)" : "");
+  family("K/V", KVCHECK_OP_STORE_KV, "store_kv", KVCHECK_OP_GATHER_KV, "gather_kv",
+         !block_sizes      ? no_block
+         : !kv_shapes      ? "no head_dim or row shape both declare"
+         : c.kv_dtypes == 0 ? "no cache dtype with a (cache, rows) pair both take (and the scope asks for)"
+                            : "");
   if (!block_sizes || c.formats == 0)
     c.ops &= ~(KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_ANY_BLOCK_STRIDE);
   if (!block_sizes || c.kv_dtypes == 0 || !kv_shapes)
@@ -85,7 +101,7 @@ ContractBackend::ContractBackend(std::shared_ptr<const Backend> writer, std::sha
       reader_(std::move(reader)),
       name_(contract_name(writer_->name(), reader_->name())),
       scope_(scope),
-      caps_(both(writer_->capabilities(), reader_->capabilities(), scope_)) {}
+      caps_(both(writer_->capabilities(), reader_->capabilities(), scope_, gaps_)) {}
 
 bool ContractBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_per_thread) const {
   const bool w = writer_->set_test_parallelism(max_threads, min_bytes_per_thread);

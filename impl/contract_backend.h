@@ -55,11 +55,15 @@ class ContractBackend final : public Backend {
   const std::shared_ptr<const Backend>& writer_ptr() const { return writer_; }
   const std::shared_ptr<const Backend>& reader_ptr() const { return reader_; }
   const ContractScope& scope() const { return scope_; }
+  /// Why a family (paged, K/V) is left out of the pair, "" when neither is: "the K/V
+  /// family: no head_dim or row shape both declare; ...". For the "nothing to run" message.
+  const std::string& gaps() const { return gaps_; }
 
  private:
   std::shared_ptr<const Backend> writer_, reader_;
   std::string name_;
   ContractScope scope_;
+  std::string gaps_;
   BackendCapabilities caps_;
 };
 

@@ -42,21 +42,13 @@ GatherKvScenario draw_gather_kv_undeclared_scenario() {
     GatherKvScenario s = *gen_gather_kv_scenario();
     // Strides and addresses a kernel uses: the cache's (0-2, axes of extent > 1), the
     // outputs' offset (3) and token stride (4, when two rows or more are gathered).
-    std::vector<int> targets = misalignable_cache_strides(s.cache, a);
+    std::vector<int> more;
     if (a >= 4) {
-      targets.push_back(3);
-      if (!s.cu_seqlens_k.empty() && s.cu_seqlens_k.back() > 1) targets.push_back(4);
+      more.push_back(3);
+      if (!s.cu_seqlens_k.empty() && s.cu_seqlens_k.back() > 1) more.push_back(4);
     }
-    if (targets.empty() && a / 2 >= kv_dtype_bytes(s.cache.dtype)) {
-      s.cache.num_blocks = 2;  // a second block makes the page stride used
-      targets.push_back(0);
-    }
-    if (targets.empty()) return s;  // alignment 2 on 2-byte elements: discarded below
-    const int target = targets[*rc::gen::inRange<size_t>(0, targets.size())];
-    if (target < 3) {
-      misalign_cache(s.cache, a, target);
-      return s;
-    }
+    const int target = misalign_one(s.cache, a, std::move(more));
+    if (target < 3) return s;  // done, or none (alignment 2 on 2-byte elements: discarded below)
     const auto off = static_cast<int32_t>(a / 4);  // a/2 bytes of the 2-byte outputs
     (target == 3 ? s.out_offset : s.out_pad_token) += off;
     return s;

@@ -115,6 +115,19 @@ bool misalign_cache(KvCacheShape& s, int64_t alignment, int target) {
   return true;
 }
 
+int misalign_one(KvCacheShape& cache, int64_t alignment, std::vector<int> more) {
+  std::vector<int> targets = misalignable_cache_strides(cache, alignment);
+  targets.insert(targets.end(), more.begin(), more.end());
+  if (targets.empty() && alignment / 2 >= kv_dtype_bytes(cache.dtype)) {
+    cache.num_blocks = 2;  // one block, one token, one head: a second block makes the page stride used
+    targets.push_back(0);
+  }
+  if (targets.empty()) return -1;
+  const int target = targets[*rc::gen::inRange<size_t>(0, targets.size())];
+  if (target < 3) misalign_cache(cache, alignment, target);
+  return target;
+}
+
 std::string kv_outside_contract(const BackendCapabilities& c, const KvCacheShape& cache, KvDtype rows,
                                 const std::string& misaligned) {
   if (!c.supports_head_dim(cache.head_dim))

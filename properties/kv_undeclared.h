@@ -40,6 +40,13 @@ std::vector<int> misalignable_cache_strides(const KvCacheShape& cache, int64_t a
 /// Adds alignment/2 bytes to stride `target` of the cache (as above); false (nothing
 /// changed) when that is less than one element.
 bool misalign_cache(KvCacheShape& cache, int64_t alignment, int target);
+/// Puts one stride of a drawn call half the alignment off, each alike (RapidCheck
+/// draws): a misalignable stride of `cache` (0-2), or one of the caller's `more` (3 and
+/// up: row or output strides a kernel uses, which the caller then moves). A call on one
+/// block, one token and one head gets a second block, so the page stride is used.
+/// Returns the target: < 3 done here, >= 3 for the caller; -1 when there is none
+/// (half the alignment is less than one cache element and `more` is empty).
+int misalign_one(KvCacheShape& cache, int64_t alignment, std::vector<int> more);
 /// "" when a call on `cache` with rows (or outputs) of `rows` and the given
 /// misalignment (kv_misalignment) is inside `c`, else what is outside: "head_dim 64
 /// outside the declared head_dims {128}", "fp16 rows into an e4m3 cache outside the

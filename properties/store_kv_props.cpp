@@ -49,24 +49,16 @@ StoreKvScenario draw_store_kv_undeclared_scenario() {
     StoreKvScenario s = *gen_store_kv_scenario();
     // Strides a kernel uses (axes of extent > 1): the cache's (0-2), the key's or the
     // value's outer one (3, 4: token for NHD rows, head for head-major ones).
-    std::vector<int> targets = misalignable_cache_strides(s.cache, a);
+    std::vector<int> more;
     const auto outer_used = [&](const KvRows& r) {
       return r.token_stride >= r.head_stride ? r.rows > 1 : s.cache.num_kv_heads > 1;
     };
     if (a / 2 >= kv_dtype_bytes(s.key.dtype)) {
-      if (outer_used(s.key)) targets.push_back(3);
-      if (outer_used(s.value)) targets.push_back(4);
+      if (outer_used(s.key)) more.push_back(3);
+      if (outer_used(s.value)) more.push_back(4);
     }
-    if (targets.empty() && a / 2 >= kv_dtype_bytes(s.cache.dtype)) {
-      s.cache.num_blocks = 2;  // one block, one token, one head: a second block makes the page stride used
-      targets.push_back(0);
-    }
-    if (targets.empty()) return s;  // alignment 2 on 2-byte elements: discarded below
-    const int target = targets[*rc::gen::inRange<size_t>(0, targets.size())];
-    if (target < 3) {
-      misalign_cache(s.cache, a, target);
-      return s;
-    }
+    const int target = misalign_one(s.cache, a, std::move(more));
+    if (target < 3) return s;  // done, or none (alignment 2 on 2-byte elements: discarded below)
     // More padding between rows or heads, never an overlap.
     KvRows& r = target == 3 ? s.key : s.value;
     int64_t ts = r.token_stride, hs = r.head_stride;
@@ -117,7 +109,14 @@ void register_store_kv_properties(Registry& r) {
       bounds::store_kv_fault()));
   // Fused RoPE (docs/spec.md §8.4): only backends with KVCHECK_OP_STORE_KV_ROPE.
   const auto add_rope = [&r](Property p) {
-    p.needs = needs_op(KVCHECK_OP_STORE_KV | KVCHECK_OP_STORE_KV_ROPE, "store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE)");
+    p.needs = [op = needs_op(KVCHECK_OP_STORE_KV | KVCHECK_OP_STORE_KV_ROPE,
+                             "store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE)")](const BackendCapabilities& c) {
+      if (std::string why = op(c); !why.empty()) return why;
+      // A rotation turns pairs of elements: a contract whose head_dims are all 1 has none.
+      const bool pair = c.head_dims.empty() ||
+                        std::any_of(c.head_dims.begin(), c.head_dims.end(), [](int32_t d) { return d >= 2; });
+      return pair ? std::string() : "no declared head_dim of 2 or more (RoPE rotates pairs): " + c.describe_kv_shapes();
+    };
     r.add(std::move(p));
   };
   add_rope(scenario_property("prop_store_kv_rope_matches_reference", "store_kv",

@@ -10,6 +10,7 @@
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/kv_gen.h"
 #include "properties/kv_harness.h"
+#include "properties/registry.h"
 #include "reference/kv_numerics.h"
 
 namespace kvcheck::props {
@@ -129,6 +130,27 @@ TEST(KvGenerators, DeclaredRowLimitsBoundEveryShape) {
     }
     EXPECT_TRUE(at_min && at_max) << "with " << dims.size() << " declared head_dims";
   }
+}
+
+// A contract whose head_dims include one too small to hold a rotated pair: the rope
+// scenario draws the others only; with none of 2 or more the rope rows are not exercised
+// (Property::needs says why), rather than failing on a head_dim of 1.
+TEST(KvGenerators, RopeScenariosTakeADeclaredHeadDimThatHoldsAPair) {
+  BackendCapabilities c = generator_caps();
+  c.ops |= KVCHECK_OP_STORE_KV | KVCHECK_OP_STORE_KV_ROPE;
+  c.head_dims = {1, 128};
+  {
+    const ScopedGeneratorCaps scope(c);
+    const auto gen = gen_store_kv_rope_scenario();
+    for (uint64_t seed = 0; seed < 200; ++seed) ASSERT_EQ(gen(rc::Random(seed), 50).value().cache.head_dim, 128);
+  }
+  const Property* rope = nullptr;
+  for (const Property& p : registry().all())
+    if (p.name == "prop_store_kv_rope_matches_reference") rope = &p;
+  ASSERT_NE(rope, nullptr);
+  EXPECT_EQ(rope->needs(c), "");
+  c.head_dims = {1};
+  EXPECT_NE(rope->needs(c).find("no declared head_dim of 2 or more"), std::string::npos) << rope->needs(c);
 }
 
 // A contract's kv_alignment: every address and stride of every drawn store_kv and

@@ -90,7 +90,10 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
   const auto fits = [&](int64_t d) { return caps.kv_heads_range(d).first <= caps.kv_heads_range(d).second; };
   std::vector<int32_t> declared;
   for (int32_t d : caps.head_dims)
-    if (fits(d)) declared.push_back(d);
+    if (fits(d) && d >= min_head_dim) declared.push_back(d);
+  if (declared.empty())  // none that large (the property is then not exercised): any that fits
+    for (int32_t d : caps.head_dims)
+      if (fits(d)) declared.push_back(d);
   if (!declared.empty())
     s.head_dim = src.pick(std::span<const int32_t>(declared));  // the backend's contract
   else

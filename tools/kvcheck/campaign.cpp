@@ -350,8 +350,13 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                                   host_left_out)
                     : std::string();
   if (rows.empty()) {
-    fmt::print(terminal, "kvcheck run: no property matches {}{}\n", fmt::join(options.properties, ", "),
-               host_note.empty() ? "" : " (left out: " + host_note + ")");
+    std::string gaps;  // a writer x reader pair with nothing in common says what is missing
+    for (const auto& b : backends)
+      if (const ContractBackend* c = as_contract(*b); c && !c->gaps().empty())
+        gaps += fmt::format("\n  {}: {}", b->name(), c->gaps());
+    fmt::print(terminal, "kvcheck run: no property matches {}{}{}\n", fmt::join(options.properties, ", "),
+               host_note.empty() ? "" : " (left out: " + host_note + ")",
+               gaps.empty() ? "" : "; the pair shares no operation it could check:" + gaps);
     return 2;
   }
   // Found out now, not after a nightly run that would then hide its real exit code.
