@@ -64,7 +64,8 @@ const std::vector<std::pair<KVCacheFormat, int>>& named_abi_formats() {
       {KVCacheFormat::MXFP8_INDEX(), KVCHECK_FORMAT_MXFP8_INDEX},
       {KVCacheFormat::FP8_DS_MLA(), KVCHECK_FORMAT_FP8_DS_MLA},
       {KVCacheFormat::FP8_POW2SF_INDEX(), KVCHECK_FORMAT_FP8_POW2SF_INDEX},
-      {KVCacheFormat::MODEL1(), KVCHECK_FORMAT_MODEL1}};
+      {KVCacheFormat::MODEL1(), KVCHECK_FORMAT_MODEL1},
+      {KVCacheFormat::NVFP4_DS_MLA(), KVCHECK_FORMAT_NVFP4_DS_MLA}};
   return named;
 }
 

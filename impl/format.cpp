@@ -42,6 +42,12 @@ void KVCacheFormat::validate() const {
     if (quantized_elements() % elements_per_sf != 0)
       invalid(*this, "elements_per_sf " + std::to_string(elements_per_sf) +
                          " does not divide the quantised elements " + std::to_string(quantized_elements()));
+    if (e4m3_tail && bf16_tail_elements == 0) invalid(*this, "an e4m3 tail needs tail elements");
+    if (scales_last && (!do_cast || !token_interleaved || num_scales() % 4 != 0))
+      invalid(*this, "scales_last (transposed scales after the tail) needs an interleaved do_cast record with a "
+                     "multiple of 4 scales, got " + std::to_string(num_scales()));
+    if (sf_format == SfFormat::kE4M3RoundUp && quantized_dtype != QuantizedDtype::kE2M1)
+      invalid(*this, "e4m3_round_up scales need e2m1 data (SPEC §4.9)");
     if ((is_fp32_pow2(sf_format) || sf_format == SfFormat::kUE8M0FloorAfter) &&
         quantized_dtype != QuantizedDtype::kE4M3)
       invalid(*this, to_string(sf_format) + " scales need e4m3 data (SPEC §4.6-§4.8)");
@@ -57,7 +63,7 @@ void KVCacheFormat::validate() const {
       invalid(*this, "BF16 elements must be a multiple of 8 and <= 4096, got " +
                          std::to_string(elements));
     if (token_interleaved) invalid(*this, "BF16 format is not token-interleaved");
-    if (bf16_tail_elements != 0) invalid(*this, "BF16 format has no separate tail");
+    if (bf16_tail_elements != 0 || e4m3_tail || scales_last) invalid(*this, "BF16 format has no separate tail");
   }
   if (do_cast && !is_quantized()) invalid(*this, "do_cast needs quantized data");
 }
@@ -85,7 +91,8 @@ int64_t KVCacheFormat::scale_width() const {
     case SfFormat::kNone: return 0;
     case SfFormat::kUE8M0:
     case SfFormat::kUE8M0FloorAfter:
-    case SfFormat::kE4M3: return 1;
+    case SfFormat::kE4M3:
+    case SfFormat::kE4M3RoundUp: return 1;
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:
     case SfFormat::kFP32Pow2FloorFirst: return 4;
@@ -138,6 +145,13 @@ KVCacheFormat KVCacheFormat::MODEL1() {
   f.bf16_tail_elements = 64;
   return f;
 }
+KVCacheFormat KVCacheFormat::NVFP4_DS_MLA() {
+  KVCacheFormat f = quantized("NVFP4_DS_MLA", QuantizedDtype::kE2M1, 576, 16, SfFormat::kE4M3RoundUp, true);
+  f.bf16_tail_elements = 64;
+  f.e4m3_tail = true;
+  f.scales_last = true;
+  return f;
+}
 KVCacheFormat KVCacheFormat::BF16(int32_t elements) {
   KVCacheFormat f;
   f.name = "BF16(" + std::to_string(elements) + ")";
@@ -151,7 +165,7 @@ std::vector<KVCacheFormat> supported_formats() {
           KVCacheFormat::FP4_INDEX(),   KVCacheFormat::FP8_FP32SF_INDEX(),
           KVCacheFormat::MXFP8_INDEX(), KVCacheFormat::FP8_DS_MLA(),
           KVCacheFormat::FP8_POW2SF_INDEX(), KVCacheFormat::MODEL1(),
-          KVCacheFormat::BF16(512)};
+          KVCacheFormat::NVFP4_DS_MLA(),     KVCacheFormat::BF16(512)};
 }
 
 KVCacheFormat format_by_name(const std::string& name) {
@@ -165,7 +179,7 @@ KVCacheFormat format_by_name(const std::string& name) {
   }
   throw Error(ErrorCode::kUnknownFormat,
               "no format named '" + name +
-                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, BF16(E)");
+                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA, BF16(E)");
 }
 
 std::string to_string(QuantizedDtype q) {
@@ -186,6 +200,7 @@ std::string to_string(SfFormat s) {
     case SfFormat::kFP32Pow2: return "fp32_pow2";
     case SfFormat::kFP32Pow2FloorFirst: return "fp32_pow2_floor_first";
     case SfFormat::kUE8M0FloorAfter: return "ue8m0_floor_after";
+    case SfFormat::kE4M3RoundUp: return "e4m3_round_up";
   }
   return "?";
 }

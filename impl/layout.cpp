@@ -84,6 +84,7 @@ PagedLayout CacheLayout::paged() const {
          : format.sf_format == SfFormat::kFP32Pow2 ? PagedSf::kFP32Pow2
          : format.sf_format == SfFormat::kFP32Pow2FloorFirst ? PagedSf::kFP32Pow2FloorFirst
          : format.sf_format == SfFormat::kUE8M0FloorAfter ? PagedSf::kUE8M0FloorAfter
+         : format.sf_format == SfFormat::kE4M3RoundUp ? PagedSf::kE4M3RoundUp
                                                : PagedSf::kNone;
   p.elements = format.elements;
   p.tail_elements = format.bf16_tail_elements;
@@ -92,13 +93,15 @@ PagedLayout CacheLayout::paged() const {
   p.sf_bytes = format.sf_bytes();
   p.do_cast = format.do_cast;
   p.interleaved = format.token_interleaved;
+  p.e4m3_tail = format.e4m3_tail;
+  p.scales_last = format.scales_last;
   p.num_blocks = num_blocks;
   p.block_size = block_size;
   p.block_stride = block_stride;
   p.data_token_stride = data_token_stride();
   // Interleaved: scales follow each token's data; else they follow the block's data
-  // (and tails: MODEL1's [data | tail] rows).
-  p.scale_region = format.token_interleaved ? format.quantized_bytes() : int64_t{block_size} * data_token_stride();
+  // (and tails: MODEL1's [data | tail] rows); scales_last: the token's data and tail.
+  p.scale_region = format.token_interleaved ? format.scales_in_record() : int64_t{block_size} * data_token_stride();
   p.scale_token_stride = scale_token_stride();
   return p;
 }
@@ -115,12 +118,15 @@ CacheLayout CacheLayout::from_paged(const PagedLayout& p) {
                 : p.sf == PagedSf::kFP32Pow2 ? SfFormat::kFP32Pow2
                 : p.sf == PagedSf::kFP32Pow2FloorFirst ? SfFormat::kFP32Pow2FloorFirst
                 : p.sf == PagedSf::kUE8M0FloorAfter ? SfFormat::kUE8M0FloorAfter
+                : p.sf == PagedSf::kE4M3RoundUp ? SfFormat::kE4M3RoundUp
                                          : SfFormat::kNone;
   f.elements = p.elements;
   f.bf16_tail_elements = p.tail_elements;
   f.elements_per_sf = p.group;
   f.do_cast = p.do_cast;
   f.token_interleaved = p.interleaved;
+  f.e4m3_tail = p.e4m3_tail;
+  f.scales_last = p.scales_last;
   make(f, p.num_blocks, p.block_size);  // the format and geometry's own errors first
   if (p.block_stride <= 0)
     throw Error(ErrorCode::kInvalidArgument,

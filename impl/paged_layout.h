@@ -21,7 +21,8 @@ enum class PagedSf : int32_t {
   kFP32 = 3,
   kFP32Pow2 = 4,
   kFP32Pow2FloorFirst = 5,
-  kUE8M0FloorAfter = 6
+  kUE8M0FloorAfter = 6,
+  kE4M3RoundUp = 7
 };
 
 /// Bytes of one scale of encoding s (KVCacheFormat::scale_width for kernels).
@@ -68,6 +69,8 @@ struct PagedLayout {
   int64_t sf_bytes = 0;         // scale bytes per token
   bool do_cast = false;         // load dequantises to BF16
   bool interleaved = false;     // record = [data | scales | tail] per token; else [data | tail] rows, then scales
+  bool e4m3_tail = false;       // the tail as unscaled e4m3 bytes, not BF16 (NVFP4_DS_MLA)
+  bool scales_last = false;     // interleaved [data | tail | scales], scales transposed (scale_byte)
   // Geometry (SPEC §3), bytes unless named otherwise.
   int64_t num_blocks = 0;
   int32_t block_size = 0;  // tokens per block
@@ -95,13 +98,22 @@ struct PagedLayout {
   }
   /// Elements stored quantised (elements - tail_elements).
   KVCHECK_HD int32_t quantized_elements() const { return elements - tail_elements; }
-  /// Byte offset of (block, token)'s BF16 tail (do_cast records with a tail only, SPEC
-  /// §2): after the token's data and scales (interleaved), after its data (block-planar).
+  /// Byte offset of (block, token)'s tail (do_cast records with a tail only, SPEC §2):
+  /// after the token's data and scales (interleaved), after its data (block-planar,
+  /// scales_last).
   KVCHECK_HD int64_t tail_offset(int64_t block, int64_t token) const { return data_offset(block, token) + tail_in_record(); }
   /// The tail's offset from the token's data (what a vector path's alignment depends on).
-  KVCHECK_HD int64_t tail_in_record() const { return quantized_bytes + (interleaved ? sf_bytes : 0); }
+  KVCHECK_HD int64_t tail_in_record() const { return quantized_bytes + (interleaved && !scales_last ? sf_bytes : 0); }
   KVCHECK_HD int64_t slot_tail_offset(int64_t slot) const { return tail_offset(slot_block(slot), slot_token(slot)); }
-  KVCHECK_HD int64_t tail_bytes() const { return int64_t{tail_elements} * 2; }
+  KVCHECK_HD int64_t tail_bytes() const { return int64_t{tail_elements} * (e4m3_tail ? 1 : 2); }
+  /// Byte of group g's scale within the token's scales (KVCacheFormat::scale_byte):
+  /// g * width, or transposed when scales_last (scale g of n at (n/4)*(g%4) + g/4).
+  KVCHECK_HD int64_t scale_byte(int64_t g) const {
+    const int64_t w = paged_scale_width(sf);
+    if (!scales_last) return g * w;
+    const int64_t n = sf_bytes / w;
+    return (n / 4 * (g % 4) + g / 4) * w;
+  }
   /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows
   /// are BF16 [elements]; BF16 and index formats copy their data bytes; only index
   /// formats (quantised, no do_cast) have scale rows.

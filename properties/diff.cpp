@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "reference/layout.h"
 #include "reference/numerics.h"
 
 namespace kvcheck::props {
@@ -51,6 +52,7 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
       return fmt::format("{} (ue8m0 2^{} = {})", hex_bytes({p, 1}), int{*p} - 127,
                          show_float(ref::e8m0_to_float(*p)));
     case SfFormat::kE4M3:
+    case SfFormat::kE4M3RoundUp:
       return fmt::format("{} (e4m3 {})", hex_bytes({p, 1}), show_float(ref::e4m3_to_float(*p)));
     case SfFormat::kFP32:
       return fmt::format("{} (fp32 {})", hex_bytes({p, 4}), show_float(load_f32(p)));
@@ -73,6 +75,14 @@ std::string decode_scale(SfFormat sf, const uint8_t* p) {
 int64_t data_unit_bytes(const KVCacheFormat& f) { return f.is_bf16() ? 2 : 1; }
 int64_t scale_unit_bytes(const KVCacheFormat& f) { return f.scale_width(); }
 
+// The group whose scale sits `pos` scales into a token's scale field (the inverse of
+// ref::scale_byte: a transposed field, scales_last, holds them out of order).
+int64_t group_at(const KVCacheFormat& f, int64_t pos) {
+  for (int64_t g = 0; g < f.num_scales(); ++g)
+    if (ref::scale_byte(f, g) == pos * f.scale_width()) return g;
+  return pos;
+}
+
 }  // namespace
 
 CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, int64_t offset,
@@ -83,7 +93,8 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
   const int64_t records = int64_t{block_size} * bpt;
   // Block-planar: a token's row is [data | BF16 tail] (MODEL1; index formats: data), its
   // scale record sf_bytes, padded to 8 for do_cast (SPEC §2).
-  const int64_t row = qb + 2 * int64_t{f.bf16_tail_elements};
+  const int64_t row = qb + f.tail_bytes();
+  const int64_t tb = f.tail_bytes(), tail_unit = f.e4m3_tail ? 1 : 2;
   const int64_t sf_record = f.do_cast ? (sfb + 7) / 8 * 8 : sfb;
   // SPEC §3 block_stride, written out again on purpose (no impl/ code).
   int64_t align = 32;
@@ -108,16 +119,18 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
   if (f.token_interleaved) {
     loc.token = r / bpt;
     loc.data_start = block_base + loc.token * bpt;
-    loc.scale_start = loc.data_start + qb;
+    // [data | scales | tail], or [data | tail | scales] (scales_last; SPEC §2).
+    const int64_t scales_at = qb + (f.scales_last ? tb : 0), tail_at = f.scales_last ? qb : qb + sfb;
+    loc.scale_start = loc.data_start + scales_at;
     const int64_t o = r % bpt;
     if (o < qb) {
       loc.index = o * 8 / per_element_bits;
-    } else if (o < qb + sfb) {
+    } else if (o >= scales_at && o < scales_at + sfb) {
       loc.kind = CacheByteLocation::Kind::kScale;
-      loc.index = (o - qb) / scale_unit_bytes(f);
-    } else {  // [data | scales | BF16 tail] (SPEC §2): index = the element of the row
+      loc.index = group_at(f, (o - scales_at) / scale_unit_bytes(f));
+    } else {  // index = the element of the row
       loc.kind = CacheByteLocation::Kind::kTail;
-      loc.index = f.quantized_elements() + (o - qb - sfb) / 2;
+      loc.index = f.quantized_elements() + (o - tail_at) / tail_unit;
     }
   } else {
     if (r < int64_t{block_size} * row) {
@@ -127,7 +140,7 @@ CacheByteLocation locate_cache_byte(const KVCacheFormat& f, int32_t block_size, 
         loc.index = o * 8 / per_element_bits;
       } else {
         loc.kind = CacheByteLocation::Kind::kTail;
-        loc.index = f.quantized_elements() + (o - qb) / 2;
+        loc.index = f.quantized_elements() + (o - qb) / tail_unit;
       }
     } else {
       const int64_t s = r - int64_t{block_size} * row;
@@ -194,7 +207,7 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
       // and a reader that disagree on a scale encoding differ there first in meaning).
       if (f.is_quantized()) {
         const int64_t g = loc.index / f.elements_per_sf, w = scale_unit_bytes(f);
-        const auto s = static_cast<size_t>(loc.scale_start + g * w);
+        const auto s = static_cast<size_t>(loc.scale_start + ref::scale_byte(f, g));
         if (s + static_cast<size_t>(w) <= expected.size() && std::memcmp(&expected[s], &actual[s], static_cast<size_t>(w)) != 0) {
           exp += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &expected[s]));
           act += fmt::format("; its scale group {}: {}", g, decode_scale(f.sf_format, &actual[s]));
@@ -205,20 +218,26 @@ std::string diff_cache(const CacheLayout& layout, std::span<const uint8_t> expec
     case CacheByteLocation::Kind::kScale: {
       const int64_t unit = scale_unit_bytes(f);
       const size_t start = i - (i % static_cast<size_t>(unit));
-      where = fmt::format("block {}, token {} (slot {}), scale group {} (elements [{}, {}))", loc.block,
+      where = fmt::format("block {}, token {} (slot {}), scale group {} (elements [{}, {})){}", loc.block,
                           loc.token, loc.block * layout.block_size + loc.token, loc.index,
-                          loc.index * f.elements_per_sf, (loc.index + 1) * f.elements_per_sf);
+                          loc.index * f.elements_per_sf, (loc.index + 1) * f.elements_per_sf,
+                          f.scales_last ? fmt::format(", stored transposed at scale byte {}",
+                                                      ref::scale_byte(f, loc.index))
+                                        : std::string());
       exp = decode_scale(f.sf_format, &expected[start]);
       act = decode_scale(f.sf_format, &actual[start]);
       break;
     }
     case CacheByteLocation::Kind::kTail: {
+      const int64_t unit = f.e4m3_tail ? 1 : 2;
       const size_t start =
-          static_cast<size_t>(loc.data_start + f.tail_offset() + 2 * (loc.index - f.quantized_elements()));
-      where = fmt::format("block {}, token {} (slot {}), BF16 tail element {} (row element {})", loc.block, loc.token,
-                          loc.block * layout.block_size + loc.token, loc.index - f.quantized_elements(), loc.index);
-      exp = decode_data(QuantizedDtype::kNone, &expected[start]);
-      act = decode_data(QuantizedDtype::kNone, &actual[start]);
+          static_cast<size_t>(loc.data_start + f.tail_offset() + unit * (loc.index - f.quantized_elements()));
+      const QuantizedDtype q = f.e4m3_tail ? QuantizedDtype::kE4M3 : QuantizedDtype::kNone;
+      where = fmt::format("block {}, token {} (slot {}), {} tail element {} (row element {})", loc.block, loc.token,
+                          loc.block * layout.block_size + loc.token, f.e4m3_tail ? "e4m3" : "BF16",
+                          loc.index - f.quantized_elements(), loc.index);
+      exp = decode_data(q, &expected[start]);
+      act = decode_data(q, &actual[start]);
       break;
     }
   }
@@ -250,7 +269,8 @@ std::string diff_load_output(const KVCacheFormat& f, int64_t rows, const LoadOut
         const int64_t element = start * 8 / (bf16_out ? 16 : f.bits_per_element());
         first = fmt::format("  at:       output row {}, data element {}{}\n  expected: {}\n  actual:   {}", r, element,
                             f.bf16_tail_elements > 0 && element >= f.quantized_elements()
-                                ? fmt::format(" (BF16 tail element {})", element - f.quantized_elements())
+                                ? fmt::format(" ({} tail element {})", f.e4m3_tail ? "e4m3" : "BF16",
+                                              element - f.quantized_elements())
                                 : std::string(),
                             decode_data(q, e + start), decode_data(q, a + start));
       }

@@ -18,7 +18,9 @@ std::string check_sizes(const KVCacheFormat& f) {
   const int64_t bits = f.quantized_dtype == QuantizedDtype::kE4M3 ? 8
                        : f.quantized_dtype == QuantizedDtype::kE2M1 ? 4 : 16;
   // SPEC §2: the last bf16_tail_elements are BF16 after the scales, the rest quantised.
-  const int64_t quantised = f.elements - f.bf16_tail_elements, tail = 2 * int64_t{f.bf16_tail_elements};
+  // An e4m3 tail is one byte an element (SPEC §2, NVFP4_DS_MLA).
+  const int64_t quantised = f.elements - f.bf16_tail_elements,
+                tail = (f.e4m3_tail ? 1 : 2) * int64_t{f.bf16_tail_elements};
   const int64_t q = quantised * bits / 8;
   const int64_t scales = f.is_quantized() ? (quantised + f.elements_per_sf - 1) / f.elements_per_sf : 0;
   const int64_t sf = scales * (f.sf_format == SfFormat::kFP32 || is_fp32_pow2(f.sf_format) ? 4
@@ -37,7 +39,8 @@ std::string check_sizes(const KVCacheFormat& f) {
   expect("sf_bytes", f.sf_bytes(), sf);
   expect("sf_token_bytes", f.sf_token_bytes(), sf_record);
   expect("bytes_per_token", f.bytes_per_token(), q + sf_record + tail);
-  expect("tail_offset", f.tail_offset(), f.token_interleaved ? q + sf : q);
+  // [data | scales | tail], or [data | tail | scales] when scales_last.
+  expect("tail_offset", f.tail_offset(), f.token_interleaved && !f.scales_last ? q + sf : q);
   expect("token_alignment", f.token_alignment(), std::gcd<int64_t>(32, q + sf_record + tail));
   return out;
 }
@@ -55,6 +58,8 @@ std::string check_offsets(const FormatScenario& s, const CacheLayout& l) {
   // FlashMLA's allocation: round_up(block_size * 584, 576) (SPEC §3).
   if (f.name == "MODEL1" && s.block_size == 64) expect("MODEL1 block 64 stride (SPEC §3)", l.block_stride, 37440);
   if (f.name == "MODEL1" && s.block_size == 133) expect("MODEL1 block 133 stride (SPEC §3)", l.block_stride, 77760);
+  // 352-byte records: lcm(32, 352) = 352, so packed blocks (SPEC §3).
+  if (f.name == "NVFP4_DS_MLA" && s.block_size == 64) expect("NVFP4_DS_MLA block 64 stride (SPEC §3)", l.block_stride, 22528);
   const std::string at = " at block " + std::to_string(s.block) + " token " + std::to_string(s.token);
   expect("data_offset" + at, l.data_offset(s.block, s.token), ref::data_offset(f, s.block_size, s.block, s.token));
   if (f.is_quantized())
@@ -63,6 +68,12 @@ std::string check_offsets(const FormatScenario& s, const CacheLayout& l) {
   if (f.bf16_tail_elements > 0)
     expect("tail_offset" + at, l.paged().tail_offset(s.block, s.token),
            ref::tail_offset(f, s.block_size, s.block, s.token));
+  if (f.is_quantized())  // every scale's byte, transposed or not
+    for (int64_t g = 0; g < f.num_scales(); ++g)
+      if (l.paged().scale_byte(g) != ref::scale_byte(f, g)) {
+        expect("scale_byte of group " + std::to_string(g), l.paged().scale_byte(g), ref::scale_byte(f, g));
+        break;
+      }
   return out;
 }
 

@@ -105,7 +105,7 @@ std::string check_float(uint32_t bits) {
 }
 #endif
 
-// SPEC §4.1-4.4, §4.6-§4.8: expected codes (one per element) and scale bytes.
+// SPEC §4.1-4.4, §4.6-§4.9: expected codes (one per element) and scale bytes.
 void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::vector<uint8_t>& codes,
                   std::vector<uint8_t>& scale) {
   const float inv448 = std::bit_cast<float>(0x3B124925u), inv6 = std::bit_cast<float>(0x3E2AAAABu);
@@ -125,6 +125,17 @@ void oracle_group(const KVCacheFormat& f, const std::vector<bf16_bits>& g, std::
     for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * std::ldexp(1.0f, -k));
   } else if (f.sf_format == SfFormat::kE4M3) {
     const uint8_t sf = nv_e4m3(std::fmin(std::fmax(amax, std::ldexp(1.0f, -9) * 6.0f) * inv6, 448.0f));
+    const float inv = 1.0f / nv_e4m3_value(sf);
+    scale = {sf};
+    for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * inv);
+  } else if (f.sf_format == SfFormat::kE4M3RoundUp) {  // §4.9: the smallest e4m3 value >= t, at most 448
+    const float t = std::fmax(amax / 6.0f, std::ldexp(1.0f, -9));
+    uint8_t sf = 0x7E;
+    for (uint8_t c = 0x01; c < 0x7E; ++c)
+      if (nv_e4m3_value(c) >= t) {
+        sf = c;
+        break;
+      }
     const float inv = 1.0f / nv_e4m3_value(sf);
     scale = {sf};
     for (size_t i = 0; i < x.size(); ++i) codes[i] = cvt(x[i] * inv);
@@ -170,7 +181,7 @@ std::string check_group(const NumericsScenario& s) {
   float sv = 0;
   if (f.sf_format == SfFormat::kUE8M0 || f.sf_format == SfFormat::kUE8M0FloorAfter)  // e8m0: 0xFF is NaN
     sv = scale[0] == 0xFF ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int{scale[0]} - 127);
-  else if (f.sf_format == SfFormat::kE4M3) sv = nv_e4m3_value(scale[0]);
+  else if (is_e4m3_sf(f.sf_format)) sv = nv_e4m3_value(scale[0]);
   else sv = std::bit_cast<float>(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
                                  uint32_t{scale[3]} << 24);
   const bool e4m3 = f.quantized_dtype == QuantizedDtype::kE4M3;

@@ -27,7 +27,8 @@ double scale_value(const KVCacheFormat& f, const uint8_t* scale) {
   switch (f.sf_format) {
     case SfFormat::kUE8M0:
     case SfFormat::kUE8M0FloorAfter: return std::ldexp(1.0, int{*scale} - 127);
-    case SfFormat::kE4M3: return ref::e4m3_to_float(*scale);
+    case SfFormat::kE4M3:
+    case SfFormat::kE4M3RoundUp: return ref::e4m3_to_float(*scale);
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:
     case SfFormat::kFP32Pow2FloorFirst: {
@@ -50,9 +51,13 @@ KVCHECK_BULK void recipe_row(const KVCacheFormat& f, const bf16_bits* x, Recipe&
   }
   const int64_t group = f.elements_per_sf;
   const int64_t scale_width = f.scale_width();
-  // SPEC §2/§5.2: a BF16 tail loads as stored, after the dequantised elements.
-  std::memcpy(r.data.data() + 2 * int64_t{f.quantized_elements()}, x + f.quantized_elements(),
-              static_cast<size_t>(f.tail_bytes()));
+  // SPEC §2/§5.2: a BF16 tail loads as stored, after the dequantised elements; an e4m3
+  // tail as its casts decoded (§4.9).
+  for (int64_t e = f.quantized_elements(); e < f.elements; ++e) {
+    const bf16_bits v = f.e4m3_tail ? ref::float_to_bf16_rn(ref::e4m3_to_float(ref::cvt_e4m3(ref::bf16_to_float(x[e]))))
+                                    : x[e];
+    std::memcpy(&r.data[static_cast<size_t>(2 * e)], &v, 2);
+  }
   r.codes.resize(static_cast<size_t>(group));
   r.scale.resize(static_cast<size_t>(scale_width));
   for (int64_t g = 0; g < f.num_scales(); ++g) {
@@ -86,11 +91,13 @@ KVCHECK_BULK std::string bound_violation(const KVCacheFormat& f, const bf16_bits
   const double max_code = f.quantized_dtype == QuantizedDtype::kE4M3 ? 448.0 : 6.0;
   const int64_t group = f.elements_per_sf;
   const size_t width = static_cast<size_t>(f.scale_width());
-  // The BF16 tail makes the round trip unchanged, bit for bit (SPEC §2).
+  // A BF16 tail makes the round trip unchanged, bit for bit (SPEC §2); an e4m3 tail
+  // gives its casts back (§4.9): the recipe's row either way.
   for (int64_t e = f.quantized_elements(); e < f.elements; ++e)
-    if (std::memcmp(out + 2 * e, row + e, 2) != 0)
-      return fmt::format("kv row {} BF16 tail element {}: stored {:04x}, loaded back {:02x}{:02x}\n", kv_row,
-                         e - f.quantized_elements(), row[e], out[2 * e + 1], out[2 * e]);
+    if (std::memcmp(out + 2 * e, &recipe.data[static_cast<size_t>(2 * e)], 2) != 0)
+      return fmt::format("kv row {} {} tail element {}: stored {:04x}, loaded back {:02x}{:02x}, expected {:02x}{:02x}\n",
+                         kv_row, f.e4m3_tail ? "e4m3" : "BF16", e - f.quantized_elements(), row[e], out[2 * e + 1],
+                         out[2 * e], recipe.data[static_cast<size_t>(2 * e + 1)], recipe.data[static_cast<size_t>(2 * e)]);
   for (int64_t g = 0; g < f.num_scales(); ++g) {
     double amax = 0;
     bool finite = true;
@@ -103,7 +110,7 @@ KVCHECK_BULK std::string bound_violation(const KVCacheFormat& f, const bf16_bits
     const uint8_t* sp = sc ? sc + static_cast<size_t>(g) * width : nullptr;
     const double scale = f.do_cast ? recipe.group_scale[static_cast<size_t>(g)] : scale_value(f, sp);
     // An e4m3 scale saturates at 448: groups past 448*6 cannot be represented.
-    if (f.sf_format == SfFormat::kE4M3 && amax > 448.0 * 6) continue;
+    if (is_e4m3_sf(f.sf_format) && amax > 448.0 * 6) continue;
     // Saturation slack when the rounded scale sits just under amax/max_code.
     const double saturation = std::max(0.0, amax - max_code * scale);
     for (int64_t i = 0; i < group; ++i) {

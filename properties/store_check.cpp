@@ -10,6 +10,7 @@
 #include "properties/op_checks.h"
 #include "properties/harness.h"
 #include "reference/layout.h"
+#include "reference/numerics.h"
 #include "reference/rope.h"
 
 namespace kvcheck::props {
@@ -65,7 +66,14 @@ std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_
     const uint8_t* rec = after + (f.is_bf16() ? ref::data_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride)
                                               : ref::tail_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride));
     const bf16_bits* row = s.kv.data() + static_cast<int64_t>(r) * s.row_stride;
-    for (int64_t e = first; e < f.elements; ++e) {
+    for (int64_t e = first; e < f.elements && f.e4m3_tail; ++e) {  // SPEC §4.9: unscaled e4m3 casts
+      const uint8_t want = ref::cvt_e4m3(ref::bf16_to_float(row[e]));
+      if (rec[e - first] != want)
+        return fmt::format("{}: e4m3 tail of row {} (slot {}) element {} is 0x{:02X}, cvt_e4m3 of the input 0x{:04X} "
+                           "is 0x{:02X}\n",
+                           who, r, slot, e, rec[e - first], row[e], want);
+    }
+    for (int64_t e = first; e < f.elements && !f.e4m3_tail; ++e) {
       const int64_t at = 2 * (e - first);
       const uint16_t got = static_cast<uint16_t>(rec[at] | (rec[at + 1] << 8));
       if (got != row[e])
@@ -78,6 +86,20 @@ std::string bf16_violation(const char* who, const StoreScenario& s, const uint8_
 
 std::string ue8m0_violation(const StoreScenario& s, const uint8_t* after) {
   const KVCacheFormat& f = s.shape.format;
+  if (f.sf_format == SfFormat::kE4M3RoundUp) {  // SPEC §4.9: t >= 2^-9 rounded up, at most 448
+    const int32_t bs = s.shape.block_size;
+    for (size_t r = 0; r < s.slot_mapping.size(); ++r) {
+      const int32_t slot = s.slot_mapping[r];
+      if (slot < 0 || slot >= int64_t{s.shape.num_blocks} * bs) continue;
+      const int64_t off = ref::scale_offset(f, bs, slot / bs, slot % bs, s.shape.block_stride);
+      for (int64_t g = 0; g < f.num_scales(); ++g)
+        if (after[off + g] == 0 || after[off + g] > 0x7E)
+          return fmt::format("row {} (slot {}) scale byte {} is 0x{:02X}: §4.9's scales are 0x01 (2^-9, the floor) "
+                             "to 0x7E (448), never zero, negative or NaN\n",
+                             r, slot, g, after[off + g]);
+    }
+    return "";
+  }
   const bool floor_after = f.sf_format == SfFormat::kUE8M0FloorAfter;
   if (f.sf_format != SfFormat::kUE8M0 && !floor_after) return "";
   const int32_t bs = s.shape.block_size;

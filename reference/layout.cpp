@@ -73,8 +73,10 @@ int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t blo
 int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                      int64_t stride) {
   const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
+  // Interleaved [data | scales | tail], or [data | tail | scales] (scales_last).
   if (format.token_interleaved)
-    return base + token * format.bytes_per_token() + format.quantized_bytes();
+    return base + token * format.bytes_per_token() + format.quantized_bytes() +
+           (format.scales_last ? format.tail_bytes() : 0);
   // Block-planar: every token's row, then every token's scales; a do_cast record's
   // scales padded to 8 bytes (MODEL1: 7 ue8m0 + 1, SPEC §2).
   const int64_t row = format.quantized_bytes() + format.tail_bytes();
@@ -88,8 +90,17 @@ int64_t tail_offset(const KVCacheFormat& format, int32_t block_size, int64_t blo
   // BF16 tail] rows (MODEL1).
   const int64_t base = block * (stride != 0 ? stride : block_stride(format, block_size));
   if (format.token_interleaved)
-    return base + token * format.bytes_per_token() + format.quantized_bytes() + format.sf_bytes();
+    return base + token * format.bytes_per_token() + format.quantized_bytes() +
+           (format.scales_last ? 0 : format.sf_bytes());
   return base + token * (format.quantized_bytes() + format.tail_bytes()) + format.quantized_bytes();
+}
+
+int64_t scale_byte(const KVCacheFormat& format, int64_t group) {
+  const int64_t n = format.num_scales();
+  // scales_last (vLLM nvfp4_ds_mla): group g's scale at (n/4)*(g%4) + g/4, i.e. the
+  // groups as an [n/4][4] array stored transposed ([4][n/4]); 32 scales: 8*(g%4) + g/4.
+  const int64_t index = format.scales_last ? (group % 4) * (n / 4) + group / 4 : group;
+  return index * format.scale_width();
 }
 
 }  // namespace kvcheck::ref

@@ -30,9 +30,13 @@ int64_t data_offset(const KVCacheFormat& format, int32_t block_size, int64_t blo
 /// Byte offset of token `token`'s first scale byte in block `block` (quantised only).
 int64_t scale_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                      int64_t stride = 0);
-/// Byte offset of token `token`'s BF16 tail in block `block` (formats with one: after
-/// the record's data and scales, or after its data in a block-planar record, SPEC §2).
+/// Byte offset of token `token`'s tail in block `block` (formats with one: after the
+/// record's data and scales, or after its data in a block-planar or scales_last
+/// record, SPEC §2).
 int64_t tail_offset(const KVCacheFormat& format, int32_t block_size, int64_t block, int64_t token,
                     int64_t stride = 0);
+/// Byte of group `group`'s scale from the token's first scale byte: group * width, or
+/// (scales_last) transposed, (n/4)*(group%4) + group/4 of n scales (SPEC §2).
+int64_t scale_byte(const KVCacheFormat& format, int64_t group);
 
 }  // namespace kvcheck::ref

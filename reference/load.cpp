@@ -126,14 +126,23 @@ void load_row(const uint8_t* cache, const KVCacheFormat& format, int32_t block_s
     const int64_t g = e / format.elements_per_sf;
     const bf16_bits v = dequantize(
         format, code,
-        std::span<const uint8_t>(scales + g * scale_bytes, static_cast<size_t>(scale_bytes)));
+        std::span<const uint8_t>(scales + scale_byte(format, g), static_cast<size_t>(scale_bytes)));
     data_row[2 * e] = static_cast<uint8_t>(v & 0xFF);
     data_row[2 * e + 1] = static_cast<uint8_t>(v >> 8);
   }
-  // The BF16 tail follows the dequantised elements in the output row, as stored.
-  std::memcpy(data_row + 2 * int64_t{format.quantized_elements()},
-              cache + tail_offset(format, block_size, block, token, stride),
-              static_cast<size_t>(format.tail_bytes()));
+  // The tail follows the dequantised elements in the output row: BF16 as stored, an
+  // e4m3 tail decoded (exact in BF16; 0x7F/0xFF -> NaN -> 0x7FFF, SPEC §4.9).
+  const uint8_t* tail = cache + tail_offset(format, block_size, block, token, stride);
+  uint8_t* tail_row = data_row + 2 * int64_t{format.quantized_elements()};
+  if (!format.e4m3_tail) {
+    std::memcpy(tail_row, tail, static_cast<size_t>(format.tail_bytes()));
+    return;
+  }
+  for (int32_t e = 0; e < format.bf16_tail_elements; ++e) {
+    const bf16_bits v = float_to_bf16_rn(e4m3_to_float(tail[e]));
+    tail_row[2 * e] = static_cast<uint8_t>(v & 0xFF);
+    tail_row[2 * e + 1] = static_cast<uint8_t>(v >> 8);
+  }
 }
 
 }  // namespace

@@ -168,6 +168,15 @@ void quantize_group(const KVCacheFormat& format, std::span<const bf16_bits> x,
         codes[i] = e4m3_data ? cvt_e4m3(xf[i] * inv) : cvt_e2m1(xf[i] * inv);
       return;
     }
+    case SfFormat::kE4M3RoundUp: {  // §4.9 (vLLM nvfp4_ds_mla): floor after an IEEE division, then up
+      const float t = std::max(amax / 6.0f, std::ldexp(1.0f, -9));
+      uint8_t sf = cvt_e4m3(t);  // 0x01 .. 0x7E: t >= 2^-9 > 0, and t > 448 saturates
+      if (e4m3_to_float(sf) < t && sf < 0x7E) ++sf;  // the next e4m3 value up: never below t
+      const float inv = 1.0f / e4m3_to_float(sf);
+      scale[0] = sf;
+      for (size_t i = 0; i < group; ++i) codes[i] = cvt_e2m1(xf[i] * inv);
+      return;
+    }
     case SfFormat::kFP32: {  // §4.4
       const float sf = std::max(amax, kFp8AmaxMargin) * kInv448;
       const float inv = 1.0f / sf;
@@ -205,7 +214,8 @@ float scale_value(const KVCacheFormat& format, std::span<const uint8_t> scale) {
   switch (format.sf_format) {
     case SfFormat::kUE8M0:
     case SfFormat::kUE8M0FloorAfter: return e8m0_to_float(scale[0]);
-    case SfFormat::kE4M3: return e4m3_to_float(scale[0]);
+    case SfFormat::kE4M3:
+    case SfFormat::kE4M3RoundUp: return e4m3_to_float(scale[0]);
     case SfFormat::kFP32:
     case SfFormat::kFP32Pow2:
     case SfFormat::kFP32Pow2FloorFirst: {

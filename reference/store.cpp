@@ -72,7 +72,7 @@ void write_quantized_row(const KVCacheFormat& format, const bf16_bits* x, uint8_
   for (int64_t g = 0; g < format.num_scales(); ++g) {
     const int64_t first = g * group;
     quantize_group(format, std::span<const bf16_bits>(x + first, static_cast<size_t>(group)),
-                   codes, std::span<uint8_t>(scales + g * scale_bytes,
+                   codes, std::span<uint8_t>(scales + scale_byte(format, g),
                                              static_cast<size_t>(scale_bytes)));
     for (int64_t i = 0; i < group; ++i) {
       const int64_t e = first + i;
@@ -125,10 +125,14 @@ void store_kv_cache(const KVInput& kv, std::span<const int32_t> slot_mapping, st
     } else {
       write_quantized_row(format, x, data,
                           cache + scale_offset(format, block_size, block, token, block_stride));
-      // The last bf16_tail_elements of the row, as they are (SPEC §2: fp8_ds_mla's rope).
-      if (format.bf16_tail_elements > 0)
-        write_bf16_row(x + format.quantized_elements(), format.bf16_tail_elements,
-                       cache + tail_offset(format, block_size, block, token, block_stride));
+      // The last bf16_tail_elements of the row, as they are (SPEC §2: fp8_ds_mla's
+      // rope), or as unscaled e4m3 casts (NVFP4_DS_MLA's).
+      uint8_t* tail = cache + tail_offset(format, block_size, block, token, block_stride);
+      if (format.bf16_tail_elements > 0 && !format.e4m3_tail)
+        write_bf16_row(x + format.quantized_elements(), format.bf16_tail_elements, tail);
+      if (format.e4m3_tail)
+        for (int32_t e = 0; e < format.bf16_tail_elements; ++e)
+          tail[e] = cvt_e4m3(bf16_to_float(x[format.quantized_elements() + e]));
     }
   }
 }

@@ -113,6 +113,15 @@ std::vector<KVCacheFormat> all_formats() {
   tail64.elements = 24 + 64;
   tail64.bf16_tail_elements = 64;
   fs.push_back(tail64);
+  // NVFP4_DS_MLA's fields on another record: an e4m3 tail of 8 after the data, then 8
+  // transposed ue8m0 scales (groups of 6 end e2m1 bytes mid-group).
+  KVCacheFormat last = odd;
+  last.name = "E2M1_G6_UE8M0_E4M3TAIL8_SCALES_LAST";
+  last.elements_per_sf = 6;
+  last.elements = 48 + 8;
+  last.bf16_tail_elements = 8;
+  last.e4m3_tail = last.scales_last = true;
+  fs.push_back(last);
   for (const auto& f : fs) f.validate();
   return fs;
 }
@@ -290,6 +299,48 @@ TEST(CpuBackend, V41Fp4KnownAnswerZeros) {
   cpu::CpuBackend().store_kv_cache({kv.data(), 1, 512}, slots, cache.view());
   for (int64_t i = 0; i < 288; ++i) ASSERT_EQ(cache.data()[i], i < 256 ? 0x00 : 0x01) << i;
   for (int64_t i = 288; i < layout.size_bytes(); ++i) ASSERT_EQ(cache.data()[i], kSentinel) << i;
+}
+
+TEST(CpuBackend, Nvfp4DsMlaKnownAnswer) {
+  // SPEC §2, §4.9 by hand (tests/numerics_test.cpp Recipe49 works the scales): element 0 =
+  // 0.9453125 -> scale 0x23, code 7; element 16 = 1.0 -> scale 0x23, code 7; every other
+  // group all zero -> 0x01. Group g's scale at byte 320 + 8*(g%4) + g/4: group 0 at 320,
+  // group 1 at 328. Rope (unscaled e4m3): 1.0 -> 0x38, 500 -> 448 = 0x7E, NaN -> 0x7F,
+  // -0 -> 0x80, at bytes 256..259.
+  const KVCacheFormat f = KVCacheFormat::NVFP4_DS_MLA();
+  const CacheLayout layout = CacheLayout::make(f, 1, 1);
+  ASSERT_EQ(layout.size_bytes(), 352);
+  KVCache cache(layout, kSentinel);
+  std::vector<bf16_bits> kv(576, 0);
+  kv[0] = 0x3F72;
+  kv[16] = 0x3F80;
+  kv[512] = 0x3F80;
+  kv[513] = 0x43FA;
+  kv[514] = 0x7FC0;
+  kv[515] = 0x8000;
+  const std::vector<int32_t> slots = {0};
+  cpu::CpuBackend().store_kv_cache({kv.data(), 1, 576}, slots, cache.view());
+  std::vector<uint8_t> want(352, 0);
+  want[0] = 0x07;
+  want[8] = 0x07;
+  want[256] = 0x38;
+  want[257] = 0x7E;
+  want[258] = 0x7F;
+  want[259] = 0x80;
+  for (int i = 320; i < 352; ++i) want[i] = 0x01;
+  want[320] = want[328] = 0x23;
+  EXPECT_EQ(std::vector<uint8_t>(cache.data(), cache.data() + 352), want);
+  std::vector<bf16_bits> out(576, 0x1234);
+  const std::vector<int32_t> segs = {0, 0, 1, 0};
+  cpu::CpuBackend().load_paged_kv_cache(cache.const_view(), segs, 1,
+                                        {reinterpret_cast<uint8_t*>(out.data()), 1152, nullptr, 0, 1});
+  std::vector<bf16_bits> back(576, 0);
+  back[0] = back[16] = 0x3F84;  // 6 * 0.171875 = 1.03125
+  back[512] = 0x3F80;
+  back[513] = 0x43E0;
+  back[514] = 0x7FFF;
+  back[515] = 0x8000;
+  EXPECT_EQ(out, back);
 }
 
 // ---- checked-entry errors: the code, and nothing written ----

@@ -147,6 +147,53 @@ TEST(Format, Model1IsThe584ByteBlockPlanarRecord) {
   EXPECT_EQ(ref::scale_offset(f, 64, 2, 5), 111784);
 }
 
+TEST(Format, Nvfp4DsMlaIsThe352ByteRecordWithTransposedScales) {
+  // vLLM nvfp4_ds_mla / FlashMLA V32_NVFP4_FP8ROPE: per token 512 e2m1 (256 bytes), 64
+  // unscaled e4m3 rope values (64 bytes), then 32 e4m3 scales, group s's at byte
+  // 320 + 8*(s%4) + s/4 (the reader's byte p holds group 4*(p%8) + p/8).
+  const KVCacheFormat f = KVCacheFormat::NVFP4_DS_MLA();
+  EXPECT_EQ(f.elements, 576);
+  EXPECT_EQ(f.quantized_elements(), 512);
+  EXPECT_EQ(f.quantized_bytes(), 256);
+  EXPECT_EQ(f.num_scales(), 32);
+  EXPECT_EQ(f.sf_bytes(), 32);
+  EXPECT_EQ(f.tail_bytes(), 64);
+  EXPECT_EQ(f.tail_offset(), 256);
+  EXPECT_EQ(f.scales_in_record(), 320);
+  EXPECT_EQ(f.bytes_per_token(), 352);
+  EXPECT_EQ(f.load_row_bytes(), 1152);  // 576 BF16
+  EXPECT_EQ(f.token_alignment(), 32);
+  const std::vector<int64_t> shape = {100, 64, 1, 352};
+  EXPECT_EQ(resolve_format(CacheDtype::kUInt8, shape).name, "NVFP4_DS_MLA");
+  EXPECT_EQ(format_by_name("NVFP4_DS_MLA"), f);
+  // SPEC §3: 352 = 11 * 32, so blocks are packed: 64 * 352 = 22528.
+  const CacheLayout l = CacheLayout::make(f, 3, 64);
+  EXPECT_EQ(l.block_stride, 22528);
+  // Block 2 token 5: data 2*22528 + 5*352 = 46816, rope 256 later, scales 320 later.
+  EXPECT_EQ(l.data_offset(2, 5), 46816);
+  EXPECT_EQ(l.paged().tail_offset(2, 5), 47072);
+  EXPECT_EQ(l.scale_offset(2, 5), 47136);
+  EXPECT_EQ(ref::data_offset(f, 64, 2, 5), 46816);
+  EXPECT_EQ(ref::tail_offset(f, 64, 2, 5), 47072);
+  EXPECT_EQ(ref::scale_offset(f, 64, 2, 5), 47136);
+  const std::pair<int64_t, int64_t> groups[] = {{0, 0}, {1, 8}, {2, 16}, {3, 24}, {4, 1}, {5, 9}, {30, 23}, {31, 31}};
+  for (const auto& [g, byte] : groups) {
+    EXPECT_EQ(l.paged().scale_byte(g), byte) << "group " << g;
+    EXPECT_EQ(ref::scale_byte(f, g), byte) << "group " << g;
+  }
+  // An e4m3 tail or transposed scales elsewhere: the rules of SPEC §2.
+  KVCacheFormat bad = f;
+  bad.token_interleaved = false;
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidFormat, {"scales_last"});
+  bad = f;
+  bad.bf16_tail_elements = 0;
+  bad.elements = 512;
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidFormat, {"an e4m3 tail needs tail elements"});
+  bad = KVCacheFormat::V41();
+  bad.sf_format = SfFormat::kE4M3RoundUp;
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidFormat, {"e4m3_round_up scales need e2m1 data"});
+}
+
 TEST(Format, BlockPlanarDoCastPadsScalesToEightBytes) {
   // V41_FP4 made block-planar: 256 data bytes per row, 32 e4m3 scales (a multiple of 8
   // already); with 24 groups of 16 (384 elements) 24 scale bytes, 288 bytes per token.

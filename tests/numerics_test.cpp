@@ -334,6 +334,45 @@ TEST(Numerics, Recipe48Ue8m0TileScaleFloorAfter) {
   EXPECT_EQ(dequantize(f, 0x80, inf.scale), 0x7FFF);  // -0 * NaN
 }
 
+// §4.9 (NVFP4_DS_MLA, groups of 16): t = max(amax / 6, 2^-9), sf = cvt_e4m3(t), then the
+// next code up when float(sf) < t (never past 0x7E); q = cvt_e2m1(x * RN(1 / sf)).
+//  - amax 0.9453125 (0x3F72): t = 0.1575521; e4m3 neighbours 0.15625 (0x22) and 0.171875
+//    (0x23), midpoint 0.1640625: RN gives 0x22 < t, so 0x23 (V41_FP4's §4.3: 0x22);
+//    0.9453125 / 0.171875 = 5.5 -> e2m1 6 (code 0x7).
+//  - amax 1.0: t = RN(1/6) = 0.16666667 -> RN 0.171875 (0x23) >= t, kept; 1 / 0.171875 =
+//    5.82 -> 6 (0x7); dequant 6 * 0.171875 = 1.03125 (bf16 0x3F84).
+//  - amax 0.0146484375 (0x3C70 = 1.25 * 6 * 2^-9): t = 1.25 * 2^-9 -> RN 2^-9 (0x01) < t,
+//    so 2 * 2^-9 (0x02); x / 2^-8 = 3.75 -> 4 (0x6).
+//  - all zero: t = 2^-9 exactly -> 0x01; -0 -> e2m1 0x8.
+//  - amax 3000 (0x453B, 2992 in bf16): t = 498.67 saturates to 448 (0x7E), not raised past
+//    0x7E; 2992 / 448 = 6.68 -> 6 (0x7).
+//  - an Inf: t = Inf -> 0x7E; Inf * RN(1/448) = Inf -> 6 (0x7); 1.0 / 448 -> 0.
+TEST(Numerics, Recipe49E4m3ScaleRoundedUp) {
+  const auto f = KVCacheFormat::NVFP4_DS_MLA();
+  ASSERT_EQ(f.elements_per_sf, 16);
+  const Quantized a = quantize(f, {0x3F72});
+  EXPECT_EQ(a.scale, (std::vector<uint8_t>{0x23}));
+  EXPECT_EQ(first(a, 2), (std::vector<uint8_t>{0x7, 0x0}));
+  EXPECT_EQ(quantize(KVCacheFormat::V41_FP4(), {0x3F72}).scale, (std::vector<uint8_t>{0x22}));
+  const Quantized one = quantize(f, {0x3F80});
+  EXPECT_EQ(one.scale, (std::vector<uint8_t>{0x23}));
+  EXPECT_EQ(first(one, 1), (std::vector<uint8_t>{0x7}));
+  EXPECT_EQ(dequantize(f, 0x7, one.scale), 0x3F84);
+  const Quantized small = quantize(f, {0x3C70});
+  EXPECT_EQ(small.scale, (std::vector<uint8_t>{0x02}));
+  EXPECT_EQ(first(small, 1), (std::vector<uint8_t>{0x6}));
+  EXPECT_EQ(dequantize(f, 0x6, small.scale), 0x3C80);  // 4 * 2^-8
+  const Quantized zero = quantize(f, {kNegZero});
+  EXPECT_EQ(zero.scale, (std::vector<uint8_t>{0x01}));
+  EXPECT_EQ(first(zero, 2), (std::vector<uint8_t>{0x8, 0x0}));
+  const Quantized big = quantize(f, {0x453B});
+  EXPECT_EQ(big.scale, (std::vector<uint8_t>{0x7E}));
+  EXPECT_EQ(first(big, 1), (std::vector<uint8_t>{0x7}));
+  const Quantized inf = quantize(f, {kPosInf, 0x3F80});
+  EXPECT_EQ(inf.scale, (std::vector<uint8_t>{0x7E}));
+  EXPECT_EQ(first(inf, 2), (std::vector<uint8_t>{0x7, 0x0}));
+}
+
 // All-zero groups. ue8m0: a = 1e-4f. e4m3: 1e-4*INV448 = 2.232e-7 in (2^-23, 2^-22]
 // -> k = -22, byte 105. e2m1: 1e-4*INV6 = 1.667e-5 in (2^-16, 2^-15] -> k = -15, byte 112.
 // V41_FP4: 6*2^-9*INV6 = 3*0xAAAAAB*2^-34 = 2^-9 + 2^-34 -> RN 2^-9 -> e4m3 0x01.

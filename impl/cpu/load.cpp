@@ -68,19 +68,19 @@ KVCHECK_CPU_INLINE void dequant_group(const uint8_t* data, const uint8_t* scale,
 }
 
 template <bool kE4M3Data, SfFormat S, int G>
-KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const uint8_t* data,
+KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const PagedLayout& p, const uint8_t* data,
                                       const uint8_t* scales, uint8_t* out) {
   constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
   if constexpr (G != 0) {
     constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
     for (int64_t g = 0; g < f.num_scales(); ++g)
-      dequant_group<kE4M3Data, S, G>(data + g * kGroupDataBytes, scales + g * kScaleBytes,
-                                     out + g * G * 2);
+      dequant_group<kE4M3Data, S, G>(data + g * kGroupDataBytes,
+                                     scales + (p.scales_last ? p.scale_byte(g) : g * kScaleBytes), out + g * G * 2);
   } else {  // any group size
     for (int64_t i = 0; i < f.quantized_elements(); ++i) {
       const uint8_t code =
           kE4M3Data ? data[i] : static_cast<uint8_t>((data[i / 2] >> (4 * (i & 1))) & 0xF);
-      const float s = scale_value<S>(scales + (i / f.elements_per_sf) * kScaleBytes);
+      const float s = scale_value<S>(scales + p.scale_byte(i / f.elements_per_sf));
       const uint16_t v = f32_to_bf16(decode<kE4M3Data>(code) * s);
       std::memcpy(out + 2 * i, &v, 2);
     }
@@ -116,11 +116,19 @@ KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t r
       }
       const uint8_t* data = job.cache + layout.data_offset(block, src_begin + k);
       if constexpr (K == Kind::kDequant) {
-        dequant_token<kE4M3Data, S, G>(f, data, job.cache + layout.scale_offset(block, src_begin + k),
+        dequant_token<kE4M3Data, S, G>(f, layout, data, job.cache + layout.scale_offset(block, src_begin + k),
                                        o);
-        if (layout.tail_elements != 0)  // the BF16 tail after the dequantised elements, as stored
-          std::memcpy(o + 2 * int64_t{layout.quantized_elements()}, job.cache + layout.tail_offset(block, src_begin + k),
-                      static_cast<size_t>(layout.tail_bytes()));
+        if (layout.tail_elements == 0) continue;
+        uint8_t* ot = o + 2 * int64_t{layout.quantized_elements()};
+        const uint8_t* tail = job.cache + layout.tail_offset(block, src_begin + k);
+        if (!layout.e4m3_tail) {  // the BF16 tail after the dequantised elements, as stored
+          std::memcpy(ot, tail, static_cast<size_t>(layout.tail_bytes()));
+        } else {  // e4m3 casts decoded (exact in BF16, SPEC §4.9)
+          for (int32_t e = 0; e < layout.tail_elements; ++e) {
+            const uint16_t v = f32_to_bf16(e4m3_to_f32(tail[e]));
+            std::memcpy(ot + 2 * e, &v, 2);
+          }
+        }
       } else {
         copy_row<kStream>(o, data, row_bytes);
         if (index)
@@ -167,7 +175,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kUE8M0:
     case SfFormat::kUE8M0FloorAfter:  // one encoding: the rules differ in the writer only
       return pick_group<D, SfFormat::kUE8M0>(f.elements_per_sf, avx2);
-    case SfFormat::kE4M3: return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
+    case SfFormat::kE4M3:
+    case SfFormat::kE4M3RoundUp:  // one encoding: the rules differ in the writer only
+      return pick_group<D, SfFormat::kE4M3>(f.elements_per_sf, avx2);
     case SfFormat::kFP32: return pick_group<D, SfFormat::kFP32>(f.elements_per_sf, avx2);
     case SfFormat::kFP32Pow2:
     case SfFormat::kFP32Pow2FloorFirst:  // one encoding: the rules differ in the writer only

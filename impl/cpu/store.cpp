@@ -60,6 +60,15 @@ KVCHECK_CPU_INLINE float group_scale(float amax, uint8_t* scale) {
     const uint8_t sf = f32_to_e4m3(t);
     *scale = sf;
     return 1.0f / e4m3_to_f32(sf);
+  } else if constexpr (S == SfFormat::kE4M3RoundUp) {
+    // SPEC §4.9 (vLLM nvfp4_ds_mla): the 2^-9 floor after the IEEE division, then the
+    // next e4m3 code up when the rounded one decodes below t (never past 0x7E = 448).
+    float t = amax / 6.0f;
+    t = t < 0x1p-9f ? 0x1p-9f : t;
+    uint8_t sf = f32_to_e4m3(t);
+    sf = static_cast<uint8_t>(sf + (e4m3_to_f32(sf) < t && sf < 0x7E ? 1 : 0));
+    *scale = sf;
+    return 1.0f / e4m3_to_f32(sf);
   } else if constexpr (is_fp32_pow2(S) || S == SfFormat::kUE8M0FloorAfter) {
     // SPEC §4.6 (fp8_ds_mla) and §4.8 (MODEL1, the exponent as a ue8m0 byte): the 1e-4
     // floor after the IEEE division; §4.7 (the indexer's ue8m0 option): before it.
@@ -112,15 +121,13 @@ KVCHECK_CPU_INLINE void quantize_group(const uint16_t* x, uint8_t* data, uint8_t
 
 /// Any group size (the generic fallback): codes for the whole token, then packed.
 template <bool kE4M3Data, SfFormat S>
-KVCHECK_CPU_INLINE void quantize_token_any(const uint16_t* x, const KVCacheFormat& f,
-                                           uint8_t* data, uint8_t* scales,
-                                           std::vector<uint8_t>& codes) {
+KVCHECK_CPU_INLINE void quantize_token_any(const uint16_t* x, const KVCacheFormat& f, const PagedLayout& p,
+                                           uint8_t* data, uint8_t* scales, std::vector<uint8_t>& codes) {
   const int32_t gs = f.elements_per_sf;
-  const int64_t scale_bytes = f.scale_width();
   for (int64_t g = 0; g < f.num_scales(); ++g) {
     const uint16_t* xg = x + g * gs;
     const float mult =
-        group_scale<kE4M3Data, S>(bits_f(bf16_amax_bits(xg, gs) << 16), scales + g * scale_bytes);
+        group_scale<kE4M3Data, S>(bits_f(bf16_amax_bits(xg, gs) << 16), scales + p.scale_byte(g));
     for (int32_t j = 0; j < gs; ++j)
       codes[static_cast<size_t>(g * gs + j)] = encode<kE4M3Data>(bf16_to_f32(xg[j]) * mult);
   }
@@ -141,6 +148,7 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
   constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
   const size_t tail_bytes = static_cast<size_t>(f.tail_bytes());
+  const bool transposed = job.paged.scales_last;
   std::vector<uint8_t> codes(G == 0 ? static_cast<size_t>(f.elements) : 0);
   std::vector<uint16_t> joined(job.pe != nullptr ? static_cast<size_t>(f.elements) : 0);
   for (int64_t r = begin; r < end; ++r) {
@@ -152,12 +160,17 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreJob& job, int64_t begin, int6
     if constexpr (G != 0) {
       for (int64_t g = 0; g < groups; ++g)
         quantize_group<kE4M3Data, S, G>(x + g * G, data + g * kGroupDataBytes,
-                                        scales + g * kScaleBytes);
+                                        scales + (transposed ? job.paged.scale_byte(g) : g * kScaleBytes));
     } else {
-      quantize_token_any<kE4M3Data, S>(x, f, data, scales, codes);
+      quantize_token_any<kE4M3Data, S>(x, f, job.paged, data, scales, codes);
     }
-    if (tail_bytes != 0)  // the row's last elements as they are (SPEC §2)
-      std::memcpy(job.cache + job.paged.slot_tail_offset(slot), x + f.quantized_elements(), tail_bytes);
+    if (tail_bytes == 0) continue;
+    uint8_t* tail = job.cache + job.paged.slot_tail_offset(slot);
+    if (!f.e4m3_tail) {  // the row's last elements as they are (SPEC §2)
+      std::memcpy(tail, x + f.quantized_elements(), tail_bytes);
+    } else {  // unscaled e4m3 casts (SPEC §4.9)
+      for (size_t e = 0; e < tail_bytes; ++e) tail[e] = f32_to_e4m3(bf16_to_f32(x[f.quantized_elements() + e]));
+    }
   }
 }
 
@@ -224,6 +237,9 @@ RowsFn pick_scale(const KVCacheFormat& f, bool avx2) {
     case SfFormat::kUE8M0FloorAfter:
       if constexpr (D) return pick_group<D, SfFormat::kUE8M0FloorAfter>(f.elements_per_sf, avx2);
       break;
+    case SfFormat::kE4M3RoundUp:
+      if constexpr (!D) return pick_group<D, SfFormat::kE4M3RoundUp>(f.elements_per_sf, avx2);
+      break;  // e2m1 data only (validated)
     case SfFormat::kNone: break;
   }
   throw Error(ErrorCode::kUnsupported, "cpu store: no kernel for scale format " +

@@ -153,14 +153,20 @@ __global__ void __launch_bounds__(kThreads)
       }
     };
     const int32_t G = L.group;
-    if (L.tail_elements > 0) {  // the BF16 tail after the dequantised elements, as stored
+    if (L.tail_elements > 0 && !L.e4m3_tail) {  // the BF16 tail after the dequantised elements, as stored
       const uint8_t* tail = cache.base + L.tail_offset(t.block, t.begin + i);
       // Bytes as stored, by the widest access both ends allow (copy_bytes checks both).
       dev::copy_bytes(o + int64_t{L.quantized_elements()} * 2, tail, L.tail_bytes(), lane, 32);
     }
+    if (L.e4m3_tail) {  // e4m3 casts decoded, exact in BF16 (SPEC §4.9)
+      const uint8_t* tail = cache.base + L.tail_offset(t.block, t.begin + i);
+      for (int32_t e = lane; e < L.tail_elements; e += 32)
+        put(L.quantized_elements() + e, dev::f32_to_bf16(dev::e4m3_to_f32(tail[e])));
+    }
+    const auto scale_at = [&](int64_t g) { return sc + (L.scales_last ? L.scale_byte(g) : g * kScaleBytes); };
     if constexpr (D == PagedDtype::kE4M3) {
       for (int32_t g = 0; g < L.quantized_elements() / G; ++g) {  // group by group: no division per element
-        const float s = dev::scale_value<S>(sc + g * kScaleBytes);
+        const float s = dev::scale_value<S>(scale_at(g));
         for (int32_t j = lane; j < G; j += 32) {
           const int64_t e = int64_t{g} * G + j;
           put(e, dev::f32_to_bf16(__fmul_rn(dev::e4m3_to_f32(data[e]), s)));
@@ -169,8 +175,8 @@ __global__ void __launch_bounds__(kThreads)
     } else {  // an odd G splits a byte across groups: one division per byte
       for (int32_t b = lane; b < L.quantized_elements() / 2; b += 32) {
         const uint8_t q = data[b];
-        const float s0 = dev::scale_value<S>(sc + (2 * b / G) * kScaleBytes);
-        const float s1 = dev::scale_value<S>(sc + ((2 * b + 1) / G) * kScaleBytes);
+        const float s0 = dev::scale_value<S>(scale_at(2 * b / G));
+        const float s1 = dev::scale_value<S>(scale_at((2 * b + 1) / G));
         put(2 * b, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q & 0xF), s0)));
         put(2 * b + 1, dev::f32_to_bf16(__fmul_rn(dev::e2m1_to_f32(q >> 4), s1)));
       }
@@ -300,7 +306,9 @@ std::string runtime(const DeviceCache& c, const LoadArgs& a, const DeviceStatus*
   const int64_t g = grid(a, c.layout, 1);
   switch (c.layout.sf) {
     case PagedSf::kUE8M0: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kUE8M0>, g, o, c, a, st);
-    case PagedSf::kE4M3: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
+    case PagedSf::kE4M3:
+    case PagedSf::kE4M3RoundUp:  // one encoding: the rules differ in the writer only
+      return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kE4M3>, g, o, c, a, st);
     case PagedSf::kFP32: return dev::launch("load_dequant_runtime_kernel", load_dequant_runtime_kernel<D, PagedSf::kFP32>, g, o, c, a, st);
     case PagedSf::kFP32Pow2:
     case PagedSf::kFP32Pow2FloorFirst:  // one encoding: the rules differ in the writer only
@@ -332,7 +340,7 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
   // strides must keep them aligned (see launch_store).
   const int64_t word = L.dtype == Dt::kE4M3 ? 8 : 4;
   const bool vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0 &&
-                   L.data_token_stride % word == 0 && L.block_stride % word == 0;
+                   L.data_token_stride % word == 0 && L.block_stride % word == 0 && !L.scales_last && !L.e4m3_tail;
   const bool untailed = L.tail_elements == 0;
   if (vec && untailed && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0 && L.elements == 512 && L.group == 32)  // V41
     return dequant_fixed<512, 32, Dt::kE4M3, Sf::kUE8M0>(c, a, st, o);

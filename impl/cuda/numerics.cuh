@@ -150,6 +150,14 @@ __device__ __forceinline__ GroupScale group_scale(float amax) {
     t = 448.0f < t ? 448.0f : t;
     const uint8_t sf = cvt_e4m3(t);
     return {__frcp_rn(e4m3_to_f32(sf)), sf};  // RN(1/sf): the same rounded scale both ways
+  } else if constexpr (S == PagedSf::kE4M3RoundUp) {
+    // SPEC §4.9 (vLLM nvfp4_ds_mla): the 2^-9 floor after the IEEE division by 6, then
+    // the next e4m3 code up when the rounded one decodes below t (never past 0x7E).
+    float t = div_rn(amax, 6.0f, kInv6, true);
+    t = t < 0x1p-9f ? 0x1p-9f : t;
+    uint8_t sf = cvt_e4m3(t);
+    if (e4m3_to_f32(sf) < t && sf < 0x7E) ++sf;
+    return {__frcp_rn(e4m3_to_f32(sf)), sf};
   } else if constexpr (S == PagedSf::kFP32Pow2 || S == PagedSf::kFP32Pow2FloorFirst ||
                        S == PagedSf::kUE8M0FloorAfter) {
     // SPEC §4.6 (fp8_ds_mla) and §4.8 (MODEL1, the exponent as a ue8m0 byte): the 1e-4
@@ -199,7 +207,7 @@ template <PagedSf S>
 __device__ __forceinline__ float scale_value(const uint8_t* scale) {
   if constexpr (S == PagedSf::kUE8M0 || S == PagedSf::kUE8M0FloorAfter) {
     return ue8m0_to_f32(scale[0]);
-  } else if constexpr (S == PagedSf::kE4M3) {
+  } else if constexpr (S == PagedSf::kE4M3 || S == PagedSf::kE4M3RoundUp) {
     return e4m3_to_f32(scale[0]);
   } else {
     static_assert(paged_scale_width(S) == 4, "scale format");

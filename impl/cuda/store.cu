@@ -263,9 +263,13 @@ __global__ void __launch_bounds__(kThreads)
     if (slot < 0) continue;  // -1 padding: nothing written (uniform across the CTA)
     uint8_t* data = cache.base + L.slot_data_offset(slot);
     uint8_t* scales = cache.base + L.slot_scale_offset(slot);
-    if (L.tail_elements > 0)  // the BF16 tail as it is (SPEC §2); the threads then quantise
+    if (L.tail_elements > 0 && !L.e4m3_tail)  // the BF16 tail as it is (SPEC §2); the threads then quantise
       copy_row_range(cache.base + L.slot_tail_offset(slot), a, r, L.quantized_elements(), L.tail_elements,
                      threadIdx.x, kThreads);
+    if (L.e4m3_tail)  // unscaled e4m3 casts (SPEC §4.9)
+      for (int32_t e = threadIdx.x; e < L.tail_elements; e += kThreads)
+        cache.base[L.slot_tail_offset(slot) + e] =
+            dev::cvt_e4m3(dev::bf16_to_f32(row_elem(a, r, int64_t{L.quantized_elements()} + e)));
     for (int32_t g0 = 0; g0 < num_groups; g0 += kChunkGroups) {
       const int32_t g1 = min(num_groups, g0 + kChunkGroups);
       for (int32_t g = g0 + warp; g < g1; g += num_warps) {
@@ -277,7 +281,7 @@ __global__ void __launch_bounds__(kThreads)
         m = __reduce_max_sync(0xFFFFFFFFu, m);
         if (lane == 0) {
           const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
-          dev::put_scale<S>(scales + g * kScaleBytes, gs.code);
+          dev::put_scale<S>(scales + (L.scales_last ? L.scale_byte(g) : g * kScaleBytes), gs.code);
           mult[g - g0] = gs.mult;
         }
       }
@@ -391,6 +395,10 @@ std::string runtime(const DeviceCache& c, const StoreArgs& a, const DeviceStatus
       if constexpr (D == PagedDtype::kE4M3)  // e4m3 data only (SPEC §2)
         return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kUE8M0FloorAfter>, g, o, c, a, st);
       return "cuda store: ue8m0_floor_after scales need e4m3 data";
+    case PagedSf::kE4M3RoundUp:
+      if constexpr (D == PagedDtype::kE2M1)  // e2m1 data only (SPEC §2)
+        return dev::launch("store_runtime_kernel", store_runtime_kernel<D, PagedSf::kE4M3RoundUp>, g, o, c, a, st);
+      return "cuda store: e4m3_round_up scales need e2m1 data";
     default: return "cuda store: no kernel for scale format " + std::to_string(int(c.layout.sf));
   }
 }
@@ -441,7 +449,8 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   // run-time path (H200, seed 4 of a 300-case run: "misaligned address").
   const auto is = [&](PagedDtype d, PagedSf s, int32_t e, int32_t g, int32_t tail = 0) {
     const int64_t store_bytes = tail > 0 ? 16 : d == PagedDtype::kE4M3 ? 8 : 4;
-    return vec && L.dtype == d && L.sf == s && L.quantized_elements() == e && L.tail_elements == tail &&
+    return vec && !L.scales_last && !L.e4m3_tail && L.dtype == d && L.sf == s && L.quantized_elements() == e &&
+           L.tail_elements == tail &&
            L.group == g && L.data_token_stride % store_bytes == 0 && L.block_stride % store_bytes == 0 &&
            (tail == 0 || L.tail_in_record() % 16 == 0);
   };

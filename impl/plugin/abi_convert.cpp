@@ -27,6 +27,7 @@ kvcheck_paged_cache to_abi(const CacheLayout& layout, const uint8_t* base, int64
   c.do_cast = f.do_cast;
   c.token_interleaved = f.token_interleaved;
   c.bf16_tail_elements = f.bf16_tail_elements;
+  c.record_flags = (f.e4m3_tail ? KVCHECK_RECORD_E4M3_TAIL : 0) | (f.scales_last ? KVCHECK_RECORD_SCALES_LAST : 0);
   c.num_blocks = layout.num_blocks;
   c.block_size = layout.block_size;
   c.block_stride = layout.block_stride;
@@ -53,6 +54,8 @@ CacheLayout from_abi(const kvcheck_paged_cache& c) {
   f.do_cast = c.do_cast != 0;
   f.token_interleaved = c.token_interleaved != 0;
   f.bf16_tail_elements = c.bf16_tail_elements;
+  f.e4m3_tail = (c.record_flags & KVCHECK_RECORD_E4M3_TAIL) != 0;
+  f.scales_last = (c.record_flags & KVCHECK_RECORD_SCALES_LAST) != 0;
   l.num_blocks = c.num_blocks;
   l.block_size = c.block_size;
   l.block_stride = c.block_stride;

@@ -135,6 +135,8 @@ typedef enum kvcheck_format {
   KVCHECK_FORMAT_FP8_POW2SF_INDEX = 7, /* vLLM's DSA indexer, ue8m0 option: fp32 2^k scales (§4.7) */
   KVCHECK_FORMAT_MODEL1 = 8, /* FlashMLA MODEL1, 584 B block-planar: [448 e4m3 | 64 bf16] rows, then
                                 7 ue8m0 tile scales + 1 pad byte per token (§2, §3, §4.8) */
+  KVCHECK_FORMAT_NVFP4_DS_MLA = 9, /* vLLM nvfp4_ds_mla / FlashMLA V32_NVFP4_FP8ROPE, 352 B: 512 e2m1, 64
+                                      unscaled e4m3 rope, 32 transposed e4m3 scales (§2, §4.9) */
   KVCHECK_FORMAT_OTHER = 31 /* a record no named format has: an invalid one (refuse it with
                                INVALID_FORMAT only when its fields break SPEC §2), or a valid
                                custom record, drawn only for a plugin whose formats is ~0u */
@@ -186,7 +188,8 @@ typedef struct kvcheck_paged_cache {
   int32_t quantized_dtype;   /* 0 none (BF16 elements), 1 e4m3, 2 e2m1 */
   int32_t sf_format;         /* 0 none, 1 ue8m0, 2 e4m3, 3 fp32, 4 fp32 power of two
                                 (floor after the division), 5 the same, floor first,
-                                6 ue8m0 written by 4's rule (MODEL1, SPEC §4.8) */
+                                6 ue8m0 written by 4's rule (MODEL1, SPEC §4.8), 7 e4m3
+                                written by vLLM's nvfp4_ds_mla rule (SPEC §4.9) */
   int32_t elements_per_sf;   /* scale group size; 0 for BF16 */
   int32_t do_cast;           /* 1: load dequantises to BF16 */
   int32_t token_interleaved; /* 1: record = [data | scales | tail] per token; 0: block-planar,
@@ -202,12 +205,21 @@ typedef struct kvcheck_paged_cache {
   int64_t sf_bytes;          /* scale bytes per token */
   int64_t num_blocks;
   int32_t block_size;        /* tokens per block */
-  int32_t reserved0;
+  int32_t record_flags;      /* KVCHECK_RECORD_* bits (0 before NVFP4_DS_MLA; a plugin declaring
+                                formats ~0u that sees bits it does not implement answers
+                                UNSUPPORTED) */
   int64_t block_stride;      /* bytes */
   int64_t data_token_stride; /* bytes */
   int64_t scale_region;      /* bytes: first scale byte of a block */
   int64_t scale_token_stride;/* bytes */
 } kvcheck_paged_cache;
+
+/* kvcheck_paged_cache.record_flags (SPEC §2):
+ *   E4M3_TAIL:   the bf16_tail_elements are stored as unscaled e4m3 casts, one byte each;
+ *   SCALES_LAST: an interleaved record [data | tail | scales] (not [data | scales | tail]),
+ *                scale s of n at byte (n/4)*(s%4) + s/4 of the scale field (transposed). */
+#define KVCHECK_RECORD_E4M3_TAIL (1 << 0)
+#define KVCHECK_RECORD_SCALES_LAST (1 << 1)
 
 /* store_kv_cache (SPEC §5.1): for i < num_tokens with slot_mapping[i] != -1, quantise
  * row i (BF16 bit patterns, kv + i*kv_row_stride) into slot slot_mapping[i]. */

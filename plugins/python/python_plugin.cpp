@@ -159,10 +159,10 @@ PyObject* kv_tokens_fields(const kvcheck_kv_tokens& t) {
 
 PyObject* paged_cache_fields(const kvcheck_paged_cache& c) {
   return Py_BuildValue(
-      "{s:N,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:i,s:L,s:L,s:L,s:L}", "base", addr(c.base), "size_bytes",
+      "{s:N,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:i,s:L,s:L,s:L,s:L}", "base", addr(c.base), "size_bytes",
       (long long)c.size_bytes, "format", c.format, "elements", c.elements, "quantized_dtype", c.quantized_dtype,
       "sf_format", c.sf_format, "elements_per_sf", c.elements_per_sf, "do_cast", c.do_cast, "token_interleaved",
-      c.token_interleaved, "bf16_tail_elements", c.bf16_tail_elements, "quantized_bytes", (long long)c.quantized_bytes, "sf_bytes", (long long)c.sf_bytes,
+      c.token_interleaved, "bf16_tail_elements", c.bf16_tail_elements, "record_flags", c.record_flags, "quantized_bytes", (long long)c.quantized_bytes, "sf_bytes", (long long)c.sf_bytes,
       "num_blocks", (long long)c.num_blocks, "block_size", c.block_size, "block_stride", (long long)c.block_stride,
       "data_token_stride", (long long)c.data_token_stride, "scale_region", (long long)c.scale_region,
       "scale_token_stride", (long long)c.scale_token_stride);

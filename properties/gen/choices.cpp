@@ -60,6 +60,9 @@ KVCacheFormat choose_custom_format(Source& src) {
   // So do ue8m0 bytes written by §4.6's rule (SPEC §4.8, MODEL1).
   if (f.quantized_dtype == QuantizedDtype::kE4M3 && f.sf_format == SfFormat::kUE8M0 && src.one_in(3))
     f.sf_format = SfFormat::kUE8M0FloorAfter;
+  // e4m3 scales written by §4.9's rule (NVFP4_DS_MLA) take e2m1 data.
+  if (f.quantized_dtype == QuantizedDtype::kE2M1 && f.sf_format == SfFormat::kE4M3 && src.one_in(3))
+    f.sf_format = SfFormat::kE4M3RoundUp;
   // Mostly group sizes the fixed kernels (16, 32, 128) lack: the run-time group path;
   // odd ones end an e2m1 group mid-byte.
   switch (src.weighted({5, 1, 1, 1})) {
@@ -83,11 +86,18 @@ KVCacheFormat choose_custom_format(Source& src) {
   // A BF16 tail after the scales (SPEC §2, fp8_ds_mla's rope): do_cast records only; 8
   // and 72 put it off the 16-byte grid of the fields before it.
   if (f.do_cast && src.one_in(3)) f.bf16_tail_elements = src.pick({8, 64, 72});
+  // NVFP4_DS_MLA's record shapes on other fields (SPEC §2): the tail as e4m3 casts, and
+  // an interleaved [data | tail | scales] record with its scales transposed.
+  if (f.bf16_tail_elements > 0 && src.one_in(3)) f.e4m3_tail = true;
+  if (f.do_cast && f.token_interleaved && groups % 4 == 0 && src.one_in(3)) f.scales_last = true;
   f.elements = groups * f.elements_per_sf + f.bf16_tail_elements;
   f.name = "custom(" + to_string(f.quantized_dtype) + " " + std::to_string(f.elements) + " x" +
            std::to_string(f.elements_per_sf) + " " + to_string(f.sf_format) + (f.do_cast ? " cast" : "") +
            (f.token_interleaved ? " interleaved" : "") +
-           (f.bf16_tail_elements ? " tail " + std::to_string(f.bf16_tail_elements) : "") + ")";
+           (f.bf16_tail_elements ? std::string(f.e4m3_tail ? " e4m3" : "") + " tail " +
+                                       std::to_string(f.bf16_tail_elements)
+                                 : "") +
+           (f.scales_last ? " scales last" : "") + ")";
   f.validate();  // never throws: the rules above are the whole SPEC §2 list
   return f;
 }

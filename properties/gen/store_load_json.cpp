@@ -27,6 +27,8 @@ void to_json(nlohmann::json& j, const CacheShape& s) {
        {"fill_seed", s.fill_seed}};
   if (s.block_stride != 0) j["block_stride"] = s.block_stride;
   if (f.bf16_tail_elements != 0) j["format"]["bf16_tail_elements"] = f.bf16_tail_elements;
+  if (f.e4m3_tail) j["format"]["e4m3_tail"] = true;
+  if (f.scales_last) j["format"]["scales_last"] = true;
 }
 
 void from_json(const nlohmann::json& j, CacheShape& s) {
@@ -38,11 +40,13 @@ void from_json(const nlohmann::json& j, CacheShape& s) {
                                           [](QuantizedDtype q) { return to_string(q); }, "quantized_dtype");
   format.elements = f.at("elements").get<int32_t>();
   format.elements_per_sf = f.at("elements_per_sf").get<int32_t>();
-  format.sf_format = enum_from_name(f.at("sf_format").get<std::string>(), SfFormat::kNone, SfFormat::kUE8M0FloorAfter,
+  format.sf_format = enum_from_name(f.at("sf_format").get<std::string>(), SfFormat::kNone, SfFormat::kE4M3RoundUp,
                                     [](SfFormat x) { return to_string(x); }, "sf_format");
   format.do_cast = f.at("do_cast").get<bool>();
   format.token_interleaved = f.at("token_interleaved").get<bool>();
   format.bf16_tail_elements = f.value("bf16_tail_elements", 0);  // older files have none
+  format.e4m3_tail = f.value("e4m3_tail", false);                  // nor these
+  format.scales_last = f.value("scales_last", false);
   format.validate();
   s.format = std::move(format);
   s.block_size = j.at("block_size").get<int32_t>();
