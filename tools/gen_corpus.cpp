@@ -82,7 +82,7 @@ bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) =
 bool has(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 const std::vector<std::string> kFormats = {"V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX",
-                                           "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "MODEL1", "BF16(512)", "BF16(8)", "BF16(136)",
+                                           "MXFP8_INDEX", "FP8_DS_MLA", "FP8_POW2SF_INDEX", "MODEL1", "NVFP4_DS_MLA", "BF16(512)", "BF16(8)", "BF16(136)",
                                            "BF16(4096)"};
 const std::vector<int> kBlockSizes = {1, 2, 16, 64, 133, 256, 53, 61, 69};
 
