@@ -58,6 +58,10 @@ struct SlotDivider {
   KVCHECK_HD int32_t token(int32_t slot, int32_t block) const { return slot - block * block_size; }
 };
 
+/// Where group g's scale sits among n transposed ones (scales_last, SPEC §2: vLLM
+/// nvfp4_ds_mla's 8x4 -> 4x8, so a reader thread's 8 scales are one 8-byte load).
+KVCHECK_HD constexpr int64_t transposed_scale(int64_t g, int64_t n) { return n / 4 * (g % 4) + g / 4; }
+
 struct PagedLayout {
   // Record format (SPEC §2).
   PagedDtype dtype = PagedDtype::kBF16;
@@ -110,9 +114,7 @@ struct PagedLayout {
   /// g * width, or transposed when scales_last (scale g of n at (n/4)*(g%4) + g/4).
   KVCHECK_HD int64_t scale_byte(int64_t g) const {
     const int64_t w = paged_scale_width(sf);
-    if (!scales_last) return g * w;
-    const int64_t n = sf_bytes / w;
-    return (n / 4 * (g % 4) + g / 4) * w;
+    return (scales_last ? transposed_scale(g, sf_bytes / w) : g) * w;
   }
   /// Bytes per load output row and per scale output row (SPEC §5.2): do_cast rows
   /// are BF16 [elements]; BF16 and index formats copy their data bytes; only index

@@ -52,6 +52,10 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kGroupLanes = G / 8;
   constexpr int kTailChunks = T / 8;
   static_assert(E % 8 == 0 && G % 8 == 0 && T % 8 == 0 && kTailChunks <= 32, "fixed load layout");
+  // §4.9's scales belong to NVFP4_DS_MLA only: its tail is e4m3 (8 bytes a lane) and its
+  // scales transposed (launch_load sends no other record here with them).
+  constexpr bool kNvfp4 = S == PagedSf::kE4M3RoundUp;
+  constexpr int kGroups = E / G;
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -67,9 +71,22 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t i = t.t0 + u;
       if constexpr (kTailChunks > 0) tail[u] = make_uint4(0, 0, 0, 0);  // zero rows keep 0
       if (i >= t.len || t.block < 0) continue;
-      if constexpr (kTailChunks > 0)
+      if constexpr (kTailChunks > 0 && kNvfp4) {
+        if (lane < kTailChunks) {
+          const uint2 v = __ldcs(reinterpret_cast<const uint2*>(cache.base + L.tail_offset(t.block, t.begin + i)) + lane);
+          const uint32_t h[4] = {v.x, v.x >> 16, v.y, v.y >> 16};
+          uint32_t w[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {  // two e4m3 codes -> two bf16, exact
+            const float2 f = dev::fp8x2_to_f32<__NV_E4M3>(h[j]);
+            w[j] = dev::f32x2_to_bf16x2(f.x, f.y);
+          }
+          tail[u] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      } else if constexpr (kTailChunks > 0) {
         if (lane < kTailChunks)
           tail[u] = __ldcs(reinterpret_cast<const uint4*>(cache.base + L.tail_offset(t.block, t.begin + i)) + lane);
+      }
       const uint8_t* __restrict__ data = cache.base + L.data_offset(t.block, t.begin + i);
       const uint8_t* __restrict__ sc = cache.base + L.scale_offset(t.block, t.begin + i);
 #pragma unroll
@@ -84,7 +101,8 @@ __global__ void __launch_bounds__(kThreads)
           q[u][s][0] = __ldcs(reinterpret_cast<const unsigned int*>(data) + chunk);
           q[u][s][1] = 0;
         }
-        scale[u][s] = dev::scale_value<S>(sc + (chunk / kGroupLanes) * paged_scale_width(S));
+        const int g = chunk / kGroupLanes;
+        scale[u][s] = dev::scale_value<S>(sc + (kNvfp4 ? transposed_scale(g, kGroups) : g) * paged_scale_width(S));
       }
     }
 #pragma unroll
@@ -355,6 +373,12 @@ std::string launch_load(const DeviceCache& c, const LoadArgs& a, const DeviceSta
   if (vec && tail16 && L.dtype == Dt::kE4M3 && L.sf == Sf::kUE8M0FloorAfter && L.quantized_elements() == 448 &&
       L.group == 64)
     return dequant_fixed<448, 64, Dt::kE4M3, Sf::kUE8M0FloorAfter, 64>(c, a, st, o);  // MODEL1
+  // NVFP4_DS_MLA: 8-byte e4m3 rope loads at data + 256 (vec's checks exclude its flags).
+  const bool nv_vec = aligned16(c.base) && aligned16(a.out_data) && a.out_data_stride % 16 == 0 &&
+                      L.data_token_stride % 8 == 0 && L.block_stride % 8 == 0;
+  if (nv_vec && L.scales_last && L.e4m3_tail && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3RoundUp &&
+      L.quantized_elements() == 512 && L.tail_elements == 64 && L.group == 16 && L.tail_in_record() % 8 == 0)
+    return dequant_fixed<512, 16, Dt::kE2M1, Sf::kE4M3RoundUp, 64>(c, a, st, o);
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);

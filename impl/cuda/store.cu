@@ -150,6 +150,10 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
                                              uint8_t* scales) {
   constexpr int kGroupLanes = G / 8;  // lanes sharing one scale group
   constexpr int kScaleBytes = paged_scale_width(S);
+  constexpr int kGroups = kSteps * kLanes * 8 / G;
+  // §4.9's scales belong to NVFP4_DS_MLA only, whose scales are transposed (launch_store
+  // sends no other record here with them).
+  constexpr bool kTransposed = S == PagedSf::kE4M3RoundUp;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     const int chunk = s * kLanes + sl;
@@ -162,7 +166,10 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
     for (int off = 1; off < kGroupLanes; off <<= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
     const dev::GroupScale gs = dev::group_scale<D, S>(__uint_as_float(m << 16));
     if (slot < 0) continue;  // -1 padding: nothing written (after the shuffles)
-    if (chunk % kGroupLanes == 0) dev::put_scale<S>(scales + (chunk / kGroupLanes) * kScaleBytes, gs.code);
+    if (chunk % kGroupLanes == 0) {
+      const int g = chunk / kGroupLanes;
+      dev::put_scale<S>(scales + (kTransposed ? transposed_scale(g, kGroups) : g) * kScaleBytes, gs.code);
+    }
     float f[8];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -237,8 +244,21 @@ __global__ void __launch_bounds__(kThreads)
       const int32_t b = slot[u] >= 0 ? split.block(slot[u]) : 0, t = slot[u] >= 0 ? split.token(slot[u], b) : 0;
       encode_token<kLanes, kSteps, G, D, S>(in[u], sl, slot[u], cache.base + L.data_offset(b, t),
                                             cache.base + L.scale_offset(b, t));
-      if constexpr (kTailChunks > 0)  // the row's last T elements as they are (SPEC §2)
+      if constexpr (kTailChunks > 0 && S == PagedSf::kE4M3RoundUp) {  // NVFP4_DS_MLA: unscaled e4m3 (§4.9)
+        if (slot[u] >= 0 && sl < kTailChunks) {
+          const uint32_t w[4] = {tail[u].x, tail[u].y, tail[u].z, tail[u].w};
+          // A NaN of either sign as +NaN first: §4 gives 0x7F, the pair cvt does not promise it.
+          const auto pinned = [](uint32_t h) { return ((h & 0x7FFFu) > 0x7F80u ? 0x7FC0u : h) << 16; };
+          uint32_t c[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            c[j] = dev::cvt_e4m3x2(__uint_as_float(pinned(w[j] & 0xFFFFu)), __uint_as_float(pinned(w[j] >> 16)));
+          reinterpret_cast<uint2*>(cache.base + L.tail_offset(b, t))[sl] =
+              make_uint2(c[0] | (c[1] << 16), c[2] | (c[3] << 16));
+        }
+      } else if constexpr (kTailChunks > 0) {  // the row's last T elements as they are (SPEC §2)
         if (slot[u] >= 0 && sl < kTailChunks) reinterpret_cast<uint4*>(cache.base + L.tail_offset(b, t))[sl] = tail[u];
+      }
     }
   }
   dev::pdl_trigger();
@@ -469,6 +489,12 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
     return fixed<512, 128, Dt::kE4M3, Sf::kFP32Pow2, 64>(c, a, src, st, o);  // FP8_DS_MLA
   if (is(Dt::kE4M3, Sf::kUE8M0FloorAfter, 448, 64, 64))
     return fixed<448, 64, Dt::kE4M3, Sf::kUE8M0FloorAfter, 64>(c, a, src, st, o);  // MODEL1
+  // NVFP4_DS_MLA (§4.9): its e4m3 rope by 8-byte stores at data + 256, its transposed
+  // scales by bytes; the kernel takes both from the scale format.
+  if (vec && L.scales_last && L.e4m3_tail && L.dtype == Dt::kE2M1 && L.sf == Sf::kE4M3RoundUp &&
+      L.quantized_elements() == 512 && L.tail_elements == 64 && L.group == 16 && L.data_token_stride % 8 == 0 &&
+      L.block_stride % 8 == 0)
+    return fixed<512, 16, Dt::kE2M1, Sf::kE4M3RoundUp, 64>(c, a, src, st, o);
   switch (L.dtype) {
     case Dt::kE4M3: return runtime<Dt::kE4M3>(c, a, st, o);
     case Dt::kE2M1: return runtime<Dt::kE2M1>(c, a, st, o);
