@@ -109,24 +109,32 @@ TEST(CudaNumerics, PowerOfTwoTileScalesOnEveryAmax) {
     std::memcpy(&b, &s, 4);
     return b;
   };
-  int64_t bad[5] = {0, 0, 0, 0, 0};
+  // §4.9: the smallest e4m3 value >= max(amax / 6, 2^-9), at most 448 (0x7E).
+  const auto round_up = [](float amax) {
+    const float t = std::max(amax / 6.0f, std::ldexp(1.0f, -9));
+    for (uint32_t c = 0x01; c < 0x7E; ++c)
+      if (ref::e4m3_to_float(static_cast<uint8_t>(c)) >= t) return c;
+    return 0x7Eu;
+  };
+  int64_t bad[6] = {0, 0, 0, 0, 0, 0};
   for (uint32_t i = 0; i <= 0x7F80u; ++i) {
     const float amax = ref::bf16_to_float(static_cast<bf16_bits>(i));
     const uint32_t after = exact(std::max(amax / 448.0f, 1e-4f)), before = exact(std::max(amax, 1e-4f) / 448.0f);
     // §4.8's byte is the biased exponent of §4.6's scale (0xFF for +Inf).
-    const uint32_t want[5] = {after, after, before, before, after >> 23};
-    static const char* const kWhat[5] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
+    const uint32_t want[6] = {after, after, before, before, after >> 23, round_up(amax)};
+    static const char* const kWhat[6] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
                                          "exp2f(ceilf(log2f(max(amax,1e-4)/448)))",
-                                         "kvcheck fp32_pow2_floor_first (SPEC 4.7)", "kvcheck ue8m0_floor_after (SPEC 4.8)"};
-    for (int r = 0; r < 5; ++r)
-      if (out[5 * i + r] != want[r] && bad[r]++ < 8)
-        ADD_FAILURE() << kWhat[r] << " at amax bf16 0x" << std::hex << i << ": device 0x" << out[5 * i + r]
+                                         "kvcheck fp32_pow2_floor_first (SPEC 4.7)", "kvcheck ue8m0_floor_after (SPEC 4.8)",
+                                         "kvcheck e4m3_round_up (SPEC 4.9)"};
+    for (int r = 0; r < 6; ++r)
+      if (out[6 * i + r] != want[r] && bad[r]++ < 8)
+        ADD_FAILURE() << kWhat[r] << " at amax bf16 0x" << std::hex << i << ": device 0x" << out[6 * i + r]
                       << ", exact 0x" << want[r];
   }
-  std::printf("power-of-two scales over %u amax values: kernel %lld / floor first %lld / MODEL1 byte %lld, log2f "
-              "after the division %lld, before %lld mismatches\n",
+  std::printf("tile scales over %u amax values: kernel %lld / floor first %lld / MODEL1 byte %lld / NVFP4_DS_MLA "
+              "byte %lld, log2f after the division %lld, before %lld mismatches\n",
               0x7F81u, static_cast<long long>(bad[0]), static_cast<long long>(bad[3]), static_cast<long long>(bad[4]),
-              static_cast<long long>(bad[1]), static_cast<long long>(bad[2]));
+              static_cast<long long>(bad[5]), static_cast<long long>(bad[1]), static_cast<long long>(bad[2]));
 }
 
 }  // namespace

@@ -59,20 +59,23 @@ __global__ void div_values_kernel(const uint32_t* scales, int n, unsigned long l
   for (int k = 0; k < n; ++k) compare_div(x, __uint_as_float(scales[k]), counts, first);
 }
 
-// Thread i: tile amax = bf16 bits i (0 .. +Inf). out[5i]: kvcheck's fp32_pow2 scale code
+// Thread i: tile amax = bf16 bits i (0 .. +Inf). out[6i]: kvcheck's fp32_pow2 scale code
 // (dev::group_scale, SPEC §4.6); out[4i+1]: exp2f(ceilf(log2f(max(amax / 448, 1e-4))))
 // (vLLM fp8_ds_mla written with device log2f); out[4i+2]: exp2f(ceilf(log2f(max(amax,
 // 1e-4) / 448))) (vLLM's indexer "ue8m0" option); out[5i+3]: kvcheck's §4.7 scale code;
-// out[5i+4]: kvcheck's §4.8 ue8m0 byte (MODEL1). Five values per input.
+// out[5i+4]: kvcheck's §4.8 ue8m0 byte (MODEL1); out[6i+5]: kvcheck's §4.9 e4m3 byte
+// (NVFP4_DS_MLA, rounded up). Six values per input.
 __global__ void pow2_scale_kernel(uint32_t* out) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i > 0x7F80u) return;
   const float amax = __uint_as_float(i << 16);
-  out[5 * i] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kFP32Pow2>(amax).code;
-  out[5 * i + 1] = __float_as_uint(exp2f(ceilf(log2f(fmaxf(__fdiv_rn(amax, 448.0f), 1e-4f)))));
-  out[5 * i + 2] = __float_as_uint(exp2f(ceilf(log2f(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f)))));
-  out[5 * i + 3] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kFP32Pow2FloorFirst>(amax).code;
-  out[5 * i + 4] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kUE8M0FloorAfter>(amax).code;
+  uint32_t* o = out + 6 * i;
+  o[0] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kFP32Pow2>(amax).code;
+  o[1] = __float_as_uint(exp2f(ceilf(log2f(fmaxf(__fdiv_rn(amax, 448.0f), 1e-4f)))));
+  o[2] = __float_as_uint(exp2f(ceilf(log2f(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f)))));
+  o[3] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kFP32Pow2FloorFirst>(amax).code;
+  o[4] = dev::group_scale<kvcheck::PagedDtype::kE4M3, kvcheck::PagedSf::kUE8M0FloorAfter>(amax).code;
+  o[5] = dev::group_scale<kvcheck::PagedDtype::kE2M1, kvcheck::PagedSf::kE4M3RoundUp>(amax).code;
 }
 
 // Counts a mismatch in counts[0] and keeps the first one's operands in first[0].
@@ -179,7 +182,7 @@ std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, Div
 
 std::string pow2_scales_on_device(std::vector<uint32_t>& out) {
   constexpr uint32_t kInputs = 0x7F81;
-  out.assign(5 * kInputs, 0);
+  out.assign(6 * kInputs, 0);
   uint32_t* d_out = nullptr;
   std::string err = check(cudaMalloc(&d_out, out.size() * 4), "cudaMalloc");
   if (err.empty()) {

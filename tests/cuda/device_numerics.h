@@ -36,10 +36,13 @@ std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& sig
 /// 16-bit half against every non-NaN amax. Returns "" or the CUDA error text.
 std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, DivisionCheck& abs_max);
 
-/// Power-of-two tile scales on device 0 for every tile amax a bf16 tile can have (bf16
-/// bits i = 0 .. 0x7F80): out[5i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[5i+1]
-/// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[5i+2] exp2f(ceilf(log2f(max(amax,
-/// 1e-4) / 448))), out[5i+3] kvcheck's fp32_pow2_floor_first scale (§4.7), as float bits, out[5i+4] its ue8m0_floor_after byte (§4.8, MODEL1); five values per input. Returns "" or the CUDA error text.
+/// Tile scales on device 0 for every tile amax a bf16 tile can have (bf16 bits i = 0 ..
+/// 0x7F80): out[6i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[6i+1]
+/// exp2f(ceilf(log2f(max(amax / 448, 1e-4)))), out[6i+2] exp2f(ceilf(log2f(max(amax,
+/// 1e-4) / 448))), out[6i+3] kvcheck's fp32_pow2_floor_first scale (§4.7), as float
+/// bits, out[6i+4] its ue8m0_floor_after byte (§4.8, MODEL1), out[6i+5] its
+/// e4m3_round_up byte (§4.9, NVFP4_DS_MLA); six values per input. Returns "" or the
+/// CUDA error text.
 std::string pow2_scales_on_device(std::vector<uint32_t>& out);
 
 /// Number of CUDA devices; returns the runtime's error text ("" on success).
