@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   auto* recipes_list = recipes_cmd->add_subcommand("list", "Print the recipes and how each stores an element");
   auto* recipes_diff = recipes_cmd->add_subcommand(
       "diff", "Print the smallest inputs on which two recipes store different bytes (exit 1 when they differ)");
-  recipes_diff->add_option("R1", recipe_diff.a, "A recipe: spec, vllm or sglang")->required();
+  recipes_diff->add_option("R1", recipe_diff.a, "A recipe (spec, vllm, sglang) or a paged format (V41_FP4, NVFP4_DS_MLA, ...: its scale rule)")->required();
   recipes_diff->add_option("R2", recipe_diff.b, "Another recipe")->required();
   recipes_diff->add_option("--dtype", recipe_diff.dtype, "The FP8 cache dtype: e4m3 (default) or e5m2");
   recipes_diff->add_option("--model", recipe_diff.model, "The model dtype of the inputs: bf16 (default) or fp16");

@@ -6,9 +6,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <ostream>
+#include <vector>
 
 #include "impl/error.h"
+#include "impl/format.h"
 #include "impl/kv_format.h"
 #include "reference/kv_numerics.h"
 #include "reference/numerics.h"
@@ -30,6 +33,71 @@ KvDtype dtype_named(const std::string& name, std::initializer_list<KvDtype> allo
   throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown {} '{}' (known: {})", what, name, known));
 }
 
+// The bf16 inputs in the order a person reads them: by magnitude, +x before -x, NaN last.
+std::vector<uint16_t> readable_order(float (*value)(uint16_t)) {
+  std::vector<uint16_t> inputs;
+  for (uint32_t x = 0; x <= 0xFFFF; ++x) inputs.push_back(static_cast<uint16_t>(x));
+  std::stable_sort(inputs.begin(), inputs.end(), [&](uint16_t p, uint16_t q) {
+    const float vp = value(p), vq = value(q);
+    if (std::isnan(vp) != std::isnan(vq)) return std::isnan(vq);
+    if (std::isnan(vp)) return false;
+    if (std::fabs(vp) != std::fabs(vq)) return std::fabs(vp) < std::fabs(vq);
+    return !std::signbit(vp) && std::signbit(vq);
+  });
+  return inputs;
+}
+
+// One element x stored by a paged format's rule (SPEC §4): a group holding x first, then
+// zeros; its scale's value and x's code.
+struct GroupRule {
+  float scale;
+  uint8_t code;
+};
+GroupRule store_first(const KVCacheFormat& f, uint16_t x) {
+  std::vector<bf16_bits> g(static_cast<size_t>(f.elements_per_sf), 0);
+  g[0] = x;
+  std::vector<uint8_t> codes(g.size()), scale(static_cast<size_t>(f.scale_width()));
+  ref::quantize_group(f, g, codes, scale);
+  return {ref::scale_value(f, scale), codes[0]};
+}
+
+// `kvcheck recipes diff F1 F2` on two paged formats' scale rules (SPEC §4.1-§4.9).
+int diff_format_rules(const KVCacheFormat& a, const KVCacheFormat& b, int count, std::ostream& out,
+                      std::ostream& err) {
+  if (!a.is_quantized() || !b.is_quantized() || a.quantized_dtype != b.quantized_dtype) {
+    err << "kvcheck recipes diff: " << a.name << " and " << b.name
+        << " do not quantise to one data dtype: their codes cannot be compared\n";
+    return 2;
+  }
+  const auto data_value = [&](uint8_t c) {
+    return a.quantized_dtype == QuantizedDtype::kE4M3 ? ref::e4m3_to_float(c) : ref::e2m1_to_float(c);
+  };
+  out << fmt::format("scale rules of {} ({}, groups of {}) and {} ({}, groups of {}): one bf16 x stored first "
+                     "in an otherwise zero group\n",
+                     a.name, to_string(a.sf_format), a.elements_per_sf, b.name, to_string(b.sf_format),
+                     b.elements_per_sf);
+  int differ = 0, shown = 0;
+  std::string lines, nan_line;
+  for (uint16_t x : readable_order([](uint16_t v) { return ref::bf16_to_float(v); })) {
+    const GroupRule ra = store_first(a, x), rb = store_first(b, x);
+    if (std::bit_cast<uint32_t>(ra.scale) == std::bit_cast<uint32_t>(rb.scale) && ra.code == rb.code) continue;
+    ++differ;
+    const float v = ref::bf16_to_float(x);
+    const std::string line = fmt::format("{}: scale {:g}, code 0x{:X} ({:g}); {}: scale {:g}, code 0x{:X} ({:g})",
+                                         a.name, ra.scale, ra.code, data_value(ra.code), b.name, rb.scale, rb.code,
+                                         data_value(rb.code));
+    if (std::isnan(v)) {
+      if (nan_line.empty()) nan_line = fmt::format("    NaN (e.g. 0x{:04X}): {}\n", x, line);
+      continue;
+    }
+    if (shown++ < count) lines += fmt::format("    x = 0x{:04X} ({:g}): {}\n", x, v, line);
+  }
+  out << fmt::format("  {} of 65536 bf16 inputs give a different scale or code{}\n", differ,
+                     differ ? "; the smallest:" : "");
+  out << lines << nan_line;
+  return differ > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 void list_recipes(std::ostream& out) {
@@ -42,6 +110,15 @@ void list_recipes(std::ostream& out) {
 }
 
 int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& err) {
+  // Two paged formats: their scale rules (SPEC §4), e.g. V41_FP4 and NVFP4_DS_MLA.
+  const auto format = [](const std::string& name) -> std::optional<KVCacheFormat> {
+    try {
+      return format_by_name(name);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  };
+  if (const auto fa = format(o.a), fb = format(o.b); fa && fb) return diff_format_rules(*fa, *fb, o.count, out, err);
   KvRecipe a, b;
   KvDtype fp8, model;
   try {
@@ -60,17 +137,10 @@ int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& er
       err << "kvcheck recipes diff: scale " << s << " is not positive and finite (SPEC §7.3)\n";
       return 2;
     }
-  // The inputs in the order a person reads them: by magnitude, +x before -x, NaN last.
-  std::vector<uint16_t> inputs;
-  for (uint32_t x = 0; x <= 0xFFFF; ++x) inputs.push_back(static_cast<uint16_t>(x));
   const auto value = [&](uint16_t x) { return ref::model_to_float(model, x); };
-  std::stable_sort(inputs.begin(), inputs.end(), [&](uint16_t p, uint16_t q) {
-    const float vp = value(p), vq = value(q);
-    if (std::isnan(vp) != std::isnan(vq)) return std::isnan(vq);
-    if (std::isnan(vp)) return false;
-    if (std::fabs(vp) != std::fabs(vq)) return std::fabs(vp) < std::fabs(vq);
-    return !std::signbit(vp) && std::signbit(vq);
-  });
+  const std::vector<uint16_t> inputs =
+      readable_order(model == KvDtype::kBF16 ? +[](uint16_t x) { return ref::model_to_float(KvDtype::kBF16, x); }
+                                             : +[](uint16_t x) { return ref::model_to_float(KvDtype::kFP16, x); });
   bool any = false;
   out << fmt::format("recipes {} and {}: {} -> {} stores\n", to_string(a), to_string(b), to_string(model),
                      to_string(fp8));

@@ -22,7 +22,11 @@ struct RecipeDiffOptions {
 /// Prints the recipes and how each stores an element (the spec's table).
 void list_recipes(std::ostream& out);
 
-/// For each scale: how many of the 65,536 model-dtype inputs the two recipes store
+/// Two paged format names (V41_FP4, NVFP4_DS_MLA, ...; SPEC §4.1-§4.9) compare the
+/// formats' scale rules instead: for every bf16 x stored first in an otherwise zero
+/// group, the scale's value and x's code (both formats must quantise to one data dtype,
+/// else 2). Else, K/V recipes:
+/// for each scale: how many of the 65,536 model-dtype inputs the two recipes store
 /// differently, the `count` smallest in magnitude (x's bits and value, both codes and
 /// their values), and NaN's codes when they differ. Returns 0 when the recipes agree
 /// on every input at every scale, 1 when they differ, 2 on a bad option (an unknown
