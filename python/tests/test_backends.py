@@ -272,6 +272,15 @@ def test_a_python_reader_of_the_584_byte_block_planar_record(kvcheck_check):
         assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
 
 
+def test_a_python_reader_of_the_352_byte_nvfp4_record(kvcheck_check):
+    # NVFP4_DS_MLA (docs/spec.md §4.9): e2m1 codes, an e4m3 rope, transposed e4m3 scales.
+    import numpy_nvfp4_ds_mla
+    result = kvcheck_check(numpy_nvfp4_ds_mla.backend, cases=100, seed=3)
+    rows = {r["property"]: r for r in result.rows}
+    for p in ("prop_load_matches_reference", "prop_load_invalid_metadata_throws_and_writes_nothing"):
+        assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
+
+
 def store_kv_sglang(**kwargs):
     # SGLang's store_cache_quant recipe (x * RN(1/s), NaN to +448), through the reference.
     kvcheck.reference.store_kv(**kwargs, recipe="sglang")
