@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impl/format.h"
+#include "properties/numerics_check.h"
 #include "reference/numerics.h"
 
 #ifdef KVCHECK_HAVE_CUDA_HEADERS
@@ -111,47 +112,28 @@ TEST(NumericsOracle, SampledFloatPatternsMatchNvidia) {
 }
 
 // SPEC §4.9 (NVFP4_DS_MLA) on every bf16 value: a group of 16 holding it at element 0
-// and its negation at element 1. The scale byte is the smallest e4m3 value (decoded by
-// NVIDIA) >= max(amax / 6, 2^-9), at most 0x7E; the two codes are NVIDIA's e2m1 of
-// x * RN(1 / scale) (SPEC's NaN -> 0x7). Where §4.3 (V41_FP4) gives another byte the
-// recipes differ: counted, so the test shows they do (2,270 of the 65,536, measured).
+// and its negation at element 1, judged by the numerics property's oracle (the first
+// e4m3 code whose NVIDIA-decoded value is >= max(amax / 6, 2^-9), NVIDIA's e2m1 of
+// x * RN(1 / scale); props::check_numerics). Where §4.3 (V41_FP4) gives another scale
+// byte the recipes differ: counted, so the test shows they do (2,270 of the 65,536).
 TEST(NumericsOracle, Recipe49OnEveryBf16Value) {
-  const KVCacheFormat f = KVCacheFormat::NVFP4_DS_MLA();
+  props::NumericsScenario s;
+  s.format = KVCacheFormat::NVFP4_DS_MLA();
+  s.group.assign(16, 0);
   int failures = 0;
   int64_t differ_from_v41_fp4 = 0;
-  std::vector<bf16_bits> g(16, 0);
   std::vector<uint8_t> codes(16), scale(1), codes43(16), scale43(1);
   for (uint32_t x = 0; x <= 0xFFFF; ++x) {
-    g[0] = static_cast<bf16_bits>(x);
-    g[1] = static_cast<bf16_bits>(x ^ 0x8000);
-    quantize_group(f, g, codes, scale);
-    const float v = bf16_to_float(g[0]);
-    const float amax = std::isnan(v) ? 0.0f : std::fabs(v);
-    const float t = std::fmax(amax / 6.0f, std::ldexp(1.0f, -9));
-    const auto decoded = [](uint8_t c) {  // NVIDIA's decode of the raw byte
-      __nv_fp8_e4m3 e;
-      e.__x = c;
-      return static_cast<float>(e);
-    };
-    uint8_t want = 0x7E;
-    for (uint8_t c = 0x01; c < 0x7E; ++c)
-      if (decoded(c) >= t) {
-        want = c;
-        break;
-      }
-    const float inv = 1.0f / decoded(want);
-    const uint8_t c0 = spec_e2m1(v * inv), c1 = spec_e2m1(bf16_to_float(g[1]) * inv);
-    if ((scale[0] != want || codes[0] != c0 || codes[1] != c1) && ++failures <= 10)
-      ADD_FAILURE() << std::hex << "bf16 0x" << x << ": scale ref 0x" << int{scale[0]} << " oracle 0x" << int{want}
-                    << ", codes ref 0x" << int{codes[0]} << "/0x" << int{codes[1]} << " oracle 0x" << int{c0} << "/0x"
-                    << int{c1};
-    quantize_group(KVCacheFormat::V41_FP4(), g, codes43, scale43);
+    s.group[0] = static_cast<bf16_bits>(x);
+    s.group[1] = static_cast<bf16_bits>(x ^ 0x8000);
+    const std::string f = props::check_numerics(s, props::kNumericsGroupMatchesSpec).failure;
+    if (!f.empty() && ++failures <= 10) ADD_FAILURE() << "bf16 0x" << std::hex << x << ": " << f;
+    quantize_group(s.format, s.group, codes, scale);
+    quantize_group(KVCacheFormat::V41_FP4(), s.group, codes43, scale43);
     differ_from_v41_fp4 += scale43[0] != scale[0];
   }
   EXPECT_EQ(failures, 0);
-  EXPECT_GT(differ_from_v41_fp4, 0);
-  std::printf("SPEC 4.9 vs 4.3 scale bytes differ on %lld of 65536 bf16 values\n",
-              static_cast<long long>(differ_from_v41_fp4));
+  EXPECT_EQ(differ_from_v41_fp4, 2270);
 }
 
 #else

@@ -109,19 +109,21 @@ TEST(CudaNumerics, PowerOfTwoTileScalesOnEveryAmax) {
     std::memcpy(&b, &s, 4);
     return b;
   };
-  // §4.9: the smallest e4m3 value >= max(amax / 6, 2^-9), at most 448 (0x7E).
-  const auto round_up = [](float amax) {
-    const float t = std::max(amax / 6.0f, std::ldexp(1.0f, -9));
-    for (uint32_t c = 0x01; c < 0x7E; ++c)
-      if (ref::e4m3_to_float(static_cast<uint8_t>(c)) >= t) return c;
-    return 0x7Eu;
+  // §4.9: the reference's byte for a group holding amax (NumericsOracle.Recipe49OnEveryBf16Value
+  // checks the reference against NVIDIA on every bf16 value).
+  const auto round_up = [](bf16_bits amax) {
+    std::vector<bf16_bits> g(16, 0);
+    g[0] = amax;
+    std::vector<uint8_t> codes(16), scale(1);
+    ref::quantize_group(KVCacheFormat::NVFP4_DS_MLA(), g, codes, scale);
+    return uint32_t{scale[0]};
   };
   int64_t bad[6] = {0, 0, 0, 0, 0, 0};
   for (uint32_t i = 0; i <= 0x7F80u; ++i) {
     const float amax = ref::bf16_to_float(static_cast<bf16_bits>(i));
     const uint32_t after = exact(std::max(amax / 448.0f, 1e-4f)), before = exact(std::max(amax, 1e-4f) / 448.0f);
     // §4.8's byte is the biased exponent of §4.6's scale (0xFF for +Inf).
-    const uint32_t want[6] = {after, after, before, before, after >> 23, round_up(amax)};
+    const uint32_t want[6] = {after, after, before, before, after >> 23, round_up(static_cast<bf16_bits>(i))};
     static const char* const kWhat[6] = {"kvcheck fp32_pow2 (SPEC 4.6)", "exp2f(ceilf(log2f(max(amax/448,1e-4))))",
                                          "exp2f(ceilf(log2f(max(amax,1e-4)/448)))",
                                          "kvcheck fp32_pow2_floor_first (SPEC 4.7)", "kvcheck ue8m0_floor_after (SPEC 4.8)",
