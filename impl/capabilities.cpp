@@ -78,7 +78,8 @@ int abi_format(const KVCacheFormat& f) {
     if (g == format) return id;
   }
   if (!f.is_quantized() && f.elements_per_sf == 0 && f.sf_format == SfFormat::kNone && !f.do_cast &&
-      !f.token_interleaved && f.bf16_tail_elements == 0 && f.elements >= 8 && f.elements <= 4096 &&
+      !f.token_interleaved && f.bf16_tail_elements == 0 && !f.e4m3_tail && !f.scales_last && f.elements >= 8 &&
+      f.elements <= 4096 &&
       f.elements % 8 == 0)
     return KVCHECK_FORMAT_BF16;
   return KVCHECK_FORMAT_OTHER;
@@ -110,6 +111,8 @@ uint32_t ops_needed(const std::string& op) {
 }  // namespace
 
 bool BackendCapabilities::supports_format(const KVCacheFormat& f) const {
+  // A record with flags (an e4m3 tail, scales last) only for a backend that reads them.
+  if ((f.e4m3_tail || f.scales_last) && !(ops & KVCHECK_OP_RECORD_FLAGS)) return false;
   const int id = abi_format(f);
   if (id != KVCHECK_FORMAT_OTHER) return (formats >> id) & 1u;
   if (formats == ~0u) return true;  // every format, named or not

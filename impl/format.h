@@ -48,11 +48,12 @@ struct KVCacheFormat {
   int32_t elements_per_sf = 0;     // group size; 0 for BF16
   SfFormat sf_format = SfFormat::kNone;
   bool do_cast = false;            // load dequantises to BF16
-  // record = [data | scales | tail] per token; else block-planar: every token's
+  // record = [data | scales | tail] per token (scales_last: [data | tail | scales]); else block-planar: every token's
   // [data | tail] first, then every token's scales (do_cast: padded to 8 bytes, SPEC §3)
   bool token_interleaved = false;
-  // The last bf16_tail_elements of the `elements` are kept as BF16 after the scales
-  // (fp8_ds_mla's 64 rope values); quantised formats with do_cast only (SPEC §2).
+  // The last bf16_tail_elements of the `elements` are kept as BF16 (or, e4m3_tail, as
+  // e4m3 casts) after the scales, or after the data when block-planar or scales_last
+  // (fp8_ds_mla's and nvfp4_ds_mla's 64 rope values); quantised do_cast formats only (SPEC §2).
   int32_t bf16_tail_elements = 0;
   // The tail stored as unscaled e4m3 casts (cvt_e4m3(x), one byte each), not BF16
   // (NVFP4_DS_MLA's 64 rope values; SPEC §2, §4.9). Needs a tail.

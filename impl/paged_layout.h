@@ -67,12 +67,12 @@ struct PagedLayout {
   PagedDtype dtype = PagedDtype::kBF16;
   PagedSf sf = PagedSf::kNone;
   int32_t elements = 0;         // logical elements per token (kv row, do_cast load row)
-  int32_t tail_elements = 0;    // the last ones, kept as BF16 after the scales (SPEC §2)
+  int32_t tail_elements = 0;    // the last ones, kept as BF16 (or e4m3 casts) after the scales or the data (SPEC §2)
   int32_t group = 0;            // elements_per_sf (0 for BF16)
   int64_t quantized_bytes = 0;  // data bytes per token (BF16: 2*elements)
   int64_t sf_bytes = 0;         // scale bytes per token
   bool do_cast = false;         // load dequantises to BF16
-  bool interleaved = false;     // record = [data | scales | tail] per token; else [data | tail] rows, then scales
+  bool interleaved = false;     // record = [data | scales | tail] (or scales_last) per token; else [data | tail] rows, then scales
   bool e4m3_tail = false;       // the tail as unscaled e4m3 bytes, not BF16 (NVFP4_DS_MLA)
   bool scales_last = false;     // interleaved [data | tail | scales], scales transposed (scale_byte)
   // Geometry (SPEC §3), bytes unless named otherwise.

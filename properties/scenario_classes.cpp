@@ -64,7 +64,8 @@ void note_scenario_classes(const StoreScenario& s) {
     if (s.kv_lora_rank % 8 != 0) note_class("concat split off the 16-byte grid");
     if (f.is_quantized() && s.kv_lora_rank < f.quantized_elements() && s.kv_lora_rank % f.elements_per_sf != 0)
       note_class("concat split inside a scale group");
-    if ((f == KVCacheFormat::FP8_DS_MLA() || f == KVCacheFormat::BF16(576) || f == KVCacheFormat::V41()) &&
+    if ((f == KVCacheFormat::FP8_DS_MLA() || f == KVCacheFormat::BF16(576) || f == KVCacheFormat::V41() ||
+         f == KVCacheFormat::NVFP4_DS_MLA()) &&
         s.kv_lora_rank == f.elements - 64)
       note_class("concat engines' MLA record");
   }

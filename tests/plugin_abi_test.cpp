@@ -2,10 +2,12 @@
 // generators' capability scope, the loader's errors) by known answers (label: unit).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "impl/capabilities.h"
 #include "impl/error.h"
+#include "impl/kv_cache.h"
 #include "impl/layout.h"
 #include "impl/plugin/abi_convert.h"
 #include "impl/cpu/cpu_backend.h"
@@ -159,6 +161,55 @@ TEST(PluginAbi, GatherWithoutTheSeqStartsBitNeverGetsSeqStarts) {
   const int before = g_calls;
   expect_error(ErrorCode::kUnsupported, [&] { b->gather_kv(a); }, "takes no seq_starts");
   EXPECT_EQ(g_calls, before);
+}
+
+// A host plugin with store_kv_cache and every format (~0u) but not KVCHECK_OP_RECORD_FLAGS
+// (built before NVFP4_DS_MLA: it would store an e4m3 tail as BF16 and the scales in
+// group order). It counts the calls whose record has flags, and stores with the cpu backend.
+int g_store_calls = 0, g_flagged_calls = 0;
+int store_without_flags(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
+  ++g_store_calls;
+  if (a->cache.record_flags != 0) ++g_flagged_calls;
+  try {
+    static const cpu::CpuBackend cpu;
+    cpu.store_kv_cache({a->kv, a->kv_rows, a->kv_row_stride},
+                       {a->slot_mapping, static_cast<size_t>(std::max<int64_t>(a->num_tokens, 0))},
+                       {a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes});
+    return KVCHECK_STATUS_OK;
+  } catch (const Error& e) {
+    plugin::write_message(e.what(), msg, size);
+    return plugin::to_status(e.code());
+  }
+}
+
+TEST(PluginAbi, StoreWithoutTheRecordFlagsBitNeverGetsAFlaggedRecord) {
+  static kvcheck_backend_v1_t t{};
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "store-before-record-flags";
+  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.capabilities = {KVCHECK_OP_STORE_KV_CACHE, ~0u, ~0u, 1, 0};
+  t.store_kv_cache = store_without_flags;
+  auto lib = std::make_shared<plugin::Library>();
+  lib->path = "(in process)";
+  lib->table = &t;
+  const auto b = plugin::make_backend(lib);
+  EXPECT_FALSE(b->capabilities().supports_format(KVCacheFormat::NVFP4_DS_MLA()));
+  for (const char* name : {"prop_store_matches_reference", "prop_store_invalid_metadata_throws_and_writes_nothing"}) {
+    const auto o = props::run_property(property(name), *b, {1, 400, 100});
+    EXPECT_FALSE(o.failed) << name << ": " << o.message;
+  }
+  EXPECT_GT(g_store_calls, 300);
+  EXPECT_EQ(g_flagged_calls, 0);
+  // A direct call with NVFP4_DS_MLA is refused before the plugin is called.
+  const CacheLayout layout = CacheLayout::make(KVCacheFormat::NVFP4_DS_MLA(), 1, 1);
+  KVCache cache(layout, 0);
+  const std::vector<bf16_bits> kv(576, 0);
+  const std::vector<int32_t> slots = {0};
+  const int before = g_store_calls;
+  expect_error(ErrorCode::kUnsupported, [&] { b->store_kv_cache({kv.data(), 1, 576}, slots, cache.view()); },
+               "outside the plugin's capabilities");
+  EXPECT_EQ(g_store_calls, before);
 }
 
 TEST(PluginLoader, MissingFileAndNotALibrary) {

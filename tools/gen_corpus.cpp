@@ -752,6 +752,7 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
     for (int32_t slot : c.scenario.slot_mapping) stored += slot >= 0;
     return c.fault.empty() && stored >= 2 && c.scenario.rope;
   };
+  seed<S>(root, t, "rope-nvfp4-ds-mla-512-64", d, [&](const S& c) { return rope(c) && c.scenario.shape.format == F::NVFP4_DS_MLA() && c.scenario.kv_lora_rank == 512 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-neox-model1-448-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::MODEL1() && c.scenario.kv_lora_rank == 448 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-neox-fp8-ds-mla-512-64", d, [&](const S& c) { return rope(c) && c.scenario.rope->is_neox && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank == 512 && !c.scenario.pe_shape; });
   seed<S>(root, t, "rope-gptj-sub-range", d, [&](const S& c) { return rope(c) && !c.scenario.rope->is_neox && c.scenario.rope->rot_dim < c.scenario.rope_dim; });
@@ -784,6 +785,8 @@ void concat_and_cache_mla_seeds(const fs::path& root) {
   seed<S>(root, t, "v41-own-k-pe", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::V41() && c.scenario.pe_row_stride > 0; });
   seed<S>(root, t, "fp8-ds-mla-split-in-tile", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank % 128 != 0 && c.scenario.kv_lora_rank < 512; });
   seed<S>(root, t, "fp8-ds-mla-split-in-tail", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::FP8_DS_MLA() && c.scenario.kv_lora_rank > 512; });
+  seed<S>(root, t, "nvfp4-ds-mla-512-64", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::NVFP4_DS_MLA() && engines(c); });
+  seed<S>(root, t, "nvfp4-ds-mla-split-in-tail", d, [&](const S& c) { return valid(c) && c.scenario.shape.format == F::NVFP4_DS_MLA() && c.scenario.kv_lora_rank > 512; });
   seed<S>(root, t, "split-off-16-bytes", d, [&](const S& c) { return valid(c) && c.scenario.kv_lora_rank % 8 != 0; });
   seed<S>(root, t, "custom-format", d, [&](const S& c) { return valid(c) && c.scenario.shape.format.name.rfind("custom", 0) == 0; });
   seed<S>(root, t, "other-layers-between-blocks", d, [&](const S& c) { return valid(c) && c.scenario.shape.block_stride != 0; });

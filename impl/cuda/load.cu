@@ -4,8 +4,9 @@
 // Segment lengths are at most block_size (validated, or assumed by the unchecked
 // entry), so a segment has ceil(block_size / tile) tiles.
 //
-// Fixed dequantising path (V41, V41_FP4, FP8_DS_MLA): each lane turns 8 codes into 8 BF16 (one
-// 16-byte store) per step, FP8_DS_MLA's BF16 tail a 16-byte copy per lane; run-time path for custom do_cast formats and unaligned
+// Fixed dequantising path (V41, V41_FP4, FP8_DS_MLA, MODEL1, NVFP4_DS_MLA): each lane turns 8 codes into 8 BF16 (one
+// 16-byte store) per step, a BF16 tail a 16-byte copy per lane (NVFP4_DS_MLA's e4m3 rope an
+// 8-byte load decoded); run-time path for custom do_cast formats and unaligned
 // outputs; a copy path (BF16 and index formats: data bytes, then scale bytes).
 #include "impl/cuda/common.cuh"
 #include "impl/cuda/kernels.h"

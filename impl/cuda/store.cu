@@ -1,7 +1,8 @@
 // store_kv_cache kernels (SPEC §4, §5.1).
 //
-// Fixed-format path (the six quantised SPEC §2 formats, group size and element count known at
-// compile time; FP8_DS_MLA's BF16 tail copied by 16-byte lanes beside its tiles): a token is handled by kLanes lanes of a warp, each lane holding 8
+// Fixed-format path (the quantised SPEC §2 formats, group size and element count known at
+// compile time; FP8_DS_MLA's and MODEL1's BF16 tails copied by 16-byte lanes beside their
+// tiles, NVFP4_DS_MLA's rope cast to e4m3 by 8-byte stores and its scales transposed): a token is handled by kLanes lanes of a warp, each lane holding 8
 // BF16 elements (one 16-byte load) per step, so a warp instruction reads 512
 // contiguous bytes; a scale group of G elements lives in G/8 neighbouring lanes and
 // its amax is a shuffle reduction. No shared memory, no barrier, no integer division

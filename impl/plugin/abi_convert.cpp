@@ -54,6 +54,9 @@ CacheLayout from_abi(const kvcheck_paged_cache& c) {
   f.do_cast = c.do_cast != 0;
   f.token_interleaved = c.token_interleaved != 0;
   f.bf16_tail_elements = c.bf16_tail_elements;
+  if (const int32_t unknown = c.record_flags & ~(KVCHECK_RECORD_E4M3_TAIL | KVCHECK_RECORD_SCALES_LAST))
+    throw Error(ErrorCode::kUnsupported,
+                "record_flags bits " + std::to_string(unknown) + " are unknown to this build (a newer harness's record)");
   f.e4m3_tail = (c.record_flags & KVCHECK_RECORD_E4M3_TAIL) != 0;
   f.scales_last = (c.record_flags & KVCHECK_RECORD_SCALES_LAST) != 0;
   l.num_blocks = c.num_blocks;

@@ -153,6 +153,10 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_PE_CACHE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))
     fail(path, "capabilities name concat_and_cache_mla's pe_cache (KVCHECK_OP_CONCAT_MLA_PE_CACHE) but not "
                "concat_and_cache_mla");
+  if (t.capabilities.formats != ~0u && (t.capabilities.formats & KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_NVFP4_DS_MLA)) &&
+      !(t.capabilities.ops & KVCHECK_OP_RECORD_FLAGS))
+    fail(path, "capabilities name the NVFP4_DS_MLA format but not KVCHECK_OP_RECORD_FLAGS: its record's e4m3 rope "
+               "and transposed scales are said in record_flags, which the table does not read");
   if ((t.capabilities.ops & KVCHECK_OP_STORE_KV_ROPE) && !(t.capabilities.ops & KVCHECK_OP_STORE_KV))
     fail(path, "capabilities name store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE) but not store_kv");
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_ROPE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))

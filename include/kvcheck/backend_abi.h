@@ -118,9 +118,16 @@ typedef enum kvcheck_memory_space {
  * has_rope, docs/spec.md §8.4). Needs KVCHECK_OP_STORE_KV. Without it the harness never
  * passes has_rope = 1 and reports the RoPE properties not exercised. */
 #define KVCHECK_OP_STORE_KV_ROPE (1u << 15)
+/* A feature bit: the paged entries (store_kv_cache, load_paged_kv_cache,
+ * concat_and_cache_mla) read kvcheck_paged_cache.record_flags (KVCHECK_RECORD_*:
+ * NVFP4_DS_MLA's e4m3 rope and transposed scales, SPEC §2). Without it the harness never
+ * sends a record with flags: the generators draw none, a direct call with one is
+ * UNSUPPORTED before the plugin runs, and a table naming KVCHECK_FORMAT_NVFP4_DS_MLA in
+ * formats (other than ~0u) is refused when loaded. */
+#define KVCHECK_OP_RECORD_FLAGS (1u << 16)
 /* Every bit this header defines: a table naming another bit is refused when loaded (a
  * plugin built against a newer header than the harness's). */
-#define KVCHECK_OPS_KNOWN ((1u << 16) - 1u)
+#define KVCHECK_OPS_KNOWN ((1u << 17) - 1u)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -192,12 +199,14 @@ typedef struct kvcheck_paged_cache {
                                 written by vLLM's nvfp4_ds_mla rule (SPEC §4.9) */
   int32_t elements_per_sf;   /* scale group size; 0 for BF16 */
   int32_t do_cast;           /* 1: load dequantises to BF16 */
-  int32_t token_interleaved; /* 1: record = [data | scales | tail] per token; 0: block-planar,
+  int32_t token_interleaved; /* 1: record = [data | scales | tail] per token (record_flags
+                                SCALES_LAST: [data | tail | scales]); 0: block-planar,
                                 each token's [data | tail] row at data_token_stride, its
                                 scales at scale_token_stride (do_cast: sf_bytes padded to 8) */
-  int32_t bf16_tail_elements;/* the last of `elements`, stored as BF16 at data +
-                                quantized_bytes + sf_bytes (interleaved) or data +
-                                quantized_bytes (block-planar; do_cast formats only).
+  int32_t bf16_tail_elements;/* the last of `elements`, stored as BF16 (record_flags
+                                E4M3_TAIL: as e4m3 bytes) at data + quantized_bytes +
+                                sf_bytes (interleaved) or data + quantized_bytes
+                                (block-planar or SCALES_LAST; do_cast formats only).
                                 Was always 0 before FP8_DS_MLA: a plugin declaring formats
                                 ~0u receives it, and sf_format 4/5, and should answer
                                 UNSUPPORTED for a record it does not implement */
@@ -205,9 +214,9 @@ typedef struct kvcheck_paged_cache {
   int64_t sf_bytes;          /* scale bytes per token */
   int64_t num_blocks;
   int32_t block_size;        /* tokens per block */
-  int32_t record_flags;      /* KVCHECK_RECORD_* bits (0 before NVFP4_DS_MLA; a plugin declaring
-                                formats ~0u that sees bits it does not implement answers
-                                UNSUPPORTED) */
+  int32_t record_flags;      /* KVCHECK_RECORD_* bits: sent non-zero only to a plugin declaring
+                                KVCHECK_OP_RECORD_FLAGS (was reserved0, always 0); one that
+                                sees a bit it does not implement answers UNSUPPORTED */
   int64_t block_stride;      /* bytes */
   int64_t data_token_stride; /* bytes */
   int64_t scale_region;      /* bytes: first scale byte of a block */

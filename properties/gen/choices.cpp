@@ -88,8 +88,10 @@ KVCacheFormat choose_custom_format(Source& src) {
   if (f.do_cast && src.one_in(3)) f.bf16_tail_elements = src.pick({8, 64, 72});
   // NVFP4_DS_MLA's record shapes on other fields (SPEC §2): the tail as e4m3 casts, and
   // an interleaved [data | tail | scales] record with its scales transposed.
-  if (f.bf16_tail_elements > 0 && src.one_in(3)) f.e4m3_tail = true;
-  if (f.do_cast && f.token_interleaved && groups % 4 == 0 && src.one_in(3)) f.scales_last = true;
+  // Only for a backend that reads them (KVCHECK_OP_RECORD_FLAGS).
+  const bool flags = (generator_caps().ops & KVCHECK_OP_RECORD_FLAGS) != 0;
+  if (flags && f.bf16_tail_elements > 0 && src.one_in(3)) f.e4m3_tail = true;
+  if (flags && f.do_cast && f.token_interleaved && groups % 4 == 0 && src.one_in(3)) f.scales_last = true;
   f.elements = groups * f.elements_per_sf + f.bf16_tail_elements;
   f.name = "custom(" + to_string(f.quantized_dtype) + " " + std::to_string(f.elements) + " x" +
            std::to_string(f.elements_per_sf) + " " + to_string(f.sf_format) + (f.do_cast ? " cast" : "") +

@@ -292,11 +292,13 @@ namespace {
 
 /// build_concat_scenario with k_pe rows of at least min_rope elements.
 StoreScenario build_concat_scenario(Source& src, int32_t min_rope) {
-  // Half the cases one of the engines' MLA records (vLLM's 656-byte fp8_ds_mla, the
-  // 576-element BF16 record, V41) when the backend takes it; else any store format.
+  // Half the cases one of the engines' MLA records (vLLM's 656-byte fp8_ds_mla and
+  // 352-byte nvfp4_ds_mla, the 576-element BF16 record, V41) when the backend takes it;
+  // else any store format.
   KVCacheFormat f = choose_format(src);
   std::vector<KVCacheFormat> mla;
-  for (const KVCacheFormat& m : {KVCacheFormat::FP8_DS_MLA(), KVCacheFormat::BF16(576), KVCacheFormat::V41()})
+  for (const KVCacheFormat& m :
+       {KVCacheFormat::FP8_DS_MLA(), KVCacheFormat::BF16(576), KVCacheFormat::V41(), KVCacheFormat::NVFP4_DS_MLA()})
     if (generator_caps().supports_format(m)) mla.push_back(m);
   if (!mla.empty() && src.coin()) f = src.pick(std::span<const KVCacheFormat>(mla));
   if (f.elements < 1 + min_rope) f = KVCacheFormat::BF16(576);  // too short to split

@@ -19,10 +19,14 @@ def _read():
                            for m in re.finditer(r"\b" + prefix + r"([A-Z0-9_]+)\s*=\s*(\d+)", text)}
     bits = {m.group(1).lower(): 1 << int(m.group(2))
             for m in re.finditer(r"#define KVCHECK_OP_([A-Z0-9_]+)\s+\(1u << (\d+)\)", text)}
-    return enum("KVCHECK_STATUS_"), bits, enum("KVCHECK_KV_"), enum("KVCHECK_FORMAT_"), enum("KVCHECK_RECIPE_")
+    record = {m.group(1).lower(): 1 << int(m.group(2))
+              for m in re.finditer(r"#define KVCHECK_RECORD_([A-Z0-9_]+)\s+\(1 << (\d+)\)", text)}
+    return (enum("KVCHECK_STATUS_"), bits, enum("KVCHECK_KV_"), enum("KVCHECK_FORMAT_"), enum("KVCHECK_RECIPE_"),
+            record)
 
 
-STATUS, OPS, KV_DTYPES, FORMATS, RECIPES = _read()
+# RECORD: the bits of layout.record_flags ("e4m3_tail", "scales_last"; docs/spec.md §2)
+STATUS, OPS, KV_DTYPES, FORMATS, RECIPES, RECORD = _read()
 # A short read of the header would make every backend look empty: fail loudly instead.
 for _name, _table, _need in (("status", STATUS, ("ok", "slot_out_of_range", "internal")),
                              ("op", OPS, ("store_kv", "gather_kv", "gather_kv_seq_starts")),

@@ -198,7 +198,9 @@ class Backend:
         return (bits | (_abi.OPS["gather_kv_seq_starts"] if self.seq_starts else 0)
                 | (_abi.OPS["concat_mla_pe_cache"] if self.split_caches else 0)
                 | (_abi.OPS["concat_mla_rope"] if self.rope and "concat" in self.functions else 0)
-                | (_abi.OPS["store_kv_rope"] if self.rope and "store_kv" in self.functions else 0))
+                | (_abi.OPS["store_kv_rope"] if self.rope and "store_kv" in self.functions else 0)
+                # a record with flags (NVFP4_DS_MLA) is declared by naming it: its reader knows them
+                | (_abi.OPS["record_flags"] if "nvfp4_ds_mla" in self.formats else 0))
 
     def formats_bits(self):
         return sum(1 << _abi.FORMATS[f] for f in self.formats)

@@ -57,6 +57,11 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   /* A bit no header of this harness defines: a plugin newer than the harness. */
   table.capabilities.ops = 1u << 30;
 #endif
+#ifdef NVFP4_WITHOUT_RECORD_FLAGS
+  /* NVFP4_DS_MLA named, but not the record_flags that say its record's layout. */
+  table.capabilities.ops = 0;
+  table.capabilities.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_NVFP4_DS_MLA);
+#endif
 #ifdef ANY_STRIDE_WITHOUT_PAGED
   /* The stride feature bit qualifies the paged-cache entries: alone it names nothing. */
   table.capabilities.ops = KVCHECK_OP_ANY_BLOCK_STRIDE;
