@@ -287,10 +287,11 @@ __global__ void __launch_bounds__(kThreads)
     if (L.tail_elements > 0 && !L.e4m3_tail)  // the BF16 tail as it is (SPEC §2); the threads then quantise
       copy_row_range(cache.base + L.slot_tail_offset(slot), a, r, L.quantized_elements(), L.tail_elements,
                      threadIdx.x, kThreads);
-    if (L.e4m3_tail)  // unscaled e4m3 casts (SPEC §4.9)
-      for (int32_t e = threadIdx.x; e < L.tail_elements; e += kThreads)
-        cache.base[L.slot_tail_offset(slot) + e] =
-            dev::cvt_e4m3(dev::bf16_to_f32(row_elem(a, r, int64_t{L.quantized_elements()} + e)));
+    if (L.e4m3_tail)  // unscaled e4m3 casts (SPEC §4.9); a NaN of either sign -> 0x7F (§4)
+      for (int32_t e = threadIdx.x; e < L.tail_elements; e += kThreads) {
+        const float v = dev::bf16_to_f32(row_elem(a, r, int64_t{L.quantized_elements()} + e));
+        cache.base[L.slot_tail_offset(slot) + e] = isnan(v) ? uint8_t{0x7F} : dev::cvt_e4m3(v);
+      }
     for (int32_t g0 = 0; g0 < num_groups; g0 += kChunkGroups) {
       const int32_t g1 = min(num_groups, g0 + kChunkGroups);
       for (int32_t g = g0 + warp; g < g1; g += num_warps) {
