@@ -12,6 +12,7 @@
 #include "impl/plugin/abi_convert.h"
 #include "impl/cpu/cpu_backend.h"
 #include "impl/plugin/loader.h"
+#include "plugins/guard.h"
 #include "properties/gen/gen_caps.h"
 #include "properties/runner.h"
 #include "tests/test_util.h"
@@ -117,28 +118,28 @@ int g_calls_with_starts = 0, g_calls = 0;
 int gather_without_starts(void*, const kvcheck_gather_kv_args* a, void*, char* msg, size_t size) {
   ++g_calls;
   if (a->seq_starts_unit != 0) ++g_calls_with_starts;
-  try {
-    static const cpu::CpuBackend cpu;
-    cpu.gather_kv(plugin::from_abi(*a));
-    return KVCHECK_STATUS_OK;
-  } catch (const Error& e) {
-    plugin::write_message(e.what(), msg, size);
-    return plugin::to_status(e.code());
-  }
+  static const cpu::CpuBackend cpu;
+  return plugin::guarded(msg, size, [&] { cpu.gather_kv(plugin::from_abi(*a)); });
+}
+
+// A backend over the in-process table `t` (its entries set by the caller), named
+// `name`, with capabilities `caps`: a plugin without a .so file.
+std::shared_ptr<const Backend> in_process(kvcheck_backend_v1_t& t, const char* name, kvcheck_capabilities caps) {
+  t.abi_version = KVCHECK_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = name;
+  t.memory_space = KVCHECK_MEMORY_HOST;
+  t.capabilities = caps;
+  auto lib = std::make_shared<plugin::Library>();
+  lib->path = "(in process)";
+  lib->table = &t;
+  return plugin::make_backend(lib);
 }
 
 TEST(PluginAbi, GatherWithoutTheSeqStartsBitNeverGetsSeqStarts) {
   static kvcheck_backend_v1_t t{};
-  t.abi_version = KVCHECK_ABI_VERSION;
-  t.struct_size = sizeof t;
-  t.name = "gather-before-seq-starts";
-  t.memory_space = KVCHECK_MEMORY_HOST;
-  t.capabilities = {KVCHECK_OP_GATHER_KV, ~0u, ~0u, 1, 0};
   t.gather_kv = gather_without_starts;
-  auto lib = std::make_shared<plugin::Library>();
-  lib->path = "(in process)";
-  lib->table = &t;
-  const auto b = plugin::make_backend(lib);
+  const auto b = in_process(t, "gather-before-seq-starts", {KVCHECK_OP_GATHER_KV, ~0u, ~0u, 1, 0});
   // The seq_starts rows are not exercised, and say why.
   for (const char* name : {"prop_gather_kv_seq_starts_match_reference", "prop_gather_kv_seq_starts_bad_input_is_error"}) {
     const auto o = props::run_property(property(name), *b, {1, 50, 50});
@@ -170,30 +171,18 @@ int g_store_calls = 0, g_flagged_calls = 0;
 int store_without_flags(void*, const kvcheck_store_args* a, void*, char* msg, size_t size) {
   ++g_store_calls;
   if (a->cache.record_flags != 0) ++g_flagged_calls;
-  try {
-    static const cpu::CpuBackend cpu;
+  static const cpu::CpuBackend cpu;
+  return plugin::guarded(msg, size, [&] {
     cpu.store_kv_cache({a->kv, a->kv_rows, a->kv_row_stride},
                        {a->slot_mapping, static_cast<size_t>(std::max<int64_t>(a->num_tokens, 0))},
                        {a->cache.base, plugin::from_abi(a->cache), a->cache.size_bytes});
-    return KVCHECK_STATUS_OK;
-  } catch (const Error& e) {
-    plugin::write_message(e.what(), msg, size);
-    return plugin::to_status(e.code());
-  }
+  });
 }
 
 TEST(PluginAbi, StoreWithoutTheRecordFlagsBitNeverGetsAFlaggedRecord) {
   static kvcheck_backend_v1_t t{};
-  t.abi_version = KVCHECK_ABI_VERSION;
-  t.struct_size = sizeof t;
-  t.name = "store-before-record-flags";
-  t.memory_space = KVCHECK_MEMORY_HOST;
-  t.capabilities = {KVCHECK_OP_STORE_KV_CACHE, ~0u, ~0u, 1, 0};
   t.store_kv_cache = store_without_flags;
-  auto lib = std::make_shared<plugin::Library>();
-  lib->path = "(in process)";
-  lib->table = &t;
-  const auto b = plugin::make_backend(lib);
+  const auto b = in_process(t, "store-before-record-flags", {KVCHECK_OP_STORE_KV_CACHE, ~0u, ~0u, 1, 0});
   EXPECT_FALSE(b->capabilities().supports_format(KVCacheFormat::NVFP4_DS_MLA()));
   for (const char* name : {"prop_store_matches_reference", "prop_store_invalid_metadata_throws_and_writes_nothing"}) {
     const auto o = props::run_property(property(name), *b, {1, 400, 100});
