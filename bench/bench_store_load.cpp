@@ -184,7 +184,7 @@ struct KvFixture {
   }
   KvCacheView view() {
     const int64_t span = kv_span_elements(layout);
-    return {k.data(), span, v.data(), span, layout, {KvScaleKind::kPerHead, scales, scales}};
+    return {k.data(), span, v.data(), span, layout, {KvScaleKind::kPerHead, scales, scales}, nullptr, 0, nullptr, 0, {}};
   }
   int64_t bytes_moved() const {
     return 2 * kTokens * int64_t{kKvHeads} * kKvHeadDim * (2 + kv_dtype_bytes(layout.dtype));

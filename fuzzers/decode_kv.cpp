@@ -6,12 +6,15 @@
 namespace kvcheck::fuzz {
 
 props::StoreKvScenario decode_store_kv(ByteSource& src) {
+  // What the input is for comes first (0-4: valid, 5-6: one fault, 7: raw values), so a
+  // case whose shape spends most of the input (NVFP4's head_dim >= 16 rows) keeps the
+  // invalid rates.
+  const int64_t kind = src.range(0, 7);
   // 1 in 3 a fused RoPE of the key rows (docs/spec.md §8.4), when the backend takes one.
   const bool rope = (props::generator_caps().ops & KVCHECK_OP_STORE_KV_ROPE) && src.weighted({2, 1}) == 1;
   props::StoreKvScenario s = rope ? props::build_store_kv_rope_scenario(src, props::kFuzzKvLimits)
                                   : props::build_store_kv_scenario(src, props::kFuzzKvLimits);
   s.threads = 0;  // no work split: see decoders.h
-  const int64_t kind = src.range(0, 7);  // 0-4: valid, 5-6: one fault, 7: raw values
   if (kind == 5 || kind == 6) (rope ? props::inject_store_kv_rope_fault : props::inject_store_kv_fault)(src, s);
   if (kind == 7) props::raw_store_kv(src, s);
   return s;

@@ -22,12 +22,14 @@ bool BackendCapabilities::supports_kv_shape(int64_t num_kv_heads, int64_t head_d
   return row >= min_heads_x_head_dim && (max_heads_x_head_dim == 0 || row <= max_heads_x_head_dim);
 }
 
-bool is_kv_dtype_pair(KvDtype cache, KvDtype rows) { return is_model_dtype(rows) && (is_fp8(cache) || cache == rows); }
+bool is_kv_dtype_pair(KvDtype cache, KvDtype rows) {
+  return is_model_dtype(rows) && (is_quantized_kv(cache) || cache == rows);
+}
 
 std::string describe_kv_dtype_pairs(uint32_t bits) {
   std::string out;
   for (KvDtype cache : kv_dtypes())
-    for (KvDtype rows : kv_dtypes())
+    for (KvDtype rows : kv_row_dtypes())
       if (bits & kv_dtype_pair_bit(cache, rows))
         out += (out.empty() ? "" : ", ") + to_string(cache) + " cache with " + to_string(rows) + " rows";
   return out;
@@ -227,7 +229,7 @@ std::string BackendCapabilities::restrictions() const {
   if (kv_dtype_pairs != 0 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV))) {
     uint32_t taken = 0;  // the pairs of cache dtypes it takes: the others are never drawn
     for (KvDtype cache : kvcheck::kv_dtypes())
-      for (KvDtype rows : kvcheck::kv_dtypes())
+      for (KvDtype rows : kvcheck::kv_row_dtypes())
         if (supports_kv_dtype(cache)) taken |= kv_dtype_pair_bit(cache, rows);
     out += "K/V dtype pairs: " + describe_kv_dtype_pairs(kv_dtype_pairs & taken) + " (declared)\n";
   }

@@ -84,7 +84,12 @@ struct BackendCapabilities {
   /// format is supported or when f is invalid (so invalid-format inputs still reach
   /// the backend's validation), false for a valid format outside the table.
   bool supports_format(const KVCacheFormat& f) const;
-  bool supports_kv_dtype(KvDtype d) const { return (kv_dtypes >> static_cast<int>(d)) & 1u; }
+  /// Whether the K/V cache dtype's bit is set; e2m1 also needs KVCHECK_OP_KV_NVFP4 (its
+  /// scale caches travel in fields a table without it does not read).
+  bool supports_kv_dtype(KvDtype d) const {
+    if (d == KvDtype::kE2M1 && !(ops & KVCHECK_OP_KV_NVFP4)) return false;
+    return (kv_dtypes >> static_cast<int>(d)) & 1u;
+  }
   bool supports_kv_recipe(KvRecipe r) const {
     return is_kv_recipe(r) && ((kv_recipes >> static_cast<int>(r)) & 1u);
   }

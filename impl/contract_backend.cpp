@@ -53,7 +53,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
     // Cache dtypes with no pair left go; none left: the K/V family goes (below).
     for (KvDtype d : kv_dtypes()) {
       bool any = false;
-      for (KvDtype rows : kv_dtypes()) any |= (c.kv_dtype_pairs & kv_dtype_pair_bit(d, rows)) != 0;
+      for (KvDtype rows : kv_row_dtypes()) any |= (c.kv_dtype_pairs & kv_dtype_pair_bit(d, rows)) != 0;
       if (!any) c.kv_dtypes &= ~(1u << static_cast<int>(d));
     }
   }

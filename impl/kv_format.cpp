@@ -4,7 +4,10 @@
 
 namespace kvcheck {
 
-int64_t kv_dtype_bytes(KvDtype dtype) { return is_fp8(dtype) ? 1 : 2; }
+int64_t kv_dtype_bytes(KvDtype dtype) { return is_model_dtype(dtype) ? 2 : 1; }
+int64_t kv_bytes(KvDtype dtype, int64_t elements) {
+  return is_nvfp4(dtype) ? (elements + 1) / 2 : elements * kv_dtype_bytes(dtype);
+}
 bool is_fp8(KvDtype dtype) { return dtype == KvDtype::kE4M3 || dtype == KvDtype::kE5M2; }
 bool is_model_dtype(KvDtype dtype) { return dtype == KvDtype::kBF16 || dtype == KvDtype::kFP16; }
 
@@ -14,12 +17,21 @@ std::string to_string(KvDtype dtype) {
     case KvDtype::kFP16: return "fp16";
     case KvDtype::kE4M3: return "e4m3";
     case KvDtype::kE5M2: return "e5m2";
+    case KvDtype::kE2M1: return "e2m1";
   }
   return "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
 }
 
 std::string to_string(KvHeadLayout layout) {
   return layout == KvHeadLayout::kNHD ? "NHD" : "HND";
+}
+
+std::string to_string(KvSfLayout layout) {
+  switch (layout) {
+    case KvSfLayout::kLinear: return "linear";
+    case KvSfLayout::kInterleave4: return "interleave4";
+  }
+  return "sf-layout(" + std::to_string(static_cast<int>(layout)) + ")";
 }
 
 std::string to_string(KvScaleKind kind) {
@@ -55,8 +67,10 @@ KvRecipe kv_recipe_from_string(const std::string& name) {
 
 std::vector<KvRecipe> kv_recipes() { return {KvRecipe::kSpec, KvRecipe::kVllm, KvRecipe::kSglang}; }
 
+std::vector<KvDtype> kv_row_dtypes() { return {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2}; }
+
 std::vector<KvDtype> kv_dtypes() {
-  return {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2};
+  return {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2, KvDtype::kE2M1};
 }
 
 }  // namespace kvcheck

@@ -12,8 +12,9 @@
 
 namespace kvcheck {
 
-/// Element dtype of a K/V cache or of the model's K/V rows (SPEC §7.1).
-enum class KvDtype : uint8_t { kBF16, kFP16, kE4M3, kE5M2 };
+/// Element dtype of a K/V cache or of the model's K/V rows (SPEC §7.1). kE2M1: NVFP4
+/// caches (SPEC §7.9), 4-bit codes packed two per byte, with a block-scale cache.
+enum class KvDtype : uint8_t { kBF16, kFP16, kE4M3, kE5M2, kE2M1 };
 /// Axis order of a dense cache: [blocks, block_size, H, D] or [blocks, H, block_size, D].
 enum class KvHeadLayout : uint8_t { kNHD, kHND };
 /// FP8 scales: none (bf16/fp16 caches), one float per tensor, one per KV head.
@@ -25,12 +26,20 @@ enum class KvScaleKind : uint8_t { kNone, kPerTensor, kPerHead };
 enum class KvRecipe : int32_t { kSpec = 0, kVllm = 1, kSglang = 2 };
 inline constexpr int kNumKvRecipes = 3;
 
-/// Bytes per element: 2 (bf16, fp16) or 1 (e4m3, e5m2).
+/// Bytes per element: 2 (bf16, fp16) or 1 (e4m3, e5m2); for e2m1 (half a byte) 1, the
+/// unit its addresses are aligned to: byte extents go through kv_bytes.
 int64_t kv_dtype_bytes(KvDtype dtype);
+/// Bytes that `elements` elements of `dtype` occupy: elements * 2, * 1 or / 2 (e2m1;
+/// a valid e2m1 layout's extents are even, SPEC §7.9; an odd count rounds up).
+int64_t kv_bytes(KvDtype dtype, int64_t elements);
 bool is_fp8(KvDtype dtype);
+/// The NVFP4 cache dtype (SPEC §7.9).
+inline bool is_nvfp4(KvDtype dtype) { return dtype == KvDtype::kE2M1; }
+/// A dtype quantised with scales: FP8 or e2m1.
+inline bool is_quantized_kv(KvDtype dtype) { return dtype == KvDtype::kE4M3 || dtype == KvDtype::kE5M2 || dtype == KvDtype::kE2M1; }
 /// bf16 or fp16: the dtypes a model hands to store_kv and gets from gather_kv.
 bool is_model_dtype(KvDtype dtype);
-/// "bf16", "fp16", "e4m3", "e5m2".
+/// "bf16", "fp16", "e4m3", "e5m2", "e2m1".
 std::string to_string(KvDtype dtype);
 /// "NHD", "HND".
 std::string to_string(KvHeadLayout layout);
@@ -45,8 +54,12 @@ bool is_kv_recipe(KvRecipe recipe);
 KvRecipe kv_recipe_from_string(const std::string& name);
 /// All recipes, in enum order.
 std::vector<KvRecipe> kv_recipes();
-/// All four dtypes, in enum order.
+/// All five dtypes, in enum order.
 std::vector<KvDtype> kv_dtypes();
+/// The dtypes a row can claim to have (bf16, fp16, e4m3, e5m2: the ABI's pair bits
+/// KVCHECK_KV_PAIR(cache, rows) give rows 4 bits, so e2m1, a cache-only dtype the
+/// generators never put in rows, is left out).
+std::vector<KvDtype> kv_row_dtypes();
 
 /// Geometry shared by a layer's K and V cache (SPEC §7.2). Element (block b, token t,
 /// head h, d) is at element offset b*stride_page + t*stride_token + h*stride_head + d
@@ -70,6 +83,24 @@ struct KvScales {
   KvRecipe recipe = KvRecipe::kSpec;
 };
 
+/// Where an NVFP4 cache keeps the e4m3 scale of group g (elements [16g, 16g + 16)) of
+/// head h of token t in block b (SPEC §7.9), with S = head_dim / 16 groups: byte
+/// b*stride_page + h*stride_head + pos from the side's scale-cache base, pos = t*stride_token
+/// + g (kLinear: FlashInfer's append, the fa2 reader) or (t/4)*4S + 4g + t%4 (kInterleave4:
+/// vLLM's swizzle_scale_offset, TRT-LLM's V scales; block_size % 4 == 0 and stride_token
+/// == S, each (block, head) tile of block_size x S bytes dense).
+enum class KvSfLayout : int32_t { kLinear = 0, kInterleave4 = 1 };
+/// "linear", "interleave4".
+std::string to_string(KvSfLayout layout);
+
+/// The block-scale caches' geometry (SPEC §7.9): strides in BYTES, one set for K's and
+/// V's scale cache (each has its own base).
+struct KvSfGeometry {
+  KvSfLayout layout = KvSfLayout::kLinear;
+  int64_t stride_page = 0, stride_token = 0, stride_head = 0;  // bytes
+  bool operator==(const KvSfGeometry&) const = default;
+};
+
 /// A layer's K and V caches: base pointers (host or device, as the backend says) and
 /// capacities = elements from each base that belong to its allocation, so a view
 /// running past its buffer is rejected (SPEC §7.2).
@@ -81,7 +112,16 @@ struct BasicKvCacheView {
   int64_t v_capacity = 0;  // elements
   KvCacheLayout layout;
   KvScales scales;
-  operator BasicKvCacheView<const uint8_t>() const { return {k, k_capacity, v, v_capacity, layout, scales}; }
+  // e2m1 caches (SPEC §7.9): K's and V's block-scale caches, capacities in bytes;
+  // ignored (and null) for every other dtype. k_scale / v_scale hold the global scale.
+  Byte* k_sf = nullptr;
+  int64_t k_sf_capacity = 0;
+  Byte* v_sf = nullptr;
+  int64_t v_sf_capacity = 0;
+  KvSfGeometry sf;
+  operator BasicKvCacheView<const uint8_t>() const {
+    return {k, k_capacity, v, v_capacity, layout, scales, k_sf, k_sf_capacity, v_sf, v_sf_capacity, sf};
+  }
 };
 using KvCacheView = BasicKvCacheView<uint8_t>;
 using ConstKvCacheView = BasicKvCacheView<const uint8_t>;

@@ -39,9 +39,21 @@ void validate_kv_layout(const KvCacheLayout& layout);
 
 /// The layout, then both caches: non-null (kShapeMismatch), aligned to the element
 /// size (kInvalidArgument), span within k_capacity / v_capacity (kShapeMismatch),
-/// then K and V sharing no element (kInvalidArgument). Pointers are compared, never
+/// then K and V sharing no element (kInvalidArgument), then (e2m1) validate_kv_sf. Pointers are compared, never
 /// dereferenced (device pointers are fine).
 void validate_kv_cache(const ConstKvCacheView& cache);
+
+/// SPEC §7.9, e2m1 caches only (a no-op otherwise): the scale layout is known, strides
+/// >= 0, interleave4 needs block_size % 4 == 0 and stride_token == head_dim / 16, the
+/// scale view does not overlap itself (kInvalidArgument); k_sf then v_sf non-null and
+/// their span within k_sf_capacity / v_sf_capacity (kShapeMismatch); then the scale
+/// caches share no byte with each other or with K's or V's data (kInvalidArgument).
+/// validate_kv_cache ends with it.
+void validate_kv_sf(const ConstKvCacheView& cache);
+/// The scale caches' device geometry (impl/kv_paged_layout.h) of a layout; no validation.
+KvSfDevLayout kv_sf_layout(const KvCacheLayout& layout, const KvSfGeometry& sf);
+/// Bytes a valid scale view spans from its base (-1 on int64 overflow).
+int64_t kv_sf_span_bytes(const KvCacheLayout& layout, const KvSfGeometry& sf);
 
 /// SPEC §7.3 for FP8 layouts (no-op for bf16/fp16): kind not kNone (kInvalidArgument),
 /// spans of 1 or num_kv_heads floats (kShapeMismatch), a known recipe (SPEC §7.3.1;

@@ -17,11 +17,32 @@ namespace kvcheck {
 
 /// kvcheck::KvDtype as a plain integer, same values (impl/kv_layout.cpp asserts it),
 /// for code that cannot include impl/kv_format.h (C++20: std::span).
-enum class KvDevDtype : int32_t { kBF16 = 0, kFP16 = 1, kE4M3 = 2, kE5M2 = 3 };
+enum class KvDevDtype : int32_t { kBF16 = 0, kFP16 = 1, kE4M3 = 2, kE5M2 = 3, kE2M1 = 4 };
 
 KVCHECK_HD constexpr bool kv_dev_is_fp8(KvDevDtype d) { return d == KvDevDtype::kE4M3 || d == KvDevDtype::kE5M2; }
-/// Bytes per element: 1 (e4m3, e5m2) or 2 (bf16, fp16).
-KVCHECK_HD constexpr int64_t kv_dev_bytes(KvDevDtype d) { return kv_dev_is_fp8(d) ? 1 : 2; }
+/// Bytes per element: 1 (e4m3, e5m2) or 2 (bf16, fp16); e2m1 (half a byte): 1, its
+/// alignment unit; byte offsets go through kv_dev_byte_offset.
+KVCHECK_HD constexpr int64_t kv_dev_bytes(KvDevDtype d) { return d == KvDevDtype::kBF16 || d == KvDevDtype::kFP16 ? 2 : 1; }
+/// The byte offset of element offset `elements` (even for e2m1: a valid e2m1 layout's
+/// strides are, SPEC §7.9).
+KVCHECK_HD constexpr int64_t kv_dev_byte_offset(KvDevDtype d, int64_t elements) {
+  return d == KvDevDtype::kE2M1 ? elements / 2 : elements * kv_dev_bytes(d);
+}
+
+/// The NVFP4 block-scale caches' geometry (SPEC §7.9; impl/kv_format.h's KvSfGeometry as
+/// plain values): the byte of the e4m3 scale of group g of head h of token t in block b,
+/// from the side's scale-cache base. The one formula of both scale layouts.
+struct KvSfDevLayout {
+  int32_t interleave4 = 0;  // KvSfLayout: 0 linear, 1 the 4-token interleave
+  int32_t groups = 0;       // S = head_dim / 16
+  int64_t stride_page = 0, stride_token = 0, stride_head = 0;  // bytes
+
+  KVCHECK_HD int64_t offset(int64_t block, int64_t token, int64_t head, int64_t group) const {
+    const int64_t tile = block * stride_page + head * stride_head;
+    if (interleave4) return tile + (token / 4) * 4 * groups + 4 * group + token % 4;
+    return tile + token * stride_token + group;
+  }
+};
 
 /// One cache's strides, in elements: element (block b, token t, head h, d) at
 /// b*stride_page + t*stride_token + h*stride_head + d from that cache's base.

@@ -32,11 +32,11 @@ void validate_rows(const KvTokensIn& rows, int64_t n, const char* what) {
 }  // namespace
 
 void validate_model_dtype(KvDtype cache_dtype, KvDtype rows_dtype, const char* what) {
-  if (!is_model_dtype(rows_dtype) || (!is_fp8(cache_dtype) && rows_dtype != cache_dtype))
+  if (!is_model_dtype(rows_dtype) || (!is_quantized_kv(cache_dtype) && rows_dtype != cache_dtype))
     fail(ErrorCode::kInvalidArgument,
          std::string(what) + " is " + to_string(rows_dtype) + " but a " + to_string(cache_dtype) +
              " cache takes " +
-             (is_fp8(cache_dtype) ? std::string("bf16 or fp16") : to_string(cache_dtype)) +
+             (is_quantized_kv(cache_dtype) ? std::string("bf16 or fp16") : to_string(cache_dtype)) +
              " rows (SPEC §7.1)");
 }
 

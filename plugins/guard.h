@@ -31,7 +31,8 @@ int guarded(char* msg, size_t msg_size, F&& f) noexcept {
 
 /// Every KVCHECK_OP_* bit of KVCHECK_OPS, and the feature bits of their entries.
 inline constexpr uint32_t kAllOps = KVCHECK_OP_GATHER_KV_SEQ_STARTS | KVCHECK_OP_ANY_BLOCK_STRIDE | KVCHECK_OP_CONCAT_MLA_PE_CACHE |
-                                  KVCHECK_OP_CONCAT_MLA_ROPE | KVCHECK_OP_STORE_KV_ROPE | KVCHECK_OP_RECORD_FLAGS
+                                  KVCHECK_OP_CONCAT_MLA_ROPE | KVCHECK_OP_STORE_KV_ROPE | KVCHECK_OP_RECORD_FLAGS |
+                                  KVCHECK_OP_KV_NVFP4
 #define KVCHECK_OP_BIT(entry, bit, args_t) | (bit)
     KVCHECK_OPS(KVCHECK_OP_BIT)
 #undef KVCHECK_OP_BIT

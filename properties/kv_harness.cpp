@@ -19,7 +19,10 @@ namespace {
 
 constexpr uint8_t kCanary = KVCache::kCanary;  // the canary byte of every harness buffer
 
-int64_t elem_bytes(KvDtype d) { return (d == KvDtype::kE4M3 || d == KvDtype::kE5M2) ? 1 : 2; }
+int64_t elem_bytes(KvDtype d) { return (d == KvDtype::kBF16 || d == KvDtype::kFP16) ? 2 : 1; }
+// Bytes of `elements` elements (e2m1: two a byte; its layouts' extents are even).
+int64_t to_bytes(KvDtype d, int64_t elements) { return d == KvDtype::kE2M1 ? (elements + 1) / 2 : elements * elem_bytes(d); }
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 int64_t span_of(const KvCacheLayout& l) {
   return (l.num_blocks - 1) * l.stride_page + int64_t{l.block_size - 1} * l.stride_token +
@@ -58,6 +61,9 @@ KvCacheLayout kv_layout_of(const KvCacheShape& s) {
   }
   if (s.alloc == KvAlloc::kFlashInfer) l.stride_page *= 2;
   if (s.alloc == KvAlloc::kLayerPages) l.stride_page *= 2 * int64_t{s.num_layers};
+  // vLLM's NVFP4 page [K data | K scales | V data | V scales]: the data page of bs*H*D
+  // elements, then bs*H*D/16 scale bytes (= bs*H*D/8 elements' worth), twice.
+  if (s.alloc == KvAlloc::kNvfp4Pages) l.stride_page = 2 * (l.stride_page + bs * h * d / 8);
   return l;
 }
 
@@ -76,31 +82,39 @@ KvBuffers::KvBuffers(const KvBuffers& o)
       v_offset(o.v_offset),
       k_capacity(o.k_capacity),
       v_capacity(o.v_capacity),
+      k_sf_offset(o.k_sf_offset),
+      v_sf_offset(o.v_sf_offset),
+      k_sf_capacity(o.k_sf_capacity),
+      v_sf_capacity(o.v_sf_capacity),
+      sf(o.sf),
       bytes(o.bytes.clone()) {}
 
 int64_t KvBuffers::place() {
   const KvCacheShape& s = shape;
-  const int64_t eb = elem_bytes(s.dtype), span = span_of(layout);
+  const KvDtype dt = s.dtype;
+  const int64_t span = span_of(layout);
+  const auto B = [dt](int64_t elements) { return to_bytes(dt, elements); };
+  const auto E = [dt](int64_t bytes) { return dt == KvDtype::kE2M1 ? 2 * bytes : bytes / elem_bytes(dt); };
   switch (s.alloc) {
     case KvAlloc::kSeparate:
-      v_offset = (span * eb + 64 + 255) / 256 * 256;  // a 64+ byte gap; V as aligned as K (kv_alignment <= 256)
-      body_bytes = v_offset + span * eb;
+      v_offset = (B(span) + 64 + 255) / 256 * 256;  // a 64+ byte gap; V as aligned as K (kv_alignment <= 256)
+      body_bytes = v_offset + B(span);
       k_capacity = v_capacity = span;
       break;
     case KvAlloc::kNanoVllm: {
       const int64_t layer = s.num_blocks * layout.stride_page;  // elements per [layer] slice
       const int64_t total = 2 * s.num_layers * layer;
-      k_offset = s.layer * layer * eb;
-      v_offset = (s.num_layers + s.layer) * layer * eb;
-      body_bytes = total * eb;
-      k_capacity = total - k_offset / eb;
-      v_capacity = total - v_offset / eb;
+      k_offset = B(s.layer * layer);
+      v_offset = B((s.num_layers + s.layer) * layer);
+      body_bytes = B(total);
+      k_capacity = total - E(k_offset);
+      v_capacity = total - E(v_offset);
       break;
     }
     case KvAlloc::kFlashInfer: {
       const int64_t total = s.num_blocks * layout.stride_page;
-      v_offset = layout.stride_page / 2 * eb;
-      body_bytes = total * eb;
+      v_offset = B(layout.stride_page / 2);
+      body_bytes = B(total);
       k_capacity = total;
       v_capacity = total - layout.stride_page / 2;
       break;
@@ -108,12 +122,52 @@ int64_t KvBuffers::place() {
     case KvAlloc::kLayerPages: {
       const int64_t page = layout.stride_page / (2 * int64_t{s.num_layers});  // one layer's K (or V) page
       const int64_t total = s.num_blocks * layout.stride_page;
-      k_offset = 2 * s.layer * page * eb;
-      v_offset = (2 * s.layer + 1) * page * eb;
-      body_bytes = total * eb;
-      k_capacity = total - k_offset / eb;
-      v_capacity = total - v_offset / eb;
+      k_offset = B(2 * s.layer * page);
+      v_offset = B((2 * s.layer + 1) * page);
+      body_bytes = B(total);
+      k_capacity = total - E(k_offset);
+      v_capacity = total - E(v_offset);
       break;
+    }
+    case KvAlloc::kNvfp4Pages: {  // e2m1 only: [K data | K scales | V data | V scales] per page
+      const int64_t data = B(int64_t{s.block_size} * s.num_kv_heads * s.head_dim);
+      const int64_t scales = int64_t{s.block_size} * s.num_kv_heads * (s.head_dim / 16);
+      const int64_t page = B(layout.stride_page);
+      k_offset = 0;
+      k_sf_offset = data;
+      v_offset = data + scales;
+      v_sf_offset = 2 * data + scales;
+      body_bytes = s.num_blocks * page;
+      k_capacity = E(body_bytes);
+      v_capacity = E(body_bytes - v_offset);
+      k_sf_capacity = body_bytes - k_sf_offset;
+      v_sf_capacity = body_bytes - v_sf_offset;
+      break;
+    }
+  }
+  if (dt == KvDtype::kE2M1) {
+    // SPEC §7.9's scale caches: dense [blocks][tokens][H][S] (NHD) or [blocks][H][tokens][S]
+    // (HND; interleave4 tiles always are), in vLLM's pages or after the data.
+    const int64_t groups = s.head_dim / 16, bs = s.block_size, h = s.num_kv_heads;
+    const bool head_major = s.order == KvHeadLayout::kHND || s.sf_layout == KvSfLayout::kInterleave4;
+    sf.layout = s.sf_layout;
+    sf.stride_token = head_major ? groups : h * groups;
+    sf.stride_head = head_major ? bs * groups : groups;
+    sf.stride_page = bs * h * groups;
+    if (s.alloc == KvAlloc::kNvfp4Pages) {
+      sf.stride_page = B(layout.stride_page);
+    } else {
+      const int64_t sf_span = s.num_blocks * sf.stride_page;
+      k_sf_offset = round_up(body_bytes + 64, 256);
+      v_sf_offset = round_up(k_sf_offset + sf_span + 64, 256);
+      body_bytes = v_sf_offset + sf_span;
+      k_sf_capacity = v_sf_capacity = sf_span;
+    }
+    if (s.sf_fault == KvSfFault::kShortKSf) {  // one byte short of the view's span
+      const int64_t tail = s.sf_layout == KvSfLayout::kInterleave4
+                               ? (h - 1) * sf.stride_head + bs * groups
+                               : (bs - 1) * sf.stride_token + (h - 1) * sf.stride_head + groups;
+      k_sf_capacity = (s.num_blocks - 1) * sf.stride_page + tail - 1;
     }
   }
   if (s.capacity_cut > 0) k_capacity = span - s.capacity_cut;
@@ -121,14 +175,21 @@ int64_t KvBuffers::place() {
 }
 
 KvCacheView KvBuffers::view() {
-  return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
-          {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}};
+  KvCacheView v{body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
+                {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}, nullptr, 0, nullptr, 0, {}};
+  if (shape.dtype == KvDtype::kE2M1) {
+    v.k_sf = body() + k_sf_offset;
+    v.k_sf_capacity = k_sf_capacity;
+    v.v_sf = shape.sf_fault == KvSfFault::kNullVSf   ? nullptr
+             : shape.sf_fault == KvSfFault::kVSfOnKSf ? v.k_sf
+                                                      : body() + v_sf_offset;
+    v.v_sf_capacity = v_sf_capacity;
+    v.sf = sf;
+  }
+  return v;
 }
 
-ConstKvCacheView KvBuffers::view() const {
-  return {body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
-          {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}};
-}
+ConstKvCacheView KvBuffers::view() const { return const_cast<KvBuffers*>(this)->view(); }
 
 bool KvBuffers::guards_intact() const {
   // Two memcmps against one canary band: no per-byte loop for ASan and the coverage
@@ -181,13 +242,12 @@ std::string first_misaligned(std::initializer_list<std::pair<const char*, int64_
 }
 
 std::string cache_misalignment(const KvBuffers& b, int64_t a) {
-  const int64_t eb = elem_bytes(b.layout.dtype);
   const auto address = [&](int64_t offset) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(b.body() + offset) % 256); };
   return first_misaligned({{"k_cache address (mod 256)", address(b.k_offset)},
                            {"v_cache address (mod 256)", address(b.v_offset)},
-                           {"cache stride_page", b.layout.stride_page * eb},
-                           {"cache stride_token", b.layout.stride_token * eb},
-                           {"cache stride_head", b.layout.stride_head * eb}},
+                           {"cache stride_page", to_bytes(b.layout.dtype, b.layout.stride_page)},
+                           {"cache stride_token", to_bytes(b.layout.dtype, b.layout.stride_token)},
+                           {"cache stride_head", to_bytes(b.layout.dtype, b.layout.stride_head)}},
                           a);
 }
 
@@ -286,6 +346,8 @@ void note_kv_classes(const StoreKvScenario& s) {
     if (slot >= 0 && n > 0) note_class("slot_mapping buffer goes on");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
   if (is_fp8(s.cache.dtype) && s.cache.recipe == KvRecipe::kSglang) note_class("fp8 recipe sglang");
+  if (is_nvfp4(s.cache.dtype)) note_class(s.cache.sf_layout == KvSfLayout::kInterleave4 ? "nvfp4 interleave4 scales" : "nvfp4 linear scales");
+  if (s.cache.alloc == KvAlloc::kNvfp4Pages) note_class("nvfp4 vLLM pages");
   if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
   if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
   if (s.rope) {  // a fused RoPE of the key rows (docs/spec.md §8.4)
@@ -308,6 +370,7 @@ void note_kv_classes(const GatherKvScenario& s) {
   if (total > 0 && ts % 2 == 1) note_class("odd output stride");
   if (total > 0 && s.out_offset % 8 != 0) note_class("misaligned output base");
   if (is_fp8(s.cache.dtype)) note_class("fp8 cache");
+  if (is_nvfp4(s.cache.dtype)) note_class(s.cache.sf_layout == KvSfLayout::kInterleave4 ? "nvfp4 interleave4 scales" : "nvfp4 linear scales");
   if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
   const int64_t bs = s.cache.block_size;
   for (size_t i = 0; i + 1 < s.cu_seqlens_k.size(); ++i)
@@ -337,11 +400,52 @@ std::string show_kv_element(KvDtype dtype, const uint8_t* p) {
     }
     case KvDtype::kE4M3: return fmt::format("e4m3 0x{:02X} = {:g}", p[0], ref::e4m3_to_float(p[0]));
     case KvDtype::kE5M2: return fmt::format("e5m2 0x{:02X} = {:g}", p[0], ref::e5m2_to_float(p[0]));
+    case KvDtype::kE2M1:
+      return fmt::format("e2m1 pair 0x{:02X} = ({:g}, {:g})", p[0], ref::e2m1_to_float(p[0] & 0x0F),
+                         ref::e2m1_to_float(p[0] >> 4));
   }
   return "?";
 }
 
+namespace {
+
+/// "K scale of block 1 token 3 head 0 group 2 (interleave4 byte 9 of its tile)" when
+/// `offset` is a scale byte of an e2m1 cache (SPEC §7.9), else "".
+std::string locate_sf_byte(const KvBuffers& b, int64_t offset) {
+  if (b.layout.dtype != KvDtype::kE2M1) return "";
+  const KvCacheLayout& l = b.layout;
+  const int64_t groups = l.head_dim / 16;
+  for (const auto& [name, base] : {std::pair{"K", b.k_sf_offset}, std::pair{"V", b.v_sf_offset}})
+    for (int64_t blk = 0; blk < l.num_blocks; ++blk)
+      for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+        const int64_t tile = base + blk * b.sf.stride_page + h * b.sf.stride_head;
+        for (int64_t t = 0; t < l.block_size; ++t)
+          for (int64_t g = 0; g < groups; ++g) {
+            const bool inter = b.sf.layout == KvSfLayout::kInterleave4;
+            const int64_t pos = inter ? (t / 4) * 4 * groups + 4 * g + t % 4 : t * b.sf.stride_token + g;
+            if (tile + pos == offset)
+              return fmt::format("{} scale of block {} token {} (slot {}) head {} group {} (elements {}-{}){}", name, blk,
+                                 t, blk * l.block_size + t, h, g, 16 * g, 16 * g + 15,
+                                 inter ? fmt::format(", interleave4 byte {} of its block/head tile", pos) : "");
+          }
+      }
+  return "";
+}
+
+}  // namespace
+
 std::string locate_kv_byte(const KvBuffers& b, int64_t offset) {
+  if (std::string sf = locate_sf_byte(b, offset); !sf.empty()) return sf;
+  if (b.layout.dtype == KvDtype::kE2M1) {  // two elements a byte
+    for (const auto& [name, base] : {std::pair{"K", b.k_offset}, std::pair{"V", b.v_offset}}) {
+      int64_t idx[4];
+      const int64_t rel = offset - base;
+      if (rel >= 0 && decode_element(b.layout, 2 * rel, idx))
+        return fmt::format("{} block {} token {} (slot {}) head {} elements {} (low nibble) and {} (high)", name, idx[0],
+                           idx[1], idx[0] * b.layout.block_size + idx[1], idx[2], idx[3], idx[3] + 1);
+    }
+    return "not an element or a scale of K or V (stride padding, a gap or another layer)";
+  }
   const int64_t eb = elem_bytes(b.layout.dtype);
   const struct { const char* name; int64_t base; } sides[] = {{"K", b.k_offset}, {"V", b.v_offset}};
   for (const auto& s : sides) {
@@ -369,7 +473,14 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
   }
   std::string values = fmt::format("expected: 0x{:02X}\n  actual:   0x{:02X}", expected[first], actual[first]);
   const int64_t eb = elem_bytes(b.layout.dtype);
-  if (off >= 0 && off < b.body_bytes) {
+  if (b.layout.dtype == KvDtype::kE2M1 && off >= 0 && off < b.body_bytes) {
+    const bool scale = !locate_sf_byte(b, off).empty();
+    const uint8_t e = expected[first], a = actual[first];
+    values = scale ? fmt::format("expected: e4m3 0x{:02X} = {:g}\n  actual:   e4m3 0x{:02X} = {:g}", e,
+                                 ref::e4m3_to_float(e), a, ref::e4m3_to_float(a))
+                   : fmt::format("expected: {}\n  actual:   {}", show_kv_element(KvDtype::kE2M1, &e),
+                                 show_kv_element(KvDtype::kE2M1, &a));
+  } else if (off >= 0 && off < b.body_bytes) {
     const int64_t start = off - ((off - b.k_offset) % eb + eb) % eb;  // element start (K/V bases agree mod eb)
     if (start >= 0 && start + eb <= b.body_bytes)
       values = fmt::format("expected: {}\n  actual:   {}",

@@ -29,6 +29,10 @@ struct KvBuffers {
   int64_t body_bytes = 0;
   int64_t k_offset = 0, v_offset = 0;      // bytes from the body's start
   int64_t k_capacity = 0, v_capacity = 0;  // elements
+  // e2m1 caches (SPEC §7.9): the block-scale caches, in the same body.
+  int64_t k_sf_offset = 0, v_sf_offset = 0;      // bytes from the body's start
+  int64_t k_sf_capacity = 0, v_sf_capacity = 0;  // bytes
+  KvSfGeometry sf;
   Buffer bytes;  // after the geometry above: its size comes from it
   explicit KvBuffers(const KvCacheShape& shape);
   /// The same bytes in a new buffer (a copy: cheaper than filling the pattern again).

@@ -50,6 +50,19 @@ uint16_t expected_element(const KvStepScenario& s, bool is_v, KvDtype in, KvDtyp
   return ref::float_to_model(out, ref::dequantize_kv(s.cache.dtype, q, scale));
 }
 
+// SPEC §7.9: what a gathered element of an e2m1 cache must be: its group of 16 (the
+// values of kv_value_bits at elements [16*(d/16), +16)) quantised, then dequantised.
+uint16_t expected_nvfp4_element(const KvStepScenario& s, bool is_v, KvDtype in, KvDtype out, uint64_t seed, int64_t i,
+                                int64_t t, int64_t h, int64_t d) {
+  float x[16];
+  for (int e = 0; e < 16; ++e)
+    x[e] = ref::model_to_float(in, kv_value_bits(in, seed, i, t, h, d / 16 * 16 + e));
+  const float g = (is_v ? s.cache.v_scale : s.cache.k_scale)[0];
+  const uint8_t sf = ref::nvfp4_group_scale(x, g);
+  const uint8_t q = ref::nvfp4_code(x[d % 16], ref::nvfp4_group_inv(x, sf, g));
+  return ref::float_to_model(out, ref::dequantize_nvfp4(q, sf, g));
+}
+
 std::vector<int32_t> seq_lens_of(const std::vector<PagedSeq>& seqs) {
   std::vector<int32_t> out;
   for (const PagedSeq& q : seqs) out.push_back(q.num_tokens);
@@ -106,8 +119,8 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
     g.block_table = m.block_tables;
     g.max_blocks = m.max_blocks;
     g.cu_seqlens_k = m.cu_seqlens_k;
-    g.out_k_dtype = is_fp8(s.cache.dtype) ? s.key_dtype : s.cache.dtype;
-    g.out_v_dtype = is_fp8(s.cache.dtype) ? s.value_dtype : s.cache.dtype;
+    g.out_k_dtype = is_quantized_kv(s.cache.dtype) ? s.key_dtype : s.cache.dtype;
+    g.out_v_dtype = is_quantized_kv(s.cache.dtype) ? s.value_dtype : s.cache.dtype;
     g.out_rows = m.cu_seqlens_k.back();
     g.out_pad_head = static_cast<int32_t>(kv_aligned_elements(s.cache.head_dim, 2) - s.cache.head_dim);
     KvOutBuffers out(g);
@@ -124,8 +137,11 @@ void prop_kv_step_each_sequence_sees_its_tokens(const Backend& b) {
             for (int64_t d = 0; d < s.cache.head_dim; ++d) {
               const uint8_t* p = o.data + 2 * (row * o.token_stride + h * o.head_stride + d);
               const uint16_t got = static_cast<uint16_t>(p[0] | (p[1] << 8));
-              const uint16_t want = expected_element(s, side == 1, in, o.dtype,
-                                                     kv_value_bits(in, seed, static_cast<int64_t>(i), t, h, d), h);
+              const uint16_t want =
+                  is_nvfp4(s.cache.dtype)
+                      ? expected_nvfp4_element(s, side == 1, in, o.dtype, seed, static_cast<int64_t>(i), t, h, d)
+                      : expected_element(s, side == 1, in, o.dtype,
+                                         kv_value_bits(in, seed, static_cast<int64_t>(i), t, h, d), h);
               if (got != want) {
                 const uint8_t w[2] = {static_cast<uint8_t>(want & 0xFF), static_cast<uint8_t>(want >> 8)};
                 // A writer x reader contract (docs/spec.md §6.2): which side broke it. The

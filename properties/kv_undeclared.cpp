@@ -14,7 +14,7 @@ namespace {
 std::vector<std::pair<KvDtype, KvDtype>> undeclared_dtype_pairs(const BackendCapabilities& c) {
   std::vector<std::pair<KvDtype, KvDtype>> out;
   for (KvDtype cache : kv_dtypes())
-    for (KvDtype rows : kv_dtypes())
+    for (KvDtype rows : kv_row_dtypes())
       if (c.supports_kv_dtype(cache) && is_kv_dtype_pair(cache, rows) && !c.supports_kv_dtype_pair(cache, rows))
         out.emplace_back(cache, rows);
   return out;

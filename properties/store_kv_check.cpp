@@ -16,23 +16,35 @@ namespace kvcheck::props {
 namespace {
 
 // The body bytes a valid store may write, sorted and merged: the K and V records of
-// valid slots (reference formula, SPEC §7.2; a head's head_dim elements are contiguous).
+// valid slots (reference formula, SPEC §7.2; a head's head_dim elements are contiguous)
+// and, for an e2m1 cache, their scale bytes (SPEC §7.9).
 std::vector<ByteRange> record_ranges(const StoreKvScenario& s, const KvBuffers& buf) {
   const KvCacheLayout& l = buf.layout;
-  const int64_t eb = kv_dtype_bytes(l.dtype);
+  const bool e2m1 = l.dtype == KvDtype::kE2M1;
+  const auto bytes = [&](int64_t elements) { return e2m1 ? elements / 2 : elements * kv_dtype_bytes(l.dtype); };
+  const ConstKvCacheView view = buf.view();
   std::vector<ByteRange> r;
+  const auto add = [&r](int64_t begin, int64_t end) {
+    if (!r.empty() && r.back().end == begin)  // the next head right after (NHD, no head pad): one range
+      r.back().end = end;
+    else
+      r.push_back({begin, end});
+  };
   for (int32_t slot : s.slot_mapping) {
     if (slot < 0 || slot >= s.cache.num_slots()) continue;  // (a backend that accepted it fails the outcome)
+    const int64_t block = slot / l.block_size, token = slot % l.block_size;
     for (int side = 0; side < 2; ++side)
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
-        const int64_t off = (side ? buf.v_offset : buf.k_offset) +
-                            eb * ref::kv_element_offset(l, slot / l.block_size, slot % l.block_size, h, 0);
-        if (!r.empty() && r.back().end == off)  // the next head right after (NHD, no head pad): one range
-          r.back().end = off + eb * l.head_dim;
-        else
-          r.push_back({off, off + eb * l.head_dim});
+        const int64_t off = (side ? buf.v_offset : buf.k_offset) + bytes(ref::kv_element_offset(l, block, token, h, 0));
+        add(off, off + bytes(l.head_dim));
+        if (e2m1)
+          for (int64_t g = 0; g < l.head_dim / 16; ++g) {
+            const int64_t sf = (side ? buf.v_sf_offset : buf.k_sf_offset) + ref::kv_sf_byte_offset(view, block, token, h, g);
+            add(sf, sf + 1);
+          }
       }
   }
+  std::sort(r.begin(), r.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
   return merge_ranges(std::move(r), buf.body_bytes);
 }
 

@@ -107,9 +107,21 @@ void gather_kv(const GatherKvArgs& a) {
         const uint8_t* base = side == 0 ? cache.k : cache.v;
         for (int64_t h = 0; h < l.num_kv_heads; ++h) {
           for (int64_t d = 0; d < l.head_dim; ++d) {
-            const uint8_t* src = base + in_bytes * kv_element_offset(l, block, token, h, d);
             uint8_t* dst = o.data + 2 * ((begin + t) * o.token_stride + h * o.head_stride + d);
             uint16_t y;
+            if (l.dtype == KvDtype::kE2M1) {  // SPEC §7.9
+              const int64_t el = kv_element_offset(l, block, token, h, d);
+              const uint8_t byte = base[el / 2];
+              const uint8_t code = el % 2 == 0 ? byte & 0x0F : byte >> 4;
+              const uint8_t* sf_base = side == 0 ? cache.k_sf : cache.v_sf;
+              const uint8_t sf = sf_base[kv_sf_byte_offset(cache, block, token, h, d / 16)];
+              const float g = side == 0 ? cache.scales.k_scale[0] : cache.scales.v_scale[0];
+              y = float_to_model(o.dtype, dequantize_nvfp4(code, sf, g));
+              dst[0] = static_cast<uint8_t>(y & 0xFF);
+              dst[1] = static_cast<uint8_t>(y >> 8);
+              continue;
+            }
+            const uint8_t* src = base + in_bytes * kv_element_offset(l, block, token, h, d);
             if (!fp8) {
               y = static_cast<uint16_t>(src[0] | (src[1] << 8));
             } else {

@@ -13,6 +13,10 @@ namespace kvcheck::ref {
 int64_t kv_element_offset(const KvCacheLayout& l, int64_t block, int64_t token, int64_t head,
                           int64_t d);
 
+/// Byte offset from the side's scale-cache base of the e4m3 scale of group `group` of
+/// (block, token, head) in an e2m1 cache (SPEC §7.9, both scale layouts).
+int64_t kv_sf_byte_offset(const ConstKvCacheView& cache, int64_t block, int64_t token, int64_t head, int64_t group);
+
 /// SPEC §7.2 then §7.3 checks of a cache view and its scales, in the spec's order;
 /// throws kvcheck::Error.
 void check_kv_cache(const ConstKvCacheView& cache);

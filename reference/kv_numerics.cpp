@@ -109,4 +109,36 @@ float dequantize_kv(KvDtype fp8, uint8_t q, float scale) {
   throw Error(ErrorCode::kInvalidArgument, to_string(fp8) + " is not an FP8 dtype");
 }
 
+uint8_t nvfp4_group_scale(const float* x, float g) {
+  float amax = 0.0f;
+  for (int i = 0; i < 16; ++i)
+    if (!std::isnan(x[i])) amax = std::max(amax, std::fabs(x[i]));
+  if (amax == 0.0f) return 0x00;
+  const float six_g = 6.0f * g;  // rounded once, before the division (FlashInfer's 6.0f * g)
+  return cvt_e4m3(amax / six_g);
+}
+
+float nvfp4_group_inv(const float* x, uint8_t sf, float g) {
+  float amax = 0.0f;
+  for (int i = 0; i < 16; ++i)
+    if (!std::isnan(x[i])) amax = std::max(amax, std::fabs(x[i]));
+  const float s = e4m3_to_float(sf);
+  if (!(amax > 0.0f) || !(s > 0.0f)) return 0.0f;
+  const float sg = s * g;
+  return 1.0f / sg;
+}
+
+uint8_t nvfp4_code(float x, float inv) {
+  const float v = x * inv;
+  // The threshold ladder of FlashInfer's encoder is round-to-nearest-even onto the e2m1
+  // grid, saturating at 6; only a NaN differs from cvt_e2m1 (it gives 0, not 6).
+  if (std::isnan(v)) return 0x0;
+  return cvt_e2m1(v);
+}
+
+float dequantize_nvfp4(uint8_t code, uint8_t sf, float g) {
+  const float qs = e2m1_to_float(code) * e4m3_to_float(sf);  // exact: 2 x 4 significant bits
+  return qs * g;
+}
+
 }  // namespace kvcheck::ref

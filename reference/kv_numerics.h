@@ -29,4 +29,17 @@ uint8_t quantize_kv(KvDtype fp8, float x, float scale, KvRecipe recipe = KvRecip
 /// SPEC §7.3 load: float(q) * scale, one RN multiply (round to the model dtype after).
 float dequantize_kv(KvDtype fp8, uint8_t q, float scale);
 
+/// SPEC §7.9 (FlashInfer's NVFP4 append, exact binary32): the e4m3 scale byte of a group
+/// of 16 values with global decode scale g: amax = the largest |x| that is not NaN; 0
+/// when amax is 0, else cvt_e4m3(amax / RN(6 * g)).
+uint8_t nvfp4_group_scale(const float* x, float g);
+/// The multiplier of a group's elements: 1 / RN(float(sf) * g), or 0 when amax is 0
+/// or the scale decodes to 0.
+float nvfp4_group_inv(const float* x, uint8_t sf, float g);
+/// The e2m1 nibble of v = RN(x * inv) by FlashInfer's thresholds (ties to even; > 5 and
+/// Inf -> 6): sign bit from v, magnitude code 0..7; a NaN v -> 0.
+uint8_t nvfp4_code(float x, float inv);
+/// SPEC §7.9 load: RN(RN(e2m1(code) * e4m3(sf)) * g) (the first product is exact).
+float dequantize_nvfp4(uint8_t code, uint8_t sf, float g);
+
 }  // namespace kvcheck::ref

@@ -75,6 +75,39 @@ void store_kv(const KvTokensIn& key_in, const KvTokensIn& value, std::span<const
                                                  to_string(it->second) + "]");
   }
 
+  if (l.dtype == KvDtype::kE2M1) {
+    // SPEC §7.9: per 16-element group, the e4m3 scale into the scale cache, then each
+    // element's nibble (element d in the low nibble when d is even).
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t slot = slot_mapping[static_cast<size_t>(i)];
+      if (slot == -1) continue;
+      const int64_t block = slot / l.block_size, token = slot % l.block_size;
+      for (int side = 0; side < 2; ++side) {
+        const KvTokensIn& in = side == 0 ? key : value;
+        uint8_t* base = side == 0 ? cache.k : cache.v;
+        uint8_t* sf_base = side == 0 ? cache.k_sf : cache.v_sf;
+        const float g = side == 0 ? cache.scales.k_scale[0] : cache.scales.v_scale[0];
+        for (int64_t h = 0; h < l.num_kv_heads; ++h)
+          for (int64_t grp = 0; grp < l.head_dim / 16; ++grp) {
+            float x[16];
+            for (int e = 0; e < 16; ++e)
+              x[e] = model_to_float(in.dtype, load16(in.data + 2 * (i * in.token_stride + h * in.head_stride + 16 * grp + e)));
+            const uint8_t sf = nvfp4_group_scale(x, g);
+            sf_base[kv_sf_byte_offset(cache, block, token, h, grp)] = sf;
+            const float inv = nvfp4_group_inv(x, sf, g);
+            for (int e = 0; e < 16; ++e) {
+              const int64_t d = 16 * grp + e;
+              const int64_t el = kv_element_offset(l, block, token, h, d);
+              uint8_t& byte = base[el / 2];
+              const uint8_t code = nvfp4_code(x[e], inv);
+              byte = (el % 2 == 0) ? static_cast<uint8_t>((byte & 0xF0) | code)
+                                   : static_cast<uint8_t>((byte & 0x0F) | (code << 4));
+            }
+          }
+      }
+    }
+    return;
+  }
   const bool fp8 = l.dtype == KvDtype::kE4M3 || l.dtype == KvDtype::kE5M2;
   const int64_t out_bytes = fp8 ? 1 : 2;
   for (int64_t i = 0; i < n; ++i) {

@@ -81,6 +81,7 @@ TEST(KvGenerators, ReachRequiredShapes) {
   std::set<std::pair<KvDtype, KvScaleKind>> scales;
   std::set<KvHeadLayout> orders;
   std::set<KvAlloc> allocs;
+  std::set<KvSfLayout> sf_layouts;
   bool row_5120 = false, strided = false;
   const auto gen = gen_kv_cache_shape();
   for (uint64_t seed = 0; seed < 4000; ++seed) {
@@ -91,6 +92,7 @@ TEST(KvGenerators, ReachRequiredShapes) {
     scales.insert({s.dtype, s.scale_kind});
     orders.insert(s.order);
     allocs.insert(s.alloc);
+    if (s.dtype == KvDtype::kE2M1) sf_layouts.insert(s.sf_layout);
     row_5120 |= s.num_kv_heads * s.head_dim == 5120;
     strided |= s.pad_head > 0 && s.pad_token > 0 && s.pad_page > 0;
     ASSERT_LE(int64_t{s.num_blocks} * s.block_size * s.num_kv_heads * s.head_dim, 2 * kMaxKvCacheElements);
@@ -103,8 +105,10 @@ TEST(KvGenerators, ReachRequiredShapes) {
       EXPECT_TRUE(scales.count({d, k})) << to_string(d) << " " << to_string(k);
   EXPECT_TRUE(scales.count({KvDtype::kBF16, KvScaleKind::kNone}));
   EXPECT_TRUE(scales.count({KvDtype::kFP16, KvScaleKind::kNone}));
+  EXPECT_TRUE(scales.count({KvDtype::kE2M1, KvScaleKind::kPerTensor}));  // NVFP4: one global scale a side
   EXPECT_EQ(orders.size(), 2u);
-  EXPECT_EQ(allocs.size(), 4u);  // separate, nano-vllm, flashinfer, layer pages
+  EXPECT_EQ(allocs.size(), 5u);  // separate, nano-vllm, flashinfer, layer pages, vLLM's nvfp4 pages
+  EXPECT_EQ(sf_layouts.size(), 2u);  // NVFP4 scales: linear and interleave4
   EXPECT_TRUE(row_5120) << "no 40 x 128 = 5,120-element token";
   EXPECT_TRUE(strided);
 }

@@ -35,7 +35,7 @@ Result store(const Store& run, KvDtype cache, KvDtype rows, const Elems& key, co
   const std::vector<float> scales{scale};
   KvScales sc;
   if (cache == KvDtype::kE4M3) sc = {KvScaleKind::kPerTensor, scales, scales, KvRecipe::kSpec};
-  const KvCacheView view{k.data(), span, v.data(), span, l, sc};
+  const KvCacheView view{k.data(), span, v.data(), span, l, sc, nullptr, 0, nullptr, 0, {}};
   const int64_t n = static_cast<int64_t>(key.size()) / 4;
   run({reinterpret_cast<const uint8_t*>(key.data()), rows, n, 4, 4},
       {reinterpret_cast<const uint8_t*>(value.data()), rows, n, 4, 4}, slots, view, &rope);

@@ -125,7 +125,7 @@ TEST(OpDecl, GatherKvWritesOnlyTheRowsCuSeqlensAddresses) {
   std::vector<uint8_t> k(3 * 64 * 2), v(3 * 64 * 2);
   std::vector<int32_t> table = {0, 1, 2, -1}, cu = {0, 2, 5};
   std::vector<uint8_t> out_k(10 * 16 * 2), out_v(10 * 16 * 2);  // 10 rows held, 5 addressed
-  ConstKvCacheView view{k.data(), 3 * 64, v.data(), 3 * 64, l, {}};
+  ConstKvCacheView view{k.data(), 3 * 64, v.data(), 3 * 64, l, {}, nullptr, 0, nullptr, 0, {}};
   kvcheck_gather_kv_args a{};
   a.cache = to_abi(view, nullptr, nullptr);
   a.block_table = table.data();

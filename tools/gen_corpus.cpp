@@ -551,15 +551,25 @@ void kv_seeds(const fs::path& root) {
     seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.scale_kind == k && s.cache.num_kv_heads > 1 && valid_store(s); });
     seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.scale_kind == k && g.cache.num_kv_heads > 1 && valid_gather(g); });
   }
-  for (auto a : {KvAlloc::kNanoVllm, KvAlloc::kFlashInfer, KvAlloc::kLayerPages}) {
+  for (auto a : {KvAlloc::kNanoVllm, KvAlloc::kFlashInfer, KvAlloc::kLayerPages, KvAlloc::kNvfp4Pages}) {
     const std::string f = a == KvAlloc::kNanoVllm     ? "view-nano-vllm"
                           : a == KvAlloc::kFlashInfer ? "view-flashinfer"
+                          : a == KvAlloc::kNvfp4Pages ? "view-nvfp4-pages"
                                                       : "view-layer-pages";
     seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.alloc == a && valid_store(s); });
     seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.alloc == a && valid_gather(g); });
   }
   for (int bs : {1, 16, 133, 256})
     seed<S>(root, "store_kv", "bs-" + std::to_string(bs), ds, [&](const S& s) { return s.cache.block_size == bs && valid_store(s); });
+  // NVFP4 (docs/spec.md §7.9): both scale layouts, vLLM's pages, the scale-cache faults.
+  for (const bool inter : {false, true}) {
+    const std::string f = std::string("e2m1-") + (inter ? "interleave4" : "linear");
+    const auto want = inter ? kvcheck::KvSfLayout::kInterleave4 : kvcheck::KvSfLayout::kLinear;
+    seed<S>(root, "store_kv", f, ds, [&](const S& s) { return s.cache.dtype == KvDtype::kE2M1 && s.cache.sf_layout == want && s.slot_mapping.size() >= 3 && valid_store(s); });
+    seed<G>(root, "gather_kv", f, dg, [&](const G& g) { return g.cache.dtype == KvDtype::kE2M1 && g.cache.sf_layout == want && g.cu_seqlens_k.size() >= 3 && valid_gather(g); });
+  }
+  seed<S>(root, "store_kv", "e2m1-error-scale-cache", ds, [](const S& s) { return s.cache.sf_fault != kvcheck::props::KvSfFault::kNone; });
+  seed<G>(root, "gather_kv", "e2m1-error-scale-cache", dg, [](const G& g) { return g.cache.sf_fault != kvcheck::props::KvSfFault::kNone; });
   seed<S>(root, "store_kv", "heads-40", ds, [&](const S& s) { return s.cache.num_kv_heads == 40 && s.cache.head_dim >= 64 && valid_store(s); });
   seed<G>(root, "gather_kv", "heads-40", dg, [&](const G& g) { return g.cache.num_kv_heads == 40 && g.cache.head_dim >= 64 && valid_gather(g); });
   seed<S>(root, "store_kv", "padded-strides", ds, [&](const S& s) { return s.cache.pad_head > 0 && s.cache.pad_token > 0 && s.key.head_stride > s.cache.head_dim && valid_store(s); });

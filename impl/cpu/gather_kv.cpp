@@ -30,7 +30,27 @@ struct GatherKvJob {
   bool block_unit;            // seq_starts rounded down to their block (SPEC §7.5)
   int64_t num_seqs;
   const KvPagedLayout* layout;
+  const uint8_t* sf_base[2] = {nullptr, nullptr};  // e2m1: k_sf, v_sf (SPEC §7.9)
+  KvSfDevLayout sf{};
 };
+
+/// SPEC §7.9 load of one head of an e2m1 cache: element d = RN(RN(e2m1 * e4m3(sf)) * g)
+/// (the first product exact) rounded to the model dtype.
+template <KvDtype Out>
+KVCHECK_CPU_INLINE void dequantize_nvfp4_head(const uint8_t* src, const uint8_t* sf_base, const KvSfDevLayout& sf,
+                                              int64_t block, int64_t token, int64_t head, uint8_t* dst, int64_t d,
+                                              float g) {
+  for (int64_t grp = 0; grp < d / 16; ++grp) {
+    const float s = e4m3_to_f32(sf_base[sf.offset(block, token, head, grp)]);
+    uint16_t y[16];
+    for (int i = 0; i < 8; ++i) {
+      const uint8_t b = src[8 * grp + i];
+      y[2 * i] = f32_to_model<Out>(e2m1_to_f32(b & 0x0F) * s * g);
+      y[2 * i + 1] = f32_to_model<Out>(e2m1_to_f32(b >> 4) * s * g);
+    }
+    std::memcpy(dst + 32 * grp, y, sizeof y);
+  }
+}
 
 /// One head: D FP8 codes at src -> D model elements at dst, round(float(q) * scale).
 template <KvDtype Cache, KvDtype Out>
@@ -44,6 +64,7 @@ template <KvDtype Cache, KvDtype Out>
 KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, int64_t end) {
   const KvPagedLayout& l = *job.layout;
   constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
+  constexpr bool kNvfp4 = Cache == KvDtype::kE2M1;
   constexpr int64_t kIn = kFp8 ? 1 : 2;
   const int64_t d = l.head_dim;
   // The sequence holding row `begin`: the last i with cu[i] <= begin and a non-empty range.
@@ -57,8 +78,13 @@ KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, 
     for (int side = 0; side < 2; ++side) {
       const KvTokensOut& o = *job.out[side];
       for (int64_t h = 0; h < l.num_kv_heads; ++h) {
-        const uint8_t* src = job.base[side] + kIn * l.offset(side, block, p.token, h);
         uint8_t* dst = o.data + 2 * (r * o.token_stride + h * o.head_stride);
+        if constexpr (kNvfp4) {
+          const uint8_t* src = job.base[side] + kv_dev_byte_offset(l.dtype, l.offset(side, block, p.token, h));
+          dequantize_nvfp4_head<Out>(src, job.sf_base[side], job.sf, block, p.token, h, dst, d, job.scale[side][0]);
+          continue;
+        }
+        const uint8_t* src = job.base[side] + kIn * l.offset(side, block, p.token, h);
         if constexpr (kFp8)
           dequantize_head<Cache, Out>(src, dst, d, job.scale[side][job.per_head ? h : 0]);
         else
@@ -83,7 +109,7 @@ void CpuBackend::gather_kv(const GatherKvArgs& a) const {
   if (total == 0) return;
   const KvCacheLayout& l = a.cache.layout;
   const KvPagedLayout paged = kv_paged_layout(l);
-  const bool fp8 = is_fp8(l.dtype);
+  const bool fp8 = is_quantized_kv(l.dtype);
   const KvScales& sc = a.cache.scales;
   const GatherKvJob job{{&a.out_k, &a.out_v},
                         {a.cache.k, a.cache.v},
@@ -95,7 +121,9 @@ void CpuBackend::gather_kv(const GatherKvArgs& a) const {
                         a.seq_starts.empty() ? nullptr : a.seq_starts.data(),
                         a.seq_start_unit == SeqStartUnit::kBlock,
                         static_cast<int64_t>(a.cu_seqlens_k.size()) - 1,
-                        &paged};
+                        &paged,
+                        {a.cache.k_sf, a.cache.v_sf},
+                        kv_sf_layout(l, a.cache.sf)};
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
   // validate_gather_kv checked that out_k and out_v share one model dtype.
   const auto rows = pick_kv_rows<GatherRows, GatherKvJob>(a.out_k.dtype, l.dtype, use_avx2());

@@ -1,5 +1,5 @@
 // The one dispatch of the K/V family's cpu kernels (store_kv.cpp, gather_kv.cpp): the
-// row function for a (model dtype, cache dtype) pair and the ISA. FP8 caches get the
+// row function for a (model dtype, cache dtype) pair and the ISA. FP8 and e2m1 caches get the
 // quantising / dequantising rows compiled for baseline x86-64 and AVX2; a bf16 or
 // fp16 cache holds the model dtype itself (SPEC §7.1), so its rows are a copy and
 // need no AVX2 build.
@@ -27,8 +27,9 @@ using KvRowsFn = void (*)(const Job&, int64_t, int64_t);
 
 template <template <KvDtype, KvDtype> class Rows, class Job, KvDtype Model>
 KvRowsFn<Job> pick_kv_rows_for(KvDtype cache, bool avx2) {
-  constexpr KvDtype kE4M3 = KvDtype::kE4M3, kE5M2 = KvDtype::kE5M2;
+  constexpr KvDtype kE4M3 = KvDtype::kE4M3, kE5M2 = KvDtype::kE5M2, kE2M1 = KvDtype::kE2M1;
   switch (cache) {
+    case kE2M1: return avx2 ? &kv_rows_avx2<Rows, Model, kE2M1, Job> : &kv_rows_baseline<Rows, Model, kE2M1, Job>;
     case kE4M3: return avx2 ? &kv_rows_avx2<Rows, Model, kE4M3, Job> : &kv_rows_baseline<Rows, Model, kE4M3, Job>;
     case kE5M2: return avx2 ? &kv_rows_avx2<Rows, Model, kE5M2, Job> : &kv_rows_baseline<Rows, Model, kE5M2, Job>;
     default: return &kv_rows_baseline<Rows, Model, Model, Job>;

@@ -27,6 +27,8 @@ struct StoreKvJob {
   KvRecipe recipe = KvRecipe::kSpec;
   const int32_t* slots;
   const KvPagedLayout* layout;
+  uint8_t* sf_base[2] = {nullptr, nullptr};  // e2m1: k_sf, v_sf (SPEC §7.9)
+  KvSfDevLayout sf{};
 };
 
 /// One head: D model elements at src -> D FP8 codes at dst under the recipe (SPEC
@@ -52,8 +54,27 @@ template <KvDtype In, KvDtype Cache>
 KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, int64_t end) {
   const KvPagedLayout& l = *job.layout;
   constexpr bool kFp8 = Cache == KvDtype::kE4M3 || Cache == KvDtype::kE5M2;
+  constexpr bool kNvfp4 = Cache == KvDtype::kE2M1;
   constexpr int64_t kOut = kFp8 ? 1 : 2;
   const int64_t d = l.head_dim;
+  if constexpr (kNvfp4) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int32_t slot = job.slots[r];
+      if (slot < 0) continue;
+      const KvSlotPos p = l.split(slot);
+      for (int side = 0; side < 2; ++side) {
+        const KvTokensIn& in = *job.rows[side];
+        const float g = job.scale[side][0];
+        for (int64_t h = 0; h < l.num_kv_heads; ++h) {
+          const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
+          uint8_t* dst = job.base[side] + kv_dev_byte_offset(l.dtype, l.offset(side, p.block, p.token, h));
+          for (int64_t grp = 0; grp < d / 16; ++grp)
+            job.sf_base[side][job.sf.offset(p.block, p.token, h, grp)] = nvfp4_group<In>(src + 32 * grp, dst + 8 * grp, g);
+        }
+      }
+    }
+    return;
+  }
   for (int64_t r = begin; r < end; ++r) {
     const int32_t slot = job.slots[r];
     if (slot < 0) continue;  // -1 padding (validated: nothing else is negative)
@@ -110,15 +131,17 @@ void CpuBackend::store_kv(const KvTokensIn& key_in, const KvTokensIn& value, std
   }
   const KvPagedLayout paged = kv_paged_layout(l);
   // validate_store_kv checked that key and value share one model dtype the cache takes.
-  const bool fp8 = is_fp8(l.dtype);
+  const bool scaled = is_quantized_kv(l.dtype);
   const StoreKvJob job{{&key, &value},
                        {cache.k, cache.v},
-                       {fp8 ? cache.scales.k_scale.data() : nullptr, fp8 ? cache.scales.v_scale.data() : nullptr},
+                       {scaled ? cache.scales.k_scale.data() : nullptr, scaled ? cache.scales.v_scale.data() : nullptr},
                        cache.scales.kind == KvScaleKind::kPerHead,
                        cache.scales.recipe,
                        slot_mapping.data(),
-                       &paged};
-  const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * kv_dtype_bytes(l.dtype);
+                       &paged,
+                       {cache.k_sf, cache.v_sf},
+                       kv_sf_layout(l, cache.sf)};
+  const int64_t row_bytes = 2 * kv_bytes(l.dtype, int64_t{l.num_kv_heads} * l.head_dim);
   const auto rows = pick_kv_rows<StoreRows, StoreKvJob>(key.dtype, l.dtype, use_avx2());
   parallel_for(n, n * row_bytes, [&](int64_t b, int64_t e) { rows(job, b, e); });
 }

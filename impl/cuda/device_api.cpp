@@ -141,10 +141,11 @@ Error error_from(const DeviceStatus& st, const PendingCheck& pc) {
 
 // ---- the K/V family ----
 
-/// The scale values the device checks: an FP8 cache's k_scale and v_scale (sizes
-/// validated on the host), none for bf16/fp16 caches (SPEC §7.3: ignored).
+/// The scale values the device checks: an FP8 cache's k_scale and v_scale, an e2m1
+/// cache's global decode scales (SPEC §7.9; sizes validated on the host), none for
+/// bf16/fp16 caches (SPEC §7.3: ignored). The cpu's validate_kv_scales reads the same.
 KvScaleCheck scale_check(const KvCacheLayout& l, const KvScales& s) {
-  if (!is_fp8(l.dtype)) return {};
+  if (!is_quantized_kv(l.dtype)) return {};
   return {s.k_scale.data(), s.v_scale.data(), static_cast<int32_t>(s.k_scale.size()),
           static_cast<int32_t>(s.v_scale.size())};
 }
@@ -180,6 +181,11 @@ void set_caches(Launch& a, const View& cache) {
   a.k_scale = cache.scales.k_scale.data();
   a.v_scale = cache.scales.v_scale.data();
   a.per_head_scale = cache.scales.kind == KvScaleKind::kPerHead;
+  if (is_nvfp4(cache.layout.dtype)) {  // SPEC §7.9: the block-scale caches (validate_kv_sf checked them)
+    a.k_sf = cache.k_sf;
+    a.v_sf = cache.v_sf;
+    a.sf = kv_sf_layout(cache.layout, cache.sf);
+  }
 }
 
 }  // namespace

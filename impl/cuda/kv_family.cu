@@ -15,7 +15,8 @@
 // (launch.cuh: PDL wait/trigger, the device status, dev::grid_for's grid cap). Numerics: NVIDIA's conversions (SATFINITE
 // e4m3/e5m2 and RN bf16/fp16, two per hardware cvt) with NaN results pinned to SPEC
 // §7.3's codes; x / s as dev::div_rn (equal to __fdiv_rn on every input, numerics.cuh),
-// __fmul_rn, built with -fmad=false.
+// __fmul_rn, built with -fmad=false. e2m1 (NVFP4, SPEC §7.9) caches have their own
+// kernels (store_nvfp4_kernel, gather_nvfp4_kernel: one thread per 16-element group).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -389,6 +390,215 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
   dev::pdl_trigger();
 }
 
+// ---- NVFP4 (e2m1) caches, SPEC §7.9 ----
+// Work unit = (token row, K or V, head, 16-element group): one thread per unit, so a
+// group's amax and scale stay in one thread's registers. Consecutive units are
+// consecutive groups of one head (then the heads, then K / V, then rows), so a warp
+// reads 32 x 32 contiguous bytes of a row and writes 32 x 8 contiguous cache bytes.
+// Accesses are as wide as each address allows (checked per unit: rows and records may
+// sit at any even / any byte offset), never wider. Numerics as the cpu backend's
+// nvfp4_group / dequantize_nvfp4_head: _rn intrinsics, IEEE division, no FMA, and a
+// NaN never relied on for its sign (pinned to SPEC §7.9's codes).
+constexpr int kNvfp4Group = 16;  // elements per e4m3 scale
+
+// Unit u -> (row, side, head, group), with `groups` groups per head; 32-bit division
+// while u fits.
+struct GroupUnit {
+  int64_t row;
+  int side, head, group;
+};
+__device__ __forceinline__ GroupUnit group_unit_of(int64_t u, int32_t heads, int32_t groups) {
+  int64_t hu;
+  int32_t grp;
+  if (u <= 0x7FFFFFFF) {
+    const uint32_t q = static_cast<uint32_t>(u) / static_cast<uint32_t>(groups);
+    hu = q;
+    grp = static_cast<int32_t>(static_cast<uint32_t>(u) - q * static_cast<uint32_t>(groups));
+  } else {
+    hu = u / groups;
+    grp = static_cast<int32_t>(u - hu * groups);
+  }
+  const Unit w = unit_of(hu, heads);
+  return {w.row, w.side, w.head, grp};
+}
+
+// 16 model elements (32 bytes, 2-byte aligned: validated) at p -> w[i / 2] holds
+// element i in its low (i even) or high half.
+__device__ __forceinline__ void load_group32(const uint8_t* p, uint32_t (&w)[8]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a % 16 == 0) {
+    const uint4 x = __ldg(reinterpret_cast<const uint4*>(p)), y = __ldg(reinterpret_cast<const uint4*>(p + 16));
+    w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w, w[4] = y.x, w[5] = y.y, w[6] = y.z, w[7] = y.w;
+  } else if (a % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = __ldg(reinterpret_cast<const uint32_t*>(p) + j);
+  } else {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = uint32_t{__ldg(h + 2 * j)} | uint32_t{__ldg(h + 2 * j + 1)} << 16;
+  }
+}
+// 32 bytes (2-byte aligned: validated) from w, element i of the 16 in w[i / 2] as above.
+__device__ __forceinline__ void store_group32(uint8_t* p, const uint32_t (&w)[8]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a % 16 == 0) {
+    reinterpret_cast<uint4*>(p)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(p)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  } else if (a % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) reinterpret_cast<uint32_t*>(p)[j] = w[j];
+  } else {
+    uint16_t* h = reinterpret_cast<uint16_t*>(p);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      h[2 * j] = static_cast<uint16_t>(w[j]);
+      h[2 * j + 1] = static_cast<uint16_t>(w[j] >> 16);
+    }
+  }
+}
+// A group's 8 data bytes at any byte address: q[0] bytes 0-3, q[1] bytes 4-7.
+__device__ __forceinline__ void load_codes8(const uint8_t* p, uint32_t (&q)[2]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a % 8 == 0) {
+    const uint2 x = __ldg(reinterpret_cast<const uint2*>(p));
+    q[0] = x.x, q[1] = x.y;
+  } else if (a % 4 == 0) {
+    q[0] = __ldg(reinterpret_cast<const uint32_t*>(p));
+    q[1] = __ldg(reinterpret_cast<const uint32_t*>(p) + 1);
+  } else {
+    q[0] = q[1] = 0;
+#pragma unroll
+    for (int b = 0; b < 8; ++b) q[b / 4] |= uint32_t{__ldg(p + b)} << (8 * (b % 4));
+  }
+}
+__device__ __forceinline__ void store_codes8(uint8_t* p, const uint32_t (&q)[2]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a % 8 == 0) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(q[0], q[1]);
+  } else if (a % 4 == 0) {
+    reinterpret_cast<uint32_t*>(p)[0] = q[0];
+    reinterpret_cast<uint32_t*>(p)[1] = q[1];
+  } else {
+#pragma unroll
+    for (int b = 0; b < 8; ++b) p[b] = static_cast<uint8_t>(q[b / 4] >> (8 * (b % 4)));
+  }
+}
+
+// SPEC §7.9's store of one group (the cpu's nvfp4_group): the 16 elements in w (model
+// dtype In) with global decode scale g -> the scale byte (returned) and the 8 code
+// bytes in q (element 2i in the low nibble of byte i). amax skips NaN (a NaN compares
+// false); sf = cvt_e4m3(amax / RN(6 g)) SATFINITE (0 for amax 0; a NaN quotient, from
+// Inf / Inf, is 0x7F as the cpu's); inv = 1 / RN(float(sf) * g), 0 when amax or
+// float(sf) is not > 0; code = cvt_e2m1(RN(x * inv)), 0 for a NaN product.
+template <KvDevDtype In>
+__device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], float g, uint32_t (&q)[2]) {
+  float x[kNvfp4Group];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kNvfp4Group; ++i) {
+    x[i] = model_to_f32<In>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
+    const float a = __uint_as_float(__float_as_uint(x[i]) & 0x7FFFFFFFu);
+    amax = a > amax ? a : amax;
+  }
+  uint8_t sf = 0;
+  if (amax != 0.0f) {
+    const float t = __fdiv_rn(amax, __fmul_rn(6.0f, g));
+    // >= 448 (Inf too) is 0x7E under SATFINITE either way: clamped, so no cvt corner.
+    sf = isnan(t) ? uint8_t{0x7F} : dev::cvt_e4m3(t < 448.0f ? t : 448.0f);
+  }
+  const float s = dev::e4m3_to_f32(sf);
+  const float inv = (amax > 0.0f && s > 0.0f) ? __fdiv_rn(1.0f, __fmul_rn(s, g)) : 0.0f;
+  q[0] = q[1] = 0;
+#pragma unroll
+  for (int i = 0; i < kNvfp4Group; ++i) {
+    const float v = __fmul_rn(x[i], inv);
+    const uint32_t code = isnan(v) ? 0u : uint32_t{dev::cvt_e2m1(v)};
+    q[i / 8] |= code << (4 * (i % 8));
+  }
+  return sf;
+}
+
+// store_kv into an e2m1 cache. Rope: the key rows' fused RoPE (§8.4), element by
+// element (rope_elem, the bits the cpu's rotated rows hold), before the quantisation.
+template <KvDevDtype In, bool Rope>
+__global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;  // validation found an error: write nothing
+  const KvPagedLayout& L = a.layout;
+  const int32_t groups = L.head_dim / kNvfp4Group;
+  const int64_t units = a.n * 2 * L.num_kv_heads * groups;
+  for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
+    const GroupUnit w = group_unit_of(u, L.num_kv_heads, groups);
+    const int32_t slot = a.slot_mapping[w.row];
+    if (slot < 0) continue;  // -1 padding writes nothing
+    const KvDevRows& in = w.side ? a.value : a.key;
+    const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
+    uint32_t x[8];
+    load_group32(head + 2 * kNvfp4Group * w.group, x);
+    if constexpr (Rope) {
+      if (w.side == kKvSideK) {
+#pragma unroll
+        for (int i = 0; i < kNvfp4Group; ++i) {
+          const uint32_t r =
+              rope_elem<In>(head, kNvfp4Group * w.group + i, (x[i / 2] >> (16 * (i % 2))) & 0xFFFFu, a.rope, w.row);
+          x[i / 2] = (x[i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | ((r & 0xFFFFu) << (16 * (i % 2)));
+        }
+      }
+    }
+    const float g = (w.side ? a.v_scale : a.k_scale)[0];
+    uint32_t q[2];
+    const uint8_t sf = nvfp4_quantize<In>(x, g, q);
+    const KvSlotPos p = L.split(slot);
+    uint8_t* data = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
+                    kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, p.block, p.token, w.head));
+    store_codes8(data + (kNvfp4Group / 2) * w.group, q);
+    static_cast<uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(p.block, p.token, w.head, w.group)] = sf;
+  }
+  dev::pdl_trigger();
+}
+
+// gather_kv from an e2m1 cache: element = RN_Out(RN(RN(e2m1(q) * float(sf)) * g)), a
+// NaN (a 0x7F / 0xFF scale byte) as f32x2_to_model pins it.
+template <KvDevDtype Out>
+__global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const KvPagedLayout& L = a.layout;
+  const int32_t groups = L.head_dim / kNvfp4Group;
+  // The rows to write: cu_seqlens_k's last entry, read here (max_tokens sized the grid).
+  const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads * groups;
+  for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
+    const GroupUnit w = group_unit_of(u, L.num_kv_heads, groups);
+    int32_t lo = 0, hi = a.num_seqs;  // the sequence of w.row: cu[lo] <= row < cu[hi]
+    while (hi - lo > 1) {
+      const int32_t mid = (lo + hi) / 2;
+      if (a.cu_seqlens_k[mid] <= w.row) lo = mid; else hi = mid;
+    }
+    const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, L.block_size) : 0;
+    const KvSlotPos p = L.split(start + w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
+    const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + p.block];
+    const uint8_t* data = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
+                          kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, block, p.token, w.head));
+    uint32_t q[2];
+    load_codes8(data + (kNvfp4Group / 2) * w.group, q);
+    const uint8_t sf = static_cast<const uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(block, p.token, w.head, w.group)];
+    const float s = dev::e4m3_to_f32(sf);
+    const float g = (w.side ? a.v_scale : a.k_scale)[0];
+    uint32_t y[8];  // y[b]: elements 2b (low half) and 2b + 1, from code byte b
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+      const uint32_t byte = (q[b / 4] >> (8 * (b % 4))) & 0xFFu;
+      const float e0 = __fmul_rn(__fmul_rn(dev::e2m1_to_f32(static_cast<uint8_t>(byte & 0xFu)), s), g);
+      const float e1 = __fmul_rn(__fmul_rn(dev::e2m1_to_f32(static_cast<uint8_t>(byte >> 4)), s), g);
+      y[b] = f32x2_to_model<Out>(e0, e1);
+    }
+    const KvDevRowsOut& o = w.side ? a.out_v : a.out_k;
+    uint8_t* dst = static_cast<uint8_t*>(o.data) + 2 * (w.row * o.token_stride + w.head * o.head_stride);
+    store_group32(dst + 2 * kNvfp4Group * w.group, y);
+  }
+  dev::pdl_trigger();
+}
+
 bool aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0; }
 
 // 8-element vectors are legal when every head's first element is 16-byte aligned on
@@ -418,6 +628,31 @@ int64_t grid(int64_t units, int width) {
   return dev::grid_for((units + per_cta - 1) / per_cta);
 }
 
+// e2m1 (SPEC §7.9): one thread per 16-element group (validated: head_dim % 16 == 0,
+// even strides, the scale caches there; refused here too for direct callers).
+std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_sf, const void* v_sf) {
+  if (L.head_dim <= 0 || L.head_dim % kNvfp4Group != 0)
+    return std::string(op) + ": an e2m1 cache needs head_dim a multiple of 16 (SPEC §7.9)";
+  if (k_sf == nullptr || v_sf == nullptr) return std::string(op) + ": an e2m1 cache needs k_sf and v_sf (SPEC §7.9)";
+  return "";
+}
+
+template <KvDevDtype M>
+std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
+  if (std::string why = nvfp4_refusal("store_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
+  const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / kNvfp4Group), 1);
+  if (a.rope.cos_sin_cache != nullptr)
+    return dev::launch("store_nvfp4_kernel", store_nvfp4_kernel<M, true>, g, o, a, st);
+  return dev::launch("store_nvfp4_kernel", store_nvfp4_kernel<M, false>, g, o, a, st);
+}
+
+template <KvDevDtype M>
+std::string gather_nvfp4_launch(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
+  if (std::string why = nvfp4_refusal("gather_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
+  const int64_t g = grid(a.max_tokens * 2 * a.layout.num_kv_heads * (a.layout.head_dim / kNvfp4Group), 1);
+  return dev::launch("gather_nvfp4_kernel", gather_nvfp4_kernel<M>, g, o, a, st);
+}
+
 template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C, bool R = false>
 std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout, kKvSideK) &&
@@ -437,6 +672,7 @@ const char* dtype_name(KvDevDtype d) {
     case KvDevDtype::kFP16: return "fp16";
     case KvDevDtype::kE4M3: return "e4m3";
     case KvDevDtype::kE5M2: return "e5m2";
+    case KvDevDtype::kE2M1: return "e2m1";
   }
   return "an unknown dtype";
 }
@@ -452,6 +688,7 @@ std::string store_by_cache(const StoreKvLaunch& a, const DeviceStatus* st, const
     case KvDevDtype::kE5M2:
       return a.reciprocal ? store_launch<M, M, KvDevDtype::kE5M2, true>(a, st, o)
                           : store_launch<M, M, KvDevDtype::kE5M2>(a, st, o);
+    case KvDevDtype::kE2M1: return store_nvfp4_launch<M>(a, st, o);  // one recipe (SPEC §7.9)
     default:
       if (a.layout.dtype == M) return store_launch<M, M, M>(a, st, o);  // a copy
       return std::string("store_kv: key is ") + dtype_name(M) + " but a " + dtype_name(a.layout.dtype) +
@@ -474,6 +711,7 @@ std::string gather_by_cache(const GatherKvLaunch& a, const DeviceStatus* st, con
   switch (a.layout.dtype) {
     case KvDevDtype::kE4M3: return gather_launch<KvDevDtype::kE4M3, M, M>(a, st, o);
     case KvDevDtype::kE5M2: return gather_launch<KvDevDtype::kE5M2, M, M>(a, st, o);
+    case KvDevDtype::kE2M1: return gather_nvfp4_launch<M>(a, st, o);
     default:
       if (a.layout.dtype == M) return gather_launch<M, M, M>(a, st, o);
       return std::string("gather_kv: out_k is ") + dtype_name(M) + " but a " + dtype_name(a.layout.dtype) +

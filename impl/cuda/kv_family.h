@@ -39,7 +39,9 @@ struct KvDevRowsOut {
 /// q = cvt(x / scale) with __fdiv_rn and SATFINITE, or with `reciprocal` (recipe
 /// kSglang, SPEC §7.3.1) q = cvt(x * RN(1 / scale)) with a NaN sent to +max;
 /// k_scale / v_scale are device arrays of 1 (per tensor) or num_kv_heads
-/// (per_head_scale) floats.
+/// (per_head_scale) floats. e2m1 caches (SPEC §7.9): each 16-element group gets its
+/// e4m3 scale sf = cvt(amax / RN(6 g)) in k_sf / v_sf and its codes
+/// cvt_e2m1(RN(x * RN(1 / RN(float(sf) * g)))), two per byte (element 2i low).
 struct StoreKvLaunch {
   KvDevRows key, value;
   const int32_t* slot_mapping = nullptr;
@@ -54,6 +56,12 @@ struct StoreKvLaunch {
   // A fused RoPE of the key rows (docs/spec.md §8.4; device pointers; cos_sin_cache
   // null: none): each key element in the rotated range from itself and its partner.
   RopeArgs rope{};
+  // e2m1 caches (SPEC §7.9): K's and V's block-scale caches (bytes; the scale of group
+  // g of (block, token, head) at k_sf / v_sf + sf.offset(block, token, head, g)). The
+  // global decode scale g is k_scale[0] / v_scale[0] (per tensor). Unused otherwise.
+  void* k_sf = nullptr;
+  void* v_sf = nullptr;
+  KvSfDevLayout sf{};
 };
 std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 
@@ -64,7 +72,8 @@ std::string launch_store_kv(const StoreKvLaunch& a, const DeviceStatus* status, 
 /// block_table[i*max_blocks + p/block_size].
 /// max_tokens (host) bounds total: the grid is sized for it, and it is at least the
 /// validated total (the rows both outputs hold will do); 0 launches nothing. FP8 caches
-/// dequantise: round_rn(float(q) * scale) to the output's model dtype.
+/// dequantise: round_rn(float(q) * scale) to the output's model dtype; e2m1 caches
+/// (SPEC §7.9) round_rn(RN(e2m1(q) * e4m3(sf)) * g), g = k_scale[0] / v_scale[0].
 struct GatherKvLaunch {
   const void* k_cache = nullptr;
   const void* v_cache = nullptr;
@@ -80,6 +89,10 @@ struct GatherKvLaunch {
   int32_t num_seqs = 0;
   int64_t max_tokens = 0;
   KvDevRowsOut out_k, out_v;
+  // e2m1 caches (SPEC §7.9): the block-scale caches, as StoreKvLaunch's (read here).
+  const void* k_sf = nullptr;
+  const void* v_sf = nullptr;
+  KvSfDevLayout sf{};
 };
 std::string launch_gather_kv(const GatherKvLaunch& a, const DeviceStatus* status, const LaunchOptions& opts);
 

@@ -110,6 +110,29 @@ KvCacheView from_abi(const kvcheck_kv_cache& c) {
   return v;
 }
 
+kvcheck_kv_block_scales block_scales_to_abi(const ConstKvCacheView& v) {
+  kvcheck_kv_block_scales b{};
+  if (!is_nvfp4(v.layout.dtype)) return b;
+  b.k_sf = const_cast<uint8_t*>(v.k_sf);
+  b.k_sf_capacity = v.k_sf_capacity;
+  b.v_sf = const_cast<uint8_t*>(v.v_sf);
+  b.v_sf_capacity = v.v_sf_capacity;
+  b.sf_stride_page = v.sf.stride_page;
+  b.sf_stride_token = v.sf.stride_token;
+  b.sf_stride_head = v.sf.stride_head;
+  b.sf_layout = static_cast<int32_t>(v.sf.layout);
+  return b;
+}
+
+void block_scales_from_abi(const kvcheck_kv_block_scales& b, KvCacheView& v) {
+  if (!is_nvfp4(v.layout.dtype)) return;
+  v.k_sf = b.k_sf;
+  v.k_sf_capacity = b.k_sf_capacity;
+  v.v_sf = b.v_sf;
+  v.v_sf_capacity = b.v_sf_capacity;
+  v.sf = {static_cast<KvSfLayout>(b.sf_layout), b.sf_stride_page, b.sf_stride_token, b.sf_stride_head};
+}
+
 kvcheck_kv_tokens to_abi(const KvTokensIn& t) {
   kvcheck_kv_tokens r{};
   r.data = const_cast<uint8_t*>(t.data);
@@ -235,6 +258,7 @@ kvcheck_gather_kv_args to_abi(const GatherKvArgs& g) {
   a.cu_seqlens_entries = static_cast<int64_t>(g.cu_seqlens_k.size());
   a.out_k = to_abi(KvTokensIn(g.out_k));
   a.out_v = to_abi(KvTokensIn(g.out_v));
+  a.block_scales = block_scales_to_abi(g.cache);
   if (!g.seq_starts.empty()) {
     a.seq_starts_unit = static_cast<int32_t>(g.seq_start_unit);
     a.seq_starts = g.seq_starts.data();
@@ -254,7 +278,9 @@ std::span<int32_t> ints(int32_t* p, int64_t n) {
 GatherKvArgs from_abi(const kvcheck_gather_kv_args& a) {
   // A span's pointer may be a device pointer (CUDA plugins): only its extent is used here.
   GatherKvArgs g;
-  g.cache = from_abi(a.cache);
+  KvCacheView cache = from_abi(a.cache);
+  block_scales_from_abi(a.block_scales, cache);
+  g.cache = cache;
   g.block_table = ints(a.block_table, a.block_table_entries);
   g.max_blocks = a.max_blocks;
   g.cu_seqlens_k = ints(a.cu_seqlens_k, a.cu_seqlens_entries);

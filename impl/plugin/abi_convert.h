@@ -30,6 +30,12 @@ CacheLayout from_abi(const kvcheck_paged_cache& c);
 kvcheck_kv_cache to_abi(const ConstKvCacheView& v, const float* k_scale, const float* v_scale);
 /// A view of an ABI K/V cache; scales become spans of num_scales floats.
 KvCacheView from_abi(const kvcheck_kv_cache& c);
+/// An e2m1 view's block-scale caches (SPEC §7.9) in the ABI's struct; zeroed for every
+/// other dtype.
+kvcheck_kv_block_scales block_scales_to_abi(const ConstKvCacheView& v);
+/// The block-scale caches of an ABI call into `v` (plugin side, e2m1 caches only: the
+/// fields are read only then, and only by a table declaring KVCHECK_OP_KV_NVFP4).
+void block_scales_from_abi(const kvcheck_kv_block_scales& b, KvCacheView& v);
 kvcheck_kv_tokens to_abi(const KvTokensIn& t);
 KvTokensOut from_abi(const kvcheck_kv_tokens& t);
 

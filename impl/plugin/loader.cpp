@@ -89,7 +89,7 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
   };
   uint32_t valid = 0;
   for (KvDtype cache : kv_dtypes())
-    for (KvDtype rows : kv_dtypes())
+    for (KvDtype rows : kv_row_dtypes())
       if (is_kv_dtype_pair(cache, rows)) valid |= kv_dtype_pair_bit(cache, rows);
   if (pairs & ~valid)
     fail(path, "contract kv_dtype_pairs " + hex(pairs) + " names pairs the spec rejects (" + hex(pairs & ~valid) +
@@ -99,7 +99,7 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
   // properties would draw it with none.
   for (KvDtype cache : kv_dtypes()) {
     bool any = false;
-    for (KvDtype rows : kv_dtypes()) any |= (pairs & kv_dtype_pair_bit(cache, rows)) != 0;
+    for (KvDtype rows : kv_row_dtypes()) any |= (pairs & kv_dtype_pair_bit(cache, rows)) != 0;
     if (!any && (kv_dtypes_declared >> static_cast<int>(cache) & 1u))
       fail(path, "contract kv_dtype_pairs " + hex(pairs) + " declares no row dtype for the " +
                      to_string(cache) + " caches the capabilities name");
@@ -157,6 +157,10 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
       !(t.capabilities.ops & KVCHECK_OP_RECORD_FLAGS))
     fail(path, "capabilities name the NVFP4_DS_MLA format but not KVCHECK_OP_RECORD_FLAGS: its record's e4m3 rope "
                "and transposed scales are said in record_flags, which the table does not read");
+  if (t.capabilities.kv_dtypes != ~0u && (t.capabilities.kv_dtypes & (1u << KVCHECK_KV_E2M1)) &&
+      !(t.capabilities.ops & KVCHECK_OP_KV_NVFP4))
+    fail(path, "capabilities name the e2m1 K/V dtype but not KVCHECK_OP_KV_NVFP4: its scale caches travel in "
+               "block_scales, which the table does not read");
   if ((t.capabilities.ops & KVCHECK_OP_STORE_KV_ROPE) && !(t.capabilities.ops & KVCHECK_OP_STORE_KV))
     fail(path, "capabilities name store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE) but not store_kv");
   if ((t.capabilities.ops & KVCHECK_OP_CONCAT_MLA_ROPE) && !(t.capabilities.ops & KVCHECK_OP_CONCAT_AND_CACHE_MLA))

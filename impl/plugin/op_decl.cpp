@@ -40,7 +40,7 @@ std::span<const int32_t> span(const int32_t* p, int64_t n) {
 /// needs, so nothing past that is ever copied.
 size_t kv_rows_bytes(const kvcheck_kv_tokens& t, int64_t rows, const kvcheck_kv_cache& c, bool output) {
   if (t.data == nullptr) return 0;
-  const auto stub = static_cast<size_t>(kv_dtype_bytes(static_cast<KvDtype>(t.dtype)));
+  const auto stub = static_cast<size_t>(kv_dtype_bytes(static_cast<KvDtype>(t.dtype)));  // model dtype rows
   if (rows <= 0 || t.token_stride < 0 || t.head_stride < 0) return stub;
   const KvAxis axes[] = {{t.token_stride, rows}, {t.head_stride, c.num_kv_heads}, {1, c.head_dim}};
   if (output && !kv_axes_non_overlapping(axes)) return stub;
@@ -48,13 +48,20 @@ size_t kv_rows_bytes(const kvcheck_kv_tokens& t, int64_t rows, const kvcheck_kv_
   return static_cast<size_t>(elements) * stub;
 }
 
-/// The K and V caches: whole capacities, which may alias (one allocation).
-std::vector<ArgView> kv_caches(kvcheck_kv_cache& c) {
-  const auto es = static_cast<size_t>(kv_dtype_bytes(static_cast<KvDtype>(c.dtype)));
-  return {view(c.k, static_cast<size_t>(c.k_capacity) * es), view(c.v, static_cast<size_t>(c.v_capacity) * es)};
+/// The K and V caches, and an e2m1 cache's block-scale caches (SPEC §7.9): whole
+/// capacities, which may alias (one allocation: vLLM's NVFP4 pages hold all four).
+std::vector<ArgView> kv_caches(kvcheck_kv_cache& c, kvcheck_kv_block_scales& b) {
+  const auto dtype = static_cast<KvDtype>(c.dtype);
+  std::vector<ArgView> views{view(c.k, static_cast<size_t>(kv_bytes(dtype, c.k_capacity))),
+                             view(c.v, static_cast<size_t>(kv_bytes(dtype, c.v_capacity)))};
+  if (is_nvfp4(dtype)) {
+    views.push_back(view(b.k_sf, static_cast<size_t>(std::max<int64_t>(b.k_sf_capacity, 0))));
+    views.push_back(view(b.v_sf, static_cast<size_t>(std::max<int64_t>(b.v_sf_capacity, 0))));
+  }
+  return views;
 }
 size_t kv_cache_guard(const kvcheck_kv_cache& c) {
-  return guard_for(c.stride_page * kv_dtype_bytes(static_cast<KvDtype>(c.dtype)));
+  return guard_for(kv_bytes(static_cast<KvDtype>(c.dtype), c.stride_page));
 }
 
 /// A fused RoPE's metadata (docs/spec.md §8.4) for n rows: the first n positions (what a
@@ -257,15 +264,17 @@ void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
   d.kv_store_recipe(a.cache);
   if (!d.bound([&] {
         const RopeArgs rope = from_abi(a.rope);
-        validate_store_kv_shape(KvTokensIn(from_abi(a.key)), KvTokensIn(from_abi(a.value)), a.num_tokens,
-                                from_abi(a.cache), a.has_rope ? &rope : nullptr);
+        KvCacheView cache = from_abi(a.cache);
+        block_scales_from_abi(a.block_scales, cache);
+        validate_store_kv_shape(KvTokensIn(from_abi(a.key)), KvTokensIn(from_abi(a.value)), a.num_tokens, cache,
+                                a.has_rope ? &rope : nullptr);
         return a.num_tokens != 0;
       }))
     return;
   d.read("the key/value rows", guard_for(0),
          {view(a.key.data, kv_rows_bytes(a.key, a.num_tokens, a.cache, false)),
           view(a.value.data, kv_rows_bytes(a.value, a.num_tokens, a.cache, false))});
-  d.write("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache));
+  d.write("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache, a.block_scales));
   d.floats("k_scale", a.cache.k_scale, a.cache.num_scales);
   d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
   d.ints("slot_mapping", a.slot_mapping, a.num_tokens);
@@ -278,13 +287,15 @@ void declare(kvcheck_store_kv_args& a, ArgDecl& d) {
 void declare(kvcheck_gather_kv_args& a, ArgDecl& d) {
   d.kv_cache(a.cache);
   if (!d.bound([&] {
-        validate_kv_cache(from_abi(a.cache));
+        KvCacheView cache = from_abi(a.cache);
+        block_scales_from_abi(a.block_scales, cache);
+        validate_kv_cache(cache);
         return true;
       }))
     return;
   const std::span<const int32_t> cu = span(a.cu_seqlens_k, a.cu_seqlens_entries);
   const int64_t needed = cu.empty() ? 0 : std::max<int64_t>(cu.back(), 0);
-  d.read("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache));
+  d.read("the K/V caches", kv_cache_guard(a.cache), kv_caches(a.cache, a.block_scales));
   d.floats("k_scale", a.cache.k_scale, a.cache.num_scales);
   d.floats("v_scale", a.cache.v_scale, a.cache.num_v_scales);
   d.ints("block_table", a.block_table, a.block_table_entries);

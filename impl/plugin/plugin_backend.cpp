@@ -103,6 +103,7 @@ void PluginBackend::store_kv(const KvTokensIn& key, const KvTokensIn& value, std
   a.slot_mapping = slot_mapping.data();
   a.num_tokens = static_cast<int64_t>(slot_mapping.size());
   a.cache = to_abi(cache, cache.scales.k_scale.data(), cache.scales.v_scale.data());
+  a.block_scales = block_scales_to_abi(cache);
   if (rope) {
     a.has_rope = 1;
     a.rope = to_abi(*rope);

@@ -125,9 +125,15 @@ typedef enum kvcheck_memory_space {
  * UNSUPPORTED before the plugin runs, and a table naming KVCHECK_FORMAT_NVFP4_DS_MLA in
  * formats (other than ~0u) is refused when loaded. */
 #define KVCHECK_OP_RECORD_FLAGS (1u << 16)
+/* A feature bit: store_kv and gather_kv take NVFP4 K/V caches (dtype KVCHECK_KV_E2M1,
+ * docs/spec.md §7.9) and read their argument struct's `block_scales`. Without it the
+ * harness never sends an e2m1 cache: the generators draw none, a direct call with one is
+ * UNSUPPORTED before the plugin runs, and a table naming KVCHECK_KV_E2M1 in kv_dtypes
+ * (other than ~0u) is refused when loaded. */
+#define KVCHECK_OP_KV_NVFP4 (1u << 17)
 /* Every bit this header defines: a table naming another bit is refused when loaded (a
  * plugin built against a newer header than the harness's). */
-#define KVCHECK_OPS_KNOWN ((1u << 17) - 1u)
+#define KVCHECK_OPS_KNOWN ((1u << 18) - 1u)
 
 /* Paged MLA/indexer cache formats (SPEC §2), bits of kvcheck_capabilities.formats and
  * values of kvcheck_paged_cache.format. BF16 is BF16(E) for every E. */
@@ -155,7 +161,10 @@ typedef enum kvcheck_kv_dtype {
   KVCHECK_KV_BF16 = 0,
   KVCHECK_KV_FP16 = 1,
   KVCHECK_KV_E4M3 = 2,
-  KVCHECK_KV_E5M2 = 3
+  KVCHECK_KV_E5M2 = 3,
+  KVCHECK_KV_E2M1 = 4  /* NVFP4 (docs/spec.md §7.9): 4-bit codes, element 2i in the low nibble, one
+                          e4m3 scale per 16 elements in a block-scale cache, k_scale / v_scale the
+                          per-tensor global decode scale; only with KVCHECK_OP_KV_NVFP4 */
 } kvcheck_kv_dtype;
 
 /* Numerics recipes of the FP8 K/V store (docs/spec.md §7.3.1): values of
@@ -317,6 +326,20 @@ typedef struct kvcheck_kv_cache {
                                      plugin whose contract declares that recipe */
 } kvcheck_kv_cache;
 
+/* The block-scale caches of an e2m1 K/V cache (docs/spec.md §7.9): the e4m3 scale of
+ * group g (elements [16g, 16g + 16)) of head h of token t in block b is the byte
+ *   b*sf_stride_page + h*sf_stride_head + t*sf_stride_token + g        (sf_layout 0, linear)
+ *   b*sf_stride_page + h*sf_stride_head + (t/4)*4S + 4g + t%4          (sf_layout 1, interleave4)
+ * from k_sf (K's scales) or v_sf (V's), S = head_dim / 16. Strides and capacities in
+ * BYTES; the plugin's memory space. Zeroed for every other dtype. */
+typedef struct kvcheck_kv_block_scales {
+  uint8_t* k_sf; int64_t k_sf_capacity;
+  uint8_t* v_sf; int64_t v_sf_capacity;
+  int64_t sf_stride_page, sf_stride_token, sf_stride_head;
+  int32_t sf_layout;  /* 0 linear (FlashInfer's append), 1 interleave4 (vLLM, TRT-LLM V scales) */
+  int32_t reserved0;
+} kvcheck_kv_block_scales;
+
 /* Token rows [rows][H][D] (store_kv input, gather_kv output): token i, head h at
  * element i*token_stride + h*head_stride; D contiguous. */
 typedef struct kvcheck_kv_tokens {
@@ -359,6 +382,9 @@ typedef struct kvcheck_store_kv_args {
   int32_t has_rope;
   int32_t reserved1;
   kvcheck_rope rope;
+  /* An e2m1 cache's scale caches (written with its data): read only when the table
+   * declares KVCHECK_OP_KV_NVFP4 (the harness sends an e2m1 cache only then). */
+  kvcheck_kv_block_scales block_scales;
 } kvcheck_store_kv_args;
 
 /* gather_kv (SPEC §7.5): sequence i's tokens through block_table row i, from table
@@ -377,6 +403,8 @@ typedef struct kvcheck_gather_kv_args {
   const int32_t* cu_seqlens_k; int64_t cu_seqlens_entries; /* num_seqs + 1 */
   kvcheck_kv_tokens out_k, out_v; /* written */
   const int32_t* seq_starts; int64_t seq_starts_entries; /* [num_seqs] tokens; the plugin's memory */
+  /* An e2m1 cache's scale caches (read): only with KVCHECK_OP_KV_NVFP4, as store_kv's. */
+  kvcheck_kv_block_scales block_scales;
 } kvcheck_gather_kv_args;
 
 /* copy_blocks (SPEC §8.1): in place in one allocation, for every view (offset,

@@ -67,8 +67,10 @@ int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void*, char*
 int store_kv(void*, const kvcheck_store_kv_args* a, void*, char* msg, size_t size) {
   return guarded(msg, size, [&] {
     const RopeArgs rope = from_abi(a->rope);  // read only with has_rope (the table declares the bit)
+    KvCacheView cache = from_abi(a->cache);
+    plugin::block_scales_from_abi(a->block_scales, cache);  // e2m1 only (the table declares KVCHECK_OP_KV_NVFP4)
     backend.store_kv(KvTokensIn(from_abi(a->key)), KvTokensIn(from_abi(a->value)),
-                     ints(a->slot_mapping, a->num_tokens), from_abi(a->cache), a->has_rope ? &rope : nullptr);
+                     ints(a->slot_mapping, a->num_tokens), cache, a->has_rope ? &rope : nullptr);
   });
 }
 

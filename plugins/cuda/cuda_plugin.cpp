@@ -143,7 +143,12 @@ int swa_decode_index(void*, const kvcheck_swa_decode_index_args* a, void* stream
 int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t size) {
   KvCacheView cache;
   return checked(
-      stream, msg, size, [&] { return cuda::store_kv_workspace_bytes((cache = from_abi(a->cache)).layout); },
+      stream, msg, size,
+      [&] {
+        cache = from_abi(a->cache);
+        plugin::block_scales_from_abi(a->block_scales, cache);  // e2m1 only (the table declares KVCHECK_OP_KV_NVFP4)
+        return cuda::store_kv_workspace_bytes(cache.layout);
+      },
       [&](DeviceStatus* st, void* ws) {
         const RopeArgs rope = from_abi(a->rope);  // read only with has_rope (the table declares the bit)
         return cuda::store_kv_checked(from_abi(a->key), from_abi(a->value), {a->slot_mapping, entries(a->num_tokens)},

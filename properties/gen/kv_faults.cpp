@@ -38,8 +38,9 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   bool has_valid = false;
   for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
   if (n >= 2 && has_valid) kinds.push_back(1);
-  if (fp8) kinds.insert(kinds.end(), {4, 5, 10});
+  if (fp8 || is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {4, 5, 10});
   if (fp8 && generator_caps().recipe_aware) kinds.push_back(11);  // a plugin without a contract: reserved0 = 0
+  if (is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {12, 13});
   if (s.cache.num_kv_heads > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0: {
@@ -89,7 +90,8 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       // cache the other 2-byte dtype (a kernel copying bits would take it silently).
       KvRows& rows = src.coin() ? s.key : s.value;
       rows.dtype = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
-      if (!fp8 && src.coin()) rows.dtype = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      if (!is_quantized_kv(s.cache.dtype) && src.coin())
+        rows.dtype = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
       s.fault = std::string(&rows == &s.key ? "key" : "value") + " dtype " + to_string(rows.dtype) +
                 " does not go with the cache";
       s.code = ErrorCode::kInvalidArgument;
@@ -113,6 +115,21 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       s.code = ErrorCode::kInvalidArgument;
       return;
     }
+    case 12: {  // an e2m1 cache's scale caches (SPEC §7.9)
+      s.cache.sf_fault = src.pick({KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf});
+      s.fault = s.cache.sf_fault == KvSfFault::kShortKSf   ? "k_sf's buffer ends one byte before its view"
+                : s.cache.sf_fault == KvSfFault::kVSfOnKSf ? "v_sf on k_sf's bytes"
+                                                           : "v_sf is null";
+      s.code = s.cache.sf_fault == KvSfFault::kVSfOnKSf ? ErrorCode::kInvalidArgument : ErrorCode::kShapeMismatch;
+      return;
+    }
+    case 13:  // an e2m1 cache takes one global scale per side
+      s.cache.scale_kind = KvScaleKind::kPerHead;
+      s.cache.k_scale.assign(static_cast<size_t>(s.cache.num_kv_heads), s.cache.k_scale[0]);
+      s.cache.v_scale.assign(static_cast<size_t>(s.cache.num_kv_heads), s.cache.v_scale[0]);
+      s.fault = "per-head scales on an e2m1 cache";
+      s.code = ErrorCode::kInvalidArgument;
+      return;
     case 8:
       s.cache.pad_head = -1;  // stride_head = D - 1 (NHD) / heads overlap by a token (HND)
       if (s.cache.order == KvHeadLayout::kHND) s.cache.pad_head = -s.cache.head_dim - s.cache.pad_token;
@@ -139,7 +156,8 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
   if (!starts_only) {
     kinds = {2, 3, 4, 6};
     if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
-    if (is_fp8(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
+    if (is_quantized_kv(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
+    if (is_nvfp4(s.cache.dtype)) kinds.push_back(13);
     if (total > 1) kinds.push_back(8);
   }
   if (!s.seq_starts.empty()) kinds.insert(kinds.end(), {10, 12});
@@ -225,7 +243,8 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
       const bool k = src.coin();
       KvDtype& d = k ? s.out_k_dtype : s.out_v_dtype;
       d = src.pick({KvDtype::kE4M3, KvDtype::kE5M2});
-      if (!is_fp8(s.cache.dtype) && src.coin()) d = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
+      if (!is_quantized_kv(s.cache.dtype) && src.coin())
+        d = s.cache.dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
       s.fault = std::string(k ? "out_k" : "out_v") + " dtype " + to_string(d);
       s.code = ErrorCode::kInvalidArgument;
       return;
@@ -234,6 +253,13 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
       s.out_v_dtype = s.out_k_dtype == KvDtype::kBF16 ? KvDtype::kFP16 : KvDtype::kBF16;
       s.fault = "out_k is " + to_string(s.out_k_dtype) + " but out_v is " + to_string(s.out_v_dtype);
       s.code = ErrorCode::kInvalidArgument;
+      return;
+    case 13:  // an e2m1 cache's scale caches (SPEC §7.9)
+      s.cache.sf_fault = src.pick({KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf});
+      s.fault = s.cache.sf_fault == KvSfFault::kShortKSf   ? "k_sf's buffer ends one byte before its view"
+                : s.cache.sf_fault == KvSfFault::kVSfOnKSf ? "v_sf on k_sf's bytes"
+                                                           : "v_sf is null";
+      s.code = s.cache.sf_fault == KvSfFault::kVSfOnKSf ? ErrorCode::kInvalidArgument : ErrorCode::kShapeMismatch;
       return;
     case 7:
       s.cache.v_scale[0] = src.pick<float>({0.0f, -2.0f, std::numeric_limits<float>::quiet_NaN(),
@@ -263,7 +289,7 @@ void inject_gather_kv_seq_starts_fault(Source& src, GatherKvScenario& s) { injec
 void raw_store_kv(Source& src, StoreKvScenario& s) {
   s.slot_mapping = raw_slot_mapping(src, s.cache.num_slots(), static_cast<int64_t>(s.slot_mapping.size()));
   s.fault = "raw slot_mapping";
-  if (is_fp8(s.cache.dtype) && src.coin()) {
+  if (is_quantized_kv(s.cache.dtype) && src.coin()) {
     // Raw bits: zero, negative, subnormal, huge, NaN and Inf scales alike.
     auto& v = src.coin() ? s.cache.k_scale : s.cache.v_scale;
     v[static_cast<size_t>(src.range(0, static_cast<int64_t>(v.size()) - 1))] = std::bit_cast<float>(src.seed());

@@ -23,7 +23,7 @@ std::vector<KvDtype> supported_kv_dtypes() {
 // pairs the backend declares (kvcheck_contract.kv_dtype_pairs; the loader made sure
 // each cache dtype it names has one).
 KvDtype choose_model_dtype(Source& src, KvDtype cache) {
-  if (!is_fp8(cache)) return cache;
+  if (!is_quantized_kv(cache)) return cache;
   const BackendCapabilities& c = generator_caps();
   const bool bf16 = c.supports_kv_dtype_pair(cache, KvDtype::kBF16), fp16 = c.supports_kv_dtype_pair(cache, KvDtype::kFP16);
   if (bf16 != fp16) return bf16 ? KvDtype::kBF16 : KvDtype::kFP16;
@@ -41,8 +41,10 @@ int64_t block_elements(const KvCacheShape& s) {
 // whatever block_size and layer count come later.
 void align_pads(KvCacheShape& s) {
   const int64_t eb = kv_dtype_bytes(s.dtype);
-  const auto pad_to = [eb](int64_t base, int32_t& pad) {
-    pad = static_cast<int32_t>(kv_aligned_elements(base + pad, eb) - base);
+  const bool e2m1 = is_nvfp4(s.dtype);  // two elements a byte: strides even, aligned in bytes
+  const auto pad_to = [eb, e2m1](int64_t base, int32_t& pad) {
+    if (e2m1) pad = static_cast<int32_t>(2 * kv_aligned_elements((base + pad + 1) / 2, 1) - base);
+    else pad = static_cast<int32_t>(kv_aligned_elements(base + pad, eb) - base);
   };
   int32_t& inner = s.order == KvHeadLayout::kNHD ? s.pad_head : s.pad_token;
   int32_t& outer = s.order == KvHeadLayout::kNHD ? s.pad_token : s.pad_head;
@@ -79,6 +81,14 @@ KvRows choose_rows(Source& src, const KvCacheShape& c, KvDtype dtype, int64_t ro
 
 }  // namespace
 
+float nvfp4_global_scale(uint64_t seed) {
+  // amax/448-style decode scales for kv_value_bits' values (|x| up to 2^10 and
+  // specials): codes at every magnitude, saturated groups (small g), scales that
+  // underflow e4m3 (large g), and scales whose 6 * g and sf * g round.
+  static constexpr float kScales[] = {1.0f, 1.0f / 448, 2.2857143f, 0.37f, 3.0f, 96.0f, 2e-5f, 7.0f, 1.1e3f, 0.0123f};
+  return kScales[SplitMix64{seed}.next() % (sizeof kScales / sizeof kScales[0])];
+}
+
 KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) { return build_kv_cache_shape(src, lim, 1); }
 
 KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_head_dim) {
@@ -102,6 +112,15 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
   if (caps.head_dims.empty() && !fits(s.head_dim))  // one head of the largest row it takes
     s.head_dim = static_cast<int32_t>(caps.max_heads_x_head_dim);
   if (s.head_dim < min_head_dim && caps.head_dims.empty() && fits(min_head_dim)) s.head_dim = min_head_dim;
+  if (is_nvfp4(s.dtype) && s.head_dim % 16 != 0) {
+    // One e4m3 scale per 16 elements (SPEC §7.9): a multiple of 16 the contract takes,
+    // else a cache of another dtype.
+    int32_t d16 = 0;
+    for (int32_t d : declared.empty() ? std::vector<int32_t>{(s.head_dim + 15) / 16 * 16} : declared)
+      if (d % 16 == 0 && fits(d) && d16 == 0) d16 = d;
+    if (d16 != 0 && (!caps.head_dims.empty() || fits(d16))) s.head_dim = d16;
+    else s.dtype = supported_kv_dtypes().front() == KvDtype::kE2M1 ? KvDtype::kBF16 : supported_kv_dtypes().front();
+  }
   switch (src.weighted({3, 4, 1})) {
     case 0: s.num_kv_heads = static_cast<int32_t>(src.range(1, 4)); break;
     case 1: s.num_kv_heads = src.pick<int32_t>({1, 8, 40}); break;
@@ -138,7 +157,33 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
     s.k_scale = kv_scales(s.scale_kind, s.num_kv_heads, src.seed());
     s.v_scale = kv_scales(s.scale_kind, s.num_kv_heads, src.seed() ^ 0x5A17EDull);
   }
+
   s.fill_seed = src.seed();
+  if (is_nvfp4(s.dtype)) {
+    // From fill_seed, as the recipe below (no input spent: the fuzz corpus decodes as
+    // before): vLLM's NVFP4 pages (dense [K data | K scales | V data | V scales]) in 1
+    // case of 3 when their dense strides and offsets keep the declared kv_alignment;
+    // interleave4 scales (vLLM, TRT-LLM) in 1 of 2 when block_size allows, else
+    // FlashInfer's linear ones; one global decode scale per side (SPEC §7.9).
+    SplitMix64 r{s.fill_seed ^ 0xF4F4ull};
+    KvCacheShape dense = s;
+    dense.pad_head = dense.pad_token = dense.pad_page = 0;
+    align_pads(dense);
+    const int64_t a = std::max<int64_t>(generator_caps().kv_alignment, 1);
+    const int64_t page_data = int64_t{s.block_size} * s.num_kv_heads * s.head_dim / 2;
+    const int64_t page_scales = int64_t{s.block_size} * s.num_kv_heads * (s.head_dim / 16);
+    if (r.next() % 3 == 0 && dense.pad_head == 0 && dense.pad_token == 0 && dense.pad_page == 0 && page_data % a == 0 &&
+        page_scales % a == 0) {
+      s.alloc = KvAlloc::kNvfp4Pages;
+      s.pad_head = s.pad_token = s.pad_page = 0;
+      s.num_layers = 1;
+      s.layer = 0;
+    }
+    s.sf_layout = s.block_size % 4 == 0 && r.next() % 2 == 0 ? KvSfLayout::kInterleave4 : KvSfLayout::kLinear;
+    s.scale_kind = KvScaleKind::kPerTensor;
+    s.k_scale = {nvfp4_global_scale(s.fill_seed ^ 0x6B5CA1Eull)};
+    s.v_scale = {nvfp4_global_scale(s.fill_seed ^ 0x5A17EDull)};
+  }
   if (is_fp8(s.dtype)) {
     // The recipe comes from fill_seed (mixed: RapidCheck's seeds are small at small
     // sizes) rather than a draw of its own, so the fuzz corpus decodes as before.

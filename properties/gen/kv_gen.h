@@ -29,7 +29,14 @@ namespace kvcheck::props {
 /// pages (the page stride is 2L pages: other layers' pages lie between this layer's,
 /// and must come back unchanged, as canaries do; the block stride != block size x
 /// record class of vLLM #54465).
-enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer, kLayerPages };
+/// kNvfp4Pages (e2m1 caches only, SPEC §7.9): vLLM's NVFP4 pages, one page =
+/// [K data | K scales | V data | V scales] (its nvfp4_split_data_scale), dense; every
+/// other allocation keeps an e2m1 cache's two scale caches after the data.
+enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer, kLayerPages, kNvfp4Pages };
+
+/// A fault of an e2m1 cache's scale caches (SPEC §7.9): none, k_sf's buffer one byte
+/// short, v_sf on k_sf's bytes, v_sf null.
+enum class KvSfFault : uint8_t { kNone, kShortKSf, kVSfOnKSf, kNullVSf };
 
 /// A K/V cache pair: dense NHD/HND strides plus padding elements per axis.
 struct KvCacheShape {
@@ -44,6 +51,8 @@ struct KvCacheShape {
   KvRecipe recipe = KvRecipe::kSpec;  // FP8 caches: one of the backend's declared recipes (SPEC §7.3.1)
   uint64_t fill_seed = 0;  // prior contents of the whole buffer
   int64_t capacity_cut = 0;  // fault injection: k_capacity = span - capacity_cut
+  KvSfLayout sf_layout = KvSfLayout::kLinear;  // e2m1 caches: where each scale byte sits (SPEC §7.9)
+  KvSfFault sf_fault = KvSfFault::kNone;
   int64_t num_slots() const { return int64_t{num_blocks} * block_size; }
 };
 
@@ -152,6 +161,8 @@ uint16_t kv_value_bits(KvDtype dtype, uint64_t seed, int64_t a, int64_t b, int64
 /// ref::float_to_model on every such value (KvGen.NormalBitsMatchTheReference), without
 /// its table search, which cost a fifth of fuzz_store_kv's time under instrumentation.
 uint16_t kv_normal_bits(KvDtype dtype, bool negative, int e, uint32_t k);
+/// A global decode scale of an e2m1 cache (SPEC §7.9), from a fixed list, by seed.
+float nvfp4_global_scale(uint64_t seed);
 /// Scales that make FP8 codes interesting for values of kv_value_bits.
 std::vector<float> kv_scales(KvScaleKind kind, int32_t num_kv_heads, uint64_t seed);
 /// Rows filled from kv_value_bits(seed, row, 0, h, d); stride gaps hold NaN bits.

@@ -20,12 +20,13 @@ const char* alloc_name(KvAlloc a) {
     case KvAlloc::kNanoVllm: return "nano-vllm";
     case KvAlloc::kFlashInfer: return "flashinfer";
     case KvAlloc::kLayerPages: return "layer-pages";
+    case KvAlloc::kNvfp4Pages: return "nvfp4-pages";
   }
   return "?";
 }
 
 KvDtype dtype_from(const nlohmann::json& j) {
-  return enum_from_name(j.get<std::string>(), KvDtype::kBF16, KvDtype::kE5M2,
+  return enum_from_name(j.get<std::string>(), KvDtype::kBF16, KvDtype::kE2M1,
                         [](KvDtype d) { return to_string(d); }, "K/V dtype");
 }
 
@@ -80,6 +81,8 @@ void to_json(nlohmann::json& j, const KvCacheShape& s) {
   if (!s.k_scale.empty()) j["k_scale"] = floats(s.k_scale);
   if (!s.v_scale.empty()) j["v_scale"] = floats(s.v_scale);
   if (s.capacity_cut != 0) j["capacity_cut"] = s.capacity_cut;
+  if (s.dtype == KvDtype::kE2M1) j["sf_layout"] = to_string(s.sf_layout);
+  if (s.sf_fault != KvSfFault::kNone) j["sf_fault"] = static_cast<int>(s.sf_fault);
   // Absent = spec, so files written before recipes read as they were written.
   if (s.recipe != KvRecipe::kSpec) {
     if (is_kv_recipe(s.recipe)) j["recipe"] = to_string(s.recipe);
@@ -98,7 +101,7 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   s.pad_head = j.at("pad_head").get<int32_t>();
   s.pad_token = j.at("pad_token").get<int32_t>();
   s.pad_page = j.at("pad_page").get<int32_t>();
-  s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kLayerPages, alloc_name,
+  s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kNvfp4Pages, alloc_name,
                            "alloc");
   s.scale_kind = enum_from_name(j.at("scale_kind").get<std::string>(), KvScaleKind::kNone, KvScaleKind::kPerHead,
                                 [](KvScaleKind k) { return to_string(k); }, "scale_kind");
@@ -108,6 +111,13 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   s.k_scale = floats_from(j.value("k_scale", nlohmann::json::array()));
   s.v_scale = floats_from(j.value("v_scale", nlohmann::json::array()));
   s.capacity_cut = j.value("capacity_cut", int64_t{0});
+  s.sf_layout = j.contains("sf_layout")
+                    ? enum_from_name(j.at("sf_layout").get<std::string>(), KvSfLayout::kLinear, KvSfLayout::kInterleave4,
+                                     [](KvSfLayout l) { return to_string(l); }, "sf_layout")
+                    : KvSfLayout::kLinear;
+  const int sf_fault = j.value("sf_fault", 0);
+  if (sf_fault < 0 || sf_fault > static_cast<int>(KvSfFault::kNullVSf)) throw std::runtime_error("sf_fault out of range");
+  s.sf_fault = static_cast<KvSfFault>(sf_fault);
   s.recipe = KvRecipe::kSpec;
   if (j.contains("recipe"))
     s.recipe = j.at("recipe").is_string() ? kv_recipe_from_string(j.at("recipe").get<std::string>())
@@ -115,7 +125,7 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   // What the harness allocates from (KvBuffers): a file cannot ask for more than a
   // generated case could, nor for a shape with no elements to lay out.
   if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||
-      s.layer < 0 || s.layer >= s.num_layers)
+      s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1))
     throw std::runtime_error("K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, layer)");
 }
 

@@ -16,6 +16,7 @@ const char* alloc_name(KvAlloc a) {
     case KvAlloc::kNanoVllm: return "nano-vllm [2, L, ...]";
     case KvAlloc::kFlashInfer: return "flashinfer [nb, 2, ...]";
     case KvAlloc::kLayerPages: return "layer pages [nb, L, 2, ...]";
+    case KvAlloc::kNvfp4Pages: return "vLLM nvfp4 pages [K data | K scales | V data | V scales]";
   }
   return "?";
 }
@@ -48,6 +49,9 @@ std::string describe(const KvCacheShape& s) {
   if (is_fp8(s.dtype))
     scales = fmt::format(", {} k_scale {} v_scale {}, recipe {}", to_string(s.scale_kind), floats(s.k_scale),
                          floats(s.v_scale), to_string(s.recipe));
+  if (is_nvfp4(s.dtype))
+    scales = fmt::format(", global decode scales k {} v {}, {} e4m3 block scales", floats(s.k_scale), floats(s.v_scale),
+                         to_string(s.sf_layout));
   return fmt::format("{} {} cache: {} blocks x {} tokens x {} heads x {} (pads head {} token {} page {}), {}{}{}",
                      to_string(s.dtype), to_string(s.order), s.num_blocks, s.block_size, s.num_kv_heads,
                      s.head_dim, s.pad_head, s.pad_token, s.pad_page, alloc_name(s.alloc),

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -134,7 +135,7 @@ Views views_of(const KvScenario& s, uint8_t* cache, uint8_t* rows, const float* 
   const Offsets o = offsets_of(s);
   const int64_t span = kv_span_elements(s.layout);
   Views v;
-  v.cache = {cache + o.k, span, cache + o.v, span, s.layout, {}};
+  v.cache = {cache + o.k, span, cache + o.v, span, s.layout, {}, nullptr, 0, nullptr, 0, {}};
   v.cache.scales.kind = s.kind;
   v.cache.scales.k_scale = {scales, s.k_scale.size()};
   v.cache.scales.v_scale = {scales + s.k_scale.size(), s.v_scale.size()};
@@ -509,7 +510,7 @@ TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
           const std::vector<int32_t> slot{0};
           Bytes want(2 * 65536, 0xA5), got(2 * 65536, 0xA5);
           const auto view = [&](uint8_t* cache, const uint8_t* rows, const float* sc) {
-            KvCacheView c{cache, 65536, cache + 65536, 65536, l, {}};
+            KvCacheView c{cache, 65536, cache + 65536, 65536, l, {}, nullptr, 0, nullptr, 0, {}};
             c.scales = {KvScaleKind::kPerTensor, {sc, 1}, {sc + 1, 1}, recipe};
             return std::make_pair(c, KvTokensIn{rows, model, 1, 65536, 65536});
           };
@@ -550,6 +551,559 @@ TEST(KvDeviceApi, WorkspaceOfAnInvalidLayoutIsTheLayoutError) {
   const std::string want = outcome([&] { validate_kv_layout(l); });
   EXPECT_FALSE(want.empty());
   EXPECT_EQ(got, want);
+}
+
+// ---- e2m1 (NVFP4) caches, SPEC §7.9: store_kv and gather_kv against the cpu backend ----
+
+/// An e2m1 cache pair in one buffer, [guard | K data | guard | V data | guard | K scales
+/// | guard | V scales | guard], and its global decode scales k_scale, v_scale.
+struct Nvfp4Cache {
+  KvCacheLayout layout;
+  KvSfGeometry sf;
+  float g[2] = {1.0f, 1.0f};
+  int64_t data_elements = 0, sf_bytes = 0;
+  int64_t k = 0, v = 0, k_sf = 0, v_sf = 0, bytes = 0;  // offsets, total
+};
+Nvfp4Cache nvfp4_cache(const KvCacheLayout& l, const KvSfGeometry& sf, float gk, float gv) {
+  Nvfp4Cache c;
+  c.layout = l;
+  c.sf = sf;
+  c.g[0] = gk;
+  c.g[1] = gv;
+  c.data_elements = kv_span_elements(l);
+  c.sf_bytes = kv_sf_span_bytes(l, sf);
+  const int64_t data = round16(kv_bytes(l.dtype, c.data_elements));
+  c.k = kGuard;
+  c.v = c.k + data + kGuard;
+  c.k_sf = c.v + data + kGuard;
+  c.v_sf = c.k_sf + round16(c.sf_bytes) + kGuard;
+  c.bytes = c.v_sf + round16(c.sf_bytes) + kGuard;
+  return c;
+}
+/// The view of `c` on a buffer at `base` (host or device), scales at `scales` (k, v).
+KvCacheView nvfp4_view(const Nvfp4Cache& c, uint8_t* base, const float* scales) {
+  KvCacheView v;
+  v.k = base + c.k;
+  v.k_capacity = c.data_elements;
+  v.v = base + c.v;
+  v.v_capacity = c.data_elements;
+  v.layout = c.layout;
+  v.scales.kind = KvScaleKind::kPerTensor;
+  v.scales.k_scale = {scales, 1};
+  v.scales.v_scale = {scales + 1, 1};
+  v.k_sf = base + c.k_sf;
+  v.k_sf_capacity = c.sf_bytes;
+  v.v_sf = base + c.v_sf;
+  v.v_sf_capacity = c.sf_bytes;
+  v.sf = c.sf;
+  return v;
+}
+/// Where byte i of the cache buffer is, for a failure message.
+std::string nvfp4_region(const Nvfp4Cache& c, int64_t i) {
+  const struct { int64_t at, bytes; const char* name; } parts[] = {
+      {c.k, kv_bytes(c.layout.dtype, c.data_elements), "K data"},
+      {c.v, kv_bytes(c.layout.dtype, c.data_elements), "V data"},
+      {c.k_sf, c.sf_bytes, "K scales"},
+      {c.v_sf, c.sf_bytes, "V scales"}};
+  for (const auto& p : parts)
+    if (i >= p.at && i < p.at + p.bytes) return std::string(p.name) + " byte " + std::to_string(i - p.at);
+  return "byte " + std::to_string(i) + " outside every view";
+}
+
+/// "" when equal, else the first difference (`where` names its place).
+std::string first_difference(const Bytes& want, const Bytes& got, const std::function<std::string(int64_t)>& where) {
+  if (want.size() != got.size()) return "sizes differ";
+  const auto d = std::mismatch(want.begin(), want.end(), got.begin());
+  if (d.first == want.end()) return "";
+  const int64_t i = d.first - want.begin();
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ": cpu 0x%02x device 0x%02x", unsigned{*d.first}, unsigned{*d.second});
+  return where(i) + buf;
+}
+
+/// The bits of f in a model dtype, f exactly representable there (the test's values are).
+uint16_t exact_model_bits(KvDtype m, float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (m == KvDtype::kBF16) {
+    EXPECT_EQ(u & 0xFFFFu, 0u) << f << " is no bf16 value";
+    return static_cast<uint16_t>(u >> 16);
+  }
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return 0x7E00;
+  if (std::isinf(f)) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (a < 0x1p-14f) {  // zero or subnormal: m * 2^-24
+    const float m = a * 0x1p24f;
+    EXPECT_EQ(m, std::floor(m)) << f << " is no fp16 value";
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(m));
+  }
+  const int e = static_cast<int>((u >> 23) & 0xFF) - 127;
+  EXPECT_TRUE(e <= 15 && (u & 0x1FFFu) == 0) << f << " is no fp16 value";
+  return static_cast<uint16_t>(sign | (e + 15) << 10 | ((u >> 13) & 0x3FFu));
+}
+
+/// Model-dtype bits of the awkward kinds: NaN of both signs (payloads too), +-Inf,
+/// +-0, subnormals, the largest finite values, and random normals of any exponent.
+uint16_t special_bits(KvDtype m, std::mt19937_64& rng) {
+  static const uint16_t bf16[] = {0x7FC0, 0xFFC0, 0x7F81, 0xFFFF, 0x7F80, 0xFF80, 0x0000, 0x8000,
+                                  0x0001, 0x807F, 0x0040, 0x7F7F, 0xFF7F, 0x7F00, 0x3F80, 0xC0C0};
+  static const uint16_t fp16[] = {0x7E00, 0xFE00, 0x7C01, 0xFFFF, 0x7C00, 0xFC00, 0x0000, 0x8000,
+                                  0x0001, 0x83FF, 0x0200, 0x7BFF, 0xFBFF, 0x7800, 0x3C00, 0xC600};
+  return (m == KvDtype::kBF16 ? bf16 : fp16)[rng() % 16];
+}
+uint16_t random_normal_bits(KvDtype m, std::mt19937_64& rng, int exp_lo, int exp_hi) {
+  const uint16_t sign = rng() % 2 ? 0x8000 : 0;
+  const int e = exp_lo + static_cast<int>(rng() % static_cast<uint64_t>(exp_hi - exp_lo + 1));
+  if (m == KvDtype::kBF16) return static_cast<uint16_t>(sign | e << 7 | (rng() & 0x7F));
+  return static_cast<uint16_t>(sign | e << 10 | (rng() & 0x3FF));
+}
+/// One group of 16 model elements: a pattern per group (all zero, all NaN, normals
+/// of one narrow exponent range, normals with awkward values among them, subnormals
+/// only, huge values, a lone Inf).
+void fill_group(KvDtype m, std::mt19937_64& rng, uint16_t* g) {
+  const int emax = m == KvDtype::kBF16 ? 254 : 30;
+  const int lo = 1 + static_cast<int>(rng() % static_cast<uint64_t>(emax - 3));
+  const int pattern = static_cast<int>(rng() % 8);
+  for (int i = 0; i < 16; ++i) {
+    uint16_t x = random_normal_bits(m, rng, lo, std::min(lo + 3, emax));
+    switch (pattern) {
+      case 0: x = rng() % 2 ? 0x8000 : 0x0000; break;  // an all-zero group (signed zeros)
+      case 1: x = m == KvDtype::kBF16 ? (rng() % 2 ? 0x7FC0 : 0xFFC1) : (rng() % 2 ? 0x7E00 : 0xFE01); break;
+      case 2: break;
+      case 3: case 4: if (rng() % 4 == 0) x = special_bits(m, rng); break;
+      case 5: x = static_cast<uint16_t>((rng() % 2 ? 0x8000 : 0) | (rng() & (m == KvDtype::kBF16 ? 0x7F : 0x3FF))); break;
+      case 6: x = static_cast<uint16_t>((rng() % 2 ? 0x8000 : 0) | (m == KvDtype::kBF16 ? 0x7F00 | (rng() & 0x7F) : 0x7800 | (rng() & 0x3FF))); break;
+      case 7: if (i == static_cast<int>(rng() % 16)) x = m == KvDtype::kBF16 ? 0x7F80 : 0xFC00; break;
+    }
+    g[i] = x;
+  }
+}
+
+/// A rows buffer [guard | side 0 | guard | side 1 | guard], each side `shift` bytes past
+/// a 16-byte boundary, token i head h at element i*token_stride + h*head_stride.
+struct Nvfp4Rows {
+  KvDtype dtype = KvDtype::kBF16;
+  int64_t rows = 0, token_stride = 0, head_stride = 0, shift = 0;
+  int64_t at[2] = {0, 0}, bytes = 0;
+};
+Nvfp4Rows nvfp4_rows(KvDtype m, int64_t rows, const KvCacheLayout& l, int64_t pad, int64_t shift) {
+  Nvfp4Rows r;
+  r.dtype = m;
+  r.rows = rows;
+  r.head_stride = l.head_dim + pad;
+  r.token_stride = l.num_kv_heads * r.head_stride + pad;
+  r.shift = shift;
+  const int64_t side = round16(2 * ((rows - 1) * r.token_stride + (l.num_kv_heads - 1) * r.head_stride + l.head_dim) +
+                               shift);
+  r.at[0] = kGuard + shift;
+  r.at[1] = kGuard + side + kGuard + shift;
+  r.bytes = 2 * (side + kGuard) + kGuard;
+  return r;
+}
+KvTokensOut nvfp4_tokens(const Nvfp4Rows& r, uint8_t* base, int side) {
+  return {base + r.at[side], r.dtype, r.rows, r.token_stride, r.head_stride};
+}
+
+/// Runs `op` on a fresh non-blocking stream with PDL, as the cuda plugin does.
+void on_stream(const std::function<cuda::PendingCheck(const cuda::LaunchOptions&)>& op) {
+  cudaStream_t stream;
+  ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const cuda::LaunchOptions opts{stream, true};
+  op(opts).throw_if_error(stream);
+  ck(cudaStreamSynchronize(stream));
+  ck(cudaStreamDestroy(stream));
+}
+
+/// store_kv then gather_kv of one e2m1 cache against the cpu backend: rows of awkward
+/// groups to slots (with -1 padding; the slots nothing stores keep random bytes, NaN
+/// scale bytes among them), the whole cache buffer compared (data, scales and the bytes
+/// around them); then three sequences over every block gathered from the cpu's cache,
+/// the whole output buffer compared. `pad` > 0 gives odd row strides, `shift` rows off
+/// a 16-byte boundary. With `rope`, the key rows get a fused RoPE (§8.4) first.
+void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDtype model, int64_t pad,
+                              int64_t shift, bool rope, uint64_t seed) {
+  SCOPED_TRACE(what);
+  std::mt19937_64 rng(seed);
+  const KvCacheLayout& l = c.layout;
+  const int64_t slots_total = l.num_blocks * l.block_size, n = slots_total * 3 / 4 + 2;
+  ASSERT_GE(l.num_blocks, 4);
+  std::vector<int32_t> slots(static_cast<size_t>(slots_total));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots.resize(static_cast<size_t>(n));
+  for (size_t i = 0; i < slots.size(); i += 5) slots[i] = -1;
+
+  Bytes cache(static_cast<size_t>(c.bytes));
+  for (auto& b : cache) b = static_cast<uint8_t>(rng());
+  const Nvfp4Rows in = nvfp4_rows(model, n, l, pad, shift);
+  Bytes rows(static_cast<size_t>(in.bytes));
+  for (auto& b : rows) b = static_cast<uint8_t>(rng());
+  for (int side = 0; side < 2; ++side)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t h = 0; h < l.num_kv_heads; ++h)
+        for (int64_t grp = 0; grp < l.head_dim / 16; ++grp) {
+          uint16_t g[16];
+          fill_group(model, rng, g);
+          std::memcpy(&rows[static_cast<size_t>(in.at[side] + 2 * (i * in.token_stride + h * in.head_stride + 16 * grp))],
+                      g, sizeof g);
+        }
+  const std::vector<float> scales{c.g[0], c.g[1]};
+
+  // The fused RoPE: rot_dim 24 from element 4 (across a group boundary), NeoX or GPT-J by seed.
+  const int64_t max_position = 7;
+  std::vector<float> cos_sin(static_cast<size_t>(max_position * 24));
+  for (auto& x : cos_sin) x = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (auto& p : positions) p = static_cast<int64_t>(rng() % max_position);
+  const auto rope_of = [&](const float* cs, const int64_t* pos) {
+    RopeArgs r;
+    r.cos_sin_cache = cs;
+    r.max_position = max_position;
+    r.positions = pos;
+    r.positions_rows = n;
+    r.rot_dim = 24;
+    r.rope_offset = 4;
+    r.is_neox = seed % 2 == 0;
+    return r;
+  };
+
+  // store_kv: cpu, then the device from the same bytes.
+  Bytes want = cache;
+  {
+    const KvCacheView v = nvfp4_view(c, want.data(), scales.data());
+    const RopeArgs r = rope_of(cos_sin.data(), positions.data());
+    const std::string error = outcome([&] {
+      kCpu.store_kv(nvfp4_tokens(in, rows.data(), 0), nvfp4_tokens(in, rows.data(), 1), slots, v, rope ? &r : nullptr);
+    });
+    ASSERT_EQ(error, "") << "the cpu refused the store";
+  }
+  Bytes got(cache.size());
+  {
+    cuda::DeviceBuffer dcache(cache.size()), drows(rows.size()), dscales(8), dslots(slots.size() * 4),
+        dcs(cos_sin.size() * 4), dpos(positions.size() * 8), workspace(cuda::store_kv_workspace_bytes(l)),
+        status(sizeof(cuda::DeviceStatus));
+    upload(dcache, cache);
+    upload(drows, rows);
+    upload(dscales, scales);
+    upload(dslots, slots);
+    upload(dcs, cos_sin);
+    upload(dpos, positions);
+    ck(cudaDeviceSynchronize());
+    const KvCacheView v = nvfp4_view(c, dcache.get(), dscales.as<float>());
+    const RopeArgs r = rope_of(dcs.as<float>(), dpos.as<int64_t>());
+    const std::string error = outcome([&] {
+      on_stream([&](const cuda::LaunchOptions& o) {
+        return cuda::store_kv_checked(nvfp4_tokens(in, drows.get(), 0), nvfp4_tokens(in, drows.get(), 1),
+                                      {dslots.as<int32_t>(), slots.size()}, v, status.as<cuda::DeviceStatus>(),
+                                      workspace.get(), o, rope ? &r : nullptr);
+      });
+    });
+    ASSERT_EQ(error, "") << "the device refused the store";
+    ck(cudaMemcpy(got.data(), dcache.get(), got.size(), cudaMemcpyDeviceToHost));
+  }
+  const std::string store_diff = first_difference(want, got, [&](int64_t i) { return nvfp4_region(c, i); });
+  EXPECT_EQ(store_diff, "") << "store_kv: the caches differ";
+  const int64_t written = std::count_if(slots.begin(), slots.end(), [](int32_t s) { return s >= 0; });
+  EXPECT_GT(written, 0);
+
+  // gather_kv from the cpu's cache: sequences of bs + 3, 2 bs and bs - 1 tokens through
+  // table rows {2, 0}, {3, 1}, {1, -1 (unneeded)}, starting at positions 1, 0, 1.
+  const int32_t bs = l.block_size;
+  const std::vector<int32_t> table{2, 0, 3, 1, 1, -1}, cu{0, bs + 3, 3 * bs + 3, 4 * bs + 2}, starts{1, 0, 1};
+  const Nvfp4Rows out = nvfp4_rows(model, cu.back(), l, pad, shift);
+  Bytes out_init(static_cast<size_t>(out.bytes));
+  for (auto& b : out_init) b = static_cast<uint8_t>(rng());
+  Bytes out_want = out_init, out_got(out_init.size());
+  const auto gather_args = [&](const uint8_t* cache_base, uint8_t* out_base, const float* sc, const int32_t* meta) {
+    GatherKvArgs a;
+    a.cache = nvfp4_view(c, const_cast<uint8_t*>(cache_base), sc);
+    a.block_table = {meta, table.size()};
+    a.max_blocks = 2;
+    a.cu_seqlens_k = {meta + table.size(), cu.size()};
+    a.seq_starts = {meta + table.size() + cu.size(), starts.size()};
+    a.seq_start_unit = SeqStartUnit::kToken;
+    a.out_k = nvfp4_tokens(out, out_base, 0);
+    a.out_v = nvfp4_tokens(out, out_base, 1);
+    return a;
+  };
+  std::vector<int32_t> meta = table;
+  meta.insert(meta.end(), cu.begin(), cu.end());
+  meta.insert(meta.end(), starts.begin(), starts.end());
+  ASSERT_EQ(outcome([&] { kCpu.gather_kv(gather_args(want.data(), out_want.data(), scales.data(), meta.data())); }), "")
+      << "the cpu refused the gather";
+  {
+    cuda::DeviceBuffer dcache(want.size()), dout(out_init.size()), dscales(8), dmeta(meta.size() * 4),
+        status(sizeof(cuda::DeviceStatus));
+    upload(dcache, want);
+    upload(dout, out_init);
+    upload(dscales, scales);
+    upload(dmeta, meta);
+    ck(cudaDeviceSynchronize());
+    const std::string error = outcome([&] {
+      on_stream([&](const cuda::LaunchOptions& o) {
+        return cuda::gather_kv_checked(gather_args(dcache.get(), dout.get(), dscales.as<float>(), dmeta.as<int32_t>()),
+                                       status.as<cuda::DeviceStatus>(), o);
+      });
+    });
+    ASSERT_EQ(error, "") << "the device refused the gather";
+    ck(cudaMemcpy(out_got.data(), dout.get(), out_got.size(), cudaMemcpyDeviceToHost));
+    Bytes cache_after(want.size());
+    ck(cudaMemcpy(cache_after.data(), dcache.get(), cache_after.size(), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(cache_after == want) << "gather_kv wrote the cache";
+  }
+  const std::string gather_diff = first_difference(out_want, out_got, [&](int64_t i) {
+    const int side = i >= out.at[1] - out.shift - kGuard / 2 ? 1 : 0;
+    const int64_t e = (i - out.at[side]) / 2;
+    return std::string(side ? "out_v" : "out_k") + " byte " + std::to_string(i - out.at[side]) + " (row " +
+           std::to_string(e / out.token_stride) + ", element " + std::to_string(e % out.token_stride) + ")";
+  });
+  EXPECT_EQ(gather_diff, "") << "gather_kv: the outputs differ";
+}
+
+/// The e2m1 caches of the tests: dense NHD / HND, or NHD with padded strides (odd byte
+/// offsets of the heads); linear scales in token-major or head-major order, or the
+/// 4-token interleave (block_size % 4 == 0, stride_token = S), with padded pages.
+KvCacheLayout nvfp4_layout(int order, int32_t bs, int32_t heads, int32_t d) {
+  if (order < 2) return kv_dense_layout(KvDtype::kE2M1, order ? KvHeadLayout::kHND : KvHeadLayout::kNHD, 5, bs, heads, d);
+  KvCacheLayout l = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kNHD, 5, bs, heads, d);
+  l.stride_head = d + 2;  // (d + 2) / 2 bytes: an odd number for d % 4 == 0
+  l.stride_token = heads * l.stride_head + 6;
+  l.stride_page = bs * l.stride_token + 10;
+  return l;
+}
+KvSfGeometry nvfp4_sf(int kind, const KvCacheLayout& l) {
+  const int64_t s = l.head_dim / 16, bs = l.block_size, h = l.num_kv_heads;
+  KvSfGeometry g;
+  if (kind == 0) {  // linear, token-major: [page][token][head][S]
+    g.stride_head = s;
+    g.stride_token = h * s;
+    g.stride_page = bs * h * s + 3;
+  } else if (kind == 1) {  // linear, head-major with gaps: [page][head][token][S + 1]
+    g.stride_token = s + 1;
+    g.stride_head = bs * (s + 1) + 2;
+    g.stride_page = h * g.stride_head + 5;
+  } else {  // interleave4: [page][head][bs x S tile]
+    g.layout = KvSfLayout::kInterleave4;
+    g.stride_token = s;
+    g.stride_head = bs * s;
+    g.stride_page = h * bs * s + 7;
+  }
+  return g;
+}
+
+// SPEC §7.9 on the device: e2m1 store_kv then gather_kv equal the cpu backend's bytes
+// (caches with their scale caches, outputs, and the bytes around all of them) for bf16
+// and fp16 rows, NHD, HND and padded caches, linear and interleave4 scales, aligned and
+// odd rows, global scales from tiny to huge, with and without a fused RoPE.
+TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
+  KVCHECK_NEED_GPU();
+  const float g_pairs[][2] = {{0.37f, 3.7e-3f}, {1.0f, 1.0f / 448.0f}, {1e-40f, 2.5f}, {3e38f, 6.0f}};
+  uint64_t seed = 0;
+  for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+    for (int order = 0; order < 3; ++order)
+      for (int sf = 0; sf < 3; ++sf)
+        for (int odd = 0; odd < 2; ++odd) {
+          ++seed;
+          const KvCacheLayout l = nvfp4_layout(order, 8, 3, 48);
+          const float* g = g_pairs[seed % 4];
+          const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), g[0], g[1]);
+          const std::string what = to_string(model) + (order == 0 ? " NHD" : order == 1 ? " HND" : " padded NHD") +
+                                   " " + to_string(c.sf.layout) + (sf == 1 ? " (head-major)" : "") +
+                                   (odd ? " odd rows" : " aligned rows") + " g " + std::to_string(g[0]) + "/" +
+                                   std::to_string(g[1]);
+          check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, false, seed);
+          if (seed % 3 == 0) check_nvfp4_store_gather(what + " rope", c, model, odd ? 3 : 0, odd ? 2 : 0, true, seed);
+        }
+  // head_dim 16 (one group a head), block_size 4: the smallest interleave tile.
+  const KvCacheLayout small = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kHND, 6, 4, 2, 16);
+  check_nvfp4_store_gather("head_dim 16 interleave4", nvfp4_cache(small, nvfp4_sf(2, small), 0.5f, 3.7e-3f),
+                           KvDtype::kBF16, 0, 0, false, 99);
+}
+
+// SPEC §7.9's store on every model value: each of the 65,536 bf16 (and fp16) bit
+// patterns as one element of a group whose 15 companions set the amax (zeros, 1, 2^-8,
+// 2^10, huge, subnormal, NaN and -Inf), under global scales 1, 1/448, 3.7e-3 and
+// beyond; the device's data and scale bytes equal the cpu's.
+TEST(KvDeviceApi, Nvfp4StoreMatchesCpuOnEveryModelValue) {
+  KVCHECK_NEED_GPU();
+  constexpr int64_t kValues = 65536, kD = 16 * kValues;
+  const float base[15] = {1.0f,  -0.5f,      0.25f,     0.75f,   -1.0f,  0.125f,    0.3125f, -0.625f,
+                          0.875f, 0.015625f, -0.03125f, 0.375f,  0.34375f, -0.78125f, 0.0625f};
+  constexpr int kSets = 7;
+  const float g_pairs[][2] = {{1.0f, 1.0f / 448.0f}, {3.7e-3f, 1e-40f}, {3e38f, 0.1f}};
+  for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16}) {
+    const bool bf16 = model == KvDtype::kBF16;
+    // Row k: group j holds value j at position j % 16, set k's companions elsewhere.
+    std::vector<uint16_t> rows(static_cast<size_t>(kSets * kD));
+    for (int k = 0; k < kSets; ++k) {
+      uint16_t comp[15];
+      for (int i = 0; i < 15; ++i) {
+        float f = base[i];
+        switch (k) {
+          case 0: f = i % 2 ? -0.0f : 0.0f; break;
+          case 1: break;
+          case 2: f *= 0x1p-8f; break;
+          case 3: f *= 0x1p10f; break;
+          case 4: f *= bf16 ? 0x1p127f : 0x1p15f; break;
+          case 5: f *= bf16 ? 0x1p-127f : 0x1p-15f; break;  // subnormals of the dtype
+          case 6: f = i == 0 ? kNaN : i == 1 ? -kInf : f; break;
+        }
+        comp[i] = exact_model_bits(model, f);
+      }
+      for (int64_t j = 0; j < kValues; ++j) {
+        uint16_t* g = &rows[static_cast<size_t>(k * kD + 16 * j)];
+        for (int i = 0, c = 0; i < 16; ++i) g[i] = i == j % 16 ? static_cast<uint16_t>(j) : comp[c++];
+      }
+    }
+    const KvCacheLayout l = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kNHD, 1, kSets, 1, static_cast<int32_t>(kD));
+    KvSfGeometry sf;
+    sf.stride_token = kD / 16;
+    sf.stride_head = kD / 16;
+    sf.stride_page = kSets * (kD / 16);
+    std::vector<int32_t> slots(kSets);
+    std::iota(slots.begin(), slots.end(), 0);
+    const KvTokensIn in_host{reinterpret_cast<const uint8_t*>(rows.data()), model, kSets, kD, kD};
+    cuda::DeviceBuffer drows(rows.size() * 2), dslots(slots.size() * 4), dscales(8),
+        workspace(cuda::store_kv_workspace_bytes(l)), status(sizeof(cuda::DeviceStatus));
+    upload(drows, rows);
+    upload(dslots, slots);
+    const KvTokensIn in_dev{drows.get(), model, kSets, kD, kD};
+    for (const auto& gp : g_pairs) {
+      const Nvfp4Cache c = nvfp4_cache(l, sf, gp[0], gp[1]);
+      const std::vector<float> scales{gp[0], gp[1]};
+      Bytes want(static_cast<size_t>(c.bytes), 0xA5), got(want.size());
+      ASSERT_EQ(outcome([&] { kCpu.store_kv(in_host, in_host, slots, nvfp4_view(c, want.data(), scales.data())); }), "");
+      cuda::DeviceBuffer dcache(want.size());
+      upload(dcache, Bytes(want.size(), 0xA5));
+      upload(dscales, scales);
+      ck(cudaDeviceSynchronize());
+      const std::string error = outcome([&] {
+        on_stream([&](const cuda::LaunchOptions& o) {
+          return cuda::store_kv_checked(in_dev, in_dev, {dslots.as<int32_t>(), slots.size()},
+                                        nvfp4_view(c, dcache.get(), dscales.as<float>()),
+                                        status.as<cuda::DeviceStatus>(), workspace.get(), o);
+        });
+      });
+      ASSERT_EQ(error, "");
+      ck(cudaMemcpy(got.data(), dcache.get(), got.size(), cudaMemcpyDeviceToHost));
+      const std::string diff = first_difference(want, got, [&](int64_t i) {
+        // The group of the byte: data byte b of side s is group b / 8; scale byte b is group b.
+        int64_t grp = -1;
+        if (i >= c.k && i < c.v_sf + c.sf_bytes) {
+          if (i < c.k_sf) grp = (i - (i < c.v ? c.k : c.v)) / 8;
+          else grp = i - (i < c.v_sf ? c.k_sf : c.v_sf);
+        }
+        std::string s = nvfp4_region(c, i);
+        if (grp >= 0) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, " (companion set %lld, value 0x%04llx)", static_cast<long long>(grp / kValues),
+                        static_cast<unsigned long long>(grp % kValues));
+          s += buf;
+        }
+        return s;
+      });
+      EXPECT_EQ(diff, "") << to_string(model) << " g " << gp[0] << " / " << gp[1];
+    }
+  }
+}
+
+// SPEC §7.9's load on every code byte and scale byte: 32 groups of one scale byte cover
+// the 256 data bytes, for each of the 256 scale bytes (NaN scales 0x7F / 0xFF too), under
+// several global scales, into bf16 and fp16; the device's outputs equal the cpu's.
+TEST(KvDeviceApi, Nvfp4GatherMatchesCpuOnEveryCodeAndScale) {
+  KVCHECK_NEED_GPU();
+  constexpr int64_t kGroups = 256 * 32, kD = 16 * kGroups;
+  const KvCacheLayout l = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kNHD, 1, 1, 1, static_cast<int32_t>(kD));
+  KvSfGeometry sf;
+  sf.stride_token = sf.stride_head = sf.stride_page = kGroups;
+  const float g_pairs[][2] = {{1.0f, 1.0f / 448.0f}, {3.7e-3f, 3e38f}, {1e-40f, 0.5f}};
+  const std::vector<int32_t> meta{0, 0, 1};  // block_table {0}, cu_seqlens_k {0, 1}
+  for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+    for (const auto& gp : g_pairs) {
+      const Nvfp4Cache c = nvfp4_cache(l, sf, gp[0], gp[1]);
+      Bytes cache(static_cast<size_t>(c.bytes), 0xA5);
+      for (const int64_t data : {c.k, c.v})
+        for (int64_t b = 0; b < kD / 2; ++b)
+          cache[static_cast<size_t>(data + b)] = static_cast<uint8_t>(data == c.k ? b : 255 - b % 256);
+      for (const int64_t scales_at : {c.k_sf, c.v_sf})
+        for (int64_t grp = 0; grp < kGroups; ++grp) cache[static_cast<size_t>(scales_at + grp)] = static_cast<uint8_t>(grp / 32);
+      const std::vector<float> scales{gp[0], gp[1]};
+      const Nvfp4Rows out = nvfp4_rows(model, 1, l, 0, 0);
+      Bytes want(static_cast<size_t>(out.bytes), 0xA5), got(want.size());
+      const auto args = [&](uint8_t* cache_base, uint8_t* out_base, const float* sc, const int32_t* m) {
+        GatherKvArgs a;
+        a.cache = nvfp4_view(c, cache_base, sc);
+        a.block_table = {m, 1};
+        a.max_blocks = 1;
+        a.cu_seqlens_k = {m + 1, 2};
+        a.out_k = nvfp4_tokens(out, out_base, 0);
+        a.out_v = nvfp4_tokens(out, out_base, 1);
+        return a;
+      };
+      ASSERT_EQ(outcome([&] { kCpu.gather_kv(args(cache.data(), want.data(), scales.data(), meta.data())); }), "");
+      cuda::DeviceBuffer dcache(cache.size()), dout(want.size()), dscales(8), dmeta(meta.size() * 4),
+          status(sizeof(cuda::DeviceStatus));
+      upload(dcache, cache);
+      upload(dout, Bytes(want.size(), 0xA5));
+      upload(dscales, scales);
+      upload(dmeta, meta);
+      ck(cudaDeviceSynchronize());
+      ASSERT_EQ(outcome([&] {
+                  on_stream([&](const cuda::LaunchOptions& o) {
+                    return cuda::gather_kv_checked(args(dcache.get(), dout.get(), dscales.as<float>(), dmeta.as<int32_t>()),
+                                                   status.as<cuda::DeviceStatus>(), o);
+                  });
+                }),
+                "");
+      ck(cudaMemcpy(got.data(), dout.get(), got.size(), cudaMemcpyDeviceToHost));
+      const std::string diff = first_difference(want, got, [&](int64_t i) {
+        const int side = i >= out.at[1] ? 1 : 0;
+        const int64_t e = (i - out.at[side]) / 2;  // element; its group e / 16 has scale byte e / 512
+        return std::string(side ? "out_v" : "out_k") + " element " + std::to_string(e) + " (scale byte " +
+               std::to_string(e / 16 / 32) + ")";
+      });
+      EXPECT_EQ(diff, "") << to_string(model) << " g " << gp[0] << " / " << gp[1];
+    }
+}
+
+// A e2m1 store with a bad global scale is the cpu's refusal, found on the device, and
+// writes nothing (the scale values are checked there, SPEC §7.9 / §7.3).
+TEST(KvDeviceApi, Nvfp4BadGlobalScaleIsTheCpuRefusal) {
+  KVCHECK_NEED_GPU();
+  const KvCacheLayout l = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kNHD, 4, 4, 1, 16);
+  for (const float bad : {0.0f, -1.0f, kNaN, kInf}) {
+    const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(2, l), 1.0f, bad);
+    const Nvfp4Rows in = nvfp4_rows(KvDtype::kBF16, 2, l, 0, 0);
+    Bytes rows(static_cast<size_t>(in.bytes), 0x3F), cache(static_cast<size_t>(c.bytes), 0xA5);
+    const std::vector<float> scales{c.g[0], c.g[1]};
+    const std::vector<int32_t> slots{3, 9};
+    Bytes host = cache;
+    const std::string want = outcome([&] {
+      kCpu.store_kv(nvfp4_tokens(in, rows.data(), 0), nvfp4_tokens(in, rows.data(), 1), slots,
+                    nvfp4_view(c, host.data(), scales.data()));
+    });
+    ASSERT_FALSE(want.empty()) << bad;
+    cuda::DeviceBuffer dcache(cache.size()), drows(rows.size()), dscales(8), dslots(8),
+        workspace(cuda::store_kv_workspace_bytes(l)), status(sizeof(cuda::DeviceStatus));
+    upload(dcache, cache);
+    upload(drows, rows);
+    upload(dscales, scales);
+    upload(dslots, slots);
+    ck(cudaDeviceSynchronize());
+    const std::string got = outcome([&] {
+      on_stream([&](const cuda::LaunchOptions& o) {
+        return cuda::store_kv_checked(nvfp4_tokens(in, drows.get(), 0), nvfp4_tokens(in, drows.get(), 1),
+                                      {dslots.as<int32_t>(), slots.size()},
+                                      nvfp4_view(c, dcache.get(), dscales.as<float>()),
+                                      status.as<cuda::DeviceStatus>(), workspace.get(), o);
+      });
+    });
+    EXPECT_EQ(got, want) << bad;
+    Bytes after(cache.size());
+    ck(cudaMemcpy(after.data(), dcache.get(), after.size(), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(after == cache) << bad << ": the device wrote the cache despite the refusal";
+  }
 }
 
 }  // namespace
