@@ -163,6 +163,10 @@ int64_t KvBuffers::place() {
       body_bytes = v_sf_offset + sf_span;
       k_sf_capacity = v_sf_capacity = sf_span;
     }
+    if (s.sf_fault == KvSfFault::kKSfIntoData && k_sf_offset > 0) {  // the last data byte of each page too
+      k_sf_offset -= 1;
+      k_sf_capacity += 1;
+    }
     if (s.sf_fault == KvSfFault::kShortKSf) {  // one byte short of the view's span
       const int64_t tail = s.sf_layout == KvSfLayout::kInterleave4
                                ? (h - 1) * sf.stride_head + bs * groups

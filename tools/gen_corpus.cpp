@@ -570,6 +570,7 @@ void kv_seeds(const fs::path& root) {
   }
   seed<S>(root, "store_kv", "e2m1-error-scale-cache", ds, [](const S& s) { return s.cache.sf_fault != kvcheck::props::KvSfFault::kNone; });
   seed<G>(root, "gather_kv", "e2m1-error-scale-cache", dg, [](const G& g) { return g.cache.sf_fault != kvcheck::props::KvSfFault::kNone; });
+  seed<S>(root, "store_kv", "e2m1-error-scale-into-data", ds, [](const S& s) { return s.cache.sf_fault == kvcheck::props::KvSfFault::kKSfIntoData; });
   seed<S>(root, "store_kv", "heads-40", ds, [&](const S& s) { return s.cache.num_kv_heads == 40 && s.cache.head_dim >= 64 && valid_store(s); });
   seed<G>(root, "gather_kv", "heads-40", dg, [&](const G& g) { return g.cache.num_kv_heads == 40 && g.cache.head_dim >= 64 && valid_gather(g); });
   seed<S>(root, "store_kv", "padded-strides", ds, [&](const S& s) { return s.cache.pad_head > 0 && s.cache.pad_token > 0 && s.key.head_stride > s.cache.head_dim && valid_store(s); });

@@ -30,6 +30,25 @@ void inject_store_kv_rope_fault(Source& src, StoreKvScenario& s) {
   fit_positions(r, n, s.slot_mapping.size());
 }
 
+namespace {
+
+/// One fault of an e2m1 cache's scale caches (SPEC §7.9), and the code it demands.
+void inject_sf_fault(Source& src, KvCacheShape& c, std::string& fault, std::optional<ErrorCode>& code) {
+  std::vector<KvSfFault> kinds{KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf};
+  if (c.alloc == KvAlloc::kNvfp4Pages) kinds.push_back(KvSfFault::kKSfIntoData);
+  c.sf_fault = src.pick(std::span<const KvSfFault>(kinds));
+  switch (c.sf_fault) {
+    case KvSfFault::kShortKSf: fault = "k_sf's buffer ends one byte before its view"; break;
+    case KvSfFault::kVSfOnKSf: fault = "v_sf on k_sf's bytes"; break;
+    case KvSfFault::kNullVSf: fault = "v_sf is null"; break;
+    default: fault = "k_sf one byte into K's data (every page's last data byte is a scale byte)"; break;
+  }
+  code = c.sf_fault == KvSfFault::kShortKSf || c.sf_fault == KvSfFault::kNullVSf ? ErrorCode::kShapeMismatch
+                                                                                  : ErrorCode::kInvalidArgument;
+}
+
+}  // namespace
+
 void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
   const bool fp8 = is_fp8(s.cache.dtype);
@@ -115,14 +134,9 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
       s.code = ErrorCode::kInvalidArgument;
       return;
     }
-    case 12: {  // an e2m1 cache's scale caches (SPEC §7.9)
-      s.cache.sf_fault = src.pick({KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf});
-      s.fault = s.cache.sf_fault == KvSfFault::kShortKSf   ? "k_sf's buffer ends one byte before its view"
-                : s.cache.sf_fault == KvSfFault::kVSfOnKSf ? "v_sf on k_sf's bytes"
-                                                           : "v_sf is null";
-      s.code = s.cache.sf_fault == KvSfFault::kVSfOnKSf ? ErrorCode::kInvalidArgument : ErrorCode::kShapeMismatch;
+    case 12:  // an e2m1 cache's scale caches (SPEC §7.9)
+      inject_sf_fault(src, s.cache, s.fault, s.code);
       return;
-    }
     case 13:  // an e2m1 cache takes one global scale per side
       s.cache.scale_kind = KvScaleKind::kPerHead;
       s.cache.k_scale.assign(static_cast<size_t>(s.cache.num_kv_heads), s.cache.k_scale[0]);
@@ -255,11 +269,7 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
       s.code = ErrorCode::kInvalidArgument;
       return;
     case 13:  // an e2m1 cache's scale caches (SPEC §7.9)
-      s.cache.sf_fault = src.pick({KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf});
-      s.fault = s.cache.sf_fault == KvSfFault::kShortKSf   ? "k_sf's buffer ends one byte before its view"
-                : s.cache.sf_fault == KvSfFault::kVSfOnKSf ? "v_sf on k_sf's bytes"
-                                                           : "v_sf is null";
-      s.code = s.cache.sf_fault == KvSfFault::kVSfOnKSf ? ErrorCode::kInvalidArgument : ErrorCode::kShapeMismatch;
+      inject_sf_fault(src, s.cache, s.fault, s.code);
       return;
     case 7:
       s.cache.v_scale[0] = src.pick<float>({0.0f, -2.0f, std::numeric_limits<float>::quiet_NaN(),

@@ -35,8 +35,9 @@ namespace kvcheck::props {
 enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer, kLayerPages, kNvfp4Pages };
 
 /// A fault of an e2m1 cache's scale caches (SPEC §7.9): none, k_sf's buffer one byte
-/// short, v_sf on k_sf's bytes, v_sf null.
-enum class KvSfFault : uint8_t { kNone, kShortKSf, kVSfOnKSf, kNullVSf };
+/// short, v_sf on k_sf's bytes, v_sf null, k_sf one byte into K's data (vLLM's pages
+/// only: the last data byte of every page is also a scale byte).
+enum class KvSfFault : uint8_t { kNone, kShortKSf, kVSfOnKSf, kNullVSf, kKSfIntoData };
 
 /// A K/V cache pair: dense NHD/HND strides plus padding elements per axis.
 struct KvCacheShape {
