@@ -376,6 +376,7 @@ int main(int argc, char** argv) {
     int64_t tokens;
     bool reciprocal = false;  // recipe sglang (SPEC §7.3.1): a multiply by RN(1/s), not a division
     bool rope = false;        // store only, the key rows rotated first (docs/spec.md §8.4)
+    KvSfLayout sf = KvSfLayout::kLinear;  // e2m1: where the block scales go (docs/spec.md §7.9)
   };
   const KvCase kv_cases[] = {
       {"kv bf16 NHD 8x128", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144},
@@ -390,16 +391,30 @@ int main(int argc, char** argv) {
       {"kv bf16 NHD 8x128 rope", KvDtype::kBF16, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kNone, 262144, false, true},
       {"kv e4m3/tensor 8x128 rope", KvDtype::kE4M3, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144, false,
        true},
+      // NVFP4 (docs/spec.md §7.9): FlashInfer's linear scales, vLLM's 4-token interleave.
+      {"kv e2m1 8x128", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144},
+      {"kv e2m1 interleave4 8x128", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144, false,
+       false, KvSfLayout::kInterleave4},
   };
   for (const KvCase& kc : kv_cases) {
     if (!only_format.empty() && only_format != kc.name) continue;
     const int32_t bs = 16;
     const int64_t n = quick ? std::min<int64_t>(kc.tokens, 65536) : kc.tokens, num_blocks = n / bs;
     const KvCacheLayout l = kv_dense_layout(kc.dtype, kc.order, num_blocks, bs, kc.heads, kc.head_dim);
-    const int64_t row = int64_t{kc.heads} * kc.head_dim, es = kv_dtype_bytes(kc.dtype);
-    const size_t cache_bytes = static_cast<size_t>(num_blocks * l.stride_page * es);
+    const int64_t row = int64_t{kc.heads} * kc.head_dim;
+    const bool e2m1 = kc.dtype == KvDtype::kE2M1;
+    // Record bytes per element: 2, 1, or e2m1's half byte plus a scale byte per 16.
+    const double es = e2m1 ? 0.5 + 1.0 / 16 : static_cast<double>(kv_dtype_bytes(kc.dtype));
+    const size_t cache_bytes = static_cast<size_t>(kv_bytes(kc.dtype, num_blocks * l.stride_page));
     auto* d_k = static_cast<uint8_t*>(dmalloc(cache_bytes));
     auto* d_v = static_cast<uint8_t*>(dmalloc(cache_bytes));
+    const size_t sf_bytes = e2m1 ? static_cast<size_t>(num_blocks * l.stride_page / 16) : 1;
+    auto* d_k_sf = static_cast<uint8_t*>(dmalloc(sf_bytes));
+    auto* d_v_sf = static_cast<uint8_t*>(dmalloc(sf_bytes));
+    const int64_t groups = kc.head_dim / 16;
+    const bool head_major = kc.sf == KvSfLayout::kInterleave4;  // its tiles are [block][head][token x group]
+    const KvSfGeometry sf{kc.sf, int64_t{bs} * kc.heads * groups, head_major ? groups : kc.heads * groups,
+                          head_major ? int64_t{bs} * groups : groups};
     std::vector<uint16_t> kv_rows(static_cast<size_t>(n * row));
     for (auto& x : kv_rows) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((118 + rng() % 12) << 7) | (rng() & 0x7F));
     auto* d_key = static_cast<uint16_t*>(dmalloc(kv_rows.size() * 2));
@@ -426,6 +441,11 @@ int main(int argc, char** argv) {
     st.k_scale = st.v_scale = d_scale;
     st.per_head_scale = kc.scale == KvScaleKind::kPerHead;
     st.reciprocal = kc.reciprocal;
+    if (e2m1) {
+      st.k_sf = d_k_sf;
+      st.v_sf = d_v_sf;
+      st.sf = kv_sf_layout(l, sf);
+    }
     // The rope rows: a 4096-position table of real angles over head_dim dims, random
     // positions (8 bytes per token counted; the table stays in L2).
     const RopeInputs ri = rope_inputs(kc.head_dim, n, rng);
@@ -446,6 +466,11 @@ int main(int argc, char** argv) {
     ga.layout = dl;
     ga.k_scale = ga.v_scale = d_scale;
     ga.per_head_scale = st.per_head_scale;
+    if (e2m1) {
+      ga.k_sf = d_k_sf;
+      ga.v_sf = d_v_sf;
+      ga.sf = st.sf;
+    }
     ga.block_table = d_table;
     ga.max_blocks = max_blocks;
     ga.cu_seqlens_k = d_cu;
@@ -472,7 +497,7 @@ int main(int argc, char** argv) {
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
                     static_cast<void*>(d_table), static_cast<void*>(d_cu), static_cast<void*>(ri.table),
-                    static_cast<void*>(ri.positions)})
+                    static_cast<void*>(ri.positions), static_cast<void*>(d_k_sf), static_cast<void*>(d_v_sf)})
       CK(cudaFree(p));
   }
   // copy_blocks (SPEC §8.1): half of a 262,144-token pool's blocks copied onto the

@@ -35,7 +35,7 @@ namespace {
 /// One fault of an e2m1 cache's scale caches (SPEC §7.9), and the code it demands.
 void inject_sf_fault(Source& src, KvCacheShape& c, std::string& fault, std::optional<ErrorCode>& code) {
   std::vector<KvSfFault> kinds{KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf};
-  if (c.alloc == KvAlloc::kNvfp4Pages) kinds.push_back(KvSfFault::kKSfIntoData);
+  if (c.alloc == KvAlloc::kNvfp4Pages) kinds.insert(kinds.end(), 2, KvSfFault::kKSfIntoData);  // the page rule's edge
   c.sf_fault = src.pick(std::span<const KvSfFault>(kinds));
   switch (c.sf_fault) {
     case KvSfFault::kShortKSf: fault = "k_sf's buffer ends one byte before its view"; break;
@@ -59,7 +59,7 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   if (n >= 2 && has_valid) kinds.push_back(1);
   if (fp8 || is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {4, 5, 10});
   if (fp8 && generator_caps().recipe_aware) kinds.push_back(11);  // a plugin without a contract: reserved0 = 0
-  if (is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {12, 13});
+  if (is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {12, 12, 12, 13});  // scale-cache faults weighted 3
   if (s.cache.num_kv_heads > 1) kinds.push_back(8);
   switch (src.pick(std::span<const int>(kinds))) {
     case 0: {
@@ -171,7 +171,7 @@ void inject_gather_fault(Source& src, GatherKvScenario& s, bool starts_only) {
     kinds = {2, 3, 4, 6};
     if (!busy.empty()) kinds.insert(kinds.end(), {0, 1, 5});
     if (is_quantized_kv(s.cache.dtype)) kinds.insert(kinds.end(), {7, 9});
-    if (is_nvfp4(s.cache.dtype)) kinds.push_back(13);
+    if (is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), 3, 13);
     if (total > 1) kinds.push_back(8);
   }
   if (!s.seq_starts.empty()) kinds.insert(kinds.end(), {10, 12});

@@ -85,7 +85,11 @@ float nvfp4_global_scale(uint64_t seed) {
   // amax/448-style decode scales for kv_value_bits' values (|x| up to 2^10 and
   // specials): codes at every magnitude, saturated groups (small g), scales that
   // underflow e4m3 (large g), and scales whose 6 * g and sf * g round.
-  static constexpr float kScales[] = {1.0f, 1.0f / 448, 2.2857143f, 0.37f, 3.0f, 96.0f, 2e-5f, 7.0f, 1.1e3f, 0.0123f};
+  // 1.2547742 is one whose RN(sf * g) rounds differently from RN(RN(q * sf) * g) in fp16
+  // for 51 of the 378 (q in {1.5, 3, 6}, e4m3 sf) pairs (a search over 4,000 random g
+  // found no other): the load's order of multiplications shows.
+  static constexpr float kScales[] = {1.0f, 1.0f / 448, 2.2857143f, 0.37f, 3.0f, 96.0f, 2e-5f, 7.0f, 1.1e3f, 0.0123f,
+                                      1.2547742f};
   return kScales[SplitMix64{seed}.next() % (sizeof kScales / sizeof kScales[0])];
 }
 
