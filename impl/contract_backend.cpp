@@ -17,10 +17,13 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
                          std::string& gaps) {
   BackendCapabilities c;
   c.ops = (w.ops & kWriterOps) | (r.ops & kReaderOps);
+  // Record features both sides must read: NVFP4_DS_MLA's flagged records, NVFP4 K/V caches.
+  c.ops |= w.ops & r.ops & (KVCHECK_OP_RECORD_FLAGS | KVCHECK_OP_KV_NVFP4);
   if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
     c.ops &= ~KVCHECK_OP_ANY_BLOCK_STRIDE;  // a stride both must take
   c.formats = w.formats & r.formats & scope.formats;
   c.kv_dtypes = w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes;
+  if (!(c.ops & KVCHECK_OP_KV_NVFP4)) c.kv_dtypes &= ~(1u << static_cast<int>(KvDtype::kE2M1));  // one side lacks it
   c.block_size_multiple = std::lcm(std::max(w.block_size_multiple, 1), std::max(r.block_size_multiple, 1));
   c.max_block_size = w.max_block_size == 0   ? r.max_block_size
                      : r.max_block_size == 0 ? w.max_block_size

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "impl/contract_backend.h"
 #include "impl/cpu/cpu_backend.h"
 #include "impl/error.h"
 #include "impl/kv_layout.h"
@@ -304,6 +305,51 @@ TEST(KvNvfp4, EveryBf16ValueMatchesNvidiasConversions) {
   }
 }
 #endif
+
+}  // namespace
+}  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// A backend declaring the given capabilities; only capabilities() is asked here, every
+// operation refuses.
+struct CapsOnly final : Backend {
+  BackendCapabilities caps;
+  explicit CapsOnly(BackendCapabilities c) : caps(std::move(c)) {}
+  std::string_view name() const override { return "caps"; }
+  BackendCapabilities capabilities() const override { return caps; }
+  [[noreturn]] static void no() { throw Error(ErrorCode::kUnsupported, "capabilities only"); }
+  void store_kv_cache(const KVInput&, std::span<const int32_t>, const CacheView&) const override { no(); }
+  void load_paged_kv_cache(const ConstCacheView&, std::span<const int32_t>, int32_t, const LoadOutput&) const override {
+    no();
+  }
+  void convert_kv_index(const ConvertKvIndexArgs&, std::span<int32_t>) const override { no(); }
+  void kv_index_cat(std::span<const int32_t>, int32_t, std::span<const int32_t>, int32_t, int32_t, int32_t, int32_t,
+                    std::span<int32_t>) const override {
+    no();
+  }
+  void expand_swa_index(std::span<const int32_t>, int32_t, int32_t, std::span<int32_t>) const override { no(); }
+  void swa_decode_index(std::span<const int32_t>, int32_t, int32_t, int32_t, std::span<int32_t>) const override { no(); }
+};
+
+// A writer x reader contract takes e2m1 caches only when both sides read the scale caches
+// (KVCHECK_OP_KV_NVFP4); it keeps the record-flags bit the same way. Without the bit on
+// both sides, e2m1 leaves its dtypes (a generator must never draw it for the pair).
+TEST(KvNvfp4, ContractsKeepTheFeatureBitOnlyWhenBothSidesHaveIt) {
+  BackendCapabilities with = cpu::CpuBackend().capabilities(), without = with;
+  without.ops &= ~KVCHECK_OP_KV_NVFP4;
+  const auto pair = [](const BackendCapabilities& w, const BackendCapabilities& r) {
+    return ContractBackend(std::make_shared<CapsOnly>(w), std::make_shared<CapsOnly>(r), {}).capabilities();
+  };
+  EXPECT_TRUE(pair(with, with).supports_kv_dtype(KvDtype::kE2M1));
+  EXPECT_TRUE(pair(with, with).ops & KVCHECK_OP_RECORD_FLAGS);
+  for (const auto& c : {pair(with, without), pair(without, with)}) {
+    EXPECT_FALSE(c.supports_kv_dtype(KvDtype::kE2M1));
+    EXPECT_FALSE(c.kv_dtypes & (1u << static_cast<int>(KvDtype::kE2M1)));
+    EXPECT_TRUE(c.supports_kv_dtype(KvDtype::kE4M3));
+  }
+}
 
 }  // namespace
 }  // namespace kvcheck

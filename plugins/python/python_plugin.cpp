@@ -152,6 +152,15 @@ PyObject* kv_cache_fields(const kvcheck_kv_cache& c) {
                        addr(c.v_scale), "num_v_scales", c.num_v_scales);
 }
 
+// An e2m1 cache's scale caches (docs/spec.md §7.9); read only for dtype e2m1 (the table
+// declares KVCHECK_OP_KV_NVFP4 only when the backend names e2m1).
+PyObject* block_scales_fields(const kvcheck_kv_block_scales& b) {
+  return Py_BuildValue("{s:N,s:L,s:N,s:L,s:L,s:L,s:L,s:i}", "k_sf", addr(b.k_sf), "k_sf_capacity",
+                       (long long)b.k_sf_capacity, "v_sf", addr(b.v_sf), "v_sf_capacity", (long long)b.v_sf_capacity,
+                       "sf_stride_page", (long long)b.sf_stride_page, "sf_stride_token", (long long)b.sf_stride_token,
+                       "sf_stride_head", (long long)b.sf_stride_head, "sf_layout", b.sf_layout);
+}
+
 PyObject* kv_tokens_fields(const kvcheck_kv_tokens& t) {
   return Py_BuildValue("{s:N,s:i,s:L,s:L,s:L}", "data", addr(t.data), "dtype", t.dtype, "rows", (long long)t.rows,
                        "token_stride", (long long)t.token_stride, "head_stride", (long long)t.head_stride);
@@ -181,6 +190,13 @@ kvcheck_kv_cache host_scales(kvcheck_kv_cache c, HostMetadata& host) {
   return c;
 }
 
+// The view kvcheck's validators read: the cache with host scales, and its scale caches.
+KvCacheView validated_view(const kvcheck_kv_cache& c, const kvcheck_kv_block_scales& b, HostMetadata& host) {
+  KvCacheView v = plugin::from_abi(host_scales(c, host));
+  plugin::block_scales_from_abi(b, v);
+  return v;
+}
+
 // A fused RoPE (docs/spec.md §8.4) as the bridge's dict (has_rope 0: only that is read).
 PyObject* rope_fields(int32_t has_rope, const kvcheck_rope& r) {
   return Py_BuildValue("{s:i,s:i,s:i,s:i,s:N,s:L,s:N,s:L}", "has_rope", has_rope, "is_neox", r.is_neox, "rot_dim",
@@ -197,14 +213,15 @@ int store_kv(void*, const kvcheck_store_kv_args* a, void* stream, char* msg, siz
         if (a->has_rope) rope.positions = host(rope.positions, std::min(a->num_tokens, rope.positions_rows));
         validate_store_kv(KvTokensIn(plugin::from_abi(a->key)), KvTokensIn(plugin::from_abi(a->value)),
                           ints(host(a->slot_mapping, a->num_tokens), a->num_tokens),
-                          plugin::from_abi(host_scales(a->cache, host)), a->has_rope ? &rope : nullptr);
+                          validated_view(a->cache, a->block_scales, host), a->has_rope ? &rope : nullptr);
       }))
     return s;
   return call_bridge("store_kv",
-                     Py_BuildValue("{s:N,s:N,s:N,s:L,s:N,s:N}", "key", kv_tokens_fields(a->key), "value",
+                     Py_BuildValue("{s:N,s:N,s:N,s:L,s:N,s:N,s:N}", "key", kv_tokens_fields(a->key), "value",
                                    kv_tokens_fields(a->value), "slot_mapping", addr(a->slot_mapping), "num_tokens",
                                    (long long)a->num_tokens, "cache", kv_cache_fields(a->cache), "rope",
-                                   rope_fields(a->has_rope, a->rope)),
+                                   rope_fields(a->has_rope, a->rope), "block_scales",
+                                   block_scales_fields(a->block_scales)),
                      stream, msg, size);
 }
 
@@ -216,18 +233,20 @@ int gather_kv(void*, const kvcheck_gather_kv_args* a, void* stream, char* msg, s
         h.block_table = host(a->block_table, a->block_table_entries);
         h.cu_seqlens_k = host(a->cu_seqlens_k, a->cu_seqlens_entries);
         if (a->seq_starts_unit != 0) h.seq_starts = host(a->seq_starts, a->seq_starts_entries);
-        validate_gather_kv(plugin::from_abi(h));
+        GatherKvArgs g = plugin::from_abi(h);  // (block_scales_from_abi: the scale caches too)
+        validate_gather_kv(g);
       }))
     return s;
   const bool starts = a->seq_starts_unit != 0;
   return call_bridge(
       "gather_kv",
-      Py_BuildValue("{s:N,s:N,s:L,s:i,s:i,s:N,s:L,s:N,s:N,s:N,s:L}", "cache", kv_cache_fields(a->cache), "block_table",
+      Py_BuildValue("{s:N,s:N,s:L,s:i,s:i,s:N,s:L,s:N,s:N,s:N,s:L,s:N}", "cache", kv_cache_fields(a->cache), "block_table",
                     addr(a->block_table), "block_table_entries", (long long)a->block_table_entries, "max_blocks",
                     a->max_blocks, "seq_starts_unit", a->seq_starts_unit, "cu_seqlens_k", addr(a->cu_seqlens_k),
                     "cu_seqlens_entries", (long long)a->cu_seqlens_entries, "out_k", kv_tokens_fields(a->out_k),
                     "out_v", kv_tokens_fields(a->out_v), "seq_starts", addr(starts ? a->seq_starts : nullptr),
-                    "seq_starts_entries", (long long)(starts ? a->seq_starts_entries : 0)),
+                    "seq_starts_entries", (long long)(starts ? a->seq_starts_entries : 0), "block_scales",
+                    block_scales_fields(a->block_scales)),
       stream, msg, size);
 }
 

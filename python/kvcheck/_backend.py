@@ -47,7 +47,14 @@ class Backend:
                                                     # a fused RoPE (§8.4) adds rope
       swap(src, dst, views, block_mapping, src_pool, dst_pool)   # docs/spec.md §8.3, raw bytes;
                                                     # device="host" only for now
-    kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2');
+    kv_dtypes: the K/V cache dtypes it takes ('bf16', 'fp16', 'e4m3', 'e5m2', 'e2m1'); an
+      'e2m1' (NVFP4, docs/spec.md §7.9) cache arrives as uint8 arrays of packed code pairs
+      ([num_blocks][block_size][H][head_dim / 2], element 2i in the low nibble), its
+      global decode scales in k_scale / v_scale (one float each), and three more keyword
+      arguments of store_kv / gather_kv: k_sf and v_sf, the e4m3 scale caches (uint8:
+      [num_blocks][block_size][H][head_dim / 16] for sf_layout 'linear',
+      [num_blocks][H][block_size * head_dim / 16] tiles for 'interleave4', where token t's
+      group g sits at (t // 4) * 4S + 4g + t % 4), and sf_layout;
     formats: the paged cache formats of store/load/concat ('bf16', 'v41', ...);
     seq_starts: gather_kv honours seq_starts (else it is never sent them);
     split_caches: concat takes split caches (FlashInfer's ckv / kpe): kv_c into `cache`,
@@ -150,10 +157,11 @@ class Backend:
                              "row dtype) pairs, e.g. ((\"e4m3\", \"bf16\"),)")
         self.kv_dtype_pairs = tuple((str(c), str(r)) for c, r in pairs)
         for c, r in self.kv_dtype_pairs:
-            valid = c in _abi.KV_DTYPES and r in ("bf16", "fp16") and (c in ("e4m3", "e5m2") or c == r)
+            valid = c in _abi.KV_DTYPES and r in ("bf16", "fp16") and (c in ("e4m3", "e5m2", "e2m1") or c == r)
             if not valid:
                 raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs ({c!r}, {r!r}) is not a pair the spec allows "
-                                 "(a bf16/fp16 cache with rows of its dtype, an e4m3/e5m2 cache with bf16 or fp16 rows)")
+                                 "(a bf16/fp16 cache with rows of its dtype, an e4m3/e5m2/e2m1 cache with bf16 or fp16 "
+                                 "rows)")
         for d in self.kv_dtypes:
             if self.kv_dtype_pairs and not any(c == d for c, _ in self.kv_dtype_pairs):
                 raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs declare no row dtype for its {d} caches")
@@ -200,7 +208,8 @@ class Backend:
                 | (_abi.OPS["concat_mla_rope"] if self.rope and "concat" in self.functions else 0)
                 | (_abi.OPS["store_kv_rope"] if self.rope and "store_kv" in self.functions else 0)
                 # a record with flags (NVFP4_DS_MLA) is declared by naming it: its reader knows them
-                | (_abi.OPS["record_flags"] if "nvfp4_ds_mla" in self.formats else 0))
+                | (_abi.OPS["record_flags"] if "nvfp4_ds_mla" in self.formats else 0)
+                | (_abi.OPS["kv_nvfp4"] if "e2m1" in self.kv_dtypes else 0))
 
     def formats_bits(self):
         return sum(1 << _abi.FORMATS[f] for f in self.formats)

@@ -25,7 +25,7 @@ from . import _abi
 from ._backend import Backend, Refusal
 
 # numpy dtypes of the K/V dtypes: bf16 has none, so bf16 arrays hold the bit patterns.
-NUMPY_DTYPE = {"bf16": np.uint16, "fp16": np.float16, "e4m3": np.uint8, "e5m2": np.uint8}
+NUMPY_DTYPE = {"bf16": np.uint16, "fp16": np.float16, "e4m3": np.uint8, "e5m2": np.uint8, "e2m1": np.uint8}
 
 
 def load(spec):
@@ -120,12 +120,13 @@ class _HostArrays:
 class _CudaArrays:
     """torch CUDA tensors over device buffers (zero-copy). bf16 is torch.bfloat16, fp8
     caches are uint8 (vLLM's convention for fp8 KV caches)."""
-    TYPESTR = {"bf16": "<i2", "fp16": "<f2", "e4m3": "|u1", "e5m2": "|u1", "int32": "<i4", "int64": "<i8",
+    TYPESTR = {"bf16": "<i2", "fp16": "<f2", "e4m3": "|u1", "e5m2": "|u1", "e2m1": "|u1", "int32": "<i4", "int64": "<i8",
                "float32": "<f4", "uint8": "|u1"}
 
     def __init__(self, torch):
         self.torch = torch
         self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.uint8, "e5m2": torch.uint8,
+                      "e2m1": torch.uint8,
                       "int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "uint8": torch.uint8}
 
     def __call__(self, address, kind, shape, strides, writeable):
@@ -160,15 +161,37 @@ def _dense_strides(shape):
 
 
 def _kv_caches(make, c, writeable):
-    """(key_cache, value_cache, kv_cache_dtype, k_scale, v_scale) of a kvcheck_kv_cache."""
+    """(key_cache, value_cache, kv_cache_dtype, k_scale, v_scale) of a kvcheck_kv_cache;
+    an e2m1 cache's arrays hold code pairs: head_dim / 2 bytes a head, strides halved
+    (docs/spec.md §7.9: even)."""
     dtype = _abi.KV_DTYPE_NAME[c["dtype"]]
     shape = (c["num_blocks"], c["block_size"], c["num_kv_heads"], c["head_dim"])
     strides = (c["stride_page"], c["stride_token"], c["stride_head"], 1)
+    if dtype == "e2m1":
+        shape = shape[:3] + (c["head_dim"] // 2,)
+        strides = tuple(s // 2 for s in strides[:3]) + (1,)
     k = make(c["k"], dtype, shape, strides, writeable)
     v = make(c["v"], dtype, shape, strides, writeable)
     k_scale = make(c["k_scale"], "float32", (c["num_scales"],), (1,), False) if c["k_scale"] else None
     v_scale = make(c["v_scale"], "float32", (c["num_v_scales"],), (1,), False) if c["v_scale"] else None
     return k, v, dtype, k_scale, v_scale
+
+
+def _block_scales(make, c, b, writeable):
+    """An e2m1 cache's k_sf, v_sf and sf_layout keyword arguments (docs/spec.md §7.9); none
+    for other dtypes (a backend that does not name e2m1 is never sent one)."""
+    if _abi.KV_DTYPE_NAME[c["dtype"]] != "e2m1":
+        return {}
+    groups = c["head_dim"] // 16
+    if b["sf_layout"] == 1:  # interleave4: a [block_size * S] tile per (block, head)
+        shape = (c["num_blocks"], c["num_kv_heads"], c["block_size"] * groups)
+        strides = (b["sf_stride_page"], b["sf_stride_head"], 1)
+    else:
+        shape = (c["num_blocks"], c["block_size"], c["num_kv_heads"], groups)
+        strides = (b["sf_stride_page"], b["sf_stride_token"], b["sf_stride_head"], 1)
+    return {"k_sf": make(b["k_sf"], "uint8", shape, strides, writeable),
+            "v_sf": make(b["v_sf"], "uint8", shape, strides, writeable),
+            "sf_layout": "interleave4" if b["sf_layout"] == 1 else "linear"}
 
 
 def _kv_tokens(make, t, heads, head_dim, writeable):
@@ -188,7 +211,8 @@ class _Views:
                          value=_kv_tokens(make, f["value"], c["num_kv_heads"], c["head_dim"], False),
                          key_cache=key_cache, value_cache=value_cache,
                          slot_mapping=_ints(make, f["slot_mapping"], f["num_tokens"]), kv_cache_dtype=cache_dtype,
-                         k_scale=k_scale, v_scale=v_scale, **_rope(make, f))
+                         k_scale=k_scale, v_scale=v_scale, **_rope(make, f),
+                         **_block_scales(make, c, f["block_scales"], True))
 
     @staticmethod
     def gather_kv(backend, f, make):
@@ -203,7 +227,7 @@ class _Views:
                           out_v=_kv_tokens(make, f["out_v"], c["num_kv_heads"], c["head_dim"], True),
                           kv_cache_dtype=cache_dtype, k_scale=k_scale, v_scale=v_scale,
                           seq_starts=_ints(make, f["seq_starts"], f["seq_starts_entries"]) if unit else None,
-                          seq_starts_unit=unit)
+                          seq_starts_unit=unit, **_block_scales(make, c, f["block_scales"], False))
 
     @staticmethod
     def store_kv_cache(backend, f, make):

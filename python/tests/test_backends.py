@@ -416,3 +416,20 @@ def test_declared_dtype_pairs_are_drawn_and_others_refused(kvcheck_check, tmp_pa
                          "fp16 rows with an e4m3 cache outside the declared dtype pairs")
     with pytest.raises(ValueError, match="is not a pair the spec allows"):
         kvcheck.Backend("bad", store_kv=store_kv_bf16_rows, kv_dtype_pairs=(("bf16", "fp16"),))
+
+
+def test_numpy_nvfp4_kv_backend_passes_and_a_nan_stored_as_six_is_caught(kvcheck_check, tmp_path):
+    # docs/spec.md §7.9: a numpy model of FlashInfer's NVFP4 append and its read, e2m1
+    # caches only (both scale layouts and vLLM's pages are drawn); the store that codes a
+    # NaN as cvt_e2m1 does (+6) is told apart from FlashInfer's 0.
+    import numpy_nvfp4_kv
+    result = kvcheck_check(numpy_nvfp4_kv.backend, cases=120, seed=5)
+    rows = {r["property"]: r for r in result.rows}
+    for p in ("prop_store_kv_matches_reference", "prop_store_kv_invalid_input_throws_and_writes_nothing",
+              "prop_gather_kv_matches_reference", "prop_gather_kv_seq_starts_match_reference",
+              "prop_kv_step_each_sequence_sees_its_tokens"):
+        assert rows[p]["verdict"] == "pass" and rows[p]["backend_calls"] > 0, rows[p]
+    with pytest.raises(AssertionError) as caught:
+        kvcheck.check(numpy_nvfp4_kv.wrong_backend, properties=["prop_store_kv_matches_reference"], cases=300, seed=2,
+                      work_dir=tmp_path)
+    assert "FAIL prop_store_kv_matches_reference" in str(caught.value), str(caught.value)
