@@ -146,13 +146,14 @@ KvDtype kv_dtype_of(int64_t id) {
     case 0: return KvDtype::kBF16;
     case 1: return KvDtype::kFP16;
     case 2: return KvDtype::kE4M3;
-    default: return KvDtype::kE5M2;
+    case 3: return KvDtype::kE5M2;
+    default: return KvDtype::kE2M1;
   }
 }
 
 struct KvFixture {
   explicit KvFixture(KvDtype dtype)
-      : model(is_fp8(dtype) ? KvDtype::kBF16 : dtype),
+      : model(is_quantized_kv(dtype) ? KvDtype::kBF16 : dtype),
         layout(kv_dense_layout(dtype, KvHeadLayout::kNHD, kTokens / kKvBlock, kKvBlock, kKvHeads, kKvHeadDim)) {
     const int64_t row = int64_t{kKvHeads} * kKvHeadDim, span = kv_span_elements(layout);
     std::mt19937_64 rng(2);
@@ -161,8 +162,10 @@ struct KvFixture {
     value.resize(key.size());
     for (auto* v : {&key, &value})
       for (auto& x : *v) x = static_cast<uint16_t>(std::bit_cast<uint32_t>(normal(rng)) >> 16);
-    k.resize(static_cast<size_t>(span * kv_dtype_bytes(dtype)));
+    k.resize(static_cast<size_t>(kv_bytes(dtype, span)));
     v.resize(k.size());
+    // e2m1 (docs/spec.md §7.9): linear e4m3 scale caches, [blocks][tokens][H][D / 16].
+    if (is_nvfp4(dtype)) k_sf.resize(static_cast<size_t>(span / 16)), v_sf.resize(k_sf.size());
     slots.resize(kTokens);
     std::iota(slots.begin(), slots.end(), 0);
     std::shuffle(slots.begin(), slots.end(), rng);
@@ -184,15 +187,22 @@ struct KvFixture {
   }
   KvCacheView view() {
     const int64_t span = kv_span_elements(layout);
+    if (is_nvfp4(layout.dtype)) {  // one global scale a side
+      const int64_t g = kKvHeadDim / 16;
+      return {k.data(), span, v.data(), span, layout, {KvScaleKind::kPerTensor, {scales.data(), 1}, {scales.data() + 1, 1}},
+              k_sf.data(), static_cast<int64_t>(k_sf.size()), v_sf.data(), static_cast<int64_t>(v_sf.size()),
+              {KvSfLayout::kLinear, kKvBlock * kKvHeads * g, kKvHeads * g, g}};
+    }
     return {k.data(), span, v.data(), span, layout, {KvScaleKind::kPerHead, scales, scales}, nullptr, 0, nullptr, 0, {}};
   }
-  int64_t bytes_moved() const {
-    return 2 * kTokens * int64_t{kKvHeads} * kKvHeadDim * (2 + kv_dtype_bytes(layout.dtype));
+  int64_t bytes_moved() const {  // rows, records and (e2m1) the scale bytes, K and V
+    const int64_t elements = 2 * kTokens * int64_t{kKvHeads} * kKvHeadDim;
+    return elements * 2 + kv_bytes(layout.dtype, elements) + (is_nvfp4(layout.dtype) ? elements / 16 : 0);
   }
   KvDtype model;
   KvCacheLayout layout;
   std::vector<uint16_t> key, value, out_k, out_v;
-  std::vector<uint8_t> k, v;
+  std::vector<uint8_t> k, v, k_sf, v_sf;
   std::vector<int32_t> slots, table, cu;
   std::vector<float> scales = {0.5f, 1.0f, 2.0f, 3.0f, 0.25f, 1.5f, 7.0f, 0.125f};
 };
@@ -217,8 +227,8 @@ void BM_GatherKv(benchmark::State& state) {
 }
 
 // Arg: {0 bf16, 1 fp16, 2 e4m3 per-head, 3 e5m2 per-head}.
-BENCHMARK(BM_StoreKv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GatherKv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_StoreKv)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GatherKv)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kvcheck

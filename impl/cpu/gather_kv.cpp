@@ -4,6 +4,7 @@
 // on the (cache dtype, model dtype) pair and compiled for baseline and AVX2.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "impl/cpu/cpu_backend.h"
 #include "impl/cpu/kv_dispatch.h"
@@ -32,24 +33,38 @@ struct GatherKvJob {
   const KvPagedLayout* layout;
   const uint8_t* sf_base[2] = {nullptr, nullptr};  // e2m1: k_sf, v_sf (SPEC §7.9)
   KvSfDevLayout sf{};
+  const uint16_t* nvfp4_lut[2] = {nullptr, nullptr};  // e2m1: each side's nvfp4_lut
 };
 
 /// SPEC §7.9 load of one head of an e2m1 cache: element d = RN(RN(e2m1 * e4m3(sf)) * g)
-/// (the first product exact) rounded to the model dtype.
-template <KvDtype Out>
+/// (the first product exact) rounded to the model dtype, read from `lut`, the side's
+/// [256 scale bytes][16 codes] table of those values (nvfp4_lut).
 KVCHECK_CPU_INLINE void dequantize_nvfp4_head(const uint8_t* src, const uint8_t* sf_base, const KvSfDevLayout& sf,
                                               int64_t block, int64_t token, int64_t head, uint8_t* dst, int64_t d,
-                                              float g) {
+                                              const uint16_t* lut) {
   for (int64_t grp = 0; grp < d / 16; ++grp) {
-    const float s = e4m3_to_f32(sf_base[sf.offset(block, token, head, grp)]);
+    const uint16_t* t = lut + 16 * sf_base[sf.offset(block, token, head, grp)];
     uint16_t y[16];
     for (int i = 0; i < 8; ++i) {
       const uint8_t b = src[8 * grp + i];
-      y[2 * i] = f32_to_model<Out>(e2m1_to_f32(b & 0x0F) * s * g);
-      y[2 * i + 1] = f32_to_model<Out>(e2m1_to_f32(b >> 4) * s * g);
+      y[2 * i] = t[b & 0x0F];
+      y[2 * i + 1] = t[b >> 4];
     }
     std::memcpy(dst + 32 * grp, y, sizeof y);
   }
+}
+
+/// Every value an e2m1 gather can write with global scale g: [scale byte][code] ->
+/// the model-dtype bits of RN(RN(e2m1(code) * e4m3(byte)) * g) (SPEC §7.9), 4,096 entries.
+std::vector<uint16_t> nvfp4_lut(KvDtype out, float g) {
+  std::vector<uint16_t> t(256 * 16);
+  for (int sf = 0; sf < 256; ++sf)
+    for (int c = 0; c < 16; ++c) {
+      const float y = e2m1_to_f32(static_cast<uint8_t>(c)) * e4m3_to_f32(static_cast<uint8_t>(sf)) * g;
+      t[static_cast<size_t>(16 * sf + c)] = out == KvDtype::kBF16 ? f32_to_model<KvDtype::kBF16>(y)
+                                                                  : f32_to_model<KvDtype::kFP16>(y);
+    }
+  return t;
 }
 
 /// One head: D FP8 codes at src -> D model elements at dst, round(float(q) * scale).
@@ -81,7 +96,7 @@ KVCHECK_CPU_INLINE void gather_rows_impl(const GatherKvJob& job, int64_t begin, 
         uint8_t* dst = o.data + 2 * (r * o.token_stride + h * o.head_stride);
         if constexpr (kNvfp4) {
           const uint8_t* src = job.base[side] + kv_dev_byte_offset(l.dtype, l.offset(side, block, p.token, h));
-          dequantize_nvfp4_head<Out>(src, job.sf_base[side], job.sf, block, p.token, h, dst, d, job.scale[side][0]);
+          dequantize_nvfp4_head(src, job.sf_base[side], job.sf, block, p.token, h, dst, d, job.nvfp4_lut[side]);
           continue;
         }
         const uint8_t* src = job.base[side] + kIn * l.offset(side, block, p.token, h);
@@ -111,7 +126,7 @@ void CpuBackend::gather_kv(const GatherKvArgs& a) const {
   const KvPagedLayout paged = kv_paged_layout(l);
   const bool fp8 = is_quantized_kv(l.dtype);
   const KvScales& sc = a.cache.scales;
-  const GatherKvJob job{{&a.out_k, &a.out_v},
+  GatherKvJob job{{&a.out_k, &a.out_v},
                         {a.cache.k, a.cache.v},
                         {fp8 ? sc.k_scale.data() : nullptr, fp8 ? sc.v_scale.data() : nullptr},
                         sc.kind == KvScaleKind::kPerHead,
@@ -124,6 +139,14 @@ void CpuBackend::gather_kv(const GatherKvArgs& a) const {
                         &paged,
                         {a.cache.k_sf, a.cache.v_sf},
                         kv_sf_layout(l, a.cache.sf)};
+  // e2m1: every output value is one of 256 x 16 per side, tabulated once per call.
+  std::vector<uint16_t> lut_k, lut_v;
+  if (is_nvfp4(l.dtype)) {
+    lut_k = nvfp4_lut(a.out_k.dtype, sc.k_scale[0]);
+    lut_v = nvfp4_lut(a.out_k.dtype, sc.v_scale[0]);
+    job.nvfp4_lut[0] = lut_k.data();
+    job.nvfp4_lut[1] = lut_v.data();
+  }
   const int64_t row_bytes = 2 * int64_t{l.num_kv_heads} * l.head_dim * 2;
   // validate_gather_kv checked that out_k and out_v share one model dtype.
   const auto rows = pick_kv_rows<GatherRows, GatherKvJob>(a.out_k.dtype, l.dtype, use_avx2());
