@@ -91,18 +91,24 @@ struct Unit {
   int64_t row;
   int side, head;
 };
-__device__ __forceinline__ Unit unit_of(int64_t u, int32_t heads) {
-  const int32_t per_row = 2 * heads;
-  int64_t row;
-  int32_t rest;
+// u = q * d + r (d > 0), in 32-bit arithmetic while u fits (the common case: a 64-bit
+// division costs several times more).
+struct QuotRem {
+  int64_t q;
+  int32_t r;
+};
+__device__ __forceinline__ QuotRem quot_rem(int64_t u, int32_t d) {
   if (u <= 0x7FFFFFFF) {
-    const uint32_t r = static_cast<uint32_t>(u) / static_cast<uint32_t>(per_row);
-    row = r;
-    rest = static_cast<int32_t>(static_cast<uint32_t>(u) - r * static_cast<uint32_t>(per_row));
-  } else {
-    row = u / per_row;
-    rest = static_cast<int32_t>(u - row * per_row);
+    const uint32_t q = static_cast<uint32_t>(u) / static_cast<uint32_t>(d);
+    return {q, static_cast<int32_t>(static_cast<uint32_t>(u) - q * static_cast<uint32_t>(d))};
   }
+  const int64_t q = u / d;
+  return {q, static_cast<int32_t>(u - q * d)};
+}
+__device__ __forceinline__ Unit unit_of(int64_t u, int32_t heads) {
+  const QuotRem qr = quot_rem(u, 2 * heads);
+  const int64_t row = qr.q;
+  const int32_t rest = qr.r;
   return {row, rest >= heads ? 1 : 0, rest >= heads ? rest - heads : rest};
 }
 
@@ -408,18 +414,9 @@ struct GroupUnit {
   int side, head, group;
 };
 __device__ __forceinline__ GroupUnit group_unit_of(int64_t u, int32_t heads, int32_t groups) {
-  int64_t hu;
-  int32_t grp;
-  if (u <= 0x7FFFFFFF) {
-    const uint32_t q = static_cast<uint32_t>(u) / static_cast<uint32_t>(groups);
-    hu = q;
-    grp = static_cast<int32_t>(static_cast<uint32_t>(u) - q * static_cast<uint32_t>(groups));
-  } else {
-    hu = u / groups;
-    grp = static_cast<int32_t>(u - hu * groups);
-  }
-  const Unit w = unit_of(hu, heads);
-  return {w.row, w.side, w.head, grp};
+  const QuotRem qr = quot_rem(u, groups);
+  const Unit w = unit_of(qr.q, heads);
+  return {w.row, w.side, w.head, qr.r};
 }
 
 // 16 model elements (32 bytes, 2-byte aligned: validated) at p -> w[i / 2] holds

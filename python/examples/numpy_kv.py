@@ -20,11 +20,10 @@ def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k
     value_cache.view(np.uint16)[blocks, offsets] = value.view(np.uint16)[rows]
 
 
-def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, kv_cache_dtype, k_scale, v_scale,
-              seq_starts, seq_starts_unit):
-    """Sequence i's tokens, from table position seq_starts[i] (rounded down to its
-    block for the 'block' unit), to rows cu_seqlens_k[i]..cu_seqlens_k[i+1]."""
-    block_size = key_cache.shape[1]
+def sequences(block_table, cu_seqlens_k, seq_starts, seq_starts_unit, block_size):
+    """(begin, end, blocks, tokens) per non-empty sequence i: its tokens, from table
+    position seq_starts[i] (rounded down to its block for the 'block' unit), go to rows
+    cu_seqlens_k[i]..cu_seqlens_k[i+1]; blocks/tokens address them in the cache."""
     for i in range(len(cu_seqlens_k) - 1):
         begin, end = int(cu_seqlens_k[i]), int(cu_seqlens_k[i + 1])
         if end == begin:
@@ -33,9 +32,16 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
         if seq_starts_unit == "block":
             start -= start % block_size
         positions = start + np.arange(end - begin)
-        blocks = block_table[i, positions // block_size]
-        out_k.view(np.uint16)[begin:end] = key_cache.view(np.uint16)[blocks, positions % block_size]
-        out_v.view(np.uint16)[begin:end] = value_cache.view(np.uint16)[blocks, positions % block_size]
+        yield begin, end, block_table[i, positions // block_size].astype(np.int64), positions % block_size
+
+
+def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, kv_cache_dtype, k_scale, v_scale,
+              seq_starts, seq_starts_unit):
+    """Every sequence's tokens (sequences()) copied as bits to its output rows."""
+    for begin, end, blocks, tokens in sequences(block_table, cu_seqlens_k, seq_starts, seq_starts_unit,
+                                                key_cache.shape[1]):
+        out_k.view(np.uint16)[begin:end] = key_cache.view(np.uint16)[blocks, tokens]
+        out_v.view(np.uint16)[begin:end] = value_cache.view(np.uint16)[blocks, tokens]
 
 
 backend = kvcheck.Backend("numpy-kv", store_kv=store_kv, gather_kv=gather_kv, kv_dtypes=("bf16", "fp16"),

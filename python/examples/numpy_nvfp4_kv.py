@@ -10,6 +10,7 @@ import numpy as np
 
 import kvcheck
 from numpy_ds_mla import E4M3, _bf16_rn
+from numpy_kv import sequences
 
 E2M1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
 
@@ -89,19 +90,11 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
               seq_starts, seq_starts_unit, k_sf, v_sf, sf_layout):
     _, block_size, heads, half = key_cache.shape
     groups = np.arange(2 * half // 16)
-    for i in range(len(cu_seqlens_k) - 1):
-        begin, end = int(cu_seqlens_k[i]), int(cu_seqlens_k[i + 1])
-        if end == begin:
-            continue
-        start = 0 if seq_starts is None else int(seq_starts[i])
-        if seq_starts_unit == "block":
-            start -= start % block_size
-        positions = start + np.arange(end - begin)
-        blocks, tokens = block_table[i, positions // block_size].astype(np.int64), positions % block_size
+    for begin, end, blocks, tokens in sequences(block_table, cu_seqlens_k, seq_starts, seq_starts_unit, block_size):
         idx = _sf_index(sf_layout, blocks, tokens, np.arange(heads), groups)
         for cache, scale, sf_cache, out in ((key_cache, k_scale, k_sf, out_k), (value_cache, v_scale, v_sf, out_v)):
             packed = cache[blocks, tokens]  # [n][H][D/2]
-            codes = np.stack([packed & 15, packed >> 4], axis=-1).reshape(len(positions), heads, 2 * half)
+            codes = np.stack([packed & 15, packed >> 4], axis=-1).reshape(len(blocks), heads, 2 * half)
             s = np.repeat(E4M3[sf_cache[idx]], 16, axis=-1)  # [n][H][D]
             with np.errstate(all="ignore"):
                 y = (E2M1[codes] * s) * np.float32(scale[0])  # the first product is exact
