@@ -168,8 +168,10 @@ bool share_no_byte(const PagedBytes& a, const PagedBytes& b) {
   const PagedBytes& hi = a.base <= b.base ? b : a;
   if (lo.base + static_cast<uintptr_t>(lo.span) <= hi.base) return true;
   if (a.page != b.page || a.page <= 0 || a.window > a.page || b.window > b.page) return false;
-  const auto diff = static_cast<int64_t>(b.base - a.base);  // b's window from a's, modulo the page
-  const int64_t d = (diff % a.page + a.page) % a.page;
+  // b's window from a's, modulo the page; in 128 bits: a page stride near INT64_MAX (any
+  // stride is valid on an axis of one block) must not wrap the sums.
+  const __int128 diff = static_cast<__int128>(b.base) - static_cast<__int128>(a.base);
+  const __int128 d = (diff % a.page + a.page) % a.page;
   return d >= a.window && d + b.window <= a.page;
 }
 

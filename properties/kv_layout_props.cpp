@@ -42,7 +42,11 @@ std::optional<ErrorCode> code_of(const std::function<void()>& f) {
 }
 
 void prop_kv_view_validation_matches_reference(const Backend&) {
-  auto shape = *gen_kv_cache_shape();
+  // Half the cases an NVFP4 view, whose scale caches have rules of their own (§7.9).
+  auto shape = *rc::gen::inRange(0, 2) ? *rc::gen::suchThat(gen_kv_cache_shape(), [](const KvCacheShape& c) {
+    return c.dtype == KvDtype::kE2M1;
+  })
+                                       : *gen_kv_cache_shape();
   KvBuffers buf(shape);
   KvCacheView v = buf.view();
   // Perturb strides and capacities towards the edges of the rules.
@@ -53,6 +57,37 @@ void prop_kv_view_validation_matches_reference(const Backend&) {
   v.k_capacity += *rc::gen::elementOf(std::vector<int64_t>{0, 0, -1, 1});
   v.v_capacity += *rc::gen::elementOf(std::vector<int64_t>{0, 0, -1, 1});
   if (*rc::gen::elementOf(std::vector<int>{0, 0, 0, 1})) v.v = v.k + kv_dtype_bytes(v.layout.dtype) * *rc::gen::inRange<int64_t>(-2, 3);
+  if (v.layout.dtype == KvDtype::kE2M1) {
+    // The scale caches (SPEC §7.9): strides to the rules' edges and past int64's (a page
+    // stride near INT64_MAX is valid with one block), either base moved onto the
+    // other's bytes or into the data, capacities around the span, a layout value no
+    // engine has.
+    const std::vector<int64_t> sf_deltas{0, 0, 0, -1, 1, -16};
+    const auto stride = [&](int64_t& s) {
+      s = *rc::gen::elementOf(std::vector<int>{0, 0, 0, 0, 1}) ? INT64_MAX - *rc::gen::inRange<int64_t>(0, 4)
+                                                            : s + *rc::gen::elementOf(sf_deltas);
+    };
+    const int kind = *rc::gen::inRange(0, 6);
+    if (kind != 3) {
+      stride(v.sf.stride_page);
+      stride(v.sf.stride_token);
+      stride(v.sf.stride_head);
+    }
+    v.k_sf_capacity += *rc::gen::elementOf(std::vector<int64_t>{0, 0, -1, 1});
+    v.v_sf_capacity += *rc::gen::elementOf(std::vector<int64_t>{0, 0, -1, 1});
+    switch (kind) {
+      case 0: v.v_sf = v.k_sf + *rc::gen::inRange<int64_t>(-2, 3); break;  // on or next to k_sf's bytes
+      case 1: v.k_sf = v.k + *rc::gen::inRange<int64_t>(-1, 3); break;    // into K's data
+      case 2: v.sf.layout = static_cast<KvSfLayout>(*rc::gen::elementOf(std::vector<int32_t>{2, -1})); break;
+      case 3:  // one block, any page stride (INT64_MAX), v_sf a byte before k_sf: its window overlaps
+               // k_sf's first byte, and d + window passes INT64_MAX (a helper's finding)
+        v.layout.num_blocks = 1;
+        v.sf.stride_page = INT64_MAX - *rc::gen::elementOf(std::vector<int64_t>{0, 0, 0, 1});
+        v.v_sf = v.k_sf - 1;
+        break;
+      default: break;
+    }
+  }
   const auto impl = code_of([&] {
     validate_kv_cache(v);
     validate_kv_scales(v.layout, v.scales);
@@ -82,7 +117,8 @@ void register_kv_layout_properties(Registry& r) {
          "impl KvPagedLayout offset / slot_offset equal the reference's own offset formula for every shape", false,
          prop_kv_layout_offsets_match_reference});
   r.add({"prop_kv_view_validation_matches_reference", "kv_layout",
-         "impl and reference accept or reject the same K/V views (strides, capacities, K/V aliasing) with the same code",
+         "impl and reference accept or reject the same K/V views (strides, capacities, K/V aliasing; an e2m1 view's "
+         "scale caches too) with the same code",
          false, prop_kv_view_validation_matches_reference});
   r.add({"prop_kv_slot_mapping_matches_reference", "kv_slot_mapping",
          "prepare_prefill / prepare_decode slots equal the reference slot formula, cu_seqlens / context_lens / "

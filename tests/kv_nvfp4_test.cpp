@@ -217,6 +217,17 @@ TEST(KvNvfp4, ValidationRules) {
     Nvfp4Pair p(1, 4, 32, 0.0f, 1.0f);
     both(p.view, ErrorCode::kInvalidArgument, "k_scale 0");
   }
+  {
+    // A helper's finding: with one block any page stride is valid, and near INT64_MAX the
+    // page rule's d + window wrapped in int64, accepting v_sf one byte before k_sf (V's
+    // group 1 on K's group 0: a store then corrupts K).
+    Nvfp4Pair p(1, 1, 32, 1.0f, 1.0f);
+    p.view.sf = {KvSfLayout::kLinear, INT64_MAX, 2, 2};
+    p.view.v_sf = p.k_sf.data();
+    p.view.k_sf = p.k_sf.data() + 1;
+    p.view.k_sf_capacity = p.view.v_sf_capacity = 2;
+    both(p.view, ErrorCode::kInvalidArgument, "v_sf's window over k_sf's first byte, page stride INT64_MAX");
+  }
 }
 
 // vLLM's page [K data | K scales | V data | V scales] (one allocation, page stride P):

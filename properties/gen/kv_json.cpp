@@ -125,7 +125,8 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   // What the harness allocates from (KvBuffers): a file cannot ask for more than a
   // generated case could, nor for a shape with no elements to lay out.
   if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||
-      s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1))
+      s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1) ||
+      (s.sf_fault == KvSfFault::kKSfIntoData && s.alloc != KvAlloc::kNvfp4Pages))  // into the data: pages only
     throw std::runtime_error("K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, layer)");
 }
 
