@@ -86,6 +86,20 @@ __device__ __forceinline__ uint32_t f32x2_to_fp8(float lo, float hi) {
   return q;
 }
 
+// gather_kv's output row `row` -> the (block, token in it) it reads (SPEC §7.5): its
+// sequence i, the last with cu_seqlens_k[i] <= row (binary search), and table position
+// start_i + (row - cu[i]) of that sequence's block_table row.
+__device__ __forceinline__ KvSlotPos gather_source(const GatherKvLaunch& a, int64_t row) {
+  int32_t lo = 0, hi = a.num_seqs;  // invariant: cu[lo] <= row < cu[hi]
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) / 2;
+    if (a.cu_seqlens_k[mid] <= row) lo = mid; else hi = mid;
+  }
+  const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, a.layout.block_size) : 0;
+  const KvSlotPos p = a.layout.split(start + row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
+  return {a.block_table[int64_t{lo} * a.max_blocks + p.block], p.token};
+}
+
 // Unit u -> (row, side, head) with 2*H units per row; 32-bit division while u fits.
 struct Unit {
   int64_t row;
@@ -373,17 +387,9 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
   const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads;
   for (int64_t u = int64_t{blockIdx.x} * groups + group; u < units; u += int64_t{gridDim.x} * groups) {
     const Unit w = unit_of(u, L.num_kv_heads);
-    // The sequence of row w.row: the last i with cu[i] <= row (binary search).
-    int32_t lo = 0, hi = a.num_seqs;  // invariant: cu[lo] <= row < cu[hi]
-    while (hi - lo > 1) {
-      const int32_t mid = (lo + hi) / 2;
-      if (a.cu_seqlens_k[mid] <= w.row) lo = mid; else hi = mid;
-    }
-    const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, L.block_size) : 0;
-    const KvSlotPos p = L.split(start + w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
-    const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + p.block];
+    const KvSlotPos at = gather_source(a, w.row);
     const uint8_t* src = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
-                         kCacheBytes * L.offset(w.side, block, p.token, w.head);
+                         kCacheBytes * L.offset(w.side, at.block, at.token, w.head);
     const KvDevRowsOut& o = w.side ? a.out_v : a.out_k;
     uint8_t* dst = static_cast<uint8_t*>(o.data) + 2 * (w.row * o.token_stride + w.head * o.head_stride);
     UnitScale sc;
@@ -566,19 +572,12 @@ __global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a
   const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads * groups;
   for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
     const GroupUnit w = group_unit_of(u, L.num_kv_heads, groups);
-    int32_t lo = 0, hi = a.num_seqs;  // the sequence of w.row: cu[lo] <= row < cu[hi]
-    while (hi - lo > 1) {
-      const int32_t mid = (lo + hi) / 2;
-      if (a.cu_seqlens_k[mid] <= w.row) lo = mid; else hi = mid;
-    }
-    const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, L.block_size) : 0;
-    const KvSlotPos p = L.split(start + w.row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
-    const int64_t block = a.block_table[int64_t{lo} * a.max_blocks + p.block];
+    const KvSlotPos at = gather_source(a, w.row);
     const uint8_t* data = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
-                          kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, block, p.token, w.head));
+                          kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, at.block, at.token, w.head));
     uint32_t q[2];
     load_codes8(data + (kNvfp4Group / 2) * w.group, q);
-    const uint8_t sf = static_cast<const uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(block, p.token, w.head, w.group)];
+    const uint8_t sf = static_cast<const uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(at.block, at.token, w.head, w.group)];
     const float s = dev::e4m3_to_f32(sf);
     const float g = (w.side ? a.v_scale : a.k_scale)[0];
     uint32_t y[8];  // y[b]: elements 2b (low half) and 2b + 1, from code byte b
