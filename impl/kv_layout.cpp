@@ -134,19 +134,17 @@ void validate_kv_cache(const ConstKvCacheView& c) {
   const uintptr_t k = reinterpret_cast<uintptr_t>(c.k), v = reinterpret_cast<uintptr_t>(c.v);
   const uintptr_t lo = std::min(k, v), hi = std::max(k, v);
   const uintptr_t lo_span_bytes = static_cast<uintptr_t>(kv_bytes(l.dtype, k <= v ? sides[0].span : sides[1].span));
-  if (lo + lo_span_bytes > hi) {
+  const auto kv_axis_apart = [&] {  // the 5-axis view with K/V `distance` apart (in elements) overlaps nothing
     const uintptr_t distance = hi - lo;
-    const bool nvfp4 = is_nvfp4(l.dtype);
-    if (p.k == p.v && distance % static_cast<uintptr_t>(bytes) == 0 && distance > 0) {
-      auto axes = axes_of(p, kKvSideK);
-      const auto elements = static_cast<int64_t>(nvfp4 ? distance * 2 : distance / static_cast<uintptr_t>(bytes));
-      axes.push_back({elements, 2});
-      if (kv_axes_non_overlapping(axes)) return validate_kv_sf(c);
-    }
+    if (p.k != p.v || distance % static_cast<uintptr_t>(bytes) != 0 || distance == 0) return false;
+    auto axes = axes_of(p, kKvSideK);
+    axes.push_back({static_cast<int64_t>(is_nvfp4(l.dtype) ? distance * 2 : distance / static_cast<uintptr_t>(bytes)), 2});
+    return kv_axes_non_overlapping(axes);
+  };
+  if (lo + lo_span_bytes > hi && !kv_axis_apart())
     fail(ErrorCode::kInvalidArgument, "k_cache and v_cache views share elements (v - k = " +
                                           std::to_string(static_cast<int64_t>(v - k)) +
                                           " bytes): " + geometry(l));
-  }
   validate_kv_sf(c);
 }
 
@@ -181,16 +179,20 @@ KvSfDevLayout kv_sf_layout(const KvCacheLayout& l, const KvSfGeometry& g) {
   return {g.layout == KvSfLayout::kInterleave4 ? 1 : 0, l.head_dim / 16, g.stride_page, g.stride_token, g.stride_head};
 }
 
-int64_t kv_sf_span_bytes(const KvCacheLayout& l, const KvSfGeometry& g) {
+namespace {
+
+/// The axes of a scale-cache view (SPEC §7.9), page axis first: page, token, head and
+/// group (linear), or page, head and the dense block_size x S tile (interleave4).
+std::vector<KvAxis> sf_axes_of(const KvCacheLayout& l, const KvSfGeometry& g) {
   const int64_t groups = l.head_dim / 16;
-  if (g.layout == KvSfLayout::kInterleave4) {
-    const KvAxis axes[] = {{g.stride_page, l.num_blocks}, {g.stride_head, l.num_kv_heads}, {1, l.block_size * groups}};
-    return span_or_overflow(axes);
-  }
-  const KvAxis axes[] = {{g.stride_page, l.num_blocks}, {g.stride_token, l.block_size}, {g.stride_head, l.num_kv_heads},
-                         {1, groups}};
-  return span_or_overflow(axes);
+  if (g.layout == KvSfLayout::kInterleave4)
+    return {{g.stride_page, l.num_blocks}, {g.stride_head, l.num_kv_heads}, {1, int64_t{l.block_size} * groups}};
+  return {{g.stride_page, l.num_blocks}, {g.stride_token, l.block_size}, {g.stride_head, l.num_kv_heads}, {1, groups}};
 }
+
+}  // namespace
+
+int64_t kv_sf_span_bytes(const KvCacheLayout& l, const KvSfGeometry& g) { return span_or_overflow(sf_axes_of(l, g)); }
 
 void validate_kv_sf(const ConstKvCacheView& c) {
   const KvCacheLayout& l = c.layout;
@@ -207,12 +209,7 @@ void validate_kv_sf(const ConstKvCacheView& c) {
   if (g.layout == KvSfLayout::kInterleave4 && (l.block_size % 4 != 0 || g.stride_token != groups))
     fail(ErrorCode::kInvalidArgument, "interleave4 scales need block_size a multiple of 4 and a token stride of "
                                       "head_dim / 16 = " + to_string(groups) + " bytes" + where);
-  const bool interleave = g.layout == KvSfLayout::kInterleave4;
-  const std::vector<KvAxis> axes =
-      interleave ? std::vector<KvAxis>{{g.stride_page, l.num_blocks}, {g.stride_head, l.num_kv_heads},
-                                       {1, int64_t{l.block_size} * groups}}
-                 : std::vector<KvAxis>{{g.stride_page, l.num_blocks}, {g.stride_token, l.block_size},
-                                       {g.stride_head, l.num_kv_heads}, {1, groups}};
+  const std::vector<KvAxis> axes = sf_axes_of(l, g);
   if (!kv_axes_non_overlapping(axes))
     fail(ErrorCode::kInvalidArgument, "the scale-cache view overlaps itself" + where);
   const int64_t span = span_or_overflow(axes);

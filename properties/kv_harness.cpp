@@ -10,6 +10,7 @@
 #include "properties/diff.h"
 #include "properties/gen/splitmix.h"
 #include "reference/gather_kv.h"
+#include "reference/kv_layout.h"
 #include "reference/kv_numerics.h"
 #include "reference/numerics.h"
 #include "reference/store_kv.h"
@@ -418,21 +419,21 @@ namespace {
 std::string locate_sf_byte(const KvBuffers& b, int64_t offset) {
   if (b.layout.dtype != KvDtype::kE2M1) return "";
   const KvCacheLayout& l = b.layout;
-  const int64_t groups = l.head_dim / 16;
+  const ConstKvCacheView view = b.view();
+  const bool inter = b.sf.layout == KvSfLayout::kInterleave4;
   for (const auto& [name, base] : {std::pair{"K", b.k_sf_offset}, std::pair{"V", b.v_sf_offset}})
     for (int64_t blk = 0; blk < l.num_blocks; ++blk)
-      for (int64_t h = 0; h < l.num_kv_heads; ++h) {
-        const int64_t tile = base + blk * b.sf.stride_page + h * b.sf.stride_head;
+      for (int64_t h = 0; h < l.num_kv_heads; ++h)
         for (int64_t t = 0; t < l.block_size; ++t)
-          for (int64_t g = 0; g < groups; ++g) {
-            const bool inter = b.sf.layout == KvSfLayout::kInterleave4;
-            const int64_t pos = inter ? (t / 4) * 4 * groups + 4 * g + t % 4 : t * b.sf.stride_token + g;
-            if (tile + pos == offset)
+          for (int64_t g = 0; g < l.head_dim / 16; ++g) {
+            const int64_t at = ref::kv_sf_byte_offset(view, blk, t, h, g);  // the reference's formula
+            if (base + at == offset)
               return fmt::format("{} scale of block {} token {} (slot {}) head {} group {} (elements {}-{}){}", name, blk,
                                  t, blk * l.block_size + t, h, g, 16 * g, 16 * g + 15,
-                                 inter ? fmt::format(", interleave4 byte {} of its block/head tile", pos) : "");
+                                 inter ? fmt::format(", interleave4 byte {} of its block/head tile",
+                                                     at - blk * b.sf.stride_page - h * b.sf.stride_head)
+                                       : "");
           }
-      }
   return "";
 }
 

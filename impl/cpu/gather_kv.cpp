@@ -124,11 +124,11 @@ void CpuBackend::gather_kv(const GatherKvArgs& a) const {
   if (total == 0) return;
   const KvCacheLayout& l = a.cache.layout;
   const KvPagedLayout paged = kv_paged_layout(l);
-  const bool fp8 = is_quantized_kv(l.dtype);
+  const bool scaled = is_quantized_kv(l.dtype);
   const KvScales& sc = a.cache.scales;
   GatherKvJob job{{&a.out_k, &a.out_v},
                         {a.cache.k, a.cache.v},
-                        {fp8 ? sc.k_scale.data() : nullptr, fp8 ? sc.v_scale.data() : nullptr},
+                        {scaled ? sc.k_scale.data() : nullptr, scaled ? sc.v_scale.data() : nullptr},
                         sc.kind == KvScaleKind::kPerHead,
                         a.block_table.data(),
                         a.max_blocks,
