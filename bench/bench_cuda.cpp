@@ -395,6 +395,9 @@ int main(int argc, char** argv) {
       {"kv e2m1 8x128", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144},
       {"kv e2m1 interleave4 8x128", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144, false,
        false, KvSfLayout::kInterleave4},
+      // Heads of 6 and 5 groups: the kernels' 2- and 1-group units (4 groups at 128).
+      {"kv e2m1 8x96", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 96, KvScaleKind::kPerTensor, 262144},
+      {"kv e2m1 8x80", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 80, KvScaleKind::kPerTensor, 262144},
   };
   for (const KvCase& kc : kv_cases) {
     if (!only_format.empty() && only_format != kc.name) continue;

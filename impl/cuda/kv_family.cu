@@ -16,7 +16,8 @@
 // e4m3/e5m2 and RN bf16/fp16, two per hardware cvt) with NaN results pinned to SPEC
 // §7.3's codes; x / s as dev::div_rn (equal to __fdiv_rn on every input, numerics.cuh),
 // __fmul_rn, built with -fmad=false. e2m1 (NVFP4, SPEC §7.9) caches have their own
-// kernels (store_nvfp4_kernel, gather_nvfp4_kernel: one thread per 16-element group).
+// kernels (store_nvfp4_kernel: a thread per 1, 2 or 4 16-element groups of a head;
+// gather_nvfp4_kernel: 8-element pieces, a group of threads per head).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -403,194 +404,306 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
 }
 
 // ---- NVFP4 (e2m1) caches, SPEC §7.9 ----
-// Work unit = (token row, K or V, head, 16-element group): one thread per unit, so a
-// group's amax and scale stay in one thread's registers. Consecutive units are
-// consecutive groups of one head (then the heads, then K / V, then rows), so a warp
-// reads 32 x 32 contiguous bytes of a row and writes 32 x 8 contiguous cache bytes.
-// Accesses are as wide as each address allows (checked per unit: rows and records may
-// sit at any even / any byte offset), never wider. Numerics as the cpu backend's
-// nvfp4_group / dequantize_nvfp4_head: _rn intrinsics, IEEE division, no FMA, and a
-// NaN never relied on for its sign (pinned to SPEC §7.9's codes).
+// The store's work unit is (token row, K or V, head, chunk of G 16-element groups), G =
+// 4, 2 or 1 (the largest that divides head_dim / 16): one thread per unit, so each
+// group's amax and scale stay in one thread's registers and the per-unit work (unit
+// split, slot, offsets) is paid once per G groups; a thread issues its row loads with
+// the slot's, before it waits on either. The gather moves 8-element pieces, a group of
+// threads per head as the dense gather (gather_nvfp4_kernel). Accesses are as wide as
+// each address allows (checked per unit: rows and records may sit at any even / any
+// byte offset), never wider. Numerics as the cpu backend's nvfp4_group /
+// dequantize_nvfp4_head: _rn intrinsics, IEEE division (or dev::div_rn, equal to it),
+// no FMA, and a NaN never relied on for its sign (pinned to SPEC §7.9's codes).
 constexpr int kNvfp4Group = 16;  // elements per e4m3 scale
 
-// Unit u -> (row, side, head, group), with `groups` groups per head; 32-bit division
+// Groups per thread: 4, 2 or 1, whichever is the largest to divide head_dim / 16.
+int nvfp4_groups_per_unit(int32_t head_dim) {
+  const int32_t groups = head_dim / kNvfp4Group;
+  return groups % 4 == 0 ? 4 : groups % 2 == 0 ? 2 : 1;
+}
+
+// Unit u -> (row, side, head, chunk), with `chunks` chunks per head; 32-bit division
 // while u fits.
-struct GroupUnit {
+struct ChunkUnit {
   int64_t row;
-  int side, head, group;
+  int side, head, chunk;
 };
-__device__ __forceinline__ GroupUnit group_unit_of(int64_t u, int32_t heads, int32_t groups) {
-  const QuotRem qr = quot_rem(u, groups);
+__device__ __forceinline__ ChunkUnit chunk_unit_of(int64_t u, int32_t heads, int32_t chunks) {
+  const QuotRem qr = quot_rem(u, chunks);
   const Unit w = unit_of(qr.q, heads);
   return {w.row, w.side, w.head, qr.r};
 }
 
-// 16 model elements (32 bytes, 2-byte aligned: validated) at p -> w[i / 2] holds
-// element i in its low (i even) or high half.
-__device__ __forceinline__ void load_group32(const uint8_t* p, uint32_t (&w)[8]) {
+// G groups of 16 model elements (32 G bytes, 2-byte aligned: validated) at p ->
+// w[k][i / 2] holds element i of group k in its low (i even) or high half.
+template <int G>
+__device__ __forceinline__ void load_groups(const uint8_t* p, uint32_t (&w)[G][8]) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (a % 16 == 0) {
-    const uint4 x = __ldg(reinterpret_cast<const uint4*>(p)), y = __ldg(reinterpret_cast<const uint4*>(p + 16));
-    w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w, w[4] = y.x, w[5] = y.y, w[6] = y.z, w[7] = y.w;
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const uint4 x = __ldg(reinterpret_cast<const uint4*>(p) + 2 * k);
+      const uint4 y = __ldg(reinterpret_cast<const uint4*>(p) + 2 * k + 1);
+      w[k][0] = x.x, w[k][1] = x.y, w[k][2] = x.z, w[k][3] = x.w, w[k][4] = y.x, w[k][5] = y.y, w[k][6] = y.z,
+      w[k][7] = y.w;
+    }
   } else if (a % 4 == 0) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = __ldg(reinterpret_cast<const uint32_t*>(p) + j);
+    for (int k = 0; k < G; ++k)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) w[k][j] = __ldg(reinterpret_cast<const uint32_t*>(p) + 8 * k + j);
   } else {
     const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = uint32_t{__ldg(h + 2 * j)} | uint32_t{__ldg(h + 2 * j + 1)} << 16;
+    for (int k = 0; k < G; ++k)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) w[k][j] = uint32_t{__ldg(h + 16 * k + 2 * j)} | uint32_t{__ldg(h + 16 * k + 2 * j + 1)} << 16;
   }
 }
-// 32 bytes (2-byte aligned: validated) from w, element i of the 16 in w[i / 2] as above.
-__device__ __forceinline__ void store_group32(uint8_t* p, const uint32_t (&w)[8]) {
+template <int G>
+__device__ __forceinline__ void store_codes(uint8_t* p, const uint32_t (&q)[2 * G]) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a % 16 == 0) {
-    reinterpret_cast<uint4*>(p)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    reinterpret_cast<uint4*>(p)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  if (G % 2 == 0 && a % 16 == 0) {
+#pragma unroll
+    for (int k = 0; k < G / 2; ++k)
+      reinterpret_cast<uint4*>(p)[k] = make_uint4(q[4 * k], q[4 * k + 1], q[4 * k + 2], q[4 * k + 3]);
+  } else if (a % 8 == 0) {
+#pragma unroll
+    for (int k = 0; k < G; ++k) reinterpret_cast<uint2*>(p)[k] = make_uint2(q[2 * k], q[2 * k + 1]);
   } else if (a % 4 == 0) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) reinterpret_cast<uint32_t*>(p)[j] = w[j];
-  } else {
-    uint16_t* h = reinterpret_cast<uint16_t*>(p);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      h[2 * j] = static_cast<uint16_t>(w[j]);
-      h[2 * j + 1] = static_cast<uint16_t>(w[j] >> 16);
-    }
-  }
-}
-// A group's 8 data bytes at any byte address: q[0] bytes 0-3, q[1] bytes 4-7.
-__device__ __forceinline__ void load_codes8(const uint8_t* p, uint32_t (&q)[2]) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a % 8 == 0) {
-    const uint2 x = __ldg(reinterpret_cast<const uint2*>(p));
-    q[0] = x.x, q[1] = x.y;
-  } else if (a % 4 == 0) {
-    q[0] = __ldg(reinterpret_cast<const uint32_t*>(p));
-    q[1] = __ldg(reinterpret_cast<const uint32_t*>(p) + 1);
-  } else {
-    q[0] = q[1] = 0;
-#pragma unroll
-    for (int b = 0; b < 8; ++b) q[b / 4] |= uint32_t{__ldg(p + b)} << (8 * (b % 4));
-  }
-}
-__device__ __forceinline__ void store_codes8(uint8_t* p, const uint32_t (&q)[2]) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a % 8 == 0) {
-    *reinterpret_cast<uint2*>(p) = make_uint2(q[0], q[1]);
-  } else if (a % 4 == 0) {
-    reinterpret_cast<uint32_t*>(p)[0] = q[0];
-    reinterpret_cast<uint32_t*>(p)[1] = q[1];
+    for (int j = 0; j < 2 * G; ++j) reinterpret_cast<uint32_t*>(p)[j] = q[j];
   } else {
 #pragma unroll
-    for (int b = 0; b < 8; ++b) p[b] = static_cast<uint8_t>(q[b / 4] >> (8 * (b % 4)));
+    for (int b = 0; b < 8 * G; ++b) p[b] = static_cast<uint8_t>(q[b / 4] >> (8 * (b % 4)));
   }
 }
 
+// The e2m1 code of v for the store (SPEC §7.9): dev::cvt_e2m1's RN-even rounding on
+// the bits, with a NaN product coded 0 instead of its +6 (one select for both).
+__device__ __forceinline__ uint32_t nvfp4_code(float v) {
+  const uint32_t u = __float_as_uint(v), a = u & 0x7FFFFFFFu;
+  const uint32_t t = min(a, 0x40C00000u);
+  const uint32_t e = max(t & 0x7F800000u, 0x3F800000u);
+  const uint32_t c = e + (22u << 23);
+  const uint32_t r = __float_as_uint(__fadd_rn(__uint_as_float(t), __uint_as_float(c))) - c;
+  const uint32_t code = (r + ((e >> 22) - 254u)) | ((u >> 28) & 0x8u);
+  return a > 0x7F800000u ? 0u : code;
+}
+
+// One side's global decode scale g and what every group of a store needs from it:
+// RN(6 g) with its reciprocal for dev::div_rn, and inv[sf] = 1 / RN(float(sf) * g) for
+// each scale byte a store can produce (0x00-0x7F; 0 where float(sf) is not > 0: zero,
+// NaN), computed once per CTA in shared memory instead of one IEEE division per group.
+struct Nvfp4Side {
+  float g, six_g, rcp_six_g;
+  bool fast;
+};
+__device__ __forceinline__ Nvfp4Side nvfp4_side(float g) {
+  const float six_g = __fmul_rn(6.0f, g);
+  return {g, six_g, __frcp_rn(six_g), dev::fast_div_ok(six_g)};
+}
+
 // SPEC §7.9's store of one group (the cpu's nvfp4_group): the 16 elements in w (model
-// dtype In) with global decode scale g -> the scale byte (returned) and the 8 code
-// bytes in q (element 2i in the low nibble of byte i). amax skips NaN (a NaN compares
-// false); sf = cvt_e4m3(amax / RN(6 g)) SATFINITE (0 for amax 0; a NaN quotient, from
-// Inf / Inf, is 0x7F as the cpu's); inv = 1 / RN(float(sf) * g), 0 when amax or
-// float(sf) is not > 0; code = cvt_e2m1(RN(x * inv)), 0 for a NaN product.
+// dtype In) -> the scale byte (returned) and the 8 code bytes in q (element 2i in the
+// low nibble of byte i). amax skips NaN (fmaxf returns the other operand); sf =
+// cvt_e4m3(amax / RN(6 g)) SATFINITE (0 for amax 0; a NaN quotient, from Inf / Inf, is
+// 0x7F as the cpu's), the division by dev::div_rn (IEEE for a model-dtype amax, the
+// only kind there is); inv = inv_tab[sf] (Nvfp4Side); code = cvt_e2m1(RN(x * inv)), 0
+// for a NaN product.
 template <KvDevDtype In>
-__device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], float g, uint32_t (&q)[2]) {
+__device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const Nvfp4Side& g, const float* inv_tab,
+                                                  uint32_t* q) {
   float x[kNvfp4Group];
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < kNvfp4Group; ++i) {
     x[i] = model_to_f32<In>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
-    const float a = __uint_as_float(__float_as_uint(x[i]) & 0x7FFFFFFFu);
-    amax = a > amax ? a : amax;
+    amax = fmaxf(amax, fabsf(x[i]));
   }
   uint8_t sf = 0;
   if (amax != 0.0f) {
-    const float t = __fdiv_rn(amax, __fmul_rn(6.0f, g));
+    const float t = dev::div_rn(amax, g.six_g, g.rcp_six_g, g.fast);
     // >= 448 (Inf too) is 0x7E under SATFINITE either way: clamped, so no cvt corner.
     sf = isnan(t) ? uint8_t{0x7F} : dev::cvt_e4m3(t < 448.0f ? t : 448.0f);
   }
-  const float s = dev::e4m3_to_f32(sf);
-  const float inv = (amax > 0.0f && s > 0.0f) ? __fdiv_rn(1.0f, __fmul_rn(s, g)) : 0.0f;
+  const float inv = inv_tab[sf];
   q[0] = q[1] = 0;
 #pragma unroll
-  for (int i = 0; i < kNvfp4Group; ++i) {
-    const float v = __fmul_rn(x[i], inv);
-    const uint32_t code = isnan(v) ? 0u : uint32_t{dev::cvt_e2m1(v)};
-    q[i / 8] |= code << (4 * (i % 8));
-  }
+  for (int i = 0; i < kNvfp4Group; ++i) q[i / 8] |= nvfp4_code(__fmul_rn(x[i], inv)) << (4 * (i % 8));
   return sf;
 }
 
-// store_kv into an e2m1 cache. Rope: the key rows' fused RoPE (§8.4), element by
-// element (rope_elem, the bits the cpu's rotated rows hold), before the quantisation.
-template <KvDevDtype In, bool Rope>
+// store_kv into an e2m1 cache, G groups per thread. Rope: the key rows' fused RoPE
+// (§8.4), element by element (rope_elem, the bits the cpu's rotated rows hold), before
+// the quantisation.
+template <KvDevDtype In, bool Rope, int G>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
+  static_assert(kThreads == 2 * 128, "one inv_tab entry per thread");
+  __shared__ float inv_tab[2][128];  // [side][sf]: Nvfp4Side
+  const Nvfp4Side sides[2] = {nvfp4_side(a.k_scale[0]), nvfp4_side(a.v_scale[0])};
+  {
+    const int side = threadIdx.x / 128;
+    const float sf = dev::e4m3_to_f32(static_cast<uint8_t>(threadIdx.x % 128));
+    inv_tab[side][threadIdx.x % 128] = sf > 0.0f ? __fdiv_rn(1.0f, __fmul_rn(sf, sides[side].g)) : 0.0f;
+  }
+  __syncthreads();
   const KvPagedLayout& L = a.layout;
-  const int32_t groups = L.head_dim / kNvfp4Group;
-  const int64_t units = a.n * 2 * L.num_kv_heads * groups;
+  const int32_t chunks = L.head_dim / (kNvfp4Group * G);
+  const int64_t units = a.n * 2 * L.num_kv_heads * chunks;
+  const int32_t sf_step = a.sf.interleave4 ? 4 : 1;  // a group's scale byte from the previous one's
   for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
-    const GroupUnit w = group_unit_of(u, L.num_kv_heads, groups);
+    const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, chunks);
     const int32_t slot = a.slot_mapping[w.row];
-    if (slot < 0) continue;  // -1 padding writes nothing
     const KvDevRows& in = w.side ? a.value : a.key;
     const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
-    uint32_t x[8];
-    load_group32(head + 2 * kNvfp4Group * w.group, x);
+    uint32_t x[G][8];
+    load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's load
+    if (slot < 0) continue;  // -1 padding writes nothing
     if constexpr (Rope) {
       if (w.side == kKvSideK) {
 #pragma unroll
-        for (int i = 0; i < kNvfp4Group; ++i) {
-          const uint32_t r =
-              rope_elem<In>(head, kNvfp4Group * w.group + i, (x[i / 2] >> (16 * (i % 2))) & 0xFFFFu, a.rope, w.row);
-          x[i / 2] = (x[i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | ((r & 0xFFFFu) << (16 * (i % 2)));
-        }
+        for (int k = 0; k < G; ++k)
+#pragma unroll
+          for (int i = 0; i < kNvfp4Group; ++i) {
+            const int32_t c = kNvfp4Group * (G * w.chunk + k) + i;
+            const uint32_t r = rope_elem<In>(head, c, (x[k][i / 2] >> (16 * (i % 2))) & 0xFFFFu, a.rope, w.row);
+            x[k][i / 2] = (x[k][i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | ((r & 0xFFFFu) << (16 * (i % 2)));
+          }
       }
     }
-    const float g = (w.side ? a.v_scale : a.k_scale)[0];
-    uint32_t q[2];
-    const uint8_t sf = nvfp4_quantize<In>(x, g, q);
+    uint32_t q[2 * G];
+    uint8_t sf[G];
+#pragma unroll
+    for (int k = 0; k < G; ++k) sf[k] = nvfp4_quantize<In>(x[k], sides[w.side], inv_tab[w.side], q + 2 * k);
     const KvSlotPos p = L.split(slot);
     uint8_t* data = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
                     kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, p.block, p.token, w.head));
-    store_codes8(data + (kNvfp4Group / 2) * w.group, q);
-    static_cast<uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(p.block, p.token, w.head, w.group)] = sf;
+    store_codes<G>(data + (kNvfp4Group / 2) * G * w.chunk, q);
+    uint8_t* sfp = static_cast<uint8_t*>(w.side ? a.v_sf : a.k_sf) + a.sf.offset(p.block, p.token, w.head, G * w.chunk);
+#pragma unroll
+    for (int k = 0; k < G; ++k) sfp[k * sf_step] = sf[k];
   }
   dev::pdl_trigger();
 }
 
-// gather_kv from an e2m1 cache: element = RN_Out(RN(RN(e2m1(q) * float(sf)) * g)), a
-// NaN (a 0x7F / 0xFF scale byte) as f32x2_to_model pins it.
+// Eight e2m1 codes (a 32-bit word, element j in nibble j) times a scale s that is a
+// bf16 value (every e4m3 value is) -> four bf16x2 words, elements 2i / 2i + 1 in the
+// low / high half of word i, each exactly e2m1(code) * s. The codes' bf16 bytes come
+// from two byte permutations over 8-entry tables (the magnitudes 0, .5, 1, 1.5, 2, 3,
+// 4, 6 are bf16 0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0), the
+// nibbles' sign bits moved to the bytes' top bits; then one bf16x2 multiply per pair,
+// exact (at most 2 x 4 significant bits, exponents far from bf16's limits).
+__device__ __forceinline__ void e2m1x8_times(uint32_t q, uint32_t ss, uint32_t (&p)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t c = (q >> (16 * h)) & 0xFFFFu;  // elements 4h .. 4h + 3
+    const uint32_t sel = c & 0x7777u;
+    const uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);
+    const uint32_t x = __byte_perm(c, 0u, 0x1100u);  // bytes c0 c0 c1 c1
+    const uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel) | ((x << 4) & 0x00800080u) | (x & 0x80008000u);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t v = __byte_perm(lo, hi, i ? 0x7362u : 0x5140u);  // bf16 elements 2i, 2i + 1 of the four
+      const __nv_bfloat162 prod =
+          __hmul2_rn(*reinterpret_cast<const __nv_bfloat162*>(&v), *reinterpret_cast<const __nv_bfloat162*>(&ss));
+      p[2 * h + i] = *reinterpret_cast<const uint32_t*>(&prod);
+    }
+  }
+}
+
+// Eight elements of one e2m1 group half: codes q, scale byte sf, global scale g ->
+// four Out pairs, element = RN_Out(RN(RN(e2m1(q) * float(sf)) * g)). A NaN (a 0x7F /
+// 0xFF scale byte, or 0 * Inf from g) is pinned as f32x2_to_model pins it; where
+// neither can happen (the scale a number and g finite: every product is a number) the
+// pairs convert without the checks.
 template <KvDevDtype Out>
-__global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a, const DeviceStatus* status) {
+__device__ __forceinline__ uint4 nvfp4_decode8(uint32_t q, uint8_t sf, float g) {
+  const float s = dev::e4m3_to_f32(sf);
+  const uint32_t sb = __float_as_uint(s) >> 16;  // exact: an e4m3 value (or NaN) as bf16
+  uint32_t p[4];
+  e2m1x8_times(q, sb | sb << 16, p);
+  uint32_t y[4];
+  if (!isnan(s) && isfinite(g)) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float e0 = __fmul_rn(__uint_as_float(p[i] << 16), g), e1 = __fmul_rn(__uint_as_float(p[i] & 0xFFFF0000u), g);
+      if constexpr (Out == KvDevDtype::kBF16) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(e0, e1);
+        y[i] = *reinterpret_cast<const uint32_t*>(&v);
+      } else {
+        const __half2 v = __floats2half2_rn(e0, e1);
+        y[i] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      y[i] = f32x2_to_model<Out>(__fmul_rn(__uint_as_float(p[i] << 16), g), __fmul_rn(__uint_as_float(p[i] & 0xFFFF0000u), g));
+  }
+  return make_uint4(y[0], y[1], y[2], y[3]);
+}
+
+// gather_kv from an e2m1 cache. Work unit = (output row, K or V, head) as the dense
+// gather's: a group of `width` threads, the row's source found once per unit; thread
+// `lane` takes the head's 8-element pieces lane, lane + width, ... (kNvfp4Steps of them
+// in flight), so a group's stores are contiguous 16-byte vectors and its code loads
+// contiguous 32-bit words. The two pieces of a 16-element group share its scale byte.
+constexpr int kNvfp4Steps = 2;
+template <KvDevDtype Out>
+__global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const KvPagedLayout& L = a.layout;
-  const int32_t groups = L.head_dim / kNvfp4Group;
+  const int group = threadIdx.x / width, lane = threadIdx.x % width, groups = blockDim.x / width;
+  const int32_t pieces = L.head_dim / 8;
+  const int32_t sf_step = a.sf.interleave4 ? 4 : 1;
   // The rows to write: cu_seqlens_k's last entry, read here (max_tokens sized the grid).
-  const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads * groups;
-  for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
-    const GroupUnit w = group_unit_of(u, L.num_kv_heads, groups);
+  const int64_t units = int64_t{a.cu_seqlens_k[a.num_seqs]} * 2 * L.num_kv_heads;
+  for (int64_t u = int64_t{blockIdx.x} * groups + group; u < units; u += int64_t{gridDim.x} * groups) {
+    const Unit w = unit_of(u, L.num_kv_heads);
     const KvSlotPos at = gather_source(a, w.row);
     const uint8_t* data = static_cast<const uint8_t*>(w.side ? a.v_cache : a.k_cache) +
                           kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, at.block, at.token, w.head));
-    uint32_t q[2];
-    load_codes8(data + (kNvfp4Group / 2) * w.group, q);
-    const uint8_t sf = static_cast<const uint8_t*>(w.side ? a.v_sf : a.k_sf)[a.sf.offset(at.block, at.token, w.head, w.group)];
-    const float s = dev::e4m3_to_f32(sf);
-    const float g = (w.side ? a.v_scale : a.k_scale)[0];
-    uint32_t y[8];  // y[b]: elements 2b (low half) and 2b + 1, from code byte b
-#pragma unroll
-    for (int b = 0; b < 8; ++b) {
-      const uint32_t byte = (q[b / 4] >> (8 * (b % 4))) & 0xFFu;
-      const float e0 = __fmul_rn(__fmul_rn(dev::e2m1_to_f32(static_cast<uint8_t>(byte & 0xFu)), s), g);
-      const float e1 = __fmul_rn(__fmul_rn(dev::e2m1_to_f32(static_cast<uint8_t>(byte >> 4)), s), g);
-      y[b] = f32x2_to_model<Out>(e0, e1);
-    }
+    const uint8_t* sfp = static_cast<const uint8_t*>(w.side ? a.v_sf : a.k_sf) + a.sf.offset(at.block, at.token, w.head, 0);
     const KvDevRowsOut& o = w.side ? a.out_v : a.out_k;
     uint8_t* dst = static_cast<uint8_t*>(o.data) + 2 * (w.row * o.token_stride + w.head * o.head_stride);
-    store_group32(dst + 2 * kNvfp4Group * w.group, y);
+    const float g = (w.side ? a.v_scale : a.k_scale)[0];
+    const bool codes4 = reinterpret_cast<uintptr_t>(data) % 4 == 0;  // pieces sit 4 bytes apart
+    const bool out16 = reinterpret_cast<uintptr_t>(dst) % 16 == 0;   // and 16 bytes apart here
+    for (int32_t p0 = lane; p0 < pieces; p0 += width * kNvfp4Steps) {
+      uint32_t q[kNvfp4Steps];
+      uint8_t sf[kNvfp4Steps];
+#pragma unroll
+      for (int k = 0; k < kNvfp4Steps; ++k) {
+        const int32_t p = p0 + k * width;
+        if (p >= pieces) break;
+        const uint8_t* c = data + 4 * p;
+        q[k] = codes4 ? __ldg(reinterpret_cast<const uint32_t*>(c))
+                      : uint32_t{__ldg(c)} | uint32_t{__ldg(c + 1)} << 8 | uint32_t{__ldg(c + 2)} << 16 |
+                            uint32_t{__ldg(c + 3)} << 24;
+        sf[k] = __ldg(sfp + (p / 2) * sf_step);
+      }
+#pragma unroll
+      for (int k = 0; k < kNvfp4Steps; ++k) {
+        const int32_t p = p0 + k * width;
+        if (p >= pieces) break;
+        const uint4 y = nvfp4_decode8<Out>(q[k], sf[k], g);
+        uint8_t* d = dst + 16 * p;
+        if (out16) {
+          *reinterpret_cast<uint4*>(d) = y;
+        } else {  // 2-byte aligned (validated)
+          const uint32_t yw[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            reinterpret_cast<uint16_t*>(d)[2 * j] = static_cast<uint16_t>(yw[j]);
+            reinterpret_cast<uint16_t*>(d)[2 * j + 1] = static_cast<uint16_t>(yw[j] >> 16);
+          }
+        }
+      }
+    }
   }
   dev::pdl_trigger();
 }
@@ -624,7 +737,7 @@ int64_t grid(int64_t units, int width) {
   return dev::grid_for((units + per_cta - 1) / per_cta);
 }
 
-// e2m1 (SPEC §7.9): one thread per 16-element group (validated: head_dim % 16 == 0,
+// e2m1 (SPEC §7.9): one thread per G 16-element groups (validated: head_dim % 16 == 0,
 // even strides, the scale caches there; refused here too for direct callers).
 std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_sf, const void* v_sf) {
   if (L.head_dim <= 0 || L.head_dim % kNvfp4Group != 0)
@@ -633,20 +746,29 @@ std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_
   return "";
 }
 
+template <KvDevDtype M, int G>
+std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
+  const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / (kNvfp4Group * G)), 1);
+  if (a.rope.cos_sin_cache != nullptr)
+    return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, true, G>, g, false, o, a, st);
+  return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, false, G>, g, false, o, a, st);
+}
 template <KvDevDtype M>
 std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (std::string why = nvfp4_refusal("store_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
-  const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / kNvfp4Group), 1);
-  if (a.rope.cos_sin_cache != nullptr)
-    return dev::launch("store_nvfp4_kernel", store_nvfp4_kernel<M, true>, g, o, a, st);
-  return dev::launch("store_nvfp4_kernel", store_nvfp4_kernel<M, false>, g, o, a, st);
+  switch (nvfp4_groups_per_unit(a.layout.head_dim)) {
+    case 4: return store_nvfp4_launch_g<M, 4>(a, st, o);
+    case 2: return store_nvfp4_launch_g<M, 2>(a, st, o);
+    default: return store_nvfp4_launch_g<M, 1>(a, st, o);
+  }
 }
 
 template <KvDevDtype M>
 std::string gather_nvfp4_launch(const GatherKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (std::string why = nvfp4_refusal("gather_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
-  const int64_t g = grid(a.max_tokens * 2 * a.layout.num_kv_heads * (a.layout.head_dim / kNvfp4Group), 1);
-  return dev::launch("gather_nvfp4_kernel", gather_nvfp4_kernel<M>, g, o, a, st);
+  const int width = group_width(a.layout.head_dim, kVec, kNvfp4Steps);
+  const int64_t g = grid(a.max_tokens * 2 * a.layout.num_kv_heads, width);
+  return dev::launch("gather_nvfp4_kernel", gather_nvfp4_kernel<M>, g, o, a, width, st);
 }
 
 template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C, bool R = false>

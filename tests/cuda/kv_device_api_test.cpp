@@ -895,26 +895,29 @@ KvSfGeometry nvfp4_sf(int kind, const KvCacheLayout& l) {
 // SPEC §7.9 on the device: e2m1 store_kv then gather_kv equal the cpu backend's bytes
 // (caches with their scale caches, outputs, and the bytes around all of them) for bf16
 // and fp16 rows, NHD, HND and padded caches, linear and interleave4 scales, aligned and
-// odd rows, global scales from tiny to huge, with and without a fused RoPE.
+// odd rows, global scales from tiny to huge, with and without a fused RoPE, at head_dim
+// 48, 96 and 128 (the store's 1-, 2- and 4-group units).
 TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
   KVCHECK_NEED_GPU();
   const float g_pairs[][2] = {{0.37f, 3.7e-3f}, {1.0f, 1.0f / 448.0f}, {1e-40f, 2.5f}, {3e38f, 6.0f}};
   uint64_t seed = 0;
-  for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
-    for (int order = 0; order < 3; ++order)
-      for (int sf = 0; sf < 3; ++sf)
-        for (int odd = 0; odd < 2; ++odd) {
-          ++seed;
-          const KvCacheLayout l = nvfp4_layout(order, 8, 3, 48);
-          const float* g = g_pairs[seed % 4];
-          const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), g[0], g[1]);
-          const std::string what = to_string(model) + (order == 0 ? " NHD" : order == 1 ? " HND" : " padded NHD") +
-                                   " " + to_string(c.sf.layout) + (sf == 1 ? " (head-major)" : "") +
-                                   (odd ? " odd rows" : " aligned rows") + " g " + std::to_string(g[0]) + "/" +
-                                   std::to_string(g[1]);
-          check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, false, seed);
-          if (seed % 3 == 0) check_nvfp4_store_gather(what + " rope", c, model, odd ? 3 : 0, odd ? 2 : 0, true, seed);
-        }
+  for (const int32_t d : {48, 96, 128})
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (int order = 0; order < 3; ++order)
+        for (int sf = 0; sf < 3; ++sf)
+          for (int odd = 0; odd < 2; ++odd) {
+            ++seed;
+            const KvCacheLayout l = nvfp4_layout(order, 8, 3, d);
+            const float* g = g_pairs[seed % 4];
+            const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), g[0], g[1]);
+            const std::string what = "head_dim " + std::to_string(d) + " " + to_string(model) +
+                                     (order == 0 ? " NHD" : order == 1 ? " HND" : " padded NHD") +
+                                     " " + to_string(c.sf.layout) + (sf == 1 ? " (head-major)" : "") +
+                                     (odd ? " odd rows" : " aligned rows") + " g " + std::to_string(g[0]) + "/" +
+                                     std::to_string(g[1]);
+            check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, false, seed);
+            if (seed % 3 == 0) check_nvfp4_store_gather(what + " rope", c, model, odd ? 3 : 0, odd ? 2 : 0, true, seed);
+          }
   // head_dim 16 (one group a head), block_size 4: the smallest interleave tile.
   const KvCacheLayout small = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kHND, 6, 4, 2, 16);
   check_nvfp4_store_gather("head_dim 16 interleave4", nvfp4_cache(small, nvfp4_sf(2, small), 0.5f, 3.7e-3f),
