@@ -16,7 +16,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKVCHECK_FUZZ=ON -DKVCHECK_FUZZ_SANITIZE= -DKVCHECK_FUZZ_ENGINE="$LIB_FUZZING_ENGINE" \
   -DKVCHECK_CUDA=OFF -DKVCHECK_BENCH=OFF -DKVCHECK_WERROR=OFF
 targets=()
-for f in fuzzers/check_*.cpp; do  # one target per check (fuzzers/CMakeLists.txt)
+for f in fuzzers/ops/*/check_*.cpp; do  # one target per check (fuzzers/CMakeLists.txt)
   f="$(basename "$f" .cpp)"
   targets+=("fuzz_${f#check_}")
 done

@@ -1,6 +1,6 @@
 // The fuzz targets as library functions: decode the input (decoders.h), run the
 // reference and a backend, compare bit for bit and check the invariants (store, load and
-// round_trip: the properties' own checks, properties/op_checks.h). Shared by the
+// round_trip: the properties' own checks, properties/ops/store_load/op_checks.h). Shared by the
 // libFuzzer binaries, their replay builds and `kvcheck explain`.
 #pragma once
 
@@ -33,7 +33,7 @@ struct Target {
   std::function<CheckResult(const uint8_t* data, size_t size, const Backend& backend)> run;
 };
 
-/// Every target built into this library (one per fuzzers/check_<name>.cpp), by name.
+/// Every target built into this library (one per fuzzers/ops/<family>/check_<name>.cpp), by name.
 const std::vector<Target>& targets();
 /// nullptr when there is no target `name`.
 const Target* target_by_name(std::string_view name);
@@ -60,7 +60,7 @@ CheckResult decode_and_check(const uint8_t* data, size_t size, S (*decode)(ByteS
   return {props::describe(s), v.failure, v.skipped};
 }
 
-// Per-target checks: check_<name> in fuzzers/check_<name>.cpp, one per target.
+// Per-target checks: check_<name> in fuzzers/ops/<family>/check_<name>.cpp, one per target.
 #define KVCHECK_FUZZ_TARGET(name) CheckResult check_##name(const uint8_t* data, size_t size, const Backend& backend);
 #include "fuzzers/fuzz_targets.inc"
 #undef KVCHECK_FUZZ_TARGET

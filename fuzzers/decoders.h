@@ -1,4 +1,4 @@
-// The fuzz decoders, one per target (fuzzers/decode_<target>.cpp): input bytes -> the
+// The fuzz decoders, one per target (fuzzers/ops/<family>/decode_<...>.cpp): input bytes -> the
 // scenario the target checks. None throws, every byte string is a valid input, and
 // `kvcheck explain` and the corpus generator call the same functions, so a crash file
 // always decodes to the scenario that crashed.
@@ -21,17 +21,17 @@
 #include "impl/format.h"
 #include "impl/load_plan.h"
 #include "properties/gen/choices.h"
-#include "properties/gen/copy_blocks_gen.h"
-#include "properties/gen/swap_blocks_gen.h"
-#include "properties/gen/format_gen.h"
-#include "properties/gen/index_gen.h"
-#include "properties/gen/kv_gen.h"
-#include "properties/gen/numerics_gen.h"
-#include "properties/gen/plan_gen.h"
-#include "properties/gen/prefill_gen.h"
-#include "properties/gen/slot_mapping_gen.h"
-#include "properties/gen/store_load_gen.h"
-#include "properties/prefill_step.h"
+#include "properties/gen/ops/copy_blocks/copy_blocks_gen.h"
+#include "properties/gen/ops/swap_blocks/swap_blocks_gen.h"
+#include "properties/gen/ops/format/format_gen.h"
+#include "properties/gen/ops/index/index_gen.h"
+#include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/gen/ops/numerics/numerics_gen.h"
+#include "properties/gen/ops/plan/plan_gen.h"
+#include "properties/gen/ops/prefill/prefill_gen.h"
+#include "properties/gen/ops/slot_mapping/slot_mapping_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
+#include "properties/ops/prefill/prefill_step.h"
 
 namespace kvcheck::fuzz {
 
@@ -66,31 +66,31 @@ props::PrefillScenario decode_prefill(ByteSource& src);
 /// multi-thread paths are the properties' (3 cases in 4 split; class floor 25%). They
 /// never draw far kv rows either (ByteSource::huge_inputs() is false).
 
-/// index: the index builder (properties/gen/index_gen.h) of a drawn op; one
+/// index: the index builder (properties/gen/ops/index/index_gen.h) of a drawn op; one
 /// convert_kv_index input in five gets an injected fault (its code known), one in five
 /// raw values (the SPEC §5.5 rules decide).
 props::IndexScenario decode_index(ByteSource& src);
-/// plan: the plan builder (properties/gen/plan_gen.h) of a drawn mode, builder block
+/// plan: the plan builder (properties/gen/ops/plan/plan_gen.h) of a drawn mode, builder block
 /// sizes huge or < 1 too (choose_builder_block_size); one append in five, and one
 /// compressed / SWA input in five, made invalid by the properties' injectors.
 props::PlanScenario decode_plan(ByteSource& src);
-/// slot_mapping: the slot-mapping builder (properties/gen/slot_mapping_gen.h) of a
+/// slot_mapping: the slot-mapping builder (properties/gen/ops/slot_mapping/slot_mapping_gen.h) of a
 /// drawn op (the SPEC §5.4 slot mappings, SPEC §7.6 prepare_prefill/prepare_decode);
 /// one input in five gets an injected fault (its code known), one in five
 /// raw values (the SPEC §5.4 rules decide).
 props::SlotMappingScenario decode_slot_mapping(ByteSource& src);
 
-/// copy_blocks: the copy_blocks builder (properties/gen/copy_blocks_gen.h); one input
+/// copy_blocks: the copy_blocks builder (properties/gen/ops/copy_blocks/copy_blocks_gen.h); one input
 /// in four gets an injected fault (its code known), one in eight raw mapping entries
 /// (the SPEC §8.1 rules decide).
 props::CopyBlocksScenario decode_copy_blocks(ByteSource& src);
-/// swap_blocks: the swap_blocks builder (properties/gen/swap_blocks_gen.h); one input
+/// swap_blocks: the swap_blocks builder (properties/gen/ops/swap_blocks/swap_blocks_gen.h); one input
 /// in four gets an injected fault (its code known), one in eight raw mapping entries
 /// (the docs/spec.md §8.3 rules decide).
 props::SwapBlocksScenario decode_swap_blocks(ByteSource& src);
 
 /// format: props::build_format_scenario with any fields (valid, one field changed,
-/// arbitrary; gen/format_gen.h).
+/// arbitrary; gen/ops/format/format_gen.h).
 props::FormatScenario decode_format(ByteSource& src);
 /// numerics: props::build_numerics_scenario; the bytes the builder left overwrite the
 /// group's values, so libFuzzer can aim at rounding boundaries.

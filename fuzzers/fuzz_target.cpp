@@ -1,4 +1,4 @@
-// The libFuzzer entry point of every target: built once per fuzzers/check_<name>.cpp
+// The libFuzzer entry point of every target: built once per fuzzers/ops/<family>/check_<name>.cpp
 // as fuzz_<name> (and replay_<name>), included by a generated fuzz_<name>.cpp that
 // defines KVCHECK_FUZZ_TARGET_NAME (fuzzers/CMakeLists.txt).
 #include <cstddef>

@@ -6,7 +6,7 @@
 // share one formula. K and V carry their own strides: the v1 ABI and the views'
 // KvCacheLayout give both the same (kv_paged_layout(), impl/kv_layout.h); a later ABI
 // may not. reference/ writes the formula out on its own; a property checks the two
-// agree (properties/kv_layout_props.cpp).
+// agree (properties/ops/kv/kv_layout_props.cpp).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "impl/kv_cache.h"
-#include "properties/gen/store_load_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
 
 namespace kvcheck::props {
 
@@ -198,7 +198,7 @@ Outcome run_load(const Backend* backend, const LoadScenario& s, const Cache& cac
 /// "" when both sides threw the same code blaming the same entry (props::error_blame),
 /// or both returned; else what differs.
 std::string compare_outcomes(const Outcome& ref, const Outcome& be, std::string_view backend);
-/// "" when the sides did what a case requires (gen/store_load_gen.h): fault "" — both
+/// "" when the sides did what a case requires (gen/ops/store_load/store_load_gen.h): fault "" — both
 /// returned; a fault with `code` — both threw `code`, blaming the same entry
 /// (props::compare_errors); a fault without code — compare_outcomes.
 std::string expect_outcomes(const std::string& fault, const std::optional<ErrorCode>& code, const Outcome& ref,

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "impl/backend.h"
-#include "properties/gen/index_gen.h"
-#include "properties/gen/plan_gen.h"
-#include "properties/gen/slot_mapping_gen.h"
+#include "properties/gen/ops/index/index_gen.h"
+#include "properties/gen/ops/plan/plan_gen.h"
+#include "properties/gen/ops/slot_mapping/slot_mapping_gen.h"
 #include "properties/harness.h"
 
 namespace kvcheck::props {

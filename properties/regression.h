@@ -13,8 +13,8 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "properties/case_isolation.h"
-#include "properties/gen/kv_gen.h"
-#include "properties/gen/store_load_gen.h"
+#include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/registry.h"
 
 namespace kvcheck::props {
@@ -23,7 +23,7 @@ namespace kvcheck::props {
 inline constexpr int kRegressionVersion = 1;
 
 // The scenario types' JSON forms (to_json / from_json) are declared with the types:
-// gen/store_load_gen.h, gen/kv_gen.h.
+// gen/ops/store_load/store_load_gen.h, gen/ops/kv/kv_gen.h.
 
 /// Notes the case classes (classes.h) a scenario exercises: "padding rows", "kv longer
 /// than slot_mapping", "custom format", "odd stride", "error", ... (scenario_classes.cpp).

@@ -1,7 +1,7 @@
 // The case classes of the store / load scenarios (properties/classes.h): what each
 // case exercised, counted by the runner against the properties' declared bounds.
 #include "properties/classes.h"
-#include "properties/kv_harness.h"
+#include "properties/ops/kv/kv_harness.h"
 #include "properties/regression.h"
 
 #include <algorithm>

@@ -15,7 +15,7 @@
 #include "tests/test_util.h"
 #include "impl/kv_cache.h"
 #include "properties/harness.h"
-#include "properties/prefill_step.h"
+#include "properties/ops/prefill/prefill_step.h"
 #include "properties/registry.h"
 #include "properties/runner.h"
 

@@ -3,7 +3,7 @@
 # OSS-Fuzz run it, without Docker: the base builder's environment (clang, CFLAGS and
 # CXXFLAGS with -fsanitize=address,fuzzer-no-link and -stdlib=libc++, which build.sh
 # must drop, LIB_FUZZING_ENGINE=-fsanitize=fuzzer, SRC, WORK, OUT). Then $OUT must hold
-# every fuzz target (one per fuzzers/check_*.cpp), its seed corpus zip (every file of
+# every fuzz target (one per fuzzers/ops/*/check_*.cpp), its seed corpus zip (every file of
 # corpus/<target>/) and its options file where fuzzers/ has one, and each target must
 # run over its whole seed corpus without a finding.
 # Usage: cflite_build_test.sh ROOT WORK_DIR
@@ -29,7 +29,7 @@ fi
 echo "build.sh: $((SECONDS - start)) s"
 fail=0
 n=0
-for check in "$root"/fuzzers/check_*.cpp; do
+for check in "$root"/fuzzers/ops/*/check_*.cpp; do
   name=$(basename "$check" .cpp)
   name=${name#check_}
   t=fuzz_$name

@@ -1,4 +1,4 @@
-// The format and numerics targets use the property builders (properties/gen/format_gen.h,
+// The format and numerics targets use the property builders (properties/gen/ops/format/format_gen.h,
 // numerics_gen.h) on the input bytes: the empty input is the simplest scenario, a
 // scenario grows with its input, and the one check of each op (format_check.h,
 // numerics_check.h) passes on decoded inputs and can fail.
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "fuzzers/decoders.h"
-#include "properties/format_check.h"
+#include "properties/ops/format/format_check.h"
 #include "properties/gen/splitmix.h"
-#include "properties/numerics_check.h"
+#include "properties/ops/numerics/numerics_check.h"
 #include "tests/test_util.h"
 
 namespace kvcheck::fuzz {

@@ -10,7 +10,7 @@
 #include "impl/backends.h"
 #include "properties/gen/splitmix.h"
 #include "properties/metadata_checks.h"
-#include "properties/op_checks.h"
+#include "properties/ops/store_load/op_checks.h"
 #include "tests/test_util.h"
 
 namespace kvcheck::fuzz {

@@ -10,7 +10,7 @@
 #include "fuzzers/decoders.h"
 #include "impl/backends.h"
 #include "properties/gen/splitmix.h"
-#include "properties/kv_check.h"
+#include "properties/ops/kv/kv_check.h"
 #include "tests/test_util.h"
 
 namespace kvcheck::fuzz {

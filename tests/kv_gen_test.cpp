@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "properties/gen/gen_caps.h"
-#include "properties/gen/kv_gen.h"
-#include "properties/kv_harness.h"
+#include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/ops/kv/kv_harness.h"
 #include "properties/registry.h"
 #include "reference/kv_numerics.h"
 

@@ -1,10 +1,10 @@
-// The whole-buffer invariant helpers of the K/V checks (properties/kv_harness.h):
+// The whole-buffer invariant helpers of the K/V checks (properties/ops/kv/kv_harness.h):
 // ranges merged, and the first changed byte outside them, with answers worked by hand.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "properties/kv_harness.h"
+#include "properties/ops/kv/kv_harness.h"
 
 namespace kvcheck::props {
 namespace {

@@ -173,14 +173,14 @@ def read_targets(root, tsv):
 def self_test(table):
     """Each case must be reported; the good ones must not. Returns the failures."""
     existing = {"impl/op_args.h", "impl/layout.h", "impl/validate_kv.h", "impl/cuda/kernels.h",
-                "properties/prefill_step.h", "properties/gen/source.h", "impl/backend.h", "tools/kvcheck/options.h",
+                "properties/ops/prefill/prefill_step.h", "properties/gen/source.h", "impl/backend.h", "tools/kvcheck/options.h",
                 "impl/cpu/parallel.h"}
     exists = existing.__contains__
     inc_cases = [  # (what, sources, must fail)
         ("a cpu kernel including the validators and the views", {"impl/cpu/k.cpp": [(1, "impl/validate_kv.h"), (2, "impl/op_args.h")]}, False),
         ("a core header including a validate header", {"impl/kv_cache.h": [(3, "impl/validate_kv.h")]}, True),
-        ("a generator including a property header (issue 17)", {"properties/gen/prefill_gen.h": [(9, "properties/prefill_step.h")]}, True),
-        ("a property including a generator", {"properties/prefill_step.h": [(9, "gen/source.h")]}, False),
+        ("a generator including a property header (issue 17)", {"properties/gen/ops/prefill/prefill_gen.h": [(9, "properties/ops/prefill/prefill_step.h")]}, True),
+        ("a property including a generator", {"properties/harness.h": [(9, "gen/source.h")]}, False),
         ("the cpu backend including a cuda header", {"impl/cpu/k.cpp": [(1, "impl/cuda/kernels.h")]}, True),
         ("the reference including a core header it may not", {"reference/store.h": [(7, "impl/layout.h")]}, True),
         ("the reference including the argument views", {"reference/store.h": [(7, "impl/op_args.h")]}, False),

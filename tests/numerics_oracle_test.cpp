@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "impl/format.h"
-#include "properties/numerics_check.h"
+#include "properties/ops/numerics/numerics_check.h"
 #include "reference/numerics.h"
 
 #ifdef KVCHECK_HAVE_CUDA_HEADERS

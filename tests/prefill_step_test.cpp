@@ -4,7 +4,7 @@
 
 #include "impl/load_plan.h"
 #include "impl/slot_mapping.h"
-#include "properties/prefill_step.h"
+#include "properties/ops/prefill/prefill_step.h"
 #include "reference/index_transforms.h"
 #include "tests/test_util.h"
 #include "reference/load.h"

@@ -19,7 +19,7 @@
 #include "fuzzers/decoders.h"
 #include "impl/backends.h"
 #include "tests/test_util.h"
-#include "properties/gen/swap_blocks_gen.h"
+#include "properties/gen/ops/swap_blocks/swap_blocks_gen.h"
 #include "properties/registry.h"
 #include "properties/regression.h"
 #include "properties/runner.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fuzzers/decoders.h"
-#include "properties/kv_harness.h"
+#include "properties/ops/kv/kv_harness.h"
 
 namespace fs = std::filesystem;
 using kvcheck::fuzz::SplitMix64;

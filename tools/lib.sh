@@ -170,14 +170,13 @@ check_tool_options() {
   ((npos == ${#positional[@]})) || bad_usage "$cmd" "$use" "missing ${positional[npos]}"
 }
 
-# The fuzz targets: one per fuzzers/check_<name>.cpp (fuzzers/CMakeLists.txt builds
-# fuzz_<name> from each; the same list everywhere).
+# The fuzz targets: one per fuzzers/ops/<family>/check_<name>.cpp (fuzzers/CMakeLists.txt
+# builds fuzz_<name> from each; the same list everywhere), in the order of the file names.
 all_targets() {
   local f
-  for f in "$ROOT"/fuzzers/check_*.cpp; do
-    f="$(basename "$f" .cpp)"
-    echo "${f#check_}"
-  done
+  for f in "$ROOT"/fuzzers/ops/*/check_*.cpp; do
+    basename "$f"
+  done | sort | sed 's/^check_//; s/\.cpp$//'
 }
 
 # check_targets COMMAND USAGE NAME...: every name is a fuzz target.
@@ -185,7 +184,7 @@ check_targets() {
   local cmd=$1 use=$2 t
   shift 2
   for t in "$@"; do
-    [[ -f $ROOT/fuzzers/check_$t.cpp ]] ||
+    all_targets | grep -qxF -- "$t" ||
       bad_usage "$cmd" "$use" "no target '$t' (have: $(all_targets | tr '\n' ' '))"
   done
 }

@@ -87,7 +87,7 @@ FUZZ_TARGETS = [
     ("impl/kv_slot_mapping", ["slot_mapping", "store_kv", "gather_kv"]),
     ("impl/kv_page_table", ["slot_mapping"]),
     ("impl/layout", ["store", "load", "round_trip"]),
-    ("properties/prefill_step", ["prefill"]),
+    ("properties/ops/prefill/prefill_step", ["prefill"]),
 ]
 
 # The property ops (`kvcheck run --property OP`) that exercise a source file (by path
@@ -120,12 +120,12 @@ PROPERTY_OPS = [
     ("impl/kv_page_table", ["slot_mapping", "kv_step"]),
     ("impl/kv_layout", ["kv_layout", "store_kv", "gather_kv"]),
     ("impl/layout", ["layout", "store", "load", "round_trip"]),
-    ("properties/prefill_step", ["prefill"]),
+    ("properties/ops/prefill/prefill_step", ["prefill"]),
 ]
 
-# One binary per fuzz target: the fuzzers/check_<name>.cpp files (as CMake finds them).
+# One binary per fuzz target: the fuzzers/ops/<family>/check_<name>.cpp files (as CMake finds them).
 FUZZ_BINARIES = sorted("fuzz_" + os.path.basename(p)[len("check_"):-len(".cpp")]
-                       for p in glob.glob(os.path.join(ROOT, "fuzzers", "check_*.cpp")))
+                       for p in glob.glob(os.path.join(ROOT, "fuzzers", "ops", "*", "check_*.cpp")))
 
 
 class UsageError(Exception):

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "properties/gen/choices.h"
-#include "properties/gen/store_load_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
 
 namespace kvcheck::props::gen {
 

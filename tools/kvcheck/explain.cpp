@@ -12,8 +12,8 @@
 
 #include "fuzzers/checks.h"
 #include "impl/error.h"
-#include "properties/gen/kv_gen.h"
-#include "properties/gen/store_load_gen.h"
+#include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/regression.h"
 
 namespace kvcheck {

@@ -1,0 +1,236 @@
+// JSON forms of the K/V family's scenario types (regression files, SPEC §6, §7.7):
+// the cache pair's whole geometry, model-dtype rows as hex strings (one per
+// token_stride values), FP8 scales exactly (gen/scenario_json.h), block tables as rows
+// of max_blocks. Declared in kv_gen.h; every field round-trips bit for bit, the
+// injected faults' impossible values (NaN scales, a short buffer, a partial table row,
+// negative strides) included.
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/gen/scenario_json.h"
+
+namespace kvcheck::props {
+namespace {
+
+const char* alloc_name(KvAlloc a) {
+  switch (a) {
+    case KvAlloc::kSeparate: return "separate";
+    case KvAlloc::kNanoVllm: return "nano-vllm";
+    case KvAlloc::kFlashInfer: return "flashinfer";
+    case KvAlloc::kLayerPages: return "layer-pages";
+    case KvAlloc::kNvfp4Pages: return "nvfp4-pages";
+  }
+  return "?";
+}
+
+KvDtype dtype_from(const nlohmann::json& j) {
+  return enum_from_name(j.get<std::string>(), KvDtype::kBF16, KvDtype::kE2M1,
+                        [](KvDtype d) { return to_string(d); }, "K/V dtype");
+}
+
+nlohmann::json floats(const std::vector<float>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float f : v) a.push_back(exact_float(f));
+  return a;
+}
+
+std::vector<float> floats_from(const nlohmann::json& j) {
+  std::vector<float> v;
+  for (const auto& f : j) v.push_back(exact_float_from(f));
+  return v;
+}
+
+// The fields every K/V scenario ends with: what its fault demands (absent for a valid
+// case; "fault" without "expected_error": raw values, the reference decides).
+void fault_to_json(nlohmann::json& j, const std::string& fault, const std::optional<ErrorCode>& code) {
+  if (!fault.empty()) j["fault"] = fault;
+  if (code) j["expected_error"] = std::string(to_string(*code));
+}
+
+void fault_from_json(const nlohmann::json& j, std::string& fault, std::optional<ErrorCode>& code) {
+  fault = j.value("fault", std::string());
+  code.reset();
+  if (j.contains("expected_error")) code = error_code_from_name(j.at("expected_error").get<std::string>());
+}
+
+void check_type(const nlohmann::json& j, const char* type) {
+  if (j.at("type") != type) throw std::runtime_error(std::string("scenario type is not ") + type);
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const KvCacheShape& s) {
+  j = {{"dtype", to_string(s.dtype)},
+       {"order", to_string(s.order)},
+       {"num_blocks", s.num_blocks},
+       {"block_size", s.block_size},
+       {"num_kv_heads", s.num_kv_heads},
+       {"head_dim", s.head_dim},
+       {"pad_head", s.pad_head},
+       {"pad_token", s.pad_token},
+       {"pad_page", s.pad_page},
+       {"alloc", alloc_name(s.alloc)},
+       {"scale_kind", to_string(s.scale_kind)},
+       {"fill_seed", s.fill_seed}};
+  if (s.alloc == KvAlloc::kNanoVllm || s.num_layers != 1 || s.layer != 0) {
+    j["num_layers"] = s.num_layers;
+    j["layer"] = s.layer;
+  }
+  if (!s.k_scale.empty()) j["k_scale"] = floats(s.k_scale);
+  if (!s.v_scale.empty()) j["v_scale"] = floats(s.v_scale);
+  if (s.capacity_cut != 0) j["capacity_cut"] = s.capacity_cut;
+  if (s.dtype == KvDtype::kE2M1) j["sf_layout"] = to_string(s.sf_layout);
+  if (s.sf_fault != KvSfFault::kNone) j["sf_fault"] = static_cast<int>(s.sf_fault);
+  // Absent = spec, so files written before recipes read as they were written.
+  if (s.recipe != KvRecipe::kSpec) {
+    if (is_kv_recipe(s.recipe)) j["recipe"] = to_string(s.recipe);
+    else j["recipe"] = static_cast<int32_t>(s.recipe);
+  }
+}
+
+void from_json(const nlohmann::json& j, KvCacheShape& s) {
+  s.dtype = dtype_from(j.at("dtype"));
+  s.order = enum_from_name(j.at("order").get<std::string>(), KvHeadLayout::kNHD, KvHeadLayout::kHND,
+                           [](KvHeadLayout o) { return to_string(o); }, "head layout");
+  s.num_blocks = j.at("num_blocks").get<int32_t>();
+  s.block_size = j.at("block_size").get<int32_t>();
+  s.num_kv_heads = j.at("num_kv_heads").get<int32_t>();
+  s.head_dim = j.at("head_dim").get<int32_t>();
+  s.pad_head = j.at("pad_head").get<int32_t>();
+  s.pad_token = j.at("pad_token").get<int32_t>();
+  s.pad_page = j.at("pad_page").get<int32_t>();
+  s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kNvfp4Pages, alloc_name,
+                           "alloc");
+  s.scale_kind = enum_from_name(j.at("scale_kind").get<std::string>(), KvScaleKind::kNone, KvScaleKind::kPerHead,
+                                [](KvScaleKind k) { return to_string(k); }, "scale_kind");
+  s.fill_seed = j.at("fill_seed").get<uint64_t>();
+  s.num_layers = j.value("num_layers", 1);
+  s.layer = j.value("layer", 0);
+  s.k_scale = floats_from(j.value("k_scale", nlohmann::json::array()));
+  s.v_scale = floats_from(j.value("v_scale", nlohmann::json::array()));
+  s.capacity_cut = j.value("capacity_cut", int64_t{0});
+  s.sf_layout = j.contains("sf_layout")
+                    ? enum_from_name(j.at("sf_layout").get<std::string>(), KvSfLayout::kLinear, KvSfLayout::kInterleave4,
+                                     [](KvSfLayout l) { return to_string(l); }, "sf_layout")
+                    : KvSfLayout::kLinear;
+  const int sf_fault = j.value("sf_fault", 0);
+  if (sf_fault < 0 || sf_fault > static_cast<int>(KvSfFault::kKSfIntoData)) throw std::runtime_error("sf_fault out of range");
+  s.sf_fault = static_cast<KvSfFault>(sf_fault);
+  s.recipe = KvRecipe::kSpec;
+  if (j.contains("recipe"))
+    s.recipe = j.at("recipe").is_string() ? kv_recipe_from_string(j.at("recipe").get<std::string>())
+                                          : static_cast<KvRecipe>(j.at("recipe").get<int32_t>());
+  // What the harness allocates from (KvBuffers): a file cannot ask for more than a
+  // generated case could, nor for a shape with no elements to lay out.
+  if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||
+      s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1) ||
+      (s.sf_fault == KvSfFault::kKSfIntoData && s.alloc != KvAlloc::kNvfp4Pages))  // into the data: pages only
+    throw std::runtime_error("K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, layer)");
+}
+
+void to_json(nlohmann::json& j, const KvRows& r) {
+  j = {{"dtype", to_string(r.dtype)},
+       {"rows", r.rows},
+       {"token_stride", r.token_stride},
+       {"head_stride", r.head_stride},
+       {"data", hex_rows(r.data, r.token_stride)}};
+}
+
+void from_json(const nlohmann::json& j, KvRows& r) {
+  r.dtype = dtype_from(j.at("dtype"));
+  r.rows = j.at("rows").get<int64_t>();
+  r.token_stride = j.at("token_stride").get<int64_t>();
+  r.head_stride = j.at("head_stride").get<int64_t>();
+  r.data = parse_hex_rows(j.at("data"));
+}
+
+void to_json(nlohmann::json& j, const StoreKvScenario& s) {
+  j = {{"type", "store_kv"}, {"cache", s.cache}, {"slot_mapping", s.slot_mapping}, {"key", s.key}, {"value", s.value}};
+  fault_to_json(j, s.fault, s.code);
+  if (s.threads != 0) j["threads"] = s.threads;
+  if (!s.slot_tail.empty()) j["slot_mapping_tail"] = s.slot_tail;
+  if (s.rope) j["rope"] = *s.rope;
+}
+
+void from_json(const nlohmann::json& j, StoreKvScenario& s) {
+  check_type(j, "store_kv");
+  s.cache = j.at("cache").get<KvCacheShape>();
+  s.slot_mapping = j.at("slot_mapping").get<std::vector<int32_t>>();
+  s.key = j.at("key").get<KvRows>();
+  s.value = j.at("value").get<KvRows>();
+  fault_from_json(j, s.fault, s.code);
+  s.threads = j.value("threads", 0);
+  s.slot_tail = j.value("slot_mapping_tail", std::vector<int32_t>{});
+  s.rope.reset();
+  if (j.contains("rope")) s.rope = j.at("rope").get<ScenarioRope>();
+}
+
+void to_json(nlohmann::json& j, const GatherKvScenario& s) {
+  // block_table as [num_seqs][max_blocks] rows; entries past the last whole row (a
+  // fault: one entry too many) follow as plain numbers, as a load's partial segment.
+  nlohmann::json table = nlohmann::json::array();
+  const size_t width = s.max_blocks > 0 ? static_cast<size_t>(s.max_blocks) : 0;
+  const size_t whole = width > 0 ? s.block_table.size() / width * width : 0;
+  for (size_t i = 0; i < whole; i += width)
+    table.push_back(std::vector<int32_t>(s.block_table.begin() + static_cast<std::ptrdiff_t>(i),
+                                         s.block_table.begin() + static_cast<std::ptrdiff_t>(i + width)));
+  for (size_t i = whole; i < s.block_table.size(); ++i) table.push_back(s.block_table[i]);
+  j = {{"type", "gather_kv"},
+       {"cache", s.cache},
+       {"block_table", std::move(table)},
+       {"max_blocks", s.max_blocks},
+       {"cu_seqlens_k", s.cu_seqlens_k},
+       {"out_k_dtype", to_string(s.out_k_dtype)},
+       {"out_v_dtype", to_string(s.out_v_dtype)},
+       {"out_rows", s.out_rows},
+       {"out_pad_head", s.out_pad_head},
+       {"out_pad_token", s.out_pad_token},
+       {"out_seed", s.out_seed}};
+  fault_to_json(j, s.fault, s.code);
+  if (s.threads != 0) j["threads"] = s.threads;
+  if (s.out_offset != 0) j["out_offset"] = s.out_offset;
+  if (s.out_v_rows) j["out_v_rows"] = *s.out_v_rows;
+  if (s.out_v_pad_token) j["out_v_pad_token"] = *s.out_v_pad_token;
+  if (!s.seq_starts.empty()) {
+    j["seq_starts"] = s.seq_starts;
+    j["seq_start_unit"] = s.seq_start_unit == SeqStartUnit::kBlock ? "block" : "token";
+  }
+}
+
+void from_json(const nlohmann::json& j, GatherKvScenario& s) {
+  check_type(j, "gather_kv");
+  s.cache = j.at("cache").get<KvCacheShape>();
+  s.max_blocks = j.at("max_blocks").get<int32_t>();
+  s.block_table.clear();
+  for (const auto& row : j.at("block_table")) {
+    if (!row.is_array()) {
+      s.block_table.push_back(row.get<int32_t>());
+      continue;
+    }
+    if (static_cast<int64_t>(row.size()) != s.max_blocks) throw std::runtime_error("a block_table row needs max_blocks entries");
+    for (const auto& e : row) s.block_table.push_back(e.get<int32_t>());
+  }
+  s.cu_seqlens_k = j.at("cu_seqlens_k").get<std::vector<int32_t>>();
+  s.out_k_dtype = dtype_from(j.at("out_k_dtype"));
+  s.out_v_dtype = dtype_from(j.at("out_v_dtype"));
+  s.out_rows = j.at("out_rows").get<int64_t>();
+  s.out_pad_head = j.at("out_pad_head").get<int32_t>();
+  s.out_pad_token = j.at("out_pad_token").get<int32_t>();
+  s.out_seed = j.at("out_seed").get<uint64_t>();
+  fault_from_json(j, s.fault, s.code);
+  s.threads = j.value("threads", 0);
+  s.out_offset = j.value("out_offset", 0);
+  s.out_v_rows.reset();
+  s.out_v_pad_token.reset();
+  if (j.contains("out_v_rows")) s.out_v_rows = j.at("out_v_rows").get<int64_t>();
+  if (j.contains("out_v_pad_token")) s.out_v_pad_token = j.at("out_v_pad_token").get<int32_t>();
+  s.seq_starts = j.value("seq_starts", std::vector<int32_t>{});
+  const std::string unit = j.value("seq_start_unit", std::string("token"));
+  if (unit != "token" && unit != "block") throw std::runtime_error("seq_start_unit is token or block");
+  s.seq_start_unit = unit == "block" ? SeqStartUnit::kBlock : SeqStartUnit::kToken;
+  if (s.out_rows < 0 || s.out_offset < 0 || s.rows_of(1) < 0) throw std::runtime_error("negative out_rows or out_offset");
+}
+
+}  // namespace kvcheck::props
