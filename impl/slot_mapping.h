@@ -8,6 +8,11 @@
 
 namespace kvcheck {
 
+/// The largest slot space (num_blocks * block_size) in which validate_slot_mapping
+/// checks a batch of n rows with a bitmap; a larger one goes through a hash map. The
+/// generators draw caches on both sides of it (properties/gen/choices.h).
+constexpr int64_t slot_bitmap_max_slots(int64_t n) { return 64 * n + (int64_t{1} << 16); }
+
 /// A sequence of a paged (vLLM-style) batch: tokens [0, num_cached) are already in
 /// the cache (prefix cache or earlier chunks); this step stores [num_cached, num_tokens).
 struct PagedSeq {

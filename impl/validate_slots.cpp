@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "impl/slot_mapping.h"
 #include "impl/validate_errors.h"
 
 namespace kvcheck {
@@ -10,7 +11,7 @@ namespace kvcheck {
 void validate_slot_mapping(std::span<const int32_t> slot_mapping, int64_t num_blocks, int32_t block_size) {
   const int64_t n = static_cast<int64_t>(slot_mapping.size());
   const int64_t num_slots = num_blocks * block_size;
-  const bool use_bitmap = num_slots <= 64 * n + (int64_t{1} << 16);
+  const bool use_bitmap = num_slots <= slot_bitmap_max_slots(n);
   std::vector<uint64_t> seen(use_bitmap ? static_cast<size_t>((num_slots + 63) / 64) : 0);
   std::unordered_map<int32_t, int64_t> first_row;
   if (!use_bitmap) first_row.reserve(static_cast<size_t>(n));

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "impl/slot_mapping.h"
+
 namespace kvcheck::props {
 namespace {
 
@@ -22,6 +24,12 @@ CaseState& state() {
 
 void note_class(std::string_view name) {
   if (state().open) state().current.emplace(name);
+}
+
+void note_slot_space_class(int64_t n, int64_t num_slots, int32_t block_size) {
+  const int64_t limit = slot_bitmap_max_slots(n);
+  if (num_slots > limit) note_class("slot space past the bitmap limit (hash map)");
+  else if (num_slots > limit - block_size) note_class("slot space at the bitmap limit");
 }
 
 void begin_case() {

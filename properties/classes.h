@@ -7,6 +7,7 @@
 // (or starts wasting cases) is caught.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,6 +17,11 @@ namespace kvcheck::props {
 
 /// Tags the case running on this thread with `name` (once per case, however often).
 void note_class(std::string_view name);
+/// The slot-space class of a batch of n rows over num_slots slots in blocks of
+/// block_size: "slot space at the bitmap limit" (the largest validate_slot_mapping
+/// checks with a bitmap, to a block) or "slot space past the bitmap limit (hash map)";
+/// nothing for the small caches most cases draw.
+void note_slot_space_class(int64_t n, int64_t num_slots, int32_t block_size);
 
 /// Class counts of one run: class name -> cases that noted it.
 using ClassCounts = std::map<std::string, int>;

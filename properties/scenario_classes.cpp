@@ -42,6 +42,7 @@ void note_scenario_classes(const StoreScenario& s) {
       if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && i * s.far_row_stride >= (int64_t{1} << 31))
         note_class("kv row past 2^31 elements");
   if (s.row_stride > s.shape.format.elements) note_class("padded kv rows");
+  note_slot_space_class(n, int64_t{s.shape.num_blocks} * s.shape.block_size, s.shape.block_size);
   if (s.rope) {  // fused RoPE (docs/spec.md §8.4)
     const ScenarioRope& r = *s.rope;
     note_class(r.is_neox ? "rope neox" : "rope gpt-j");

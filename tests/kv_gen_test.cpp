@@ -9,6 +9,7 @@
 
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/ops/kv/kv_gen.h"
+#include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/ops/kv/kv_harness.h"
 #include "properties/registry.h"
 #include "reference/kv_numerics.h"
@@ -234,6 +235,53 @@ TEST(KvGenerators, StoreReachesPaddingAndGraphRows) {
     fault_mixes |= s.key.dtype != s.value.dtype && s.key.dtype != KvDtype::kE4M3 && s.key.dtype != KvDtype::kE5M2;
   }
   EXPECT_TRUE(fault_mixes);
+}
+
+// validate_slot_mapping checks a batch of n rows with a bitmap up to 64 n + 65,536
+// slots and with a hash map past that (impl/validate_slots.cpp): the K/V and the MLA
+// store generators draw slot spaces on both sides, each within one block of the limit,
+// with duplicate-slot faults among their refusals, and caches within their budgets.
+TEST(KvGenerators, StoresReachBothSidesOfTheSlotBitmapLimit) {
+  // A fault may add a row to the batch it was drawn for (a bad slot in an empty one).
+  const auto side = [](int64_t n, int64_t slots, int64_t bs) {
+    for (const int64_t rows : {n, n - 1}) {
+      const int64_t limit = 64 * rows + 65536;  // by hand, not slot_bitmap_max_slots
+      if (slots <= limit && slots > limit - bs) return 1;
+      if (slots > limit && slots <= limit + bs) return 2;
+    }
+    EXPECT_LT(slots, 65536) << "a large slot space off the limit: " << slots << " slots, n " << n << ", bs " << bs;
+    return 0;
+  };
+  int kv[3] = {}, kv_dup_past = 0;
+  const auto kv_gen = gen_store_kv_fault_scenario();
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    const StoreKvScenario s = kv_gen(rc::Random(seed), 100).value();
+    const int w = side(static_cast<int64_t>(s.slot_mapping.size()), s.cache.num_slots(), s.cache.block_size);
+    ++kv[w];
+    if (w == 2 && s.code == ErrorCode::kDuplicateSlot) ++kv_dup_past;
+    if (w != 0) {
+      EXPECT_LE(s.cache.num_slots() * s.cache.num_kv_heads * s.cache.head_dim, kMaxEdgeKvCacheElements);
+    }
+  }
+  EXPECT_GE(kv[1], 3) << "K/V stores at the limit";
+  EXPECT_GE(kv[2], 3) << "K/V stores past the limit";
+  EXPECT_GE(kv_dup_past, 1) << "a duplicate slot in the hash map's path";
+  int mla[3] = {}, mla_dup_past = 0;
+  const auto mla_gen = gen_store_fault_scenario();
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    const StoreFaultScenario c = mla_gen(rc::Random(seed), 100).value();
+    const StoreScenario& s = c.scenario;
+    const int64_t slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
+    const int w = side(static_cast<int64_t>(s.slot_mapping.size()), slots, s.shape.block_size);
+    ++mla[w];
+    if (w == 2 && c.code == ErrorCode::kDuplicateSlot) ++mla_dup_past;
+    if (w != 0) {
+      EXPECT_LE(int64_t{s.shape.num_blocks} * shape_block_stride(s.shape), kMaxEdgeCacheBytes);
+    }
+  }
+  EXPECT_GE(mla[1], 3) << "MLA stores at the limit";
+  EXPECT_GE(mla[2], 3) << "MLA stores past the limit";
+  EXPECT_GE(mla_dup_past, 1) << "a duplicate slot in the hash map's path";
 }
 
 }  // namespace

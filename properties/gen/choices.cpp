@@ -1,5 +1,6 @@
 #include "properties/gen/choices.h"
 
+#include "impl/slot_mapping.h"
 #include "properties/gen/gen_caps.h"
 
 #include <algorithm>
@@ -163,6 +164,11 @@ std::vector<int32_t> shuffled(SplitMix64& rng, int64_t n, int64_t count) {
   for (size_t i = 0; i < c; ++i) std::swap(all[i], all[i + rng.next() % (all.size() - i)]);
   all.resize(c);
   return all;
+}
+
+int64_t slot_threshold_blocks(int64_t n, int32_t block_size, bool past) {
+  const int64_t limit = slot_bitmap_max_slots(n);
+  return limit / block_size + (past ? 1 : 0);
 }
 
 std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_t block_size, int64_t n,

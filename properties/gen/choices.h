@@ -58,6 +58,11 @@ std::vector<int32_t> shuffled(SplitMix64& rng, int64_t n, int64_t count);
 /// choices and the rows before it, so shrinking n keeps a failing prefix.
 std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_t block_size, int64_t n,
                                          int64_t max_rows);
+/// validate_slot_mapping's two paths (impl/slot_mapping.h): the block count whose slot
+/// space for a batch of n rows is the largest the bitmap checks (past = false) or the
+/// smallest past it, a hash map's (past = true), at block_size's granularity.
+int64_t slot_threshold_blocks(int64_t n, int32_t block_size, bool past);
+
 /// Raw slots, mostly invalid: SPEC §6's awkward values (-2, INT32_MIN, INT32_MAX,
 /// num_slots), -1, 0, the last slot, random and repeated slots; several errors per row
 /// set, so the smallest-index rule of SPEC §5.2 is exercised.

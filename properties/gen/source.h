@@ -52,6 +52,9 @@ class Source {
   /// Whether multi-GiB sparse inputs may be drawn (far kv rows): RapidCheck on a
   /// host-memory backend; never the fuzzers.
   virtual bool huge_inputs() const { return false; }
+  /// Whether caches of tens of thousands of slots (a few MiB, at a validator's size
+  /// threshold) may be drawn: RapidCheck; never the fuzzers, whose executions stay small.
+  virtual bool large_caches() const { return false; }
 
   size_t weighted(std::initializer_list<int> weights) { return weighted(std::span<const int>(weights.begin(), weights.size())); }
   bool coin() { return weighted({1, 1}) == 1; }
@@ -101,6 +104,7 @@ class RcSource final : public Source {
   }
   uint32_t seed() override { return *rc::gen::arbitrary<uint32_t>(); }
   bool huge_inputs() const override { return generator_caps().host_memory; }
+  bool large_caches() const override { return true; }
 };
 
 }  // namespace kvcheck::props

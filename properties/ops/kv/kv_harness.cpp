@@ -168,11 +168,11 @@ int64_t KvBuffers::place() {
       k_sf_offset -= 1;
       k_sf_capacity += 1;
     }
-    if (s.sf_fault == KvSfFault::kShortKSf) {  // one byte short of the view's span
+    if (s.sf_fault == KvSfFault::kShortKSf || s.sf_fault == KvSfFault::kShortVSf) {  // one byte short of the span
       const int64_t tail = s.sf_layout == KvSfLayout::kInterleave4
                                ? (h - 1) * sf.stride_head + bs * groups
                                : (bs - 1) * sf.stride_token + (h - 1) * sf.stride_head + groups;
-      k_sf_capacity = (s.num_blocks - 1) * sf.stride_page + tail - 1;
+      (s.sf_fault == KvSfFault::kShortKSf ? k_sf_capacity : v_sf_capacity) = (s.num_blocks - 1) * sf.stride_page + tail - 1;
     }
   }
   if (s.capacity_cut > 0) k_capacity = span - s.capacity_cut;
@@ -183,7 +183,7 @@ KvCacheView KvBuffers::view() {
   KvCacheView v{body() + k_offset, k_capacity, body() + v_offset, v_capacity, layout,
                 {shape.scale_kind, shape.k_scale, shape.v_scale, shape.recipe}, nullptr, 0, nullptr, 0, {}};
   if (shape.dtype == KvDtype::kE2M1) {
-    v.k_sf = body() + k_sf_offset;
+    v.k_sf = shape.sf_fault == KvSfFault::kNullKSf ? nullptr : body() + k_sf_offset;
     v.k_sf_capacity = k_sf_capacity;
     v.v_sf = shape.sf_fault == KvSfFault::kNullVSf   ? nullptr
              : shape.sf_fault == KvSfFault::kVSfOnKSf ? v.k_sf
@@ -355,6 +355,7 @@ void note_kv_classes(const StoreKvScenario& s) {
   if (s.cache.alloc == KvAlloc::kNvfp4Pages) note_class("nvfp4 vLLM pages");
   if (s.cache.order == KvHeadLayout::kHND) note_class("HND");
   if (s.cache.alloc == KvAlloc::kLayerPages) note_class("other layers' pages between");
+  note_slot_space_class(n, s.cache.num_slots(), s.cache.block_size);
   if (s.rope) {  // a fused RoPE of the key rows (docs/spec.md §8.4)
     note_class(s.rope->is_neox ? "rope neox" : "rope gpt-j");
     if (s.rope->rot_dim < s.cache.head_dim) note_class("rope on a sub-range of the head");

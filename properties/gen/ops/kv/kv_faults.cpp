@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "impl/slot_mapping.h"
 #include "properties/gen/choices.h"
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/ops/kv/kv_gen.h"
@@ -34,17 +35,21 @@ namespace {
 
 /// One fault of an e2m1 cache's scale caches (SPEC §7.9), and the code it demands.
 void inject_sf_fault(Source& src, KvCacheShape& c, std::string& fault, std::optional<ErrorCode>& code) {
-  std::vector<KvSfFault> kinds{KvSfFault::kShortKSf, KvSfFault::kVSfOnKSf, KvSfFault::kNullVSf};
+  // Each rule on either side alone (a check copied from its neighbour tests one twice).
+  std::vector<KvSfFault> kinds{KvSfFault::kShortKSf, KvSfFault::kShortVSf, KvSfFault::kVSfOnKSf,
+                               KvSfFault::kNullKSf, KvSfFault::kNullVSf};
   if (c.alloc == KvAlloc::kNvfp4Pages) kinds.insert(kinds.end(), 2, KvSfFault::kKSfIntoData);  // the page rule's edge
   c.sf_fault = src.pick(std::span<const KvSfFault>(kinds));
   switch (c.sf_fault) {
     case KvSfFault::kShortKSf: fault = "k_sf's buffer ends one byte before its view"; break;
     case KvSfFault::kVSfOnKSf: fault = "v_sf on k_sf's bytes"; break;
     case KvSfFault::kNullVSf: fault = "v_sf is null"; break;
+    case KvSfFault::kShortVSf: fault = "v_sf's buffer ends one byte before its view"; break;
+    case KvSfFault::kNullKSf: fault = "k_sf is null"; break;
     default: fault = "k_sf one byte into K's data (every page's last data byte is a scale byte)"; break;
   }
-  code = c.sf_fault == KvSfFault::kShortKSf || c.sf_fault == KvSfFault::kNullVSf ? ErrorCode::kShapeMismatch
-                                                                                  : ErrorCode::kInvalidArgument;
+  code = c.sf_fault == KvSfFault::kVSfOnKSf || c.sf_fault == KvSfFault::kKSfIntoData ? ErrorCode::kInvalidArgument
+                                                                                     : ErrorCode::kShapeMismatch;
 }
 
 }  // namespace
@@ -57,6 +62,10 @@ void inject_store_kv_fault(Source& src, StoreKvScenario& s) {
   bool has_valid = false;
   for (int32_t x : s.slot_mapping) has_valid |= x >= 0;
   if (n >= 2 && has_valid) kinds.push_back(1);
+  if (s.cache.num_slots() > slot_bitmap_max_slots(0) && n > 0) {  // a slot space at the bitmap's limit: its path's faults
+    kinds.insert(kinds.end(), {0, 0});
+    if (n >= 2 && has_valid) kinds.insert(kinds.end(), {1, 1, 1, 1});
+  }
   if (fp8 || is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {4, 5, 10});
   if (fp8 && generator_caps().recipe_aware) kinds.push_back(11);  // a plugin without a contract: reserved0 = 0
   if (is_nvfp4(s.cache.dtype)) kinds.insert(kinds.end(), {12, 12, 12, 13});  // scale-cache faults weighted 3

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "impl/slot_mapping.h"
 #include "properties/gen/choices.h"
 #include "properties/gen/gen_caps.h"
 #include "properties/gen/splitmix.h"
@@ -202,10 +203,18 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim) { retu
 StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_t min_head_dim) {
   StoreKvScenario s;
   s.cache = build_kv_cache_shape(src, lim, min_head_dim);
-  const int64_t num_slots = s.cache.num_slots();
   const int64_t row_elems = int64_t{s.cache.num_kv_heads} * s.cache.head_dim;
   const int64_t max_rows = std::clamp<int64_t>(lim.row_elements / row_elems, 2, lim.max_rows);
-  const int64_t top = std::min<int64_t>(max_rows, num_slots + 4);
+  // 1 cache in 3 of those small enough per slot gets tens of thousands of slots: the
+  // slot space at validate_slot_mapping's bitmap limit for this batch or one block past
+  // it (its hash map), so the properties reach both paths (SPEC §6, "Reach").
+  const int64_t per_slot = block_elements(s.cache) / s.cache.block_size * std::max(1, s.cache.num_layers);
+  // Drawn before the test of the shape, so a shrunk shape keeps the draws that follow.
+  const bool want_edges = src.large_caches() && src.one_in(3);
+  const bool past_edge = want_edges && src.coin();  // the hash map's side of the limit
+  const bool threshold = want_edges && per_slot * slot_threshold_blocks(max_rows, s.cache.block_size, true) *
+                                               s.cache.block_size <= kMaxEdgeKvCacheElements;
+  const int64_t top = std::min<int64_t>(max_rows, (threshold ? slot_bitmap_max_slots(0) : s.cache.num_slots()) + 4);
   // Empty batches are rare (they write nothing); small ones are drawn at every size.
   int64_t n = 0;
   switch (src.weighted({1, 19, 10})) {
@@ -213,6 +222,9 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_
     case 1: n = src.count(1, top, cost_of(2 * row_elems)); break;
     default: n = src.count(1, std::min<int64_t>(top, 8), cost_of(2 * row_elems)); break;
   }
+  if (threshold)
+    s.cache.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, s.cache.block_size, past_edge));
+  const int64_t num_slots = s.cache.num_slots();
   s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n, 2);  // -1, 0 at rows 0, 1
   const int64_t extra = src.pick<int64_t>({0, 0, 1, 5});  // CUDA-graph padding rows
   // Key and value share one model dtype (SPEC §7.1); a pair that differs is a fault.

@@ -37,7 +37,7 @@ enum class KvAlloc : uint8_t { kSeparate, kNanoVllm, kFlashInfer, kLayerPages, k
 /// A fault of an e2m1 cache's scale caches (SPEC §7.9): none, k_sf's buffer one byte
 /// short, v_sf on k_sf's bytes, v_sf null, k_sf one byte into K's data (vLLM's pages
 /// only: the last data byte of every page is also a scale byte).
-enum class KvSfFault : uint8_t { kNone, kShortKSf, kVSfOnKSf, kNullVSf, kKSfIntoData };
+enum class KvSfFault : uint8_t { kNone, kShortKSf, kVSfOnKSf, kNullVSf, kKSfIntoData, kShortVSf, kNullKSf };
 
 /// A K/V cache pair: dense NHD/HND strides plus padding elements per axis.
 struct KvCacheShape {
@@ -153,6 +153,9 @@ inline constexpr KvLimits kPropertyKvLimits{int64_t{3} << 19, int64_t{1} << 18, 
 inline constexpr KvLimits kFuzzKvLimits{int64_t{1} << 17, int64_t{1} << 16, 64, 256};
 /// Largest cache pair a generated case may allocate, in elements per cache.
 inline constexpr int64_t kMaxKvCacheElements = kPropertyKvLimits.cache_elements;
+/// The same for a store drawn at validate_slot_mapping's bitmap limit (tens of
+/// thousands of slots, Source::large_caches): 8 MiB of bf16 per cache.
+inline constexpr int64_t kMaxEdgeKvCacheElements = int64_t{1} << 22;
 
 /// The model-dtype element of a value drawn for token (seq, t) head h element d:
 /// deterministic in `seed`, with specials (NaN, ±Inf, ±0, subnormals, huge) mixed in.

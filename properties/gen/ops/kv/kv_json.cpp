@@ -116,7 +116,7 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
                                      [](KvSfLayout l) { return to_string(l); }, "sf_layout")
                     : KvSfLayout::kLinear;
   const int sf_fault = j.value("sf_fault", 0);
-  if (sf_fault < 0 || sf_fault > static_cast<int>(KvSfFault::kKSfIntoData)) throw std::runtime_error("sf_fault out of range");
+  if (sf_fault < 0 || sf_fault > static_cast<int>(KvSfFault::kNullKSf)) throw std::runtime_error("sf_fault out of range");
   s.sf_fault = static_cast<KvSfFault>(sf_fault);
   s.recipe = KvRecipe::kSpec;
   if (j.contains("recipe"))

@@ -5,6 +5,7 @@
 #include <climits>
 #include <string>
 
+#include "impl/slot_mapping.h"
 #include "properties/gen/ops/store_load/store_load_gen.h"
 
 namespace kvcheck::props {
@@ -86,6 +87,11 @@ void inject_store_fault(Source& src, StoreFaultScenario& c) {
   if (n > 0 && s.shape.format.elements >= 2) kinds.push_back(2);  // row_stride E - 1 >= 1 (0 rows otherwise)
   if (n >= 2 && has_valid_slot(s)) kinds.push_back(3);
   kinds.push_back(4);
+  if (int64_t{s.shape.num_blocks} * s.shape.block_size > slot_bitmap_max_slots(0)) {
+    // A slot space drawn at validate_slot_mapping's bitmap limit: that path's faults.
+    kinds.insert(kinds.end(), {0, 0});
+    if (n >= 2 && has_valid_slot(s)) kinds.insert(kinds.end(), {3, 3, 3, 3});
+  }
   apply_store_fault(src, c, src.pick(std::span<const int>(kinds)));
 }
 

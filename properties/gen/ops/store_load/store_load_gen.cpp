@@ -8,6 +8,7 @@
 #include <string>
 
 #include "impl/layout.h"
+#include "impl/slot_mapping.h"
 #include "properties/gen/choices.h"
 #include "properties/gen/gen_caps.h"
 
@@ -64,13 +65,19 @@ int64_t shape_block_stride(const CacheShape& s) {
   return s.block_stride != 0 ? s.block_stride : block_stride_for(s.format, s.block_size);
 }
 
-StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows) {
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows, bool slot_space_edges) {
   StoreScenario s;
   s.shape = shape;
-  const int64_t num_slots = int64_t{shape.num_blocks} * shape.block_size;
   const int64_t e = shape.format.elements;
+  const int64_t row_cap = e >= 512 ? 40 : 96;
+  // Drawn before the test of the shape, so a shrunk shape keeps the draws that follow.
+  const bool want_edges = slot_space_edges && src.large_caches() && src.one_in(3);
+  const bool past_edge = want_edges && src.coin();  // the hash map's side of the limit
+  const bool edges = want_edges && shape_block_stride(shape) * slot_threshold_blocks(row_cap, shape.block_size, true) <=
+                                       kMaxEdgeCacheBytes;
   s.far_row_stride = far_rows ? choose_far_row_stride(src) : 0;
-  int64_t max_rows = std::min<int64_t>(num_slots + 4, e >= 512 ? 40 : 96);
+  int64_t max_rows =
+      std::min<int64_t>((edges ? slot_bitmap_max_slots(0) : int64_t{shape.num_blocks} * shape.block_size) + 4, row_cap);
   if (s.far_row_stride > 0) max_rows = std::min<int64_t>(max_rows, 6);  // a few rows, far apart
   // Empty batches are rare (they write nothing); small ones are drawn at every size.
   const int64_t row_cost = 2 + e / 32;
@@ -81,7 +88,9 @@ StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool fa
     default: n = src.count(1, std::min<int64_t>(max_rows, 8), row_cost); break;
   }
   if (s.far_row_stride > 0) n = std::max(n, std::min<int64_t>(max_rows, 3));  // rows 2+ lie past 2^31 elements
-  s.slot_mapping = choose_slot_mapping(src, shape.num_blocks, shape.block_size, n, max_rows);
+  if (edges) s.shape.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, shape.block_size, past_edge));
+  const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
+  s.slot_mapping = choose_slot_mapping(src, s.shape.num_blocks, s.shape.block_size, n, max_rows);
   // CUDA-graph padding: kv holds more rows than slot_mapping, and slot_mapping's buffer
   // goes on with real, unused slots; a kernel counting kv rows stores them.
   const int extra = src.pick_weighted<int>({{3, 0}, {1, 1}, {1, 3}});
@@ -259,7 +268,7 @@ StoreScenario build_concat_split_scenario(Source& src) {
     case 1: fp = supported_or_any(src, KVCacheFormat::BF16(static_cast<int32_t>(8 * src.range(1, 9)))); break;
     default: fp = choose_format(src); break;
   }
-  StoreScenario s = build_store_scenario(src, build_cache_shape(src, fc), false);
+  StoreScenario s = build_store_scenario(src, build_cache_shape(src, fc), false, false);
   CacheShape pe{fp, s.shape.block_size, s.shape.num_blocks, src.seed(), 0};
   const int64_t packed = block_stride_for(fp, pe.block_size);
   // pe_cache's own stride: the cache's pages and k_pe's need not be alike (vLLM #54465).
@@ -302,7 +311,7 @@ StoreScenario build_concat_scenario(Source& src, int32_t min_rope) {
     if (generator_caps().supports_format(m)) mla.push_back(m);
   if (!mla.empty() && src.coin()) f = src.pick(std::span<const KVCacheFormat>(mla));
   if (f.elements < 1 + min_rope) f = KVCacheFormat::BF16(576);  // too short to split
-  StoreScenario s = build_store_scenario(src, build_cache_shape(src, f), false);
+  StoreScenario s = build_store_scenario(src, build_cache_shape(src, f), false, false);
   const int32_t e = f.elements, g = f.is_quantized() ? f.elements_per_sf : 8;
   int64_t lora = 0;
   switch (src.weighted({3, 2, 2, 2})) {

@@ -30,6 +30,9 @@ namespace kvcheck::props {
 
 /// Largest cache one case allocates (whole buffer), and the most output bytes of a load.
 inline constexpr int64_t kMaxCacheBytes = int64_t{2} << 20;
+/// The cache of a store drawn at validate_slot_mapping's bitmap limit (tens of
+/// thousands of slots; build_store_scenario's slot_space_edges) may take this much.
+inline constexpr int64_t kMaxEdgeCacheBytes = int64_t{16} << 20;
 inline constexpr int64_t kMaxLoadOutBytes = int64_t{512} << 10;
 
 /// A cache shape: format, block_size (1, 2, 16, 64, 133, 256, odd, random ≤ 300),
@@ -138,7 +141,12 @@ CacheShape build_cache_shape(Source& src);
 CacheShape build_cache_shape(Source& src, const KVCacheFormat& format);
 /// far_rows false: never kv rows past 2^31 elements (the concat builder: its two
 /// sources are plain buffers), so the row count and values are drawn as for plain rows.
-StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows = true);
+/// slot_space_edges: where the source draws large caches, 1 shape in 3 whose blocks
+/// are small enough gets the block count at validate_slot_mapping's bitmap limit for
+/// the batch or one block past it (slot_threshold_blocks); false keeps shape.num_blocks
+/// (the concat builders, whose second cache follows it).
+StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool far_rows = true,
+                                   bool slot_space_edges = true);
 LoadScenario build_load_scenario(Source& src, const CacheShape& shape);
 /// Out-of-range slot (SPEC §6 awkward values), kv one row short, row stride < E, or a
 /// duplicate slot.
