@@ -81,26 +81,34 @@ class Source {
 
 /// The RapidCheck engine: each choice is a RapidCheck draw (so it shrinks toward the
 /// low end). Use only inside rc::gen::exec or a property body.
+// Every draw is checked against its own bounds: while shrinking, RapidCheck re-runs the
+// builder and hands each draw the value recorded at the same position, so when an
+// earlier choice changed which draws happen, a draw can receive another draw's value
+// (a pick of 2 got index 3 under ASan: plugin.row_limit_unguarded_fails). Such a value
+// is brought into range, so the case stays a valid one of the builder's.
 class RcSource final : public Source {
  public:
   int64_t range(int64_t lo, int64_t hi) override {
-    return lo >= hi ? lo : *rc::gen::inRange<int64_t>(lo, hi + 1);
+    return lo >= hi ? lo : std::clamp(*rc::gen::inRange<int64_t>(lo, hi + 1), lo, hi);
   }
   /// inRange scaled by the case size, but never below size 30: small cases are not all
   /// one row or one block, and a failure still shrinks toward lo.
   int64_t count(int64_t lo, int64_t hi, int64_t /*cost*/) override {
     if (lo >= hi) return lo;
-    return *rc::gen::withSize([lo, hi](int size) {
+    return std::clamp(*rc::gen::withSize([lo, hi](int size) {
       return rc::gen::resize(std::max(size, 30), rc::gen::inRange<int64_t>(lo, hi + 1));
-    });
+    }), lo, hi);
   }
   using Source::weighted;
   /// elementOf over each index repeated by its weight: size-independent, and shrinks
-  /// toward the first index.
+  /// toward the first index. A replayed index that is out of range or has weight 0 is
+  /// mapped onto the allowed ones.
   size_t weighted(std::span<const int> weights) override {
     std::vector<size_t> slots;
     for (size_t i = 0; i < weights.size(); ++i) slots.insert(slots.end(), static_cast<size_t>(std::max(weights[i], 0)), i);
-    return slots.size() == 1 ? slots.front() : *rc::gen::elementOf(slots);
+    if (slots.size() == 1) return slots.front();
+    const size_t k = *rc::gen::elementOf(slots);
+    return k < weights.size() && weights[k] > 0 ? k : slots[k % slots.size()];
   }
   uint32_t seed() override { return *rc::gen::arbitrary<uint32_t>(); }
   bool huge_inputs() const override { return generator_caps().host_memory; }
