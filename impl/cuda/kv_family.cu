@@ -57,18 +57,23 @@ __device__ __forceinline__ float model_to_f32(uint16_t x) {
   else return __half2float(__ushort_as_half(x));
 }
 
-// Two floats to two model-dtype values (RN, one cvt), lo in bits 0-15; a NaN half is
-// SPEC §7.3 / §4's canonical 0x7FFF, sign dropped.
+// Two floats to two model-dtype values (RN, one cvt), lo in bits 0-15; NaNs as the cvt
+// gives them (callers that can meet one use f32x2_to_model).
 template <KvDevDtype Out>
-__device__ __forceinline__ uint32_t f32x2_to_model(float lo, float hi) {
-  uint32_t y;
+__device__ __forceinline__ uint32_t f32x2_to_model_cvt(float lo, float hi) {
   if constexpr (Out == KvDevDtype::kBF16) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    y = *reinterpret_cast<const uint32_t*>(&v);
+    return *reinterpret_cast<const uint32_t*>(&v);
   } else {
     const __half2 v = __floats2half2_rn(lo, hi);
-    y = *reinterpret_cast<const uint32_t*>(&v);
+    return *reinterpret_cast<const uint32_t*>(&v);
   }
+}
+// f32x2_to_model_cvt with a NaN half pinned to SPEC §7.3 / §4's canonical 0x7FFF, sign
+// dropped.
+template <KvDevDtype Out>
+__device__ __forceinline__ uint32_t f32x2_to_model(float lo, float hi) {
+  uint32_t y = f32x2_to_model_cvt<Out>(lo, hi);
   if (isnan(lo)) y = (y & 0xFFFF0000u) | 0x7FFFu;
   if (isnan(hi)) y = (y & 0x0000FFFFu) | 0x7FFF0000u;
   return y;
@@ -628,16 +633,9 @@ __device__ __forceinline__ uint4 nvfp4_decode8(uint32_t q, uint8_t sf, float g) 
   uint32_t y[4];
   if (!isnan(s) && isfinite(g)) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float e0 = __fmul_rn(__uint_as_float(p[i] << 16), g), e1 = __fmul_rn(__uint_as_float(p[i] & 0xFFFF0000u), g);
-      if constexpr (Out == KvDevDtype::kBF16) {
-        const __nv_bfloat162 v = __floats2bfloat162_rn(e0, e1);
-        y[i] = *reinterpret_cast<const uint32_t*>(&v);
-      } else {
-        const __half2 v = __floats2half2_rn(e0, e1);
-        y[i] = *reinterpret_cast<const uint32_t*>(&v);
-      }
-    }
+    for (int i = 0; i < 4; ++i)
+      y[i] = f32x2_to_model_cvt<Out>(__fmul_rn(__uint_as_float(p[i] << 16), g),
+                                     __fmul_rn(__uint_as_float(p[i] & 0xFFFF0000u), g));
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i)

@@ -171,6 +171,12 @@ int64_t slot_threshold_blocks(int64_t n, int32_t block_size, bool past) {
   return limit / block_size + (past ? 1 : 0);
 }
 
+SlotSpaceEdge draw_slot_space_edge(Source& src) {
+  const bool want = src.large_caches() && src.one_in(3);
+  const bool past = src.large_caches() && src.coin() && want;
+  return {want, past};
+}
+
 std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_t block_size, int64_t n,
                                          int64_t max_rows) {
   const int64_t num_slots = int64_t{num_blocks} * block_size;

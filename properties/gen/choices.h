@@ -62,6 +62,15 @@ std::vector<int32_t> choose_slot_mapping(Source& src, int32_t num_blocks, int32_
 /// space for a batch of n rows is the largest the bitmap checks (past = false) or the
 /// smallest past it, a hash map's (past = true), at block_size's granularity.
 int64_t slot_threshold_blocks(int64_t n, int32_t block_size, bool past);
+/// Whether a store case takes a slot space at that limit (1 in 3) and which side (past:
+/// the hash map's), drawn whenever the source draws large caches (Source::large_caches)
+/// and before the builder tests its shape: a draw that came and went with the shape
+/// would shift every later draw of a shrink (RapidCheck replays recorded values by
+/// position). The builder still keeps a cache whose bytes at the limit exceed its budget.
+struct SlotSpaceEdge {
+  bool want = false, past = false;
+};
+SlotSpaceEdge draw_slot_space_edge(Source& src);
 
 /// Raw slots, mostly invalid: SPEC §6's awkward values (-2, INT32_MIN, INT32_MAX,
 /// num_slots), -1, 0, the last slot, random and repeated slots; several errors per row

@@ -209,12 +209,8 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_
   // slot space at validate_slot_mapping's bitmap limit for this batch or one block past
   // it (its hash map), so the properties reach both paths (SPEC §6, "Reach").
   const int64_t per_slot = block_elements(s.cache) / s.cache.block_size * std::max(1, s.cache.num_layers);
-  // Both drawn whenever the source draws large caches, before the shape is tested: a
-  // draw that comes and goes with the shape would shift every later draw of a shrink
-  // (RapidCheck replays recorded values by position).
-  const bool want_edges = src.large_caches() && src.one_in(3);
-  const bool past_edge = src.large_caches() && src.coin() && want_edges;  // the hash map's side
-  const bool threshold = want_edges && per_slot * slot_threshold_blocks(max_rows, s.cache.block_size, true) *
+  const SlotSpaceEdge edge = draw_slot_space_edge(src);
+  const bool threshold = edge.want && per_slot * slot_threshold_blocks(max_rows, s.cache.block_size, true) *
                                                s.cache.block_size <= kMaxEdgeKvCacheElements;
   const int64_t top = std::min<int64_t>(max_rows, (threshold ? slot_bitmap_max_slots(0) : s.cache.num_slots()) + 4);
   // Empty batches are rare (they write nothing); small ones are drawn at every size.
@@ -225,7 +221,7 @@ StoreKvScenario build_store_kv_scenario(Source& src, const KvLimits& lim, int32_
     default: n = src.count(1, std::min<int64_t>(top, 8), cost_of(2 * row_elems)); break;
   }
   if (threshold)
-    s.cache.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, s.cache.block_size, past_edge));
+    s.cache.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, s.cache.block_size, edge.past));
   const int64_t num_slots = s.cache.num_slots();
   s.slot_mapping = choose_slot_mapping(src, s.cache.num_blocks, s.cache.block_size, n, 2);  // -1, 0 at rows 0, 1
   const int64_t extra = src.pick<int64_t>({0, 0, 1, 5});  // CUDA-graph padding rows

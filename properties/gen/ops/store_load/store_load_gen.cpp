@@ -70,12 +70,8 @@ StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool fa
   s.shape = shape;
   const int64_t e = shape.format.elements;
   const int64_t row_cap = e >= 512 ? 40 : 96;
-  // Both drawn whenever the source draws large caches, before the shape is tested: a
-  // draw that comes and goes with the shape would shift every later draw of a shrink
-  // (RapidCheck replays recorded values by position).
-  const bool want_edges = slot_space_edges && src.large_caches() && src.one_in(3);
-  const bool past_edge = slot_space_edges && src.large_caches() && src.coin() && want_edges;
-  const bool edges = want_edges && shape_block_stride(shape) * slot_threshold_blocks(row_cap, shape.block_size, true) <=
+  const SlotSpaceEdge edge = slot_space_edges ? draw_slot_space_edge(src) : SlotSpaceEdge{};
+  const bool edges = edge.want && shape_block_stride(shape) * slot_threshold_blocks(row_cap, shape.block_size, true) <=
                                        kMaxEdgeCacheBytes;
   s.far_row_stride = far_rows ? choose_far_row_stride(src) : 0;
   int64_t max_rows =
@@ -90,7 +86,7 @@ StoreScenario build_store_scenario(Source& src, const CacheShape& shape, bool fa
     default: n = src.count(1, std::min<int64_t>(max_rows, 8), row_cost); break;
   }
   if (s.far_row_stride > 0) n = std::max(n, std::min<int64_t>(max_rows, 3));  // rows 2+ lie past 2^31 elements
-  if (edges) s.shape.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, shape.block_size, past_edge));
+  if (edges) s.shape.num_blocks = static_cast<int32_t>(slot_threshold_blocks(n, shape.block_size, edge.past));
   const int64_t num_slots = int64_t{s.shape.num_blocks} * s.shape.block_size;
   s.slot_mapping = choose_slot_mapping(src, s.shape.num_blocks, s.shape.block_size, n, max_rows);
   // CUDA-graph padding: kv holds more rows than slot_mapping, and slot_mapping's buffer
