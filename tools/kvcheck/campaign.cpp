@@ -422,6 +422,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                                                          {"pairs_total", pairs_total}}
                                         : nlohmann::json(nullptr);
 
+  // Chunks of cases run in a long-lived worker (isolate.h), or in this process.
+  std::vector<ChunkRunner::Pair> pairs;
+  for (const Row& r : rows) pairs.emplace_back(r.property, r.backend.get());
+  ChunkRunner runner(std::move(pairs), options.fork_per_chunk);
+  header["isolation"] = options.isolate ? (options.fork_per_chunk ? "fork-per-chunk" : "worker") : "in-process";
+
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   int failures = 0;
@@ -467,7 +473,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       }
       s["results"].push_back(std::move(j));
     }
-    s["totals"] = {{"results", rows.size()}, {"failures", failures}, {"execs", execs}};
+    s["totals"] = {{"results", rows.size()}, {"failures", failures}, {"execs", execs},
+                   {"workers_started", runner.workers_started()}};
     return s;
   };
   auto write_summary = [&](const std::string& verdict) {
@@ -509,7 +516,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       }
       const props::CaseBudget budget{case_seed, chunk, 100};
       const auto o = options.isolate && r.property->per_backend
-                         ? run_property_isolated(*r.property, *r.backend, budget)
+                         ? runner.run(i, budget)
                          : props::run_property(*r.property, *r.backend, budget);
       r.not_exercised = o.not_exercised;
       ran = true;

@@ -26,7 +26,8 @@ struct CampaignOptions {
   std::string run_dir;                 // exact run directory; "" = a new one under work_dir
   bool fail_fast = false;              // stop at the first failing (property, backend) pair
   bool progress = true;                // live progress line on the progress stream
-  bool isolate = true;                 // each (property, backend) chunk in a child (isolate.h)
+  bool isolate = true;                 // (property, backend) chunks in a worker process (isolate.h)
+  bool fork_per_chunk = false;         // ... a fresh one for every chunk
   bool verbose = false;                // case-class tables of every pair, not only failing ones
   bool plugin_run = false;             // --plugin given: host properties are left out unless --backend host
   int shard_index = 0;                 // --shard I/N: 1-based I; 0 = the whole run

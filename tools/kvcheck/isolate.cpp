@@ -1,6 +1,7 @@
 #include "tools/kvcheck/isolate.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,15 +64,15 @@ bool deserialise(const std::string& in, props::PropertyOutcome& o) {
   return true;
 }
 
-// run_property(p, b, budget) in a forked child (per_case: with per-case isolation on in
-// it). True with the child's outcome in `o`; false when the child died, with its wait
-// status in `status`.
-bool run_in_child(const props::Property& p, const Backend& b, const props::CaseBudget& budget, bool per_case,
+// run_property(p, b, budget) in a forked child with per-case isolation on in it. True
+// with the child's outcome in `o`; false when the child died, with its wait status in
+// `status`.
+bool run_per_case(const props::Property& p, const Backend& b, const props::CaseBudget& budget,
                   props::PropertyOutcome& o, int& status) {
   std::string bytes;
   const bool forked = props::run_forked(
       [&] {
-        const props::ScopedCaseIsolation isolation(per_case);
+        const props::ScopedCaseIsolation isolation;
         return serialise(props::run_property(p, b, budget));
       },
       &bytes, &status);
@@ -82,18 +83,41 @@ bool run_in_child(const props::Property& p, const Backend& b, const props::CaseB
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialise(bytes, o);
 }
 
-}  // namespace
+bool send_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);  // a dead worker is EPIPE, not SIGPIPE
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
 
-props::PropertyOutcome run_property_isolated(const props::Property& p, const Backend& b,
-                                             const props::CaseBudget& budget) {
-  // Read RapidCheck's configuration here, once: children then inherit it and do not
-  // each echo "Using configuration".
-  (void)props::configured_seed(0);
-  const auto start = std::chrono::steady_clock::now();
+bool recv_all(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // end of file: the other side is gone
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+// One chunk request to the worker.
+struct Request {
+  uint64_t pair, seed;
+  int32_t cases, max_size;
+};
+
+// The failed outcome of a chunk whose child died with wait status `status` (after
+// `seconds`), with the chunk re-run one case per process after a crash.
+props::PropertyOutcome died(const props::Property& p, const Backend& b, const props::CaseBudget& budget, int status,
+                            std::chrono::steady_clock::time_point start) {
   props::PropertyOutcome o;
-  int status = 0;
-  if (run_in_child(p, b, budget, false, o, status)) return o;
-  o = {};
   o.property = p.name;
   o.op = p.op;
   o.backend = props::backend_label(p, b);
@@ -120,7 +144,7 @@ props::PropertyOutcome run_property_isolated(const props::Property& p, const Bac
     // they then have no regression file, only the reproduce line.)
     props::PropertyOutcome m;
     int again = 0;
-    const bool survived = run_in_child(p, b, budget, true, m, again);
+    const bool survived = run_per_case(p, b, budget, m, again);
     if (survived && m.failed) {
       o.message += "\nminimal crashing case (the chunk re-run with each case in its own process):\n" + m.message;
       o.reproduce = m.reproduce;
@@ -130,11 +154,95 @@ props::PropertyOutcome run_property_isolated(const props::Property& p, const Bac
       o.message += "\n(its checks do not run one case per process: reproduce the chunk with the seed)";
     } else {
       o.message += "\nre-running the chunk with each case in its own process did not fail: the crash depends "
-                   "on earlier cases in the same process; reproduce the chunk with the seed";
+                   "on earlier cases in the same process; reproduce the chunk with the seed, or run with "
+                   "--fork-per-chunk";
     }
   }
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return o;
+}
+
+}  // namespace
+
+ChunkRunner::ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk)
+    : pairs_(std::move(pairs)), fresh_(fresh_worker_per_chunk) {}
+
+ChunkRunner::~ChunkRunner() { stop_worker(); }
+
+bool ChunkRunner::start_worker() {
+  // Read RapidCheck's configuration here, once: workers then inherit it and do not
+  // each echo "Using configuration".
+  (void)props::configured_seed(0);
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {  // the worker: chunk after chunk until the parent closes its end
+    close(fds[0]);
+    const int fd = fds[1];
+    const props::ScopedCaseIsolation no_per_case(false);
+    Request q;
+    while (recv_all(fd, &q, sizeof q)) {
+      if (q.pair >= pairs_.size()) _exit(3);
+      const auto& [p, b] = pairs_[q.pair];
+      const std::string out = serialise(props::run_property(*p, *b, {q.seed, q.cases, q.max_size}));
+      std::fflush(nullptr);
+      const uint64_t n = out.size();
+      if (!send_all(fd, &n, sizeof n) || !send_all(fd, out.data(), out.size())) _exit(3);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_ = pid;
+  to_worker_ = from_worker_ = fds[0];
+  ++workers_started_;
+  return true;
+}
+
+int ChunkRunner::stop_worker() {
+  int status = 0;
+  if (pid_ < 0) return status;
+  close(to_worker_);  // a live worker reads end-of-file and exits
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  to_worker_ = from_worker_ = -1;
+  return status;
+}
+
+props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& budget) {
+  const auto& [p, b] = pairs_.at(pair);
+  const auto start = std::chrono::steady_clock::now();
+  const Request q{pair, budget.seed, budget.cases, budget.max_size};
+  // A worker that ended between chunks (killed from outside) is replaced once.
+  bool sent = false;
+  int status = 0;
+  for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
+    if (pid_ < 0 && !start_worker()) return props::run_property(*p, *b, budget);  // no child: run here, unisolated
+    sent = send_all(to_worker_, &q, sizeof q);
+    if (!sent) status = stop_worker();
+  }
+  uint64_t n = 0;
+  std::string bytes;
+  bool answered = sent && recv_all(from_worker_, &n, sizeof n);
+  if (answered) {
+    bytes.resize(n);
+    answered = recv_all(from_worker_, bytes.data(), n);
+  }
+  props::PropertyOutcome o;
+  if (answered && deserialise(bytes, o)) {
+    // A failed chunk may have left the worker's process or device broken (a sticky
+    // CUDA error): the next chunk gets a fresh one.
+    if (o.failed || fresh_) stop_worker();
+    return o;
+  }
+  if (pid_ >= 0) status = stop_worker();  // it died in the chunk: its wait status says how
+  return died(*p, *b, budget, status, start);
 }
 
 }  // namespace kvcheck::tool

@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
   declared.flag(run_cmd, "--quiet", quiet);
   declared.flag(run_cmd, "--verbose", run.verbose);
   declared.add(run_cmd, "--plugin", plugins);
-  declared.flag(run_cmd, "--in-process", in_process);
+  auto* in_process_opt = declared.flag(run_cmd, "--in-process", in_process);
+  declared.flag(run_cmd, "--fork-per-chunk", run.fork_per_chunk)->excludes(in_process_opt);
   std::string devices_text;
   auto* devices_opt = declared.add(run_cmd, "--devices", devices_text);
   std::string shard;

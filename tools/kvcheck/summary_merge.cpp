@@ -69,7 +69,7 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
   std::set<int64_t> seen;
   bool failed = false, unfinished = false, interrupted = false, exercised = false;
   double seconds = 0;
-  int64_t execs = 0, failures = 0;
+  int64_t execs = 0, failures = 0, workers = 0;
   std::set<std::string> backends;
   for (const auto& [index, k] : by_index) {
     const nlohmann::json& s = shards[k];
@@ -80,6 +80,7 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
     unfinished |= verdict == "running" || verdict.empty();
     interrupted |= verdict == "interrupted";
     seconds = std::max(seconds, s.value("seconds", 0.0));
+    workers += s.value("totals", nlohmann::json::object()).value("workers_started", int64_t{0});
     for (const auto& b : s.value("backends", nlohmann::json::array())) backends.insert(b.get<std::string>());
     for (const auto& r : s.value("results", nlohmann::json::array())) {
       const int64_t i = r.value("index", int64_t{-1});
@@ -106,7 +107,8 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
   merged["results"] = results;
   merged["seconds"] = seconds;
   merged["backends"] = backends;
-  merged["totals"] = {{"results", results.size()}, {"failures", failures}, {"execs", execs}};
+  merged["totals"] = {{"results", results.size()}, {"failures", failures}, {"execs", execs},
+                      {"workers_started", workers}};
   const bool incomplete = unfinished || !missing_shards.empty() || !missing_pairs.empty();
   merged["verdict"] = failed ? "fail"
                       : incomplete ? "incomplete"

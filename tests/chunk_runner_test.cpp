@@ -1,0 +1,114 @@
+// The campaign's long-lived worker (tools/kvcheck/isolate.h): chunks of cases run in
+// one child process, which a crash or a failed chunk retires for a fresh one, and
+// --fork-per-chunk's fresh child per chunk. Which process ran a chunk is seen from
+// inside it: each case notes the class "pid <its process id>".
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <set>
+#include <string>
+
+#include "impl/cpu/cpu_backend.h"
+#include "properties/classes.h"
+#include "tools/kvcheck/isolate.h"
+
+namespace kvcheck::tool {
+namespace {
+
+props::Property property(std::string name, std::function<void(const Backend&)> body) {
+  props::Property p;
+  p.name = std::move(name);
+  p.op = "store";
+  p.invariant = "test";
+  p.body = std::move(body);
+  return p;
+}
+
+// The process ids a chunk's cases ran in (from their classes).
+std::set<std::string> pids(const props::PropertyOutcome& o) {
+  std::set<std::string> out;
+  for (const auto& [name, n] : o.classes)
+    if (name.rfind("pid ", 0) == 0) out.insert(name);
+  return out;
+}
+
+void note_pid(const Backend&) {
+  (void)*rc::gen::inRange(0, 10);
+  props::note_class("pid " + std::to_string(getpid()));
+}
+
+const std::string kParent = "pid " + std::to_string(getpid());
+
+TEST(ChunkRunner, RunsEveryChunkInOneWorkerThatIsNotThisProcess) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_pid", note_pid), q = property("prop_pid_too", note_pid);
+  ChunkRunner runner({{&p, &b}, {&q, &b}}, false);
+  std::set<std::string> seen;
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    const props::PropertyOutcome o = runner.run(chunk % 2, {uint64_t(chunk + 1), 7, 10});
+    EXPECT_FALSE(o.failed) << o.message;
+    EXPECT_EQ(o.cases, 7);
+    EXPECT_EQ(o.property, chunk % 2 ? "prop_pid_too" : "prop_pid");
+    const auto ran = pids(o);
+    seen.insert(ran.begin(), ran.end());
+  }
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen.count(kParent), 0u);
+  EXPECT_EQ(runner.workers_started(), 1);
+}
+
+TEST(ChunkRunner, ACrashFailsItsChunkAndTheNextChunkGetsAFreshWorker) {
+  const cpu::CpuBackend b;
+  const props::Property good = property("prop_pid", note_pid);
+  const props::Property crash = property("prop_crash", [](const Backend&) { std::raise(SIGKILL); });
+  ChunkRunner runner({{&good, &b}, {&crash, &b}}, false);
+  const auto first = pids(runner.run(0, {1, 5, 10}));
+  const props::PropertyOutcome o = runner.run(1, {2, 5, 10});
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.message.find("CRASHED: signal 9"), std::string::npos) << o.message;
+  // A plain body has no per-case isolation (scenario properties do): the chunk's seed.
+  EXPECT_NE(o.message.find("reproduce the chunk with the seed"), std::string::npos) << o.message;
+  EXPECT_EQ(o.reproduce, "seed=2");
+  const props::PropertyOutcome after = runner.run(0, {3, 5, 10});
+  EXPECT_FALSE(after.failed) << after.message;
+  EXPECT_EQ(after.cases, 5);
+  ASSERT_EQ(pids(after).size(), 1u);
+  EXPECT_NE(pids(after), first);
+  EXPECT_EQ(runner.workers_started(), 2);
+}
+
+TEST(ChunkRunner, AFailedChunkRetiresItsWorker) {
+  const cpu::CpuBackend b;
+  const props::Property good = property("prop_pid", note_pid);
+  const props::Property bad = property("prop_fails", [](const Backend& be) {
+    note_pid(be);
+    RC_FAIL("always");
+  });
+  ChunkRunner runner({{&good, &b}, {&bad, &b}}, false);
+  const props::PropertyOutcome failed = runner.run(1, {1, 5, 10});
+  EXPECT_TRUE(failed.failed);
+  EXPECT_NE(failed.message.find("always"), std::string::npos) << failed.message;
+  const props::PropertyOutcome after = runner.run(0, {2, 5, 10});
+  EXPECT_FALSE(after.failed) << after.message;
+  EXPECT_EQ(runner.workers_started(), 2);
+  EXPECT_NE(pids(after), pids(failed));
+}
+
+TEST(ChunkRunner, ForkPerChunkStartsAWorkerForEveryChunk) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_pid", note_pid);
+  ChunkRunner runner({{&p, &b}}, true);
+  std::set<std::string> seen;
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    const auto ran = pids(runner.run(0, {uint64_t(chunk + 1), 4, 10}));
+    EXPECT_EQ(ran.size(), 1u);
+    seen.insert(ran.begin(), ran.end());
+  }
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_EQ(runner.workers_started(), 3);
+}
+
+}  // namespace
+}  // namespace kvcheck::tool
