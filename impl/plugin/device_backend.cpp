@@ -6,6 +6,7 @@
 // come back (also after a refusal), read groups must come back unchanged.
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -21,6 +22,16 @@
 namespace kvcheck::plugin {
 namespace {
 
+// transport_profile()'s sums: one process, calls from one thread at a time.
+TransportProfile g_profile;
+
+double since(std::chrono::steady_clock::time_point& t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
 class CudaTransport final : public DeviceTransport {
  public:
   ~CudaTransport() override {
@@ -30,6 +41,8 @@ class CudaTransport final : public DeviceTransport {
   void run(const std::string& backend, const char* op, const std::vector<ArgGroup>& buffers,
            const std::function<void(void* stream)>& call) const override {
     void* s = stream();
+    auto t = std::chrono::steady_clock::now();
+    ++g_profile.calls;
     std::vector<std::unique_ptr<cuda::DeviceViews>> copies;
     std::vector<std::vector<uint8_t>> host_before(buffers.size());
     for (size_t i = 0; i < buffers.size(); ++i) {
@@ -46,12 +59,14 @@ class CudaTransport final : public DeviceTransport {
       copies.push_back(std::make_unique<cuda::DeviceViews>(views, g.guard, g.what, s, g.pinned));
       for (const ArgView& v : g.views) v.set(copies.back()->map(v.host));
     }
+    g_profile.upload += since(t);
     std::exception_ptr refusal;
     try {
       call(s);
     } catch (const Error&) {
       refusal = std::current_exception();
     }
+    g_profile.call += since(t);
     {
       // A device plugin may return before its kernels finish: the wait for them is
       // under the same limit, or a hung kernel would hang the harness unbounded.
@@ -59,6 +74,7 @@ class CudaTransport final : public DeviceTransport {
       const WatchdogScope watchdog(backend, waiting.c_str());
       cuda::synchronize(s, op);
     }
+    g_profile.wait += since(t);
     const std::string who = "plugin '" + backend + "' " + op;
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (buffers[i].host) {
@@ -73,6 +89,9 @@ class CudaTransport final : public DeviceTransport {
       else
         copies[i]->expect_unchanged(who.c_str());
     }
+    g_profile.download += since(t);
+    copies.clear();
+    g_profile.free += since(t);
     if (refusal) std::rethrow_exception(refusal);
   }
 
@@ -81,11 +100,13 @@ class CudaTransport final : public DeviceTransport {
   /// plugins and forks: the campaign's parent).
   void* stream() const {
     std::call_once(stream_once_, [this] {
+      auto t = std::chrono::steady_clock::now();
       cudaStream_t s = nullptr;
       const cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
       if (e != cudaSuccess)
         throw std::runtime_error(std::string("cuda cudaStreamCreateWithFlags: ") + cudaGetErrorString(e));
       stream_ = s;
+      g_profile.init += since(t);  // the process's first CUDA call: its context
     });
     return stream_;
   }
@@ -97,5 +118,7 @@ class CudaTransport final : public DeviceTransport {
 }  // namespace
 
 std::unique_ptr<DeviceTransport> make_device_transport() { return std::make_unique<CudaTransport>(); }
+
+TransportProfile transport_profile() { return g_profile; }
 
 }  // namespace kvcheck::plugin

@@ -10,4 +10,6 @@ std::unique_ptr<DeviceTransport> make_device_transport() {
   throw std::runtime_error("device plugins need a kvcheck built with CUDA");
 }
 
+TransportProfile transport_profile() { return {}; }
+
 }  // namespace kvcheck::plugin

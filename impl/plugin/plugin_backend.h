@@ -37,6 +37,18 @@ class DeviceTransport {
 /// plugins there first).
 std::unique_ptr<DeviceTransport> make_device_transport();
 
+/// Wall time the device transports of this process spent in each phase of their
+/// calls, in seconds, for `kvcheck run` with KVCHECK_PROFILE=1: the harness stream's
+/// creation (init: the CUDA context's start-up), buffers allocated,
+/// filled and uploaded (upload), the plugin call (call), the wait for its kernels
+/// (wait: the uploads' and kernels' device time), download and comparison, and the
+/// frees. All zero in builds without CUDA.
+struct TransportProfile {
+  int64_t calls = 0;
+  double init = 0, upload = 0, call = 0, wait = 0, download = 0, free = 0;
+};
+TransportProfile transport_profile();
+
 class PluginBackend final : public Backend {
  public:
   explicit PluginBackend(std::shared_ptr<Library> lib);

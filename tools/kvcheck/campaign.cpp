@@ -426,6 +426,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   std::vector<ChunkRunner::Pair> pairs;
   for (const Row& r : rows) pairs.emplace_back(r.property, r.backend.get());
   ChunkRunner runner(std::move(pairs), options.fork_per_chunk);
+  ChunkStats in_process;  // chunks run in this process (KVCHECK_PROFILE)
   header["isolation"] = options.isolate ? (options.fork_per_chunk ? "fork-per-chunk" : "worker") : "in-process";
 
   const auto start = Clock::now();
@@ -515,9 +516,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
         continue;
       }
       const props::CaseBudget budget{case_seed, chunk, 100};
-      const auto o = options.isolate && r.property->per_backend
-                         ? runner.run(i, budget)
-                         : props::run_property(*r.property, *r.backend, budget);
+      const bool here = !options.isolate || !r.property->per_backend;
+      const auto o = here ? props::run_property(*r.property, *r.backend, budget) : runner.run(i, budget);
+      if (here) in_process.add(o);
       r.not_exercised = o.not_exercised;
       ran = true;
       ran_any[i] = true;
@@ -580,6 +581,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     if (!ran || !timed) break;
   }
   if (tty) progress << "\r\x1b[K" << std::flush;
+  runner.stop();  // a profiling worker prints before the table
+  if (profile_requested() && in_process.chunks) print_profile(stderr, "in process", in_process);
 
   // A row whose cases never reached the backend under test did not test it.
   for (Row& r : rows)

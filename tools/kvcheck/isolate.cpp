@@ -7,9 +7,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
 #include "properties/case_isolation.h"
 
@@ -164,6 +166,31 @@ props::PropertyOutcome died(const props::Property& p, const Backend& b, const pr
 
 }  // namespace
 
+bool profile_requested() {
+  const char* v = std::getenv("KVCHECK_PROFILE");
+  return v && *v && std::string(v) != "0";
+}
+
+void ChunkStats::add(const props::PropertyOutcome& o) {
+  ++chunks;
+  cases += o.cases;
+  seconds += o.seconds;
+}
+
+void print_profile(std::FILE* to, const char* who, const ChunkStats& c) {
+  const plugin::TransportProfile t = plugin::transport_profile();
+  const double device = t.init + t.upload + t.call + t.wait + t.download + t.free;
+  const auto per_case = [&](double s) { return c.cases ? 1e6 * s / c.cases : 0.0; };
+  fmt::print(to,
+             "kvcheck profile ({}, pid {}): {} chunks, {} cases in {:.2f} s = {:.0f} us a case; {} device calls: "
+             "CUDA start-up {:.3f} s; per case: allocate+upload {:.0f} us, call {:.0f} us, wait {:.0f} us, "
+             "download+compare {:.0f} us, free {:.0f} us; the rest (generation, reference, comparison; a host backend's kernels) {:.0f} us\n",
+             who, getpid(), c.chunks, c.cases, c.seconds, per_case(c.seconds), t.calls, t.init, per_case(t.upload),
+             per_case(t.call), per_case(t.wait), per_case(t.download), per_case(t.free),
+             per_case(std::max(0.0, c.seconds - device)));
+  std::fflush(to);
+}
+
 ChunkRunner::ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk)
     : pairs_(std::move(pairs)), fresh_(fresh_worker_per_chunk) {}
 
@@ -187,14 +214,18 @@ bool ChunkRunner::start_worker() {
     const int fd = fds[1];
     const props::ScopedCaseIsolation no_per_case(false);
     Request q;
+    ChunkStats stats;
     while (recv_all(fd, &q, sizeof q)) {
       if (q.pair >= pairs_.size()) _exit(3);
       const auto& [p, b] = pairs_[q.pair];
-      const std::string out = serialise(props::run_property(*p, *b, {q.seed, q.cases, q.max_size}));
+      const props::PropertyOutcome o = props::run_property(*p, *b, {q.seed, q.cases, q.max_size});
+      stats.add(o);
+      const std::string out = serialise(o);
       std::fflush(nullptr);
       const uint64_t n = out.size();
       if (!send_all(fd, &n, sizeof n) || !send_all(fd, out.data(), out.size())) _exit(3);
     }
+    if (profile_requested()) print_profile(stderr, "worker", stats);
     _exit(0);
   }
   close(fds[1]);

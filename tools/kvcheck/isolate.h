@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -23,6 +24,19 @@
 #include "properties/runner.h"
 
 namespace kvcheck::tool {
+
+/// What a process ran: chunks, their successful cases and seconds.
+struct ChunkStats {
+  int64_t chunks = 0, cases = 0;
+  double seconds = 0;
+  void add(const props::PropertyOutcome& o);
+};
+/// KVCHECK_PROFILE is set (and not 0): workers and in-process runs print where their
+/// time went (print_profile) when they end.
+bool profile_requested();
+/// One line on `to`: the chunks' cases and time, and per case the device transport's
+/// phases (impl/plugin/plugin_backend.h transport_profile) and the host's rest.
+void print_profile(std::FILE* to, const char* who, const ChunkStats& c);
 
 /// Runs chunks of the (property, backend) pairs it was made with (props::run_property)
 /// in one long-lived forked worker. A worker that dies makes a failed outcome: message
@@ -46,6 +60,8 @@ class ChunkRunner {
   /// How many worker processes this runner started (crashes and failed chunks start
   /// new ones).
   int workers_started() const { return workers_started_; }
+  /// Ends the worker now (the destructor does too).
+  void stop() { stop_worker(); }
 
  private:
   bool start_worker();
