@@ -3,8 +3,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace kvcheck::cuda {
@@ -14,22 +17,69 @@ void check_rt(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("cuda ") + what + ": " + cudaGetErrorString(e));
 }
 
+// Freed allocations kept for the next case of the same size (device and pinned apart):
+// a case's buffers cost a cudaMalloc + cudaFree (which waits for the whole device) or a
+// cudaMallocHost (page locking) each, more than the case's own kernels. Off with
+// KVCHECK_DEVICE_POOL=0 (tests/cuda/sanitize.sh: memcheck then sees every buffer's own
+// bounds). Sizes are rounded up to 4 KiB classes; at most kPoolBytes per kind is kept.
+class Pool {
+ public:
+  static constexpr size_t kPoolBytes = size_t{1} << 30;
+  static size_t size_class(size_t bytes) { return (bytes + 4095) & ~size_t{4095}; }
+  static bool on() {
+    static const bool enabled = [] {
+      const char* v = std::getenv("KVCHECK_DEVICE_POOL");
+      return !(v && std::string(v) == "0");
+    }();
+    return enabled;
+  }
+  void* take(size_t bytes) {
+    const auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    kept_ -= bytes;
+    return p;
+  }
+  bool keep(void* p, size_t bytes) {  // false: the caller frees it
+    if (kept_ + bytes > kPoolBytes) return false;
+    free_.emplace(bytes, p);
+    kept_ += bytes;
+    return true;
+  }
+
+ private:
+  std::multimap<size_t, void*> free_;
+  size_t kept_ = 0;
+};
+
+Pool& pool(bool pinned) {
+  static Pool device, host;
+  return pinned ? host : device;
+}
+
 }  // namespace
 
 DeviceBuffer::DeviceBuffer(size_t bytes, bool pinned) : pinned_(pinned) {
   if (bytes == 0) return;
-  void* p = nullptr;
-  if (pinned)
-    check_rt(cudaMallocHost(&p, bytes), ("cudaMallocHost(" + std::to_string(bytes) + ")").c_str());
-  else
-    check_rt(cudaMalloc(&p, bytes), ("cudaMalloc(" + std::to_string(bytes) + ")").c_str());
+  bytes_ = Pool::on() ? Pool::size_class(bytes) : bytes;
+  void* p = Pool::on() ? pool(pinned).take(bytes_) : nullptr;
+  if (p == nullptr && pinned)
+    check_rt(cudaMallocHost(&p, bytes_), ("cudaMallocHost(" + std::to_string(bytes_) + ")").c_str());
+  else if (p == nullptr)
+    check_rt(cudaMalloc(&p, bytes_), ("cudaMalloc(" + std::to_string(bytes_) + ")").c_str());
   ptr_ = static_cast<uint8_t*>(p);
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ && pinned_)
+  if (!ptr_) return;
+  // Nothing may still use the buffer when the next case takes it: wait for the device,
+  // as cudaFree would (a call that threw skipped the transport's wait). A device in
+  // an error state frees it instead.
+  if (Pool::on() && cudaDeviceSynchronize() == cudaSuccess && pool(pinned_).keep(ptr_, bytes_)) return;
+  if (pinned_)
     cudaFreeHost(ptr_);
-  else if (ptr_)
+  else
     cudaFree(ptr_);
 }
 

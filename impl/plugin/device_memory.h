@@ -13,7 +13,9 @@
 namespace kvcheck::cuda {
 
 /// An owned device allocation (cudaMalloc), or page-locked host memory
-/// (cudaMallocHost) when `pinned`; size 0 holds nullptr.
+/// (cudaMallocHost) when `pinned`; size 0 holds nullptr. Freed allocations go to a
+/// per-process pool the next buffer of the same 4 KiB size class reuses
+/// (KVCHECK_DEVICE_POOL=0: plain cudaMalloc/cudaFree, as the sanitizer runs use).
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t bytes, bool pinned = false);
@@ -26,6 +28,7 @@ class DeviceBuffer {
 
  private:
   uint8_t* ptr_ = nullptr;
+  size_t bytes_ = 0;  // allocated: the request rounded up to its pool size class
   bool pinned_ = false;
 };
 

@@ -18,6 +18,7 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 why=$("$kvcheck" backends 2>&1 | grep '^cuda' || true)
 [[ $why == *available* ]] || { echo "SKIP: ${why:-no cuda backend in this build}"; exit 77; }
 export KVCHECK_CUDA_MAX_GRID=2
+export KVCHECK_DEVICE_POOL=0  # every harness buffer its own allocation, bounds and all
 args=(--tool "$tool" --error-exitcode 9)
 [[ $tool == memcheck ]] && args+=(--leak-check full)
 # The 4 GiB cache test is memcheck-slow and adds nothing the small caches miss;
