@@ -497,9 +497,7 @@ __device__ __forceinline__ uint32_t nvfp4_code(float v) {
 }
 
 // One side's global decode scale g and what every group of a store needs from it:
-// RN(6 g) with its reciprocal for dev::div_rn, and inv[sf] = 1 / RN(float(sf) * g) for
-// each scale byte a store can produce (0x00-0x7F; 0 where float(sf) is not > 0: zero,
-// NaN), computed once per CTA in shared memory instead of one IEEE division per group.
+// RN(6 g) with its reciprocal, for dev::div_rn.
 struct Nvfp4Side {
   float g, six_g, rcp_six_g;
   bool fast;
@@ -514,11 +512,11 @@ __device__ __forceinline__ Nvfp4Side nvfp4_side(float g) {
 // low nibble of byte i). amax skips NaN (fmaxf returns the other operand); sf =
 // cvt_e4m3(amax / RN(6 g)) SATFINITE (0 for amax 0; a NaN quotient, from Inf / Inf, is
 // 0x7F as the cpu's), the division by dev::div_rn (IEEE for a model-dtype amax, the
-// only kind there is); inv = inv_tab[sf] (Nvfp4Side); code = cvt_e2m1(RN(x * inv)), 0
-// for a NaN product.
+// only kind there is); inv = 1 / RN(float(sf) * g) as __frcp_rn (IEEE's correctly
+// rounded reciprocal: the quotient 1 / y), 0 when amax or float(sf) is not > 0; code =
+// cvt_e2m1(RN(x * inv)), 0 for a NaN product.
 template <KvDevDtype In>
-__device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const Nvfp4Side& g, const float* inv_tab,
-                                                  uint32_t* q) {
+__device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const Nvfp4Side& g, uint32_t* q) {
   float x[kNvfp4Group];
   float amax = 0.0f;
 #pragma unroll
@@ -532,7 +530,8 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
     // >= 448 (Inf too) is 0x7E under SATFINITE either way: clamped, so no cvt corner.
     sf = isnan(t) ? uint8_t{0x7F} : dev::cvt_e4m3(t < 448.0f ? t : 448.0f);
   }
-  const float inv = inv_tab[sf];
+  const float s = dev::e4m3_to_f32(sf);
+  const float inv = (amax > 0.0f && s > 0.0f) ? __frcp_rn(__fmul_rn(s, g.g)) : 0.0f;
   q[0] = q[1] = 0;
 #pragma unroll
   for (int i = 0; i < kNvfp4Group; ++i) q[i / 8] |= nvfp4_code(__fmul_rn(x[i], inv)) << (4 * (i % 8));
@@ -546,15 +545,6 @@ template <KvDevDtype In, bool Rope, int G>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
-  static_assert(kThreads == 2 * 128, "one inv_tab entry per thread");
-  __shared__ float inv_tab[2][128];  // [side][sf]: Nvfp4Side
-  const Nvfp4Side sides[2] = {nvfp4_side(a.k_scale[0]), nvfp4_side(a.v_scale[0])};
-  {
-    const int side = threadIdx.x / 128;
-    const float sf = dev::e4m3_to_f32(static_cast<uint8_t>(threadIdx.x % 128));
-    inv_tab[side][threadIdx.x % 128] = sf > 0.0f ? __fdiv_rn(1.0f, __fmul_rn(sf, sides[side].g)) : 0.0f;
-  }
-  __syncthreads();
   const KvPagedLayout& L = a.layout;
   const int32_t chunks = L.head_dim / (kNvfp4Group * G);
   const int64_t units = a.n * 2 * L.num_kv_heads * chunks;
@@ -562,10 +552,11 @@ __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, 
   for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
     const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, chunks);
     const int32_t slot = a.slot_mapping[w.row];
+    const float g = (w.side ? a.v_scale : a.k_scale)[0];
     const KvDevRows& in = w.side ? a.value : a.key;
     const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
     uint32_t x[G][8];
-    load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's load
+    load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's and g's loads
     if (slot < 0) continue;  // -1 padding writes nothing
     if constexpr (Rope) {
       if (w.side == kKvSideK) {
@@ -579,10 +570,11 @@ __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, 
           }
       }
     }
+    const Nvfp4Side gs = nvfp4_side(g);
     uint32_t q[2 * G];
     uint8_t sf[G];
 #pragma unroll
-    for (int k = 0; k < G; ++k) sf[k] = nvfp4_quantize<In>(x[k], sides[w.side], inv_tab[w.side], q + 2 * k);
+    for (int k = 0; k < G; ++k) sf[k] = nvfp4_quantize<In>(x[k], gs, q + 2 * k);
     const KvSlotPos p = L.split(slot);
     uint8_t* data = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
                     kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, p.block, p.token, w.head));
@@ -649,7 +641,7 @@ __device__ __forceinline__ uint4 nvfp4_decode8(uint32_t q, uint8_t sf, float g) 
 // `lane` takes the head's 8-element pieces lane, lane + width, ... (kNvfp4Steps of them
 // in flight), so a group's stores are contiguous 16-byte vectors and its code loads
 // contiguous 32-bit words. The two pieces of a 16-element group share its scale byte.
-constexpr int kNvfp4Steps = 2;
+constexpr int kNvfp4Steps = 4;
 template <KvDevDtype Out>
 __global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();

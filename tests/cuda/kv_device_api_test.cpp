@@ -901,7 +901,7 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
   KVCHECK_NEED_GPU();
   const float g_pairs[][2] = {{0.37f, 3.7e-3f}, {1.0f, 1.0f / 448.0f}, {1e-40f, 2.5f}, {3e38f, 6.0f}};
   uint64_t seed = 0;
-  for (const int32_t d : {48, 96, 128})
+  for (const int32_t d : {48, 80, 96, 128, 576})
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
       for (int order = 0; order < 3; ++order)
         for (int sf = 0; sf < 3; ++sf)

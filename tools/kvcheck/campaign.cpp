@@ -137,16 +137,18 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
     w = std::max(w, r.property->name.size());
     wb = std::max(wb, r.backend_label.size());
   }
-  fmt::print(out, "\n{:<{}}  {:<{}} {:>9} {:>9} {:>9}\n", "property", w, "backend", wb, "cases", "failures", "time");
-  fmt::print(out, "{:-<{}}\n", "", w + wb + 32);
+  fmt::print(out, "\n{:<{}}  {:<{}} {:>9} {:>9} {:>9} {:>9}\n", "property", w, "backend", wb, "cases", "failures",
+             "time", "cases/s");
+  fmt::print(out, "{:-<{}}\n", "", w + wb + 42);
   int total_cases = 0, total_failures = 0;
   for (const auto& r : rows) {
-    fmt::print(out, "{:<{}}  {:<{}} {:>9} {:>9} {:>8.1f}s{}\n", r.property->name, w, r.backend_label, wb, r.cases,
-               r.failures, r.seconds, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
+    const std::string rate = r.seconds > 0 && r.cases > 0 ? fmt::format("{:.0f}", r.cases / r.seconds) : "-";
+    fmt::print(out, "{:<{}}  {:<{}} {:>9} {:>9} {:>8.1f}s {:>9}{}\n", r.property->name, w, r.backend_label, wb, r.cases,
+               r.failures, r.seconds, rate, r.failures ? "  FAIL" : r.not_exercised.empty() ? "" : "  not exercised");
     total_cases += r.cases;
     total_failures += r.failures;
   }
-  fmt::print(out, "{:-<{}}\n{:<{}}  {:<{}} {:>9} {:>9}\n", "", w + wb + 32, "total", w, "", wb, total_cases,
+  fmt::print(out, "{:-<{}}\n{:<{}}  {:<{}} {:>9} {:>9}\n", "", w + wb + 42, "total", w, "", wb, total_cases,
              total_failures);
 }
 
