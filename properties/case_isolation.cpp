@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -87,6 +88,7 @@ bool run_forked(const std::function<std::string()>& body, std::string* bytes, in
   bytes->clear();
   int fds[2];
   if (pipe(fds) != 0) return false;
+  signal(SIGCHLD, SIG_DFL);  // a plugin's SIG_IGN would have the kernel reap the child: every status 0
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <vector>
 
 #include "impl/slot_mapping.h"
 
@@ -12,7 +13,7 @@ namespace {
 struct CaseState {
   bool open = false;
   std::set<std::string> current;
-  ClassCounts counts;
+  std::vector<std::set<std::string>> held;  // the classes of each case that held, in order
 };
 
 CaseState& state() {
@@ -40,15 +41,17 @@ void begin_case() {
 void end_case() {
   CaseState& s = state();
   if (!s.open) return;
-  for (const auto& c : s.current) ++s.counts[c];
+  s.held.push_back(std::move(s.current));
   s.current.clear();
   s.open = false;
 }
 
-ClassCounts take_class_counts() {
+ClassCounts take_class_counts(size_t first) {
   CaseState& s = state();
-  ClassCounts out = std::move(s.counts);
-  s.counts.clear();
+  ClassCounts out;
+  for (size_t i = 0; i < s.held.size() && i < first; ++i)
+    for (const auto& c : s.held[i]) ++out[c];
+  s.held.clear();
   s.current.clear();
   s.open = false;
   return out;

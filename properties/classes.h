@@ -31,7 +31,9 @@ using ClassCounts = std::map<std::string, int>;
 /// take_class_counts() returns the counts and clears them.
 void begin_case();
 void end_case();
-ClassCounts take_class_counts();
+/// `first`: only the first cases that held count (a run that failed: the cases before
+/// the failure, not the shrink's candidates that held).
+ClassCounts take_class_counts(size_t first = SIZE_MAX);
 
 /// A declared bound on the fraction of a property's cases in one class.
 struct ClassBound {

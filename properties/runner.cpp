@@ -144,7 +144,7 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
     end_case();  // only cases that held are counted
   });
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  o.classes = take_class_counts();
+  o.classes = take_class_counts(static_cast<size_t>(result.num_success));  // not the shrink's candidates
   o.backend_calls = counted.calls();
   o.cases = result.num_success;
   if (result.kind == RcRunResult::Kind::kPassed) return o;

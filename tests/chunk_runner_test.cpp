@@ -6,9 +6,12 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "impl/cpu/cpu_backend.h"
 #include "properties/classes.h"
@@ -108,6 +111,98 @@ TEST(ChunkRunner, ForkPerChunkStartsAWorkerForEveryChunk) {
   }
   EXPECT_EQ(seen.size(), 3u);
   EXPECT_EQ(runner.workers_started(), 3);
+}
+
+TEST(ChunkRunner, EachBackendHasItsOwnWorker) {
+  const cpu::CpuBackend a, b;
+  const props::Property p = property("prop_pid", note_pid);
+  ChunkRunner runner({{&p, &a}, {&p, &b}}, false);
+  const auto on_a = pids(runner.run(0, {1, 4, 10}));
+  const auto on_b = pids(runner.run(1, {2, 4, 10}));
+  EXPECT_EQ(pids(runner.run(0, {3, 4, 10})), on_a);
+  EXPECT_NE(on_a, on_b);
+  EXPECT_EQ(runner.workers_started(), 2);
+}
+
+// A backend that leaves state behind: its 8th case in a process fails.
+void fails_after_seven(const Backend&) {
+  static int calls = 0;
+  if (++calls > 7) RC_FAIL("left-over state");
+}
+
+TEST(ChunkRunner, AFailureThatNeedsEarlierChunksIsSaidToBeOne) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_leaky", fails_after_seven);
+  ChunkRunner runner({{&p, &b}}, false);
+  EXPECT_FALSE(runner.run(0, {1, 5, 10}).failed);
+  const props::PropertyOutcome o = runner.run(0, {2, 5, 10});
+  ASSERT_TRUE(o.failed);
+  EXPECT_NE(o.message.find("STATE FROM EARLIER CHUNKS: the same chunk alone in a fresh process passes; before it, "
+                           "this worker process ran 1 chunk (last: prop_leaky)"),
+            std::string::npos)
+      << o.message;
+}
+
+TEST(ChunkRunner, AWorkerThatDiesWhileIdleFailsTheRowOfItsLastChunk) {
+  const cpu::CpuBackend b;
+  const props::Property good = property("prop_pid", note_pid);
+  const props::Property late = property("prop_late_crash", [](const Backend&) {
+    static bool started = false;
+    if (!std::exchange(started, true))
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::raise(SIGKILL);
+      }).detach();
+  });
+  ChunkRunner runner({{&good, &b}, {&late, &b}}, false);
+  EXPECT_FALSE(runner.run(1, {1, 3, 10}).failed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(runner.take_idle_deaths().empty());  // not looked at yet
+  EXPECT_FALSE(runner.run(0, {2, 3, 10}).failed);
+  const auto deaths = runner.take_idle_deaths();
+  ASSERT_EQ(deaths.size(), 1u);
+  EXPECT_EQ(deaths[0].pair, 1u);
+  EXPECT_NE(deaths[0].message.find("CRASHED after its chunk had passed: the cpu's worker process ended with signal 9"),
+            std::string::npos)
+      << deaths[0].message;
+  EXPECT_EQ(runner.workers_started(), 2);
+}
+
+TEST(ChunkRunner, AStoppedWorkerFailsItsChunk) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_stops", [](const Backend&) { std::raise(SIGSTOP); });
+  ChunkRunner runner({{&p, &b}}, false);
+  const props::PropertyOutcome o = runner.run(0, {1, 3, 10});
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.message.find("STOPPED: the worker process was stopped by signal 19"), std::string::npos) << o.message;
+}
+
+TEST(ChunkRunner, AStopRequestEndsTheChunkAtOnce) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_slow", [](const Backend&) { std::this_thread::sleep_for(std::chrono::seconds(30)); });
+  const auto start = std::chrono::steady_clock::now();
+  ChunkRunner runner({{&p, &b}}, false, [&] { return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(200); });
+  bool interrupted = false;
+  const props::PropertyOutcome o = runner.run(0, {1, 3, 10}, &interrupted);
+  EXPECT_TRUE(interrupted);
+  EXPECT_FALSE(o.failed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(runner.take_idle_deaths().empty());
+}
+
+// The class table counts the cases a run drew, not the candidates of the shrink after a
+// failure (which once made a class 714 % of a row's cases).
+TEST(RunProperty, ClassesCountTheCasesBeforeAFailureOnly) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_fails_high", [](const Backend&) {
+    const int x = *rc::gen::inRange(0, 1000);
+    props::note_class("drawn");
+    if (x >= 900) RC_FAIL("x = " + std::to_string(x));
+  });
+  const props::PropertyOutcome o = props::run_property(p, b, {7, 200, 100});
+  ASSERT_TRUE(o.failed);
+  ASSERT_GT(o.cases, 0);
+  EXPECT_EQ(o.classes.at("drawn"), o.cases);
 }
 
 }  // namespace

@@ -427,7 +427,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   // Chunks of cases run in a long-lived worker (isolate.h), or in this process.
   std::vector<ChunkRunner::Pair> pairs;
   for (const Row& r : rows) pairs.emplace_back(r.property, r.backend.get());
-  ChunkRunner runner(std::move(pairs), options.fork_per_chunk);
+  ChunkRunner runner(std::move(pairs), options.fork_per_chunk, [] { return g_stop_signal != 0; });
   ChunkStats in_process;  // chunks run in this process (KVCHECK_PROFILE)
   header["isolation"] = options.isolate ? (options.fork_per_chunk ? "fork-per-chunk" : "worker") : "in-process";
 
@@ -487,6 +487,23 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   };
   write_summary("running");
 
+  // A worker that ended badly between chunks fails the row of the chunk it ran last.
+  auto fail_idle_deaths = [&] {
+    for (const auto& d : runner.take_idle_deaths()) {
+      Row& r = rows[d.pair];
+      if (r.failures > 0) continue;
+      ++failures;
+      r.failures = 1;
+      r.message = d.message;
+      const std::string reproduce = fmt::format("{}./kvcheck run --property {} --backend {} --fork-per-chunk",
+                                                plugin_env(), r.property->name, r.backend->name());
+      fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, d.message, reproduce);
+      r.failure = {{"message", d.message}, {"reproduce", reproduce}};
+      out.flush();
+      if (options.fail_fast) stopped_early = true;
+    }
+  };
+
   StopSignals signals;
   const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
   double last_line = 0, last_summary = 0;
@@ -519,7 +536,10 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       }
       const props::CaseBudget budget{case_seed, chunk, 100};
       const bool here = !options.isolate || !r.property->per_backend;
-      const auto o = here ? props::run_property(*r.property, *r.backend, budget) : runner.run(i, budget);
+      bool cut = false;  // a stop signal ended the chunk: nothing of it counts
+      const auto o = here ? props::run_property(*r.property, *r.backend, budget) : runner.run(i, budget, &cut);
+      fail_idle_deaths();
+      if (cut) break;
       if (here) in_process.add(o);
       r.not_exercised = o.not_exercised;
       ran = true;
@@ -584,6 +604,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   }
   if (tty) progress << "\r\x1b[K" << std::flush;
   runner.stop();  // a profiling worker prints before the table
+  fail_idle_deaths();
   if (profile_requested() && in_process.chunks) print_profile(stderr, "in process", in_process);
 
   // A row whose cases never reached the backend under test did not test it.

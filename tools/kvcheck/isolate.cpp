@@ -1,15 +1,18 @@
 #include "tools/kvcheck/isolate.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
@@ -115,31 +118,50 @@ struct Request {
   int32_t cases, max_size;
 };
 
+// What a wait status says, as the reports word it.
+std::string death_text(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSTOPPED(status))
+    return fmt::format("stopped by signal {} ({}), then killed", WSTOPSIG(status), strsignal(WSTOPSIG(status)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
+    return "the plugin ended the process (exit() inside a call)";
+  return fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+bool died_badly(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+
+// "; before it, this worker process ran N chunks (rows ...)" when it ran any.
+std::string earlier_chunks(const std::vector<std::string>& ran) {
+  if (ran.empty()) return "";
+  std::string rows;
+  size_t shown = 0;
+  for (size_t i = ran.size(); i-- > 0 && shown < 4; ++shown) rows += (shown ? ", " : "") + ran[i];
+  return fmt::format("; before it, this worker process ran {} chunk{} (last: {}{})", ran.size(),
+                     ran.size() == 1 ? "" : "s", rows, ran.size() > 4 ? ", ..." : "");
+}
+
 // The failed outcome of a chunk whose child died with wait status `status` (after
-// `seconds`), with the chunk re-run one case per process after a crash.
+// `seconds`), with the chunk re-run one case per process after a crash. `ran`: the
+// rows of the chunks the same process ran before.
 props::PropertyOutcome died(const props::Property& p, const Backend& b, const props::CaseBudget& budget, int status,
-                            std::chrono::steady_clock::time_point start) {
+                            std::chrono::steady_clock::time_point start, const std::vector<std::string>& ran) {
   props::PropertyOutcome o;
   o.property = p.name;
   o.op = p.op;
   o.backend = props::backend_label(p, b);
   o.failed = true;
   o.reproduce = fmt::format("seed={}", budget.seed);
-  const std::string where = fmt::format("backend {} during {} (a chunk of {} cases from seed {})", b.name(), p.name,
-                                        budget.cases, budget.seed);
+  const std::string where = fmt::format("backend {} during {} (a chunk of {} cases from seed {}){}", b.name(), p.name,
+                                        budget.cases, budget.seed, earlier_chunks(ran));
   const bool hung = WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode;
-  if (WIFSIGNALED(status))
-    o.message = fmt::format("CRASHED: signal {} ({}) in {}; the campaign went on with the next row",
-                            WTERMSIG(status), strsignal(WTERMSIG(status)), where);
-  else if (hung)
+  if (hung)
     o.message = fmt::format("HUNG: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s in {}",
                             plugin::call_timeout_seconds(), where);
-  else if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
-    o.message = fmt::format("CRASHED: the plugin ended the process (exit() inside a call) in {}", where);
+  else if (WIFSTOPPED(status))
+    o.message = fmt::format("STOPPED: the worker process was {} in {}", death_text(status), where);
   else
-    o.message = fmt::format("CRASHED: the child exited with status {} in {}",
-                            WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
-  if (!hung) {
+    o.message = fmt::format("CRASHED: {} in {}", death_text(status), where);
+  if (!hung && !WIFSTOPPED(status)) {
     // The minimal crashing case: the same chunk again, each case in its own process,
     // so a crash fails that case only and RapidCheck shrinks it like any failure.
     // (Properties without a regression replay shrink too, through require_isolated;
@@ -155,26 +177,37 @@ props::PropertyOutcome died(const props::Property& p, const Backend& b, const pr
     } else if (!survived) {
       o.message += "\n(its checks do not run one case per process: reproduce the chunk with the seed)";
     } else {
-      o.message += "\nre-running the chunk with each case in its own process did not fail: the crash depends "
-                   "on earlier cases in the same process; reproduce the chunk with the seed, or run with "
-                   "--fork-per-chunk";
+      o.message += fmt::format(
+          "\nre-running the chunk with each case in its own process did not fail: the crash depends on earlier "
+          "cases{} in the same process; reproduce the chunk with the seed, or run with --fork-per-chunk",
+          ran.empty() ? "" : " or the earlier chunks");
     }
   }
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return o;
 }
 
-}  // namespace
-
-bool profile_requested() {
-  const char* v = std::getenv("KVCHECK_PROFILE");
-  return v && *v && std::string(v) != "0";
+// Waits for `pid` (reaping it); SIGKILLs it first when `kill_it`. Its wait status, or 0
+// when it is not our child any more (SIGCHLD ignored behind our back).
+int reap(pid_t pid, bool kill_it) {
+  if (kill_it) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 0;
+  return status;
 }
+
+}  // namespace
 
 void ChunkStats::add(const props::PropertyOutcome& o) {
   ++chunks;
   cases += o.cases;
   seconds += o.seconds;
+}
+
+bool profile_requested() {
+  const char* v = std::getenv("KVCHECK_PROFILE");
+  return v && *v && std::string(v) != "0";
 }
 
 void print_profile(std::FILE* to, const char* who, const ChunkStats& c) {
@@ -184,34 +217,50 @@ void print_profile(std::FILE* to, const char* who, const ChunkStats& c) {
   fmt::print(to,
              "kvcheck profile ({}, pid {}): {} chunks, {} cases in {:.2f} s = {:.0f} us a case; {} device calls: "
              "CUDA start-up {:.3f} s; per case: allocate+upload {:.0f} us, call {:.0f} us, wait {:.0f} us, "
-             "download+compare {:.0f} us, free {:.0f} us; the rest (generation, reference, comparison; a host backend's kernels) {:.0f} us\n",
+             "download+compare {:.0f} us, free {:.0f} us; the rest (generation, reference, comparison; a host "
+             "backend's kernels) {:.0f} us\n",
              who, getpid(), c.chunks, c.cases, c.seconds, per_case(c.seconds), t.calls, t.init, per_case(t.upload),
              per_case(t.call), per_case(t.wait), per_case(t.download), per_case(t.free),
              per_case(std::max(0.0, c.seconds - device)));
   std::fflush(to);
 }
 
-ChunkRunner::ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk)
-    : pairs_(std::move(pairs)), fresh_(fresh_worker_per_chunk) {}
+ChunkRunner::ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk, std::function<bool()> stop_requested)
+    : pairs_(std::move(pairs)), fresh_(fresh_worker_per_chunk), stop_requested_(std::move(stop_requested)) {
+  // A plugin's constructor may have set SIGCHLD to SIG_IGN: children would then be
+  // reaped by the kernel and every crash read as "exit status 0".
+  signal(SIGCHLD, SIG_DFL);
+}
 
-ChunkRunner::~ChunkRunner() { stop_worker(); }
+ChunkRunner::~ChunkRunner() { stop(); }
 
-bool ChunkRunner::start_worker() {
+std::string ChunkRunner::start_worker(Worker& w) {
   // Read RapidCheck's configuration here, once: workers then inherit it and do not
   // each echo "Using configuration".
   (void)props::configured_seed(0);
+  signal(SIGCHLD, SIG_DFL);
   int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return fmt::format("socketpair: {}", std::strerror(errno));
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
+    const int e = errno;
     close(fds[0]);
     close(fds[1]);
-    return false;
+    return fmt::format("fork: {}", std::strerror(e));
   }
   if (pid == 0) {  // the worker: chunk after chunk until the parent closes its end
     close(fds[0]);
+    // The other workers' ends too: a copy held here would keep their end-of-file away.
+    for (const auto& [backend, other] : workers_)
+      if (other.fd >= 0 && &other != &w) close(other.fd);
     const int fd = fds[1];
+    // Stopping is the parent's: it ends the worker (SIGKILL) rather than have a
+    // plugin call see an interrupted system call and fail a case.
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    const pid_t self = getpid();
     const props::ScopedCaseIsolation no_per_case(false);
     Request q;
     ChunkStats stats;
@@ -219,6 +268,7 @@ bool ChunkRunner::start_worker() {
       if (q.pair >= pairs_.size()) _exit(3);
       const auto& [p, b] = pairs_[q.pair];
       const props::PropertyOutcome o = props::run_property(*p, *b, {q.seed, q.cases, q.max_size});
+      if (getpid() != self) _exit(0);  // a plugin forked and its child returned into us
       stats.add(o);
       const std::string out = serialise(o);
       std::fflush(nullptr);
@@ -229,51 +279,161 @@ bool ChunkRunner::start_worker() {
     _exit(0);
   }
   close(fds[1]);
-  pid_ = pid;
-  to_worker_ = from_worker_ = fds[0];
+  w.pid = pid;
+  w.fd = fds[0];
+  w.ran.clear();
   ++workers_started_;
-  return true;
+  return "";
 }
 
-int ChunkRunner::stop_worker() {
+void ChunkRunner::retire(Worker& w, bool kill_it) {
+  if (w.pid < 0) return;
+  close(w.fd);  // a live worker reads end-of-file and exits
   int status = 0;
-  if (pid_ < 0) return status;
-  close(to_worker_);  // a live worker reads end-of-file and exits
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  bool killed = kill_it;
+  if (!kill_it) {  // give it a moment to print its profile and exit; one that does not (stopped) is killed
+    for (int i = 0;; ++i) {
+      const pid_t r = waitpid(w.pid, &status, WNOHANG);
+      if (r == w.pid || (r < 0 && errno != EINTR)) break;
+      if (i == 500) {
+        reap(w.pid, true);
+        killed = true;
+        break;
+      }
+      usleep(10000);
+    }
+  } else {
+    reap(w.pid, true);
   }
-  pid_ = -1;
-  to_worker_ = from_worker_ = -1;
-  return status;
+  if (!killed && died_badly(status) && !w.ran.empty())
+    idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
+                                                      "ended with {} while idle (a thread the backend left running, "
+                                                      "or a kill from outside)",
+                                                      pairs_[w.last_pair].second->name(), death_text(status))});
+  w = Worker{};
 }
 
-props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& budget) {
+void ChunkRunner::stop() {
+  for (auto& [backend, w] : workers_) retire(w, false);
+}
+
+std::vector<ChunkRunner::IdleDeath> ChunkRunner::take_idle_deaths() { return std::exchange(idle_deaths_, {}); }
+
+// Reads the worker's answer, watching it every 50 ms: a worker that exits, is stopped,
+// or is asked to stop (stop_requested) ends the wait. 1: answered; 0: it died (status
+// set, reaped); -1: stop requested (killed and reaped).
+int ChunkRunner::await(Worker& w, std::string& bytes, int& status) {
+  for (;;) {
+    pollfd pfd{w.fd, POLLIN, 0};
+    const int r = poll(&pfd, 1, 50);
+    if (r > 0) {  // an answer, or end-of-file from a dead worker
+      uint64_t n = 0;
+      if (recv_all(w.fd, &n, sizeof n)) {
+        bytes.resize(n);
+        if (recv_all(w.fd, bytes.data(), n)) return 1;
+      }
+      close(w.fd);
+      status = reap(w.pid, false);
+      w = Worker{};
+      return 0;
+    }
+    if (stop_requested_ && stop_requested_()) {
+      close(w.fd);
+      reap(w.pid, true);
+      w = Worker{};
+      return -1;
+    }
+    // Dead while something else (a helper it forked) holds the socket open, or stopped.
+    const pid_t d = waitpid(w.pid, &status, WNOHANG | WUNTRACED);
+    if (d == w.pid) {
+      if (WIFSTOPPED(status)) reap(w.pid, true);
+      close(w.fd);
+      w = Worker{};
+      return 0;
+    }
+  }
+}
+
+props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& budget, bool* interrupted) {
+  if (interrupted) *interrupted = false;
   const auto& [p, b] = pairs_.at(pair);
   const auto start = std::chrono::steady_clock::now();
-  const Request q{pair, budget.seed, budget.cases, budget.max_size};
-  // A worker that ended between chunks (killed from outside) is replaced once.
-  bool sent = false;
-  int status = 0;
-  for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
-    if (pid_ < 0 && !start_worker()) return props::run_property(*p, *b, budget);  // no child: run here, unisolated
-    sent = send_all(to_worker_, &q, sizeof q);
-    if (!sent) status = stop_worker();
+  Worker& w = workers_[b];  // one worker per backend: one backend's leftovers never reach another's rows
+  if (w.pid >= 0) {  // died while idle (a thread it left running, a kill from outside)?
+    int status = 0;
+    const pid_t d = waitpid(w.pid, &status, WNOHANG | WUNTRACED);
+    if (d == w.pid) {
+      if (WIFSTOPPED(status)) reap(w.pid, true);
+      close(w.fd);
+      idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
+                                                        "{} while idle (a thread the backend left running, or a kill "
+                                                        "from outside)",
+                                                        b->name(), WIFSTOPPED(status) ? "was " + death_text(status)
+                                                                                      : "ended with " + death_text(status))});
+      w = Worker{};
+    }
   }
-  uint64_t n = 0;
+  if (w.pid < 0) {
+    if (std::string why = start_worker(w); !why.empty()) {
+      props::PropertyOutcome o;
+      o.property = p->name;
+      o.op = p->op;
+      o.backend = props::backend_label(*p, *b);
+      o.not_exercised = "kvcheck could not start a worker process (" + why + ")";
+      return o;
+    }
+  }
+  const std::vector<std::string> ran = w.ran;
+  const Request q{pair, budget.seed, budget.cases, budget.max_size};
   std::string bytes;
-  bool answered = sent && recv_all(from_worker_, &n, sizeof n);
-  if (answered) {
-    bytes.resize(n);
-    answered = recv_all(from_worker_, bytes.data(), n);
+  int status = 0;
+  int answered = 0;
+  if (send_all(w.fd, &q, sizeof q)) {
+    answered = await(w, bytes, status);
+  } else {  // it died between the check above and the request
+    close(w.fd);
+    status = reap(w.pid, false);
+    w = Worker{};
+  }
+  if (answered < 0) {
+    if (interrupted) *interrupted = true;
+    return {};
   }
   props::PropertyOutcome o;
-  if (answered && deserialise(bytes, o)) {
+  if (answered == 0 || !deserialise(bytes, o)) {
+    if (w.pid >= 0) {
+      close(w.fd);
+      status = reap(w.pid, true);
+      w = Worker{};
+    }
+    return died(*p, *b, budget, status, start, ran);
+  }
+  w.ran.push_back(props::backend_label(*p, *b) == b->name() ? p->name : p->name + "/" + props::backend_label(*p, *b));
+  w.last_pair = pair;
+  if (o.failed) {
     // A failed chunk may have left the worker's process or device broken (a sticky
     // CUDA error): the next chunk gets a fresh one.
-    if (o.failed || fresh_) stop_worker();
-    return o;
+    retire(w, false);
+    if (!ran.empty()) {
+      // ... and it may itself owe its failure to the chunks this process ran before (a
+      // rounding mode, a heap, a device the backend left changed): the chunk alone, in
+      // a fresh process, tells.
+      std::string alone;
+      int alone_status = 0;
+      const bool forked = props::run_forked([&] { return serialise(props::run_property(*p, *b, budget)); }, &alone,
+                                            &alone_status);
+      props::PropertyOutcome fresh;
+      if (forked && !died_badly(alone_status) && deserialise(alone, fresh) && !fresh.failed)
+        o.message += fmt::format(
+            "\nSTATE FROM EARLIER CHUNKS: the same chunk alone in a fresh process passes{}. The backend keeps state "
+            "between calls (a rounding mode, a heap, a device it left changed) that breaks later cases: the "
+            "reproduce line and regression file pass alone; rerun the whole command, or with --fork-per-chunk",
+            earlier_chunks(ran));
+    }
+  } else if (fresh_) {
+    retire(w, false);
   }
-  if (pid_ >= 0) status = stop_worker();  // it died in the chunk: its wait status says how
-  return died(*p, *b, budget, status, start);
+  return o;
 }
 
 }  // namespace kvcheck::tool

@@ -16,7 +16,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,37 +42,60 @@ bool profile_requested();
 void print_profile(std::FILE* to, const char* who, const ChunkStats& c);
 
 /// Runs chunks of the (property, backend) pairs it was made with (props::run_property)
-/// in one long-lived forked worker. A worker that dies makes a failed outcome: message
-/// "CRASHED: ..." / "HUNG: ...", reproduce "seed=<seed>"; after a crash the chunk runs
-/// again with per-case isolation (properties/case_isolation.h), and its minimal
-/// crashing case — RapidCheck's message with the scenario, the "reproduce=..." token
-/// and the scenario for a regression file — replaces the seed (properties without a
-/// scenario replay keep the seed). The next chunk starts a new worker. `fresh_worker_per_chunk` = true forks a new child for every
-/// chunk (kvcheck run --fork-per-chunk: for a failure that depends on earlier chunks).
-/// The worker is forked lazily, on the first run(); the pairs must outlive the runner.
+/// in long-lived forked workers, one per backend, so one backend's leftovers never
+/// reach another's rows. A worker that dies, is stopped, or hangs past the per-call
+/// watchdog makes a failed outcome: message "CRASHED: ..." / "STOPPED: ..." / "HUNG:
+/// ...", reproduce "seed=<seed>"; after a crash the chunk runs again with per-case
+/// isolation (properties/case_isolation.h), and its minimal crashing case —
+/// RapidCheck's message with the scenario, the "reproduce=..." token and the scenario
+/// for a regression file — replaces the seed (properties without a scenario replay keep
+/// the seed). A chunk that fails retires its worker; when that worker had run earlier
+/// chunks the chunk runs once more alone in a fresh process, and a pass there is said
+/// ("STATE FROM EARLIER CHUNKS"). `fresh_worker_per_chunk` = true forks a new worker for
+/// every chunk (kvcheck run --fork-per-chunk). `stop_requested` is polled while a chunk
+/// runs: true kills the worker and run() reports the chunk interrupted. Workers are
+/// forked lazily; the pairs must outlive the runner.
 class ChunkRunner {
  public:
   using Pair = std::pair<const props::Property*, const Backend*>;
-  ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk);
-  ~ChunkRunner();  // ends the worker: it reads end-of-file and exits
+  /// A worker that ended badly while idle, after its chunk of pairs[pair] had passed
+  /// (a thread the backend left running, a kill from outside): that row's failure.
+  struct IdleDeath {
+    size_t pair;
+    std::string message;
+  };
+  ChunkRunner(std::vector<Pair> pairs, bool fresh_worker_per_chunk, std::function<bool()> stop_requested = {});
+  ~ChunkRunner();  // stop()
   ChunkRunner(const ChunkRunner&) = delete;
   ChunkRunner& operator=(const ChunkRunner&) = delete;
 
-  /// Runs `budget`'s cases of pairs[pair] in the worker (starting one if none is alive).
-  props::PropertyOutcome run(size_t pair, const props::CaseBudget& budget);
-  /// How many worker processes this runner started (crashes and failed chunks start
-  /// new ones).
+  /// Runs `budget`'s cases of pairs[pair] in its backend's worker (starting one if none
+  /// is alive). A worker that cannot be started leaves the chunk not exercised, saying
+  /// why. *interrupted (when given): stop_requested ended the chunk; the outcome is
+  /// empty.
+  props::PropertyOutcome run(size_t pair, const props::CaseBudget& budget, bool* interrupted = nullptr);
+  /// Ends every worker (each reads end-of-file and exits).
+  void stop();
+  /// The idle deaths found since the last call (by run() and stop()).
+  std::vector<IdleDeath> take_idle_deaths();
+  /// How many worker processes this runner started.
   int workers_started() const { return workers_started_; }
-  /// Ends the worker now (the destructor does too).
-  void stop() { stop_worker(); }
 
  private:
-  bool start_worker();
-  int stop_worker();  // the worker's wait status (0 when none)
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;
+    std::vector<std::string> ran;  // the rows of the chunks it answered
+    size_t last_pair = 0;
+  };
+  std::string start_worker(Worker& w);  // "" or why not
+  void retire(Worker& w, bool kill_it);
+  int await(Worker& w, std::string& bytes, int& status);
   std::vector<Pair> pairs_;
   bool fresh_;
-  pid_t pid_ = -1;
-  int to_worker_ = -1, from_worker_ = -1;
+  std::function<bool()> stop_requested_;
+  std::map<const Backend*, Worker> workers_;
+  std::vector<IdleDeath> idle_deaths_;
   int workers_started_ = 0;
 };
 

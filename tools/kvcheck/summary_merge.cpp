@@ -81,6 +81,8 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
     interrupted |= verdict == "interrupted";
     seconds = std::max(seconds, s.value("seconds", 0.0));
     workers += s.value("totals", nlohmann::json::object()).value("workers_started", int64_t{0});
+    if (s.value("isolation", nlohmann::json()) != merged.value("isolation", nlohmann::json()))
+      merged["isolation"] = "mixed";  // shards run with different isolation options
     for (const auto& b : s.value("backends", nlohmann::json::array())) backends.insert(b.get<std::string>());
     for (const auto& r : s.value("results", nlohmann::json::array())) {
       const int64_t i = r.value("index", int64_t{-1});
