@@ -356,7 +356,8 @@ int ChunkRunner::await(Worker& w, std::string& bytes, int& status) {
 
 props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& budget, bool* interrupted) {
   if (interrupted) *interrupted = false;
-  const auto& [p, b] = pairs_.at(pair);
+  const props::Property* const p = pairs_.at(pair).first;  // not a structured binding: lambdas below capture it
+  const Backend* const b = pairs_[pair].second;
   const auto start = std::chrono::steady_clock::now();
   Worker& w = workers_[b];  // one worker per backend: one backend's leftovers never reach another's rows
   if (w.pid >= 0) {  // died while idle (a thread it left running, a kill from outside)?
