@@ -121,8 +121,6 @@ struct Request {
 // What a wait status says, as the reports word it.
 std::string death_text(int status) {
   if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  if (WIFSTOPPED(status))
-    return fmt::format("stopped by signal {} ({}), then killed", WSTOPSIG(status), strsignal(WSTOPSIG(status)));
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
     return "the plugin ended the process (exit() inside a call)";
   return fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -157,11 +155,9 @@ props::PropertyOutcome died(const props::Property& p, const Backend& b, const pr
   if (hung)
     o.message = fmt::format("HUNG: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s in {}",
                             plugin::call_timeout_seconds(), where);
-  else if (WIFSTOPPED(status))
-    o.message = fmt::format("STOPPED: the worker process was {} in {}", death_text(status), where);
   else
     o.message = fmt::format("CRASHED: {} in {}", death_text(status), where);
-  if (!hung && !WIFSTOPPED(status)) {
+  if (!hung) {
     // The minimal crashing case: the same chunk again, each case in its own process,
     // so a crash fails that case only and RapidCheck shrinks it like any failure.
     // (Properties without a regression replay shrink too, through require_isolated;
@@ -345,8 +341,11 @@ int ChunkRunner::await(Worker& w, std::string& bytes, int& status) {
     }
     // Dead while something else (a helper it forked) holds the socket open, or stopped.
     const pid_t d = waitpid(w.pid, &status, WNOHANG | WUNTRACED);
-    if (d == w.pid) {
-      if (WIFSTOPPED(status)) reap(w.pid, true);
+    if (d == w.pid && WIFSTOPPED(status)) {
+      // A plugin's raise(SIGSTOP), or Ctrl-Z then fg of the whole run: carry on, do not
+      // wait for ever (and never fail a chunk the user only paused).
+      kill(w.pid, SIGCONT);
+    } else if (d == w.pid) {
       close(w.fd);
       w = Worker{};
       return 0;
@@ -362,15 +361,13 @@ props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& bu
   Worker& w = workers_[b];  // one worker per backend: one backend's leftovers never reach another's rows
   if (w.pid >= 0) {  // died while idle (a thread it left running, a kill from outside)?
     int status = 0;
-    const pid_t d = waitpid(w.pid, &status, WNOHANG | WUNTRACED);
+    const pid_t d = waitpid(w.pid, &status, WNOHANG);
     if (d == w.pid) {
-      if (WIFSTOPPED(status)) reap(w.pid, true);
       close(w.fd);
       idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
-                                                        "{} while idle (a thread the backend left running, or a kill "
-                                                        "from outside)",
-                                                        b->name(), WIFSTOPPED(status) ? "was " + death_text(status)
-                                                                                      : "ended with " + death_text(status))});
+                                                        "ended with {} while idle (a thread the backend left running, "
+                                                        "or a kill from outside)",
+                                                        b->name(), death_text(status))});
       w = Worker{};
     }
   }

@@ -43,9 +43,9 @@ void print_profile(std::FILE* to, const char* who, const ChunkStats& c);
 
 /// Runs chunks of the (property, backend) pairs it was made with (props::run_property)
 /// in long-lived forked workers, one per backend, so one backend's leftovers never
-/// reach another's rows. A worker that dies, is stopped, or hangs past the per-call
-/// watchdog makes a failed outcome: message "CRASHED: ..." / "STOPPED: ..." / "HUNG:
-/// ...", reproduce "seed=<seed>"; after a crash the chunk runs again with per-case
+/// reach another's rows. A worker that dies or hangs past the per-call watchdog makes a
+/// failed outcome: message "CRASHED: ..." / "HUNG: ...", reproduce "seed=<seed>" (a
+/// stopped one is sent SIGCONT); after a crash the chunk runs again with per-case
 /// isolation (properties/case_isolation.h), and its minimal crashing case —
 /// RapidCheck's message with the scenario, the "reproduce=..." token and the scenario
 /// for a regression file — replaces the seed (properties without a scenario replay keep
