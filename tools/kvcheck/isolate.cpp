@@ -282,31 +282,43 @@ std::string ChunkRunner::start_worker(Worker& w) {
   return "";
 }
 
+int ChunkRunner::end_worker(Worker& w, End how) {
+  if (w.fd >= 0) close(w.fd);  // a live worker reads end-of-file and exits
+  const int status = how == End::kReaped ? 0 : reap(w.pid, how == End::kKill);
+  w = Worker{};
+  return status;
+}
+
+void ChunkRunner::note_idle_death(const Worker& w, int status) {
+  idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
+                                                    "ended with {} while idle (a thread the backend left running, "
+                                                    "or a kill from outside)",
+                                                    pairs_[w.last_pair].second->name(), death_text(status))});
+}
+
 void ChunkRunner::retire(Worker& w, bool kill_it) {
   if (w.pid < 0) return;
-  close(w.fd);  // a live worker reads end-of-file and exits
-  int status = 0;
-  bool killed = kill_it;
-  if (!kill_it) {  // give it a moment to print its profile and exit; one that does not (stopped) is killed
-    for (int i = 0;; ++i) {
-      const pid_t r = waitpid(w.pid, &status, WNOHANG);
-      if (r == w.pid || (r < 0 && errno != EINTR)) break;
-      if (i == 500) {
-        reap(w.pid, true);
-        killed = true;
-        break;
-      }
-      usleep(10000);
-    }
-  } else {
-    reap(w.pid, true);
+  if (kill_it) {
+    end_worker(w, End::kKill);
+    return;
   }
-  if (!killed && died_badly(status) && !w.ran.empty())
-    idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
-                                                      "ended with {} while idle (a thread the backend left running, "
-                                                      "or a kill from outside)",
-                                                      pairs_[w.last_pair].second->name(), death_text(status))});
-  w = Worker{};
+  close(w.fd);  // a live worker reads end-of-file and exits
+  w.fd = -1;
+  // Give it a moment to print its profile and exit; one that does not (stopped) is killed.
+  for (int i = 0;; ++i) {
+    int status = 0;
+    const pid_t r = waitpid(w.pid, &status, WNOHANG);
+    if (r == w.pid || (r < 0 && errno != EINTR)) {
+      if (r == w.pid && died_badly(status) && !w.ran.empty()) note_idle_death(w, status);
+      end_worker(w, End::kReaped);
+      return;
+    }
+    if (i == 500) {
+      end_worker(w, End::kKill);
+      return;
+    }
+    usleep(10000);
+  }
 }
 
 void ChunkRunner::stop() {
@@ -328,15 +340,11 @@ int ChunkRunner::await(Worker& w, std::string& bytes, int& status) {
         bytes.resize(n);
         if (recv_all(w.fd, bytes.data(), n)) return 1;
       }
-      close(w.fd);
-      status = reap(w.pid, false);
-      w = Worker{};
+      status = end_worker(w, End::kWait);
       return 0;
     }
     if (stop_requested_ && stop_requested_()) {
-      close(w.fd);
-      reap(w.pid, true);
-      w = Worker{};
+      end_worker(w, End::kKill);
       return -1;
     }
     // Dead while something else (a helper it forked) holds the socket open, or stopped.
@@ -346,8 +354,7 @@ int ChunkRunner::await(Worker& w, std::string& bytes, int& status) {
       // wait for ever (and never fail a chunk the user only paused).
       kill(w.pid, SIGCONT);
     } else if (d == w.pid) {
-      close(w.fd);
-      w = Worker{};
+      end_worker(w, End::kReaped);
       return 0;
     }
   }
@@ -363,12 +370,8 @@ props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& bu
     int status = 0;
     const pid_t d = waitpid(w.pid, &status, WNOHANG);
     if (d == w.pid) {
-      close(w.fd);
-      idle_deaths_.push_back({w.last_pair, fmt::format("CRASHED after its chunk had passed: the {}'s worker process "
-                                                        "ended with {} while idle (a thread the backend left running, "
-                                                        "or a kill from outside)",
-                                                        b->name(), death_text(status))});
-      w = Worker{};
+      note_idle_death(w, status);
+      end_worker(w, End::kReaped);
     }
   }
   if (w.pid < 0) {
@@ -389,9 +392,7 @@ props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& bu
   if (send_all(w.fd, &q, sizeof q)) {
     answered = await(w, bytes, status);
   } else {  // it died between the check above and the request
-    close(w.fd);
-    status = reap(w.pid, false);
-    w = Worker{};
+    status = end_worker(w, End::kWait);
   }
   if (answered < 0) {
     if (interrupted) *interrupted = true;
@@ -399,11 +400,7 @@ props::PropertyOutcome ChunkRunner::run(size_t pair, const props::CaseBudget& bu
   }
   props::PropertyOutcome o;
   if (answered == 0 || !deserialise(bytes, o)) {
-    if (w.pid >= 0) {
-      close(w.fd);
-      status = reap(w.pid, true);
-      w = Worker{};
-    }
+    if (w.pid >= 0) status = end_worker(w, End::kKill);
     return died(*p, *b, budget, status, start, ran);
   }
   w.ran.push_back(props::backend_label(*p, *b) == b->name() ? p->name : p->name + "/" + props::backend_label(*p, *b));

@@ -90,6 +90,10 @@ class ChunkRunner {
   };
   std::string start_worker(Worker& w);  // "" or why not
   void retire(Worker& w, bool kill_it);
+  // How end_worker treats the process: already reaped, waited for, or SIGKILLed first.
+  enum class End { kReaped, kWait, kKill };
+  int end_worker(Worker& w, End how);  // closes, reaps and forgets w; its wait status (0 if kReaped)
+  void note_idle_death(const Worker& w, int status);  // the CRASHED-while-idle failure of w's last row
   int await(Worker& w, std::string& bytes, int& status);
   std::vector<Pair> pairs_;
   bool fresh_;
