@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "properties/gen/scenario_json.h"
 #include "properties/harness.h"
 #include "properties/rapidcheck_bridge.h"
 #include "properties/runner.h"
@@ -62,7 +63,7 @@ bool is_regression_document(const nlohmann::json& j) { return j.is_object() && j
 
 std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported) {
   if (!is_regression_document(document)) throw std::runtime_error("not a kvcheck regression file");
-  if (document.at("kvcheck_regression").get<int>() != kRegressionVersion)
+  if (int_at<int>(document, "kvcheck_regression") != kRegressionVersion)
     throw std::runtime_error("regression file version " + document.at("kvcheck_regression").dump() +
                              " (this build reads " + std::to_string(kRegressionVersion) + ")");
   const std::string name = document.at("property").get<std::string>();  // named: g++ 13 -Wdangling-reference

@@ -319,6 +319,66 @@ TEST(Regression, MalformedKvScenarioIsRejected) {
   EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
 }
 
+// nlohmann's get<int32_t> wraps: 2^32 + 16 would be read as 16 and 2.5 as 2, so a
+// corrupted file would replay another scenario (and pass). Each integer field is read
+// whole or refused, naming the field.
+TEST(Regression, IntegersAreReadWholeOrRefused) {
+  const auto message = [](const nlohmann::json& j) -> std::string {
+    try {
+      (void)j.get<props::StoreKvScenario>();
+      return "";
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+  };
+  nlohmann::json j = small_store_kv();
+  EXPECT_EQ(message(j), "");
+  j["cache"]["block_size"] = (uint64_t{1} << 32) + 16;
+  EXPECT_NE(message(j).find("field 'block_size': 4294967312 is not an integer in [-2147483648, 2147483647]"),
+            std::string::npos)
+      << message(j);
+  j["cache"]["block_size"] = 2.5;
+  EXPECT_NE(message(j).find("field 'block_size': 2.5"), std::string::npos) << message(j);
+  j = small_store_kv();
+  j["cache"]["fill_seed"] = -1;  // uint64_t
+  EXPECT_NE(message(j).find("field 'fill_seed'"), std::string::npos) << message(j);
+  j = small_store_kv();
+  j["slot_mapping"][1] = int64_t{1} << 31;
+  EXPECT_NE(message(j).find("field 'slot_mapping[1]'"), std::string::npos) << message(j);
+  j["slot_mapping"][1] = -(int64_t{1} << 31);  // INT32_MIN itself is a value faults draw
+  EXPECT_EQ(message(j), "");
+}
+
+// A regression file cannot ask for more memory than a generated case could: an output
+// of 10^9 rows, a 10^9-block cache, a gather of 10^9 tokens are refused when read,
+// before anything is allocated; a cache of no block (the round trip would divide by
+// its block_size before the harness's own check) too.
+TEST(Regression, ScenariosPastTheGeneratorsSizesAreRefused) {
+  nlohmann::json j = small_store_kv();
+  j["cache"]["num_blocks"] = 1000000000;
+  EXPECT_THROW(j.get<props::StoreKvScenario>(), std::runtime_error);
+  props::GatherKvScenario g;
+  g.cache = small_store_kv().cache;
+  g.max_blocks = 2;
+  g.block_table = {1, 0};
+  g.cu_seqlens_k = {0, 2};
+  g.out_rows = 2;
+  nlohmann::json jg = g;
+  EXPECT_NO_THROW(jg.get<props::GatherKvScenario>());
+  jg["cu_seqlens_k"][1] = 1000000000;
+  EXPECT_THROW(jg.get<props::GatherKvScenario>(), std::runtime_error);
+  jg = g;
+  jg["out_rows"] = 1000000000;
+  EXPECT_THROW(jg.get<props::GatherKvScenario>(), std::runtime_error);
+  nlohmann::json js = small_store();
+  EXPECT_NO_THROW(js.get<props::StoreScenario>());
+  js["block_size"] = 0;
+  EXPECT_THROW(js.get<props::StoreScenario>(), std::runtime_error);
+  js = small_store();
+  js["num_blocks"] = 1000000000;
+  EXPECT_THROW(js.get<props::StoreScenario>(), std::runtime_error);
+}
+
 // Every scenario the builders make, valid, with a fault and with raw values (raw scale
 // bits: NaN payloads, infinities, subnormals), comes back from its file unchanged.
 TEST(Regression, KvScenariosRoundTripExactly) {

@@ -318,16 +318,16 @@ void to_json(nlohmann::json& j, const ScenarioRope& r) {
 }
 
 void from_json(const nlohmann::json& j, ScenarioRope& r) {
-  r.rot_dim = j.at("rot_dim").get<int32_t>();
-  r.rope_offset = j.at("rope_offset").get<int32_t>();
+  r.rot_dim = int_at<int32_t>(j, "rot_dim");
+  r.rope_offset = int_at<int32_t>(j, "rope_offset");
   r.is_neox = j.at("is_neox").get<bool>();
-  r.max_position = j.at("max_position").get<int64_t>();
+  r.max_position = int_at<int64_t>(j, "max_position");
   const std::vector<uint16_t> halves = parse_hex_rows(j.at("cos_sin_bits"));
   if (halves.size() % 2 != 0) throw std::runtime_error("rope cos_sin_bits holds an odd number of halves");
   r.cos_sin.resize(halves.size() / 2);
   for (size_t i = 0; i < r.cos_sin.size(); ++i)
     r.cos_sin[i] = std::bit_cast<float>(uint32_t{halves[2 * i]} | (uint32_t{halves[2 * i + 1]} << 16));
-  r.positions = j.at("positions").get<std::vector<int64_t>>();
+  r.positions = ints_at<int64_t>(j, "positions");
   // The table run_store passes is max_position rows of rot_dim floats: the file must hold
   // them (a shape the checks refuse reads nothing), and at most 2^22 of them.
   const __int128 claimed = __int128{std::max<int64_t>(r.max_position, 0)} * std::max<int32_t>(r.rot_dim, 0);

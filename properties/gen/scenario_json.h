@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +43,58 @@ E enum_from_name(const std::string& name, E first, E last, ToString to_str, cons
   for (int v = static_cast<int>(first); v <= static_cast<int>(last); ++v)
     if (std::string(to_str(static_cast<E>(v))) == name) return static_cast<E>(v);
   throw std::runtime_error(std::string("unknown ") + what + " '" + name + "'");
+}
+
+/// `v` as an integer of type T: a JSON integer within T's range, else std::runtime_error
+/// naming `what` (nlohmann's get<T> wraps: 2^32 + 16 read as int32_t is 16, 2.5 is 2, so
+/// a corrupted regression file would replay another scenario and pass).
+template <class T>
+T int_of(const nlohmann::json& v, const std::string& what) {
+  static_assert(std::is_integral_v<T>);
+  using L = std::numeric_limits<T>;
+  const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(L::max())
+                    : v.is_number_integer() ? v.get<int64_t>() >= static_cast<int64_t>(L::min()) &&
+                                                  (v.get<int64_t>() < 0 || static_cast<uint64_t>(v.get<int64_t>()) <=
+                                                                               static_cast<uint64_t>(L::max()))
+                                            : false;
+  if (!fits)
+    throw std::runtime_error("field '" + what + "': " + v.dump() + " is not an integer in [" + std::to_string(L::min()) +
+                             ", " + std::to_string(L::max()) + "]");
+  return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+}
+/// int_of of j.at(key).
+template <class T>
+T int_at(const nlohmann::json& j, const char* key) {
+  return int_of<T>(j.at(key), key);
+}
+/// j.at(key), an array of integers of type T (each checked as int_of does).
+template <class T>
+std::vector<T> ints_at(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& a = j.at(key);
+  if (!a.is_array()) throw std::runtime_error(std::string("field '") + key + "': not an array");
+  std::vector<T> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(int_of<T>(a[i], std::string(key) + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+/// int_at of an optional field: `fallback` when j has no `key`.
+template <class T>
+T int_value(const nlohmann::json& j, const char* key, T fallback) {
+  return j.contains(key) ? int_at<T>(j, key) : fallback;
+}
+/// ints_at of an optional field: empty when j has no `key`.
+template <class T>
+std::vector<T> ints_value(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? ints_at<T>(j, key) : std::vector<T>{};
+}
+/// Throws std::runtime_error naming `what` when `value` > `max`: a regression file asks
+/// for no more memory than the generators could (they stay far below each cap), so a
+/// corrupted or crafted number cannot exhaust the machine before anything runs.
+inline void check_at_most(int64_t value, int64_t max, const char* what) {
+  if (value > max)
+    throw std::runtime_error(std::string(what) + " " + std::to_string(value) + " is more than a scenario may ask for (" +
+                             std::to_string(max) + ")");
 }
 
 /// The ErrorCode named `name` (to_string's stable names: "slot-out-of-range", ...).

@@ -261,13 +261,13 @@ void from_json(const nlohmann::json& j, CopyBlocksScenario& s) {
   if (j.at("type") != "copy_blocks") throw std::runtime_error("scenario type is not copy_blocks");
   s.layout = enum_from_name(j.at("layout").get<std::string>(), Layout::kOneView, Layout::kOverlaid,
                             [](Layout l) { return to_string(l); }, "copy_blocks layout");
-  s.size_bytes = j.at("size_bytes").get<int64_t>();
-  s.views = j.at("views").get<std::vector<int64_t>>();
-  s.num_blocks = j.at("num_blocks").get<int64_t>();
-  s.block_stride = j.at("block_stride").get<int64_t>();
-  s.block_mapping = j.at("block_mapping").get<std::vector<int64_t>>();
-  s.fill_seed = j.at("fill_seed").get<uint32_t>();
-  s.threads = j.value("threads", 0);
+  s.size_bytes = int_at<int64_t>(j, "size_bytes");
+  s.views = ints_at<int64_t>(j, "views");
+  s.num_blocks = int_at<int64_t>(j, "num_blocks");
+  s.block_stride = int_at<int64_t>(j, "block_stride");
+  s.block_mapping = ints_at<int64_t>(j, "block_mapping");
+  s.fill_seed = int_at<uint32_t>(j, "fill_seed");
+  s.threads = int_value<int>(j, "threads", 0);
   s.fault = j.value("fault", std::string());
   s.code.reset();
   if (j.contains("expected_error")) s.code = error_code_from_name(j.at("expected_error").get<std::string>());

@@ -6,6 +6,7 @@
 // negative strides) included.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "properties/gen/ops/kv/kv_gen.h"
@@ -94,40 +95,48 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   s.dtype = dtype_from(j.at("dtype"));
   s.order = enum_from_name(j.at("order").get<std::string>(), KvHeadLayout::kNHD, KvHeadLayout::kHND,
                            [](KvHeadLayout o) { return to_string(o); }, "head layout");
-  s.num_blocks = j.at("num_blocks").get<int32_t>();
-  s.block_size = j.at("block_size").get<int32_t>();
-  s.num_kv_heads = j.at("num_kv_heads").get<int32_t>();
-  s.head_dim = j.at("head_dim").get<int32_t>();
-  s.pad_head = j.at("pad_head").get<int32_t>();
-  s.pad_token = j.at("pad_token").get<int32_t>();
-  s.pad_page = j.at("pad_page").get<int32_t>();
+  s.num_blocks = int_at<int32_t>(j, "num_blocks");
+  s.block_size = int_at<int32_t>(j, "block_size");
+  s.num_kv_heads = int_at<int32_t>(j, "num_kv_heads");
+  s.head_dim = int_at<int32_t>(j, "head_dim");
+  s.pad_head = int_at<int32_t>(j, "pad_head");
+  s.pad_token = int_at<int32_t>(j, "pad_token");
+  s.pad_page = int_at<int32_t>(j, "pad_page");
   s.alloc = enum_from_name(j.at("alloc").get<std::string>(), KvAlloc::kSeparate, KvAlloc::kNvfp4Pages, alloc_name,
                            "alloc");
   s.scale_kind = enum_from_name(j.at("scale_kind").get<std::string>(), KvScaleKind::kNone, KvScaleKind::kPerHead,
                                 [](KvScaleKind k) { return to_string(k); }, "scale_kind");
-  s.fill_seed = j.at("fill_seed").get<uint64_t>();
-  s.num_layers = j.value("num_layers", 1);
-  s.layer = j.value("layer", 0);
+  s.fill_seed = int_at<uint64_t>(j, "fill_seed");
+  s.num_layers = int_value<int>(j, "num_layers", 1);
+  s.layer = int_value<int>(j, "layer", 0);
   s.k_scale = floats_from(j.value("k_scale", nlohmann::json::array()));
   s.v_scale = floats_from(j.value("v_scale", nlohmann::json::array()));
-  s.capacity_cut = j.value("capacity_cut", int64_t{0});
+  s.capacity_cut = int_value<int64_t>(j, "capacity_cut", 0);
   s.sf_layout = j.contains("sf_layout")
                     ? enum_from_name(j.at("sf_layout").get<std::string>(), KvSfLayout::kLinear, KvSfLayout::kInterleave4,
                                      [](KvSfLayout l) { return to_string(l); }, "sf_layout")
                     : KvSfLayout::kLinear;
-  const int sf_fault = j.value("sf_fault", 0);
+  const int sf_fault = int_value<int>(j, "sf_fault", 0);
   if (sf_fault < 0 || sf_fault > static_cast<int>(KvSfFault::kNullKSf)) throw std::runtime_error("sf_fault out of range");
   s.sf_fault = static_cast<KvSfFault>(sf_fault);
   s.recipe = KvRecipe::kSpec;
   if (j.contains("recipe"))
     s.recipe = j.at("recipe").is_string() ? kv_recipe_from_string(j.at("recipe").get<std::string>())
-                                          : static_cast<KvRecipe>(j.at("recipe").get<int32_t>());
+                                          : static_cast<KvRecipe>(int_at<int32_t>(j, "recipe"));
   // What the harness allocates from (KvBuffers): a file cannot ask for more than a
   // generated case could, nor for a shape with no elements to lay out.
   if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||
       s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1) ||
       (s.sf_fault == KvSfFault::kKSfIntoData && s.alloc != KvAlloc::kNvfp4Pages))  // into the data: pages only
     throw std::runtime_error("K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, layer)");
+  // Generated caches stay under 8 MiB; 2^27 elements (as a double: the product of int32
+  // fields may pass int64) is far past any of them.
+  const double elements = static_cast<double>(s.num_blocks) * s.num_layers *
+                          (static_cast<double>(s.block_size) * (static_cast<double>(s.num_kv_heads) * (static_cast<double>(s.head_dim) + s.pad_head) + s.pad_token) +
+                           s.pad_page);
+  if (elements > double(int64_t{1} << 27))
+    throw std::runtime_error("K/V cache shape: " + std::to_string(elements) +
+                             " elements per cache is more than a scenario may ask for (2^27)");
 }
 
 void to_json(nlohmann::json& j, const KvRows& r) {
@@ -140,9 +149,9 @@ void to_json(nlohmann::json& j, const KvRows& r) {
 
 void from_json(const nlohmann::json& j, KvRows& r) {
   r.dtype = dtype_from(j.at("dtype"));
-  r.rows = j.at("rows").get<int64_t>();
-  r.token_stride = j.at("token_stride").get<int64_t>();
-  r.head_stride = j.at("head_stride").get<int64_t>();
+  r.rows = int_at<int64_t>(j, "rows");
+  r.token_stride = int_at<int64_t>(j, "token_stride");
+  r.head_stride = int_at<int64_t>(j, "head_stride");
   r.data = parse_hex_rows(j.at("data"));
 }
 
@@ -157,12 +166,12 @@ void to_json(nlohmann::json& j, const StoreKvScenario& s) {
 void from_json(const nlohmann::json& j, StoreKvScenario& s) {
   check_type(j, "store_kv");
   s.cache = j.at("cache").get<KvCacheShape>();
-  s.slot_mapping = j.at("slot_mapping").get<std::vector<int32_t>>();
+  s.slot_mapping = ints_at<int32_t>(j, "slot_mapping");
   s.key = j.at("key").get<KvRows>();
   s.value = j.at("value").get<KvRows>();
   fault_from_json(j, s.fault, s.code);
-  s.threads = j.value("threads", 0);
-  s.slot_tail = j.value("slot_mapping_tail", std::vector<int32_t>{});
+  s.threads = int_value<int>(j, "threads", 0);
+  s.slot_tail = ints_value<int32_t>(j, "slot_mapping_tail");
   s.rope.reset();
   if (j.contains("rope")) s.rope = j.at("rope").get<ScenarioRope>();
 }
@@ -202,35 +211,43 @@ void to_json(nlohmann::json& j, const GatherKvScenario& s) {
 void from_json(const nlohmann::json& j, GatherKvScenario& s) {
   check_type(j, "gather_kv");
   s.cache = j.at("cache").get<KvCacheShape>();
-  s.max_blocks = j.at("max_blocks").get<int32_t>();
+  s.max_blocks = int_at<int32_t>(j, "max_blocks");
   s.block_table.clear();
   for (const auto& row : j.at("block_table")) {
     if (!row.is_array()) {
-      s.block_table.push_back(row.get<int32_t>());
+      s.block_table.push_back(int_of<int32_t>(row, "block_table"));
       continue;
     }
     if (static_cast<int64_t>(row.size()) != s.max_blocks) throw std::runtime_error("a block_table row needs max_blocks entries");
-    for (const auto& e : row) s.block_table.push_back(e.get<int32_t>());
+    for (const auto& e : row) s.block_table.push_back(int_of<int32_t>(e, "block_table"));
   }
-  s.cu_seqlens_k = j.at("cu_seqlens_k").get<std::vector<int32_t>>();
+  s.cu_seqlens_k = ints_at<int32_t>(j, "cu_seqlens_k");
   s.out_k_dtype = dtype_from(j.at("out_k_dtype"));
   s.out_v_dtype = dtype_from(j.at("out_v_dtype"));
-  s.out_rows = j.at("out_rows").get<int64_t>();
-  s.out_pad_head = j.at("out_pad_head").get<int32_t>();
-  s.out_pad_token = j.at("out_pad_token").get<int32_t>();
-  s.out_seed = j.at("out_seed").get<uint64_t>();
+  s.out_rows = int_at<int64_t>(j, "out_rows");
+  s.out_pad_head = int_at<int32_t>(j, "out_pad_head");
+  s.out_pad_token = int_at<int32_t>(j, "out_pad_token");
+  s.out_seed = int_at<uint64_t>(j, "out_seed");
   fault_from_json(j, s.fault, s.code);
-  s.threads = j.value("threads", 0);
-  s.out_offset = j.value("out_offset", 0);
+  s.threads = int_value<int>(j, "threads", 0);
+  s.out_offset = int_value<int>(j, "out_offset", 0);
   s.out_v_rows.reset();
   s.out_v_pad_token.reset();
-  if (j.contains("out_v_rows")) s.out_v_rows = j.at("out_v_rows").get<int64_t>();
-  if (j.contains("out_v_pad_token")) s.out_v_pad_token = j.at("out_v_pad_token").get<int32_t>();
-  s.seq_starts = j.value("seq_starts", std::vector<int32_t>{});
+  if (j.contains("out_v_rows")) s.out_v_rows = int_at<int64_t>(j, "out_v_rows");
+  if (j.contains("out_v_pad_token")) s.out_v_pad_token = int_at<int32_t>(j, "out_v_pad_token");
+  s.seq_starts = ints_value<int32_t>(j, "seq_starts");
   const std::string unit = j.value("seq_start_unit", std::string("token"));
   if (unit != "token" && unit != "block") throw std::runtime_error("seq_start_unit is token or block");
   s.seq_start_unit = unit == "block" ? SeqStartUnit::kBlock : SeqStartUnit::kToken;
   if (s.out_rows < 0 || s.out_offset < 0 || s.rows_of(1) < 0) throw std::runtime_error("negative out_rows or out_offset");
+  // The output buffers and the reference's gather (cu_seqlens_k's total rows) stay far
+  // below these in every generated case.
+  for (const int32_t c : s.cu_seqlens_k) check_at_most(c, int64_t{1} << 24, "gather_kv: a cu_seqlens_k entry");
+  for (const int side : {0, 1})
+    check_at_most(s.rows_of(side), (int64_t{1} << 27) / std::max<int64_t>(1, int64_t{s.cache.num_kv_heads} *
+                                                                              (s.cache.head_dim + std::max(s.out_pad_head, 0)) +
+                                                                          std::max(s.out_pad_token, 0)),
+                  "gather_kv: out rows");
 }
 
 }  // namespace kvcheck::props

@@ -38,21 +38,26 @@ void from_json(const nlohmann::json& j, CacheShape& s) {
   format.quantized_dtype = enum_from_name(f.at("quantized_dtype").get<std::string>(), QuantizedDtype::kNone,
                                           QuantizedDtype::kE2M1,
                                           [](QuantizedDtype q) { return to_string(q); }, "quantized_dtype");
-  format.elements = f.at("elements").get<int32_t>();
-  format.elements_per_sf = f.at("elements_per_sf").get<int32_t>();
+  format.elements = int_at<int32_t>(f, "elements");
+  format.elements_per_sf = int_at<int32_t>(f, "elements_per_sf");
   format.sf_format = enum_from_name(f.at("sf_format").get<std::string>(), SfFormat::kNone, SfFormat::kE4M3RoundUp,
                                     [](SfFormat x) { return to_string(x); }, "sf_format");
   format.do_cast = f.at("do_cast").get<bool>();
   format.token_interleaved = f.at("token_interleaved").get<bool>();
-  format.bf16_tail_elements = f.value("bf16_tail_elements", 0);  // older files have none
+  format.bf16_tail_elements = int_value<int>(f, "bf16_tail_elements", 0);  // older files have none
   format.e4m3_tail = f.value("e4m3_tail", false);                  // nor these
   format.scales_last = f.value("scales_last", false);
   format.validate();
   s.format = std::move(format);
-  s.block_size = j.at("block_size").get<int32_t>();
-  s.num_blocks = j.at("num_blocks").get<int32_t>();
-  s.fill_seed = j.at("fill_seed").get<uint32_t>();
-  s.block_stride = j.value("block_stride", int64_t{0});
+  s.block_size = int_at<int32_t>(j, "block_size");
+  s.num_blocks = int_at<int32_t>(j, "num_blocks");
+  s.fill_seed = int_at<uint32_t>(j, "fill_seed");
+  s.block_stride = int_value<int64_t>(j, "block_stride", 0);
+  // Every generated cache has a block (CacheLayout::make refuses less, and the round
+  // trip divides by block_size before making one) and stays far below 256 MiB.
+  if (s.num_blocks < 1 || s.block_size < 1) throw std::runtime_error("cache shape: num_blocks and block_size >= 1");
+  const int64_t per_block = std::max(s.block_stride, int64_t{s.block_size} * s.format.bytes_per_token());
+  check_at_most(s.num_blocks, (int64_t{1} << 28) / std::max<int64_t>(per_block, 1), "cache shape: num_blocks");
 }
 
 void to_json(nlohmann::json& j, const StoreScenario& s) {
@@ -81,8 +86,8 @@ void to_json(nlohmann::json& j, const StoreScenario& s) {
 void from_json(const nlohmann::json& j, StoreScenario& s) {
   if (j.at("type") != "store") throw std::runtime_error("scenario type is not store");
   from_json(j, s.shape);
-  s.slot_mapping = j.at("slot_mapping").get<std::vector<int32_t>>();
-  s.row_stride = j.at("row_stride").get<int64_t>();
+  s.slot_mapping = ints_at<int32_t>(j, "slot_mapping");
+  s.row_stride = int_at<int64_t>(j, "row_stride");
   s.kv.clear();
   for (const auto& row : j.at("kv")) {
     const size_t before = s.kv.size();
@@ -90,18 +95,18 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
     if (static_cast<int64_t>(s.kv.size() - before) != s.row_stride)
       throw std::runtime_error("a kv row does not hold row_stride values");
   }
-  s.threads = j.value("threads", 0);
-  s.slot_tail = j.value("slot_mapping_tail", std::vector<int32_t>{});
-  s.far_row_stride = j.value("far_row_stride", int64_t{0});
+  s.threads = int_value<int>(j, "threads", 0);
+  s.slot_tail = ints_value<int32_t>(j, "slot_mapping_tail");
+  s.far_row_stride = int_value<int64_t>(j, "far_row_stride", 0);
   if (s.far_row_stride != 0 && s.far_row_stride < s.row_stride)
     throw std::runtime_error("far_row_stride is below row_stride");
-  s.kv_lora_rank = j.value("kv_lora_rank", 0);
-  s.rope_dim = j.value("rope_dim", 0);
-  s.pe_row_stride = j.value("pe_row_stride", int64_t{0});
-  s.pe_rows = j.value("pe_rows", int64_t{-1});
+  s.kv_lora_rank = int_value<int>(j, "kv_lora_rank", 0);
+  s.rope_dim = int_value<int>(j, "rope_dim", 0);
+  s.pe_row_stride = int_value<int64_t>(j, "pe_row_stride", 0);
+  s.pe_rows = int_value<int64_t>(j, "pe_rows", -1);
   s.pe_shape.reset();
   if (j.contains("pe_cache")) s.pe_shape = j.at("pe_cache").get<CacheShape>();
-  s.pe_inside_cache = j.value("pe_inside_cache", int64_t{-1});
+  s.pe_inside_cache = int_value<int64_t>(j, "pe_inside_cache", -1);
   s.rope.reset();
   if (j.contains("rope")) s.rope = j.at("rope").get<ScenarioRope>();
   if (s.rope && !s.is_concat()) throw std::runtime_error("a rope on a scenario that is not concat_and_cache_mla");
@@ -147,18 +152,21 @@ void from_json(const nlohmann::json& j, LoadScenario& s) {
   for (const auto& seg : j.at("load_segments")) {
     if (seg.is_array()) {
       if (seg.size() != 4) throw std::runtime_error("a load segment needs 4 values");
-      for (const auto& v : seg) s.load_segments.push_back(v.get<int32_t>());
+      for (const auto& v : seg) s.load_segments.push_back(int_of<int32_t>(v, "load_segments"));
     } else {
-      s.load_segments.push_back(seg.get<int32_t>());
+      s.load_segments.push_back(int_of<int32_t>(seg, "load_segments"));
     }
   }
-  s.total_k = j.at("total_k").get<int32_t>();
-  s.out_rows = j.at("out_rows").get<int64_t>();
-  s.out_seed = j.at("out_seed").get<uint32_t>();
-  s.threads = j.value("threads", 0);
-  s.out_data_pad = j.value("out_data_pad", int64_t{16});
-  s.out_scale_pad = j.value("out_scale_pad", int64_t{16});
-  s.out_offset = j.value("out_offset", 0);
+  s.total_k = int_at<int32_t>(j, "total_k");
+  s.out_rows = int_at<int64_t>(j, "out_rows");
+  s.out_seed = int_at<uint32_t>(j, "out_seed");
+  s.threads = int_value<int>(j, "threads", 0);
+  s.out_data_pad = int_value<int64_t>(j, "out_data_pad", 16);
+  s.out_scale_pad = int_value<int64_t>(j, "out_scale_pad", 16);
+  s.out_offset = int_value<int>(j, "out_offset", 0);
+  check_at_most(s.out_rows, (int64_t{1} << 28) / std::max<int64_t>(1, s.shape.format.load_row_bytes() +
+                                                                        std::max<int64_t>(s.out_data_pad, 0)),
+                "load: out_rows");
   // A pad may be negative (a stride fault) but the stride must not be.
   if (s.shape.format.load_row_bytes() + s.out_data_pad < 0 || s.out_scale_pad < -s.shape.format.load_scale_row_bytes() ||
       s.out_offset < 0)

@@ -240,9 +240,9 @@ SwapPool pool_from(const nlohmann::json& j) {
   SwapPool p;
   p.layout = enum_from_name(j.at("layout").get<std::string>(), Layout::kOneView, Layout::kOverlaid,
                             [](Layout l) { return to_string(l); }, "swap_blocks layout");
-  p.size_bytes = j.at("size_bytes").get<int64_t>();
-  p.num_blocks = j.at("num_blocks").get<int64_t>();
-  p.block_stride = j.at("block_stride").get<int64_t>();
+  p.size_bytes = int_at<int64_t>(j, "size_bytes");
+  p.num_blocks = int_at<int64_t>(j, "num_blocks");
+  p.block_stride = int_at<int64_t>(j, "block_stride");
   p.host = j.at("host").get<bool>();
   // The reference owns every dst byte in a table of 24 bytes each: 2^24 bytes (16 MiB)
   // is far above what the builder draws and far below what exhausts memory.
@@ -265,11 +265,11 @@ void from_json(const nlohmann::json& j, SwapBlocksScenario& s) {
   if (j.at("type") != "swap_blocks") throw std::runtime_error("scenario type is not swap_blocks");
   s.src = pool_from(j.at("src"));
   s.dst = pool_from(j.at("dst"));
-  s.views = j.at("views").get<std::vector<int64_t>>();
-  s.block_mapping = j.at("block_mapping").get<std::vector<int64_t>>();
-  s.dst_inside_src = j.value("dst_inside_src", int64_t{-1});
-  s.fill_seed = j.at("fill_seed").get<uint32_t>();
-  s.threads = j.value("threads", 0);
+  s.views = ints_at<int64_t>(j, "views");
+  s.block_mapping = ints_at<int64_t>(j, "block_mapping");
+  s.dst_inside_src = int_value<int64_t>(j, "dst_inside_src", -1);
+  s.fill_seed = int_at<uint32_t>(j, "fill_seed");
+  s.threads = int_value<int>(j, "threads", 0);
   s.fault = j.value("fault", std::string());
   s.code.reset();
   if (j.contains("expected_error")) s.code = error_code_from_name(j.at("expected_error").get<std::string>());
