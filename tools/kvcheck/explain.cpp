@@ -166,7 +166,7 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     const fuzz::CheckResult r = t->run(bytes.data(), bytes.size(), backend);
     out << "file: " << path << " (" << bytes.size() << " bytes), target " << t->name
         << ", backend " << backend.name() << "\n"
-        << r.scenario;
+        << r.scenario << (r.scenario.empty() || r.scenario.back() == '\n' ? "" : "\n");
     if (!r.skipped.empty() && r.failure.empty()) {
       out << "result: NOT SUPPORTED by " << backend.name() << " (not exercised): " << r.skipped << "\n";
       return 0;
