@@ -118,7 +118,22 @@ int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& er
       return std::nullopt;
     }
   };
-  if (const auto fa = format(o.a), fb = format(o.b); fa && fb) return diff_format_rules(*fa, *fb, o.count, out, err);
+  const auto fa = format(o.a), fb = format(o.b);
+  if (fa && fb) {
+    // --dtype, --model and --scale are the FP8 recipes' (the formats fix their own).
+    if (!o.scales.empty() || o.dtype != "e4m3" || o.model != "bf16") {
+      err << "kvcheck recipes diff: --dtype, --model and --scale apply to the FP8 recipes, not to paged formats ("
+          << o.a << ", " << o.b << " fix their own dtypes and compute their scales)\n";
+      return 2;
+    }
+    return diff_format_rules(*fa, *fb, o.count, out, err);
+  }
+  if (fa || fb) {
+    err << "kvcheck recipes diff: compare two FP8 recipes (spec, vllm, sglang) or two paged formats (V41_FP4, "
+           "NVFP4_DS_MLA, ...), not a recipe with a format: '"
+        << (fa ? o.a : o.b) << "' is a format, '" << (fa ? o.b : o.a) << "' is not\n";
+    return 2;
+  }
   KvRecipe a, b;
   KvDtype fp8, model;
   try {
