@@ -217,17 +217,21 @@ namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Installs SIGINT/SIGTERM handlers that only set g_stop_signal, restoring the old ones.
+// Installs SIGINT/SIGTERM/SIGHUP handlers that only set g_stop_signal, restoring the old
+// ones. SIGHUP: the terminal or ssh session of a long run went away; its summary says
+// interrupted, not running.
 class StopSignals {
  public:
   StopSignals() {
     g_stop_signal = 0;
     old_int_ = std::signal(SIGINT, on_stop_signal);
     old_term_ = std::signal(SIGTERM, on_stop_signal);
+    old_hup_ = std::signal(SIGHUP, on_stop_signal);
   }
   ~StopSignals() {
     std::signal(SIGINT, old_int_);
     std::signal(SIGTERM, old_term_);
+    std::signal(SIGHUP, old_hup_);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -235,6 +239,7 @@ class StopSignals {
  private:
   void (*old_int_)(int);
   void (*old_term_)(int);
+  void (*old_hup_)(int);
 };
 
 // Writes to two streams: the terminal's and the run directory's campaign.log.

@@ -256,6 +256,7 @@ std::string ChunkRunner::start_worker(Worker& w) {
     // plugin call see an interrupted system call and fail a case.
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     const pid_t self = getpid();
     const props::ScopedCaseIsolation no_per_case(false);
     Request q;
