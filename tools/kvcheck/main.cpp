@@ -8,8 +8,10 @@
 #include <stdexcept>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "impl/backends.h"
@@ -27,6 +29,16 @@
 namespace {
 
 using kvcheck::tool::OptionSpec;
+
+// A CLI11 check: an integer from `min` to the largest value of T (of its element type
+// for a repeatable option).
+template <class T>
+CLI::Validator integer_check(uint64_t min) {
+  using V = std::conditional_t<std::is_integral_v<T>, T, uint64_t>;  // T is an integer wherever a count is declared
+  const uint64_t max = static_cast<uint64_t>(std::numeric_limits<V>::max());
+  return CLI::Validator(
+      [min, max](std::string& v) { return kvcheck::tool::check_integer(v, min, max); }, "INT");
+}
 
 // The declared options (tools/kvcheck/options.txt): every add() below must name one,
 // and every declared one must be added (checked at start, so the list and the parser
@@ -48,10 +60,8 @@ class DeclaredOptions {
     if (s.type == "seconds")
       o->check(CLI::Validator(
           [](std::string& v) { return kvcheck::tool::check_seconds(v); }, "SECONDS"));
-    else if (s.type == "count")
-      o->check(CLI::PositiveNumber);
-    else if (s.type == "uint")
-      o->check(CLI::NonNegativeNumber);
+    else if (s.type == "count" || s.type == "uint")
+      o->check(integer_check<T>(s.type == "count" ? 1 : 0));
     else if (s.type == "file")
       o->check(CLI::ExistingFile);
     else if (s.type == "plugin")  // a library, or python:SPEC (export_plugins)
@@ -152,7 +162,9 @@ int main(int argc, char** argv) {
   declared.add(run_cmd, "--cases", run.cases)->excludes(seconds_opt);
   auto* seed_opt = declared.add(run_cmd, "--seed", seed);
   declared.add(run_cmd, "--backend", run.backends);
-  declared.add(run_cmd, "--property", run.properties);
+  declared.add(run_cmd, "--property", run.properties)->check([](const std::string& v) {
+    return v.empty() ? std::string("needs a text (an empty one would match every property)") : std::string();
+  });
   declared.add(run_cmd, "--report", run.report_path);
   declared.add(run_cmd, "--junit", run.junit_path);
   declared.add(run_cmd, "--work-dir", run.work_dir);
@@ -209,11 +221,13 @@ int main(int argc, char** argv) {
   contract_cmd->add_option("--reader", contract_reader, "The backend that reads (load_paged_kv_cache, gather_kv)")
       ->required();
   auto* contract_seconds = contract_cmd->add_option("--seconds", contract.seconds, "Time budget in seconds")
-                               ->check(CLI::PositiveNumber);
+                               ->check(CLI::Validator([](std::string& v) { return kvcheck::tool::check_seconds(v); },
+                                                      "SECONDS"));
   contract_cmd->add_option("--cases", contract.cases, "Cases per property (default 200)")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_check<decltype(contract.cases)>(1))
       ->excludes(contract_seconds);
-  auto* contract_seed_opt = contract_cmd->add_option("--seed", contract_seed, "RapidCheck seed (default: the clock)");
+  auto* contract_seed_opt = contract_cmd->add_option("--seed", contract_seed, "RapidCheck seed (default: the clock)")
+                                ->check(integer_check<decltype(contract_seed)>(0));
   contract_cmd->add_option("--plugin", plugins, "Load a backend plugin (repeatable), as for run");
   contract_cmd->add_option("--report", contract.report_path, "Also write the JSON summary to this file");
   contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file");
@@ -239,7 +253,8 @@ int main(int argc, char** argv) {
   recipes_diff->add_option("--dtype", recipe_diff.dtype, "The FP8 cache dtype: e4m3 (default) or e5m2");
   recipes_diff->add_option("--model", recipe_diff.model, "The model dtype of the inputs: bf16 (default) or fp16");
   recipes_diff->add_option("--scale", recipe_diff.scales, "A k_scale/v_scale to compare at (repeatable; default 1, 3, 7, 0.1)");
-  recipes_diff->add_option("--count", recipe_diff.count, "Inputs printed per scale (default 5)")->check(CLI::PositiveNumber);
+  recipes_diff->add_option("--count", recipe_diff.count, "Inputs printed per scale (default 5)")
+      ->check(integer_check<decltype(recipe_diff.count)>(1));
 
   auto* record_cmd = app.add_subcommand("record", "Run directory and summary.json for tools/fuzz.sh");
   record_cmd->require_subcommand(1);
@@ -260,6 +275,12 @@ int main(int argc, char** argv) {
     // --help exits 0; every bad option exits 2 (README), whatever CLI11's own code.
     return app.exit(e) == 0 ? 0 : 2;
   }
+  for (size_t i = 0; i < run.backends.size(); ++i)  // each pair would run twice, under one name
+    if (std::find(run.backends.begin(), run.backends.begin() + static_cast<std::ptrdiff_t>(i), run.backends[i]) !=
+        run.backends.begin() + static_cast<std::ptrdiff_t>(i)) {
+      std::cerr << "--backend: '" << run.backends[i] << "' is given twice\nRun with --help for more information.\n";
+      return 2;
+    }
   try {
     (void)kvcheck::available_backends();  // a plugin that does not load: say why, exit 2
   } catch (const std::exception& e) {

@@ -1,3 +1,4 @@
+#include <charconv>
 #include "tools/kvcheck/options.h"
 
 #include <regex>
@@ -36,6 +37,16 @@ std::string check_seconds(const std::string& value) {
   static const std::regex kDecimal(R"([0-9]{0,9}(\.[0-9]*)?)");
   if (std::regex_match(value, kDecimal) && value.find_first_of("123456789") != std::string::npos) return "";
   return "must be a decimal number > 0 and below 10^9 (e.g. 10 or 2.5), got '" + value + "'";
+}
+
+std::string check_integer(const std::string& value, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos && ec == std::errc() &&
+      ptr == end && v >= min && v <= max)
+    return "";
+  return "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got '" + value + "'";
 }
 
 }  // namespace kvcheck::tool

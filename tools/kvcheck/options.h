@@ -3,6 +3,7 @@
 // parser from them; the ./kvcheck driver reads the same file before any build.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,5 +28,10 @@ std::string_view option_specs_text();
 /// 2.5, .5), else why not: the one rule for every --seconds (`run` here; the driver and
 /// `fuzz` in tools/lib.sh check_seconds).
 std::string check_seconds(const std::string& value);
+
+/// "" when `value` is a decimal integer in [min, max] (digits only: no sign, no exponent,
+/// nothing CLI11 would wrap or clamp: --seed 18446744073709551616 ran seed 2^64 - 1),
+/// else why not: every count, seed and cases option.
+std::string check_integer(const std::string& value, uint64_t min, uint64_t max);
 
 }  // namespace kvcheck::tool
