@@ -33,6 +33,7 @@ TEST(Junit, SuiteCarriesTheRunSeed) {
 
 TEST(Junit, FuzzTargetsCarryTheirOwnSeed) {
   const nlohmann::json summary = {{"kind", "fuzz"},
+                                  {"verdict", "pass"},
                                   {"results",
                                    {{{"name", "store"}, {"verdict", "pass"}, {"seed", 2638148355ull}},
                                     {{"name", "load"}, {"verdict", "pass"}, {"seed", nullptr}}}}};

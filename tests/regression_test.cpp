@@ -593,6 +593,7 @@ TEST(RunRecord, SummaryHasTheSchemaAScriptReads) {
 TEST(RunRecord, JunitEscapesAndReportsFailures) {
   const nlohmann::json summary = {
       {"kind", "fuzz"},
+      {"verdict", "fail"},
       {"seconds", 1.5},
       {"results",
        {{{"name", "store"}, {"verdict", "fail"}, {"seconds", 1},

@@ -111,7 +111,7 @@ std::optional<std::pair<int, int>> parse_shard(const std::string& text) {
   };
   if (!digits(a) || !digits(b)) return std::nullopt;
   const int i = std::stoi(a), n = std::stoi(b);
-  if (n < 1 || n > 10000 || i < 1 || i > n) return std::nullopt;
+  if (n < 1 || n > kMaxShards || i < 1 || i > n) return std::nullopt;
   return std::make_pair(i, n);
 }
 
@@ -266,13 +266,6 @@ class TeeBuf final : public std::streambuf {
 };
 
 // Checks that `path` can be written without leaving a file behind.
-bool writable(const std::string& path) {
-  const bool existed = std::filesystem::exists(path);
-  { std::ofstream f(path, std::ios::app); if (!f) return false; }
-  if (!existed) std::filesystem::remove(path);
-  return true;
-}
-
 }  // namespace
 
 int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
@@ -366,12 +359,14 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                gaps.empty() ? "" : "; the pair shares no operation it could check:" + gaps);
     return 2;
   }
-  // Found out now, not after a nightly run that would then hide its real exit code.
-  for (const auto& path : {options.report_path, options.junit_path})
-    if (!path.empty() && !writable(path)) {
-      fmt::print(terminal, "kvcheck run: cannot write {}\n", path);
-      return 2;
-    }
+  // Found out now, not after a nightly run that would then hide its real exit code;
+  // --report and --junit one file would leave XML where the JSON should be.
+  if (const std::string bad =
+          check_output_paths({}, {{"--report", options.report_path}, {"--junit", options.junit_path}});
+      !bad.empty()) {
+    fmt::print(terminal, "kvcheck run: {}\n", bad);
+    return 2;
+  }
   std::string run_dir = options.run_dir;
   try {
     if (run_dir.empty())

@@ -83,6 +83,11 @@ std::vector<std::string> parse_devices(const std::string& text) {
 int run_on_devices(const std::string& self, const std::vector<std::string>& run_args,
                    const std::vector<std::string>& devices, uint64_t seed, const std::string& work_dir,
                    const std::string& report_path, const std::string& junit_path, std::ostream& out) {
+  if (const std::string bad = check_output_paths({}, {{"--report", report_path}, {"--junit", junit_path}});
+      !bad.empty()) {
+    fmt::print(out, "kvcheck run: {}\n", bad);
+    return 2;
+  }
   std::string run_dir;
   try {
     run_dir = make_run_dir(work_dir.empty() ? default_work_dir() : work_dir, "run");

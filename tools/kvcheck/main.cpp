@@ -259,7 +259,9 @@ int main(int argc, char** argv) {
   auto* record_cmd = app.add_subcommand("record", "Run directory and summary.json for tools/fuzz.sh");
   record_cmd->require_subcommand(1);
   auto* record_start = record_cmd->add_subcommand("start", "Make a run directory, print it, write summary.json");
-  record_start->add_option("KIND", record_kind, "fuzz or run")->required()->check(CLI::IsMember({"fuzz", "run"}));
+  record_start->add_option("KIND", record_kind, "fuzz (record finish rewrites only what record start fuzz began)")
+      ->required()
+      ->check(CLI::IsMember({"fuzz"}));
   record_start->add_option("--work-dir", record_work, "Work area (default $KVCHECK_WORK_DIR or <source>/.kvcheck-work)");
   auto* record_finish = record_cmd->add_subcommand("finish", "Write summary.json from results.jsonl");
   record_finish->add_option("RUN_DIR", record_dir, "The run directory")->required()->check(CLI::ExistingDirectory);

@@ -1,13 +1,20 @@
 #include "tools/kvcheck/report.h"
 
+#include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -69,7 +76,262 @@ std::string seed_of(const nlohmann::json& j) {
   return j["seed"].is_string() ? j["seed"].get<std::string>() : j["seed"].dump();
 }
 
+// Writes all of `content` to `fd`; false on an error (errno kept).
+bool write_all(int fd, const std::string& content) {
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The path a chain of symlinks ends at (a relative link resolved against its own
+// directory), `path` itself when it is no symlink; a dangling chain ends at the name
+// that does not exist. After 40 links (the kernel's ELOOP limit) the path reached.
+std::string final_target(const std::string& path) {
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    std::error_code ec;
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = (to.is_absolute() ? to : p.parent_path() / to).lexically_normal();
+  }
+  return p.string();
+}
+
+// The summary verdicts (docs/spec.md §6) and those of a result.
+const std::vector<std::string> kVerdicts = {"pass", "fail", "interrupted", "running", "not_exercised", "incomplete"};
+const std::vector<std::string> kResultVerdicts = {"pass", "fail", "not_run"};
+
+bool one_of(const std::vector<std::string>& list, const nlohmann::json& v) {
+  return v.is_string() && std::find(list.begin(), list.end(), v.get<std::string>()) != list.end();
+}
+
+[[noreturn]] void bad_field(const std::string& where, const std::string& field, const std::string& what) {
+  throw std::runtime_error(fmt::format("{}: {}: {}", where, field, what));
+}
+
+// What a value is, for messages: its JSON, shortened.
+std::string shown(const nlohmann::json& v) {
+  std::string d = v.dump();
+  return d.size() > 60 ? d.substr(0, 57) + "..." : d;
+}
+
+// A count: an integer 0 ... 2^63-1 (what int64_t holds; no float, no string).
+bool is_count(const nlohmann::json& v) {
+  return v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                                : v.is_number_integer() && v.get<int64_t>() >= 0;
+}
+
+// j[key], when present and not null, must be a count.
+void check_count(const nlohmann::json& j, const char* key, const std::string& where, const std::string& prefix) {
+  if (!j.contains(key) || j[key].is_null()) return;
+  if (!is_count(j[key])) bad_field(where, prefix + key, "want an integer from 0 to 2^63-1, got " + shown(j[key]));
+}
+
+// j[key], when present and not null, must be a finite number >= 0 (seconds).
+void check_seconds_field(const nlohmann::json& j, const char* key, const std::string& where,
+                         const std::string& prefix) {
+  if (!j.contains(key) || j[key].is_null()) return;
+  const auto& v = j[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+    bad_field(where, prefix + key, "want a number of seconds >= 0, got " + shown(v));
+}
+
+void check_string(const nlohmann::json& j, const char* key, const std::string& where, const std::string& prefix) {
+  if (j.contains(key) && !j[key].is_string()) bad_field(where, prefix + key, "want a string, got " + shown(j[key]));
+}
+
+// One result of a summary of kind `kind` (run | fuzz); `field` names it ("results[3]").
+void check_result(const nlohmann::json& r, const std::string& kind, const std::string& where, const std::string& field) {
+  if (!r.is_object()) bad_field(where, field, "not a JSON object: " + shown(r));
+  const std::string f = field.empty() ? "" : field + ".";
+  if (!r.contains("name") || !r["name"].is_string()) bad_field(where, f + "name", "want a string, got " + shown(r.value("name", nlohmann::json())));
+  if (!r.contains("verdict") || !one_of(kResultVerdicts, r["verdict"]))
+    bad_field(where, f + "verdict", "want pass, fail or not_run, got " + shown(r.value("verdict", nlohmann::json())));
+  if (r.contains("kind")) {
+    const std::string want = kind == "fuzz" ? "fuzz_target" : "property";
+    if (!r["kind"].is_string() || r["kind"].get<std::string>() != want)
+      bad_field(where, f + "kind", fmt::format("want \"{}\" in a summary of kind {}, got {}", want, kind, shown(r["kind"])));
+  }
+  for (const char* key : {"index", "cases", "execs", "backend_calls"}) check_count(r, key, where, f);
+  check_seconds_field(r, "seconds", where, f);
+  for (const char* key : {"op", "why"}) check_string(r, key, where, f);
+  if (r.contains("failures")) {
+    if (!r["failures"].is_array()) bad_field(where, f + "failures", "want an array, got " + shown(r["failures"]));
+    for (size_t i = 0; i < r["failures"].size(); ++i) {
+      const auto& x = r["failures"][i];
+      const std::string xf = fmt::format("{}failures[{}]", f, i);
+      if (!x.is_object()) bad_field(where, xf, "not a JSON object: " + shown(x));
+      check_string(x, "message", where, xf + ".");
+    }
+  }
+}
+
+// The run's verdict when it needs a testcase of its own in JUnit ("" when not: pass,
+// or fail that a failing row says): "verdict V: why".
+std::string verdict_failure(const nlohmann::json& summary, int failing_rows) {
+  const nlohmann::json none;
+  const nlohmann::json& v = summary.contains("verdict") ? summary["verdict"] : none;
+  const std::string verdict = v.is_string() ? v.get<std::string>() : "";
+  if (verdict == "pass" || (verdict == "fail" && failing_rows > 0)) return "";
+  if (verdict == "fail") return "verdict fail: the run failed, but no result says which";
+  if (verdict == "running")
+    return "verdict running: the run never finished (its process died or was killed, or it still runs)";
+  if (verdict == "interrupted") return "verdict interrupted: the run was stopped (SIGINT/SIGTERM) before it finished";
+  if (verdict == "not_exercised") return "verdict not_exercised: no result reached the code under test";
+  if (verdict == "incomplete") {
+    std::vector<std::string> why;
+    const auto list = [&](const char* key, const char* what) {
+      if (!summary.contains(key) || !summary[key].is_array() || summary[key].empty()) return;
+      std::vector<std::string> items;
+      for (const auto& x : summary[key]) {
+        if (items.size() == 20) {
+          items.push_back(fmt::format("... ({} in all)", summary[key].size()));
+          break;
+        }
+        items.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+      }
+      why.push_back(fmt::format("{}: {}", what, fmt::join(items, ", ")));
+    };
+    list("missing_shards", "missing shards");
+    list("missing_pairs", "pairs no shard holds");
+    if (summary.contains("shards") && summary["shards"].is_array())
+      for (const auto& sh : summary["shards"])
+        if (sh.is_object() && sh.value("verdict", nlohmann::json()) == "running")
+          why.push_back(fmt::format("shard {} did not finish", sh.value("index", nlohmann::json()).dump()));
+    if (summary.contains("devices") && summary["devices"].is_array())
+      for (const auto& d : summary["devices"])
+        if (d.is_object() && d.contains("exit") && d["exit"] != 0 && d["exit"] != 1)
+          why.push_back(fmt::format("device {} ended: {}", d.value("device", nlohmann::json()).dump(),
+                                    d["exit"].is_string() ? d["exit"].get<std::string>() : d["exit"].dump()));
+    return "verdict incomplete: " + (why.empty() ? std::string("a shard or pair is missing") : fmt::format("{}", fmt::join(why, "; ")));
+  }
+  return "verdict " + (verdict.empty() ? std::string("(none)") : verdict) + ": not a verdict of a finished, passing run";
+}
+
 }  // namespace
+
+void check_summary(const nlohmann::json& s, const std::string& path) {
+  if (!s.is_object()) throw std::runtime_error(path + ": not a JSON object, so no kvcheck summary");
+  const nlohmann::json none;
+  const auto get = [&](const char* key) -> const nlohmann::json& { return s.contains(key) ? s[key] : none; };
+  if (get("schema") != "kvcheck-summary")
+    bad_field(path, "schema", "want \"kvcheck-summary\", got " + shown(get("schema")) + ": no kvcheck summary");
+  if (!get("schema_version").is_number_integer() || get("schema_version") != kSummaryVersion)
+    bad_field(path, "schema_version", fmt::format("want {}, got {}", kSummaryVersion, shown(get("schema_version"))));
+  if (get("kind") != "run" && get("kind") != "fuzz") bad_field(path, "kind", "want run or fuzz, got " + shown(get("kind")));
+  const std::string kind = get("kind");
+  if (!one_of(kVerdicts, get("verdict")))
+    bad_field(path, "verdict", "want pass, fail, interrupted, running, not_exercised or incomplete, got " +
+                                   shown(get("verdict")));
+  if (!get("results").is_array()) bad_field(path, "results", "want an array, got " + shown(get("results")));
+  for (size_t i = 0; i < s["results"].size(); ++i)
+    check_result(s["results"][i], kind, path, fmt::format("results[{}]", i));
+  for (const char* key : {"commit", "start_time", "isolation", "run_dir"}) check_string(s, key, path, "");
+  check_seconds_field(s, "seconds", path, "");
+  check_count(s, "start_epoch", path, "");
+  check_count(s, "host_properties_left_out", path, "");
+  if (s.contains("seed")) {
+    const auto& v = s["seed"];
+    if (!v.is_null() && !v.is_string() && !v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      bad_field(path, "seed", "want an unsigned integer or a string, got " + shown(v));
+  }
+  if (s.contains("backends")) {
+    const auto& b = s["backends"];
+    if (!b.is_array() || std::any_of(b.begin(), b.end(), [](const nlohmann::json& x) { return !x.is_string(); }))
+      bad_field(path, "backends", "want an array of strings, got " + shown(b));
+  }
+  if (s.contains("totals") && !s["totals"].is_null()) {
+    if (!s["totals"].is_object()) bad_field(path, "totals", "want an object, got " + shown(s["totals"]));
+    for (const char* key : {"results", "failures", "execs", "workers_started"}) check_count(s["totals"], key, path, "totals.");
+  }
+  for (const char* key : {"missing_shards", "missing_pairs"})
+    if (s.contains(key)) {
+      if (!s[key].is_array()) bad_field(path, key, "want an array, got " + shown(s[key]));
+      for (size_t i = 0; i < s[key].size(); ++i)
+        if (!is_count(s[key][i]))
+          bad_field(path, fmt::format("{}[{}]", key, i), "want an integer from 0 to 2^63-1, got " + shown(s[key][i]));
+    }
+  if (s.contains("shard") && !s["shard"].is_null()) {
+    const auto& sh = s["shard"];
+    if (!sh.is_object()) bad_field(path, "shard", "want null or an object, got " + shown(sh));
+    for (const char* key : {"index", "count", "pairs_total"}) {
+      if (!sh.contains(key)) bad_field(path, std::string("shard.") + key, "missing");
+      check_count(sh, key, path, "shard.");
+    }
+    const int64_t index = sh["index"].get<int64_t>(), count = sh["count"].get<int64_t>();
+    if (count < 1 || count > kMaxShards)
+      bad_field(path, "shard.count", fmt::format("want 1 ... {}, got {}", kMaxShards, count));
+    if (index < 1 || index > count) bad_field(path, "shard.index", fmt::format("want 1 ... {}, got {}", count, index));
+  }
+}
+
+std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+  struct Known {
+    const NamedPath* named = nullptr;
+    bool exists = false, regular = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::string where;  // absolute, symlinks followed
+  };
+  const auto know = [](const NamedPath& p) {
+    Known k;
+    k.named = &p;
+    struct stat st {};
+    if (stat(p.path.c_str(), &st) == 0) {
+      k.exists = true;
+      k.regular = S_ISREG(st.st_mode);
+      k.dev = st.st_dev;
+      k.ino = st.st_ino;
+    }
+    std::error_code ec;
+    const fs::path t = fs::absolute(final_target(p.path), ec);
+    const fs::path c = fs::weakly_canonical(t, ec);
+    k.where = (ec ? t.lexically_normal() : c).string();
+    return k;
+  };
+  // One regular file (or one name that does not exist yet) under both names.
+  const auto same = [](const Known& a, const Known& b) {
+    if (a.exists != b.exists) return false;
+    if (a.exists) return a.regular && b.regular && a.dev == b.dev && a.ino == b.ino;
+    return a.where == b.where;
+  };
+  std::vector<Known> seen;
+  for (const auto& in : inputs)
+    if (!in.path.empty()) seen.push_back(know(in));
+  for (const auto& out : outputs) {
+    if (out.path.empty()) continue;
+    const Known k = know(out);
+    for (const Known& other : seen)
+      if (same(k, other))
+        return fmt::format("{} {} is the same file as {} {}: refused, nothing written", out.label, out.path,
+                           other.named->label, other.named->path);
+    seen.push_back(k);
+    if (k.exists) {
+      struct stat st {};
+      if (stat(out.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return fmt::format("cannot write {} ({}): a directory", out.path, out.label);
+      if (access(out.path.c_str(), W_OK) != 0)
+        return fmt::format("cannot write {} ({}): {}", out.path, out.label, std::strerror(errno));
+    } else {
+      fs::path dir = fs::path(final_target(out.path)).parent_path();
+      if (dir.empty()) dir = ".";
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) return fmt::format("cannot write {} ({}): no directory {}", out.path, out.label, dir.string());
+      if (access(dir.c_str(), W_OK | X_OK) != 0)
+        return fmt::format("cannot write {} ({}): directory {}: {}", out.path, out.label, dir.string(), std::strerror(errno));
+    }
+  }
+  return "";
+}
 
 std::string default_work_dir() {
   if (const char* env = std::getenv("KVCHECK_WORK_DIR"); env && *env) return env;
@@ -113,7 +375,24 @@ nlohmann::json summary_header(const std::string& kind, const std::string& start_
 }
 
 bool write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      errno = EISDIR;
+      return false;
+    }
+    // A device, FIFO or pipe: written through; a rename would put a file in its place.
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return false;
+    bool ok = write_all(fd, content);
+    const int e = errno;
+    ok = close(fd) == 0 && ok;
+    if (!ok && e) errno = e;
+    return ok;
+  }
+  // A symlink stays a symlink: the file it names is the one replaced.
+  const std::string target = final_target(path);
+  const std::string tmp = fmt::format("{}.tmp-{}", target, getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;
@@ -124,7 +403,7 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
       return false;
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int e = errno;
     std::remove(tmp.c_str());
     errno = e;
@@ -142,13 +421,17 @@ void write_junit(const nlohmann::json& summary, std::ostream& out) {
     failures += v == "fail";
     skipped += v == "not_run";
   }
+  // A verdict other than pass that no failing row says is a failing testcase of its own.
+  const std::string verdict_failed = verdict_failure(summary, failures);
+  const size_t tests = results.size() + !verdict_failed.empty();
+  failures += !verdict_failed.empty();
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << fmt::format("<testsuites name=\"kvcheck {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                     xml(kind), results.size(), failures, skipped, number_or(summary, "seconds", 0));
+                     xml(kind), tests, failures, skipped, number_or(summary, "seconds", 0));
   out << fmt::format(
       "  <testsuite name=\"kvcheck {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\" "
       "timestamp=\"{}\">\n",
-      xml(kind), results.size(), failures, skipped, number_or(summary, "seconds", 0),
+      xml(kind), tests, failures, skipped, number_or(summary, "seconds", 0),
       xml(string_or(summary, "start_time", "")));
   // The campaign's seed (kvcheck run) on the suite; a fuzz run has one per target.
   const std::string seed = seed_of(summary);
@@ -188,22 +471,39 @@ void write_junit(const nlohmann::json& summary, std::ostream& out) {
     }
     out << "    </testcase>\n";
   }
+  if (!verdict_failed.empty()) {
+    out << fmt::format(
+        "    <testcase classname=\"kvcheck\" name=\"kvcheck verdict\" time=\"0.000\">\n"
+        "      <failure message=\"{}\" type=\"verdict\">{}\n</failure>\n    </testcase>\n",
+        xml(verdict_failed), xml(verdict_failed));
+  }
   out << "  </testsuite>\n</testsuites>\n";
 }
 
 int junit_file(const std::string& summary_path, const std::string& out_path, std::ostream& err) {
+  if (const std::string bad = check_output_paths({{"SUMMARY", summary_path}}, {{"OUT", out_path}}); !bad.empty()) {
+    err << "kvcheck junit: " << bad << "\n";
+    return 2;
+  }
   nlohmann::json summary;
   try {
     std::ifstream in(summary_path);
+    if (!in) throw std::runtime_error(std::strerror(errno));
     summary = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
     err << "kvcheck junit: cannot read " << summary_path << ": " << e.what() << "\n";
     return 2;
   }
+  try {
+    check_summary(summary, summary_path);
+  } catch (const std::exception& e) {
+    err << "kvcheck junit: " << e.what() << "\n";
+    return 2;
+  }
   std::ostringstream x;
   write_junit(summary, x);
   if (!write_file_atomically(out_path, x.str())) {
-    err << "kvcheck junit: cannot write " << out_path << "\n";
+    err << "kvcheck junit: cannot write " << out_path << ": " << std::strerror(errno) << "\n";
     return 2;
   }
   return 0;
@@ -231,34 +531,83 @@ int record_start(const std::string& kind, const std::string& work_dir, std::ostr
 
 int record_finish(const std::string& run_dir, const std::string& verdict, const std::string& junit_path,
                   std::ostream& err) {
+  const std::string summary_path = run_dir + "/summary.json", results_path = run_dir + "/results.jsonl";
+  const auto refuse = [&](const std::string& what) {
+    err << "kvcheck record: " << what << "\n";
+    return 2;
+  };
+  if (verdict != "pass" && verdict != "fail" && verdict != "interrupted" && verdict != "running")
+    return refuse("verdict '" + verdict + "': want pass, fail, interrupted or running");
+  if (const std::string bad =
+          check_output_paths({{"results", results_path}}, {{"the summary", summary_path}, {"--junit", junit_path}});
+      !bad.empty())
+    return refuse(bad);
   nlohmann::json s;
-  try {
-    std::ifstream in(run_dir + "/summary.json");
-    s = nlohmann::json::parse(in);
-    s["results"] = nlohmann::json::array();
-    std::ifstream lines(run_dir + "/results.jsonl");
+  {
+    std::ifstream in(summary_path);
+    if (!in)
+      return refuse(fmt::format("cannot read {}: {}", summary_path,
+                                errno == ENOENT ? std::string("no such file") : std::strerror(errno)));
+    try {
+      s = nlohmann::json::parse(in);
+      check_summary(s, summary_path);
+    } catch (const std::exception& e) {
+      return refuse(fmt::format("cannot read the run in {}: {}", run_dir, e.what()));
+    }
+  }
+  // Only a run this command began and that has not finished: never a `kvcheck run`'s.
+  if (s["kind"] != "fuzz" || s["verdict"] != "running" || !s.contains("start_epoch"))
+    return refuse(fmt::format("{} is not a run that `kvcheck record start fuzz` began and that still runs (kind {}, "
+                              "verdict {}{}): left as it is",
+                              summary_path, s["kind"].dump(), s["verdict"].dump(),
+                              s.contains("start_epoch") ? "" : ", no start_epoch"));
+  nlohmann::json results = nlohmann::json::array();
+  {
+    std::ifstream lines(results_path);
+    if (!lines && errno != ENOENT) return refuse(fmt::format("cannot read {}: {}", results_path, std::strerror(errno)));
     std::string line;
-    while (std::getline(lines, line))
-      if (!line.empty()) s["results"].push_back(nlohmann::json::parse(line));
-  } catch (const std::exception& e) {
-    err << "kvcheck record: cannot read the run in " << run_dir << ": " << e.what() << "\n";
-    return 2;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      if (line.empty()) continue;
+      try {
+        nlohmann::json r = nlohmann::json::parse(line);
+        check_result(r, "fuzz", fmt::format("{} line {}", results_path, n), "");
+        results.push_back(std::move(r));
+      } catch (const nlohmann::json::exception& e) {
+        return refuse(fmt::format("{} line {}: {}", results_path, n, e.what()));
+      } catch (const std::exception& e) {
+        return refuse(e.what());
+      }
+    }
   }
-  int failures = 0;
-  int64_t execs = 0;
-  for (const auto& r : s["results"]) {
-    failures += r.value("verdict", "") == "fail";
-    if (r.contains("execs") && r["execs"].is_number()) execs += r["execs"].get<int64_t>();
+  int64_t failures = 0, execs = 0, passed = 0;
+  std::string first_failed;
+  for (const auto& r : results) {
+    if (r["verdict"] == "fail" && failures++ == 0) first_failed = r["name"];
+    passed += r["verdict"] == "pass";
+    if (r.contains("execs") && !r["execs"].is_null() &&
+        __builtin_add_overflow(execs, r["execs"].get<int64_t>(), &execs))
+      return refuse(fmt::format("{}: the execs of the results overflow a 64-bit total", results_path));
   }
-  s["verdict"] = verdict;
-  s["end_time"] = verdict == "running" ? nlohmann::json(nullptr) : nlohmann::json(utc_now());
-  s["seconds"] = static_cast<int64_t>(std::time(nullptr)) - s.value("start_epoch", static_cast<int64_t>(0));
+  // Pass is never written over a failed result, nor when no result passed.
+  std::string written = verdict;
+  if (verdict == "pass" && failures > 0) {
+    written = "fail";
+    err << fmt::format("kvcheck record: result {} failed ({} of {} failed): verdict fail written, not pass\n",
+                       first_failed, failures, results.size());
+  } else if (verdict == "pass" && passed == 0) {
+    written = "not_exercised";
+    err << fmt::format("kvcheck record: {}: verdict not_exercised written, not pass\n",
+                       results.empty() ? "no results in " + results_path
+                                       : fmt::format("no result of the {} in {} passed", results.size(), results_path));
+  }
+  s["results"] = std::move(results);
+  s["verdict"] = written;
+  s["end_time"] = written == "running" ? nlohmann::json(nullptr) : nlohmann::json(utc_now());
+  s["seconds"] = std::max<int64_t>(0, static_cast<int64_t>(std::time(nullptr)) - s["start_epoch"].get<int64_t>());
   s["totals"] = {{"results", s["results"].size()}, {"failures", failures}, {"execs", execs}};
-  if (const std::string bad = write_summary_files(s, {run_dir + "/summary.json"}, junit_path); !bad.empty()) {
-    err << "kvcheck record: cannot write " << bad << "\n";
-    return 2;
-  }
-  return 0;
+  if (const std::string bad = write_summary_files(s, {summary_path}, junit_path); !bad.empty())
+    return refuse(fmt::format("cannot write {}: {}", bad, std::strerror(errno)));
+  return written == verdict ? 0 : 1;
 }
 
 std::string write_summary_files(const nlohmann::json& summary, const std::vector<std::string>& json_paths,

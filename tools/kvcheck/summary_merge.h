@@ -11,9 +11,13 @@
 namespace kvcheck::tool {
 
 /// The merged summary of shard summaries (parsed summary.json documents, `paths`
-/// naming them in messages). Throws std::runtime_error naming the file when one is not
-/// a run summary of a shard, when they disagree on the shard count, the pairs in the
-/// whole selection, the seed or the budget, when a shard index or a pair appears twice.
+/// naming them in messages). Throws std::runtime_error naming the file and the field
+/// when one is no summary of the schema (check_summary, report.h: unknown verdicts or
+/// schema versions, wrong types, negative or too large counts), not a run summary of a
+/// shard, when a shard disagrees with the first on anything its run records (commit,
+/// seed, budget, options, backends, host properties left out, isolation, shard count,
+/// pairs in the whole selection), when a result's pair is not one of its shard's, when
+/// a shard index or a pair appears twice, or when a total overflows 2^63-1.
 /// The result: the first shard's header (commit, seed, budget, options), "shard"
 /// null, "shards" (index, file, run_dir, verdict of each), every result row in the
 /// whole run's order, totals recomputed, "missing_shards" and "missing_pairs" (pair
@@ -26,7 +30,8 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
 /// Reads the files, merges them, writes the merged summary to `out_path` (and JUnit
 /// to `junit_path` unless empty) and prints one line per shard and the verdict.
 /// Returns 0 for "pass", 1 for any other verdict, 2 when a file cannot be read, the
-/// shards do not belong together or the output cannot be written.
+/// shards do not belong together, or an output is one of the shards, is the other
+/// output or cannot be written (check_output_paths: checked before anything is written).
 int summary_merge(const std::vector<std::string>& paths, const std::string& out_path, const std::string& junit_path,
                   std::ostream& out, std::ostream& err);
 
