@@ -17,7 +17,9 @@
 // "copy ...": bytes = every copied block read and written), then swap_blocks (docs/spec.md
 // §8.3, "swap ...": bytes = the bytes moved, the ratio to a cudaMemcpyAsync of them in
 // the same direction).
-// Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5. Decode
+// Bandwidth rows: CUDA events around 20 back-to-back launches, median of 5; MLA and K/V
+// store/load rows also time the access-pattern floor (bench/pattern_copy.h, docs/cuda.md
+// "The access-pattern floor"): the same bytes between the same addresses, no arithmetic. Decode
 // rows (n <= 256), twice: each launch timed alone (event, launch, event, sync), median
 // of 200, and inside a CUDA graph as engines run decode (100 launches captured, the
 // graph replayed 20 times, median of 5; "timing": "graph"), each next to the empty
@@ -41,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/empty_kernel.h"
+#include "bench/pattern_copy.h"
 #include "bench/perf_gate.h"
 #include "impl/cuda/device_api.h"
 #include "impl/cuda/kv_family.h"
@@ -124,13 +127,102 @@ double time_graph(const std::function<void()>& launch, cudaStream_t s, int launc
   return ms;
 }
 
+void* dmalloc(size_t bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+  return p;
+}
+
 struct Row {
   std::string op, format;
   int64_t tokens, block_size;
   double bytes, ms, gbps, ratio;  // ratio: to the copy (bandwidth rows) or the empty kernel (decode rows)
   bool decode;
   std::string timing = "batched";  // batched | single (a launch alone) | graph (inside a CUDA graph)
+  double floor_gbps = 0;  // the access-pattern floor (bench/pattern_copy.h) over the same bytes; 0: not measured
 };
+
+/// GB/s of `bytes` moved by the pattern copy of `a`, timed as a bandwidth row; 0 when
+/// PatternCopy cannot take `a` (its refusal is then printed once per reason).
+double floor_gbps(const bench::PatternArgs& a, double bytes, cudaStream_t s) {
+  if (const std::string why = bench::PatternCopy::refusal(a); !why.empty()) {
+    static std::vector<std::string> said;
+    if (std::find(said.begin(), said.end(), why) == said.end()) {
+      said.push_back(why);
+      std::printf("access-pattern floor not measured where: %s\n", why.c_str());
+    }
+    return 0;
+  }
+  const bench::PatternCopy copy(a);
+  double best = 0;
+  for (const int unroll : {1, 2}) best = std::max(best, bytes / time_batched([&] { copy.launch(s, unroll); }, 20, s) / 1e6);
+  return best;
+}
+
+/// A floor is only a floor when it writes what the kernel writes: the store and the
+/// pattern copy each run on `buffers` filled with 0xAA and again filled with 0x55 (a byte
+/// is written when it differs from either fill: a kernel's byte may equal one of them),
+/// and their written bytes compared on the device. False, and a line saying where, when
+/// they differ. Checked once per row (at its first bandwidth size).
+bool same_footprint(const char* row, const std::function<void()>& store, const bench::PatternArgs& a,
+                    const std::vector<std::pair<uint8_t*, size_t>>& buffers, cudaStream_t s) {
+  if (!bench::PatternCopy::refusal(a).empty()) return true;  // no floor to check
+  const bench::PatternCopy copy(a);
+  for (const int unroll : {1, 2})
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const auto [buf, bytes] = buffers[i];
+      uint8_t* kept[3];  // the kernel's after 0xAA and 0x55, the copy's after 0xAA
+      for (uint8_t*& k : kept) k = static_cast<uint8_t*>(dmalloc(bytes));
+      const auto run_on = [&](uint8_t fill, const std::function<void()>& writer, uint8_t* keep) {
+        CK(cudaMemsetAsync(buf, fill, bytes, s));
+        writer();
+        if (keep != nullptr) CK(cudaMemcpyAsync(keep, buf, bytes, cudaMemcpyDeviceToDevice, s));
+      };
+      const std::function<void()> pattern = [&] { copy.launch(s, unroll); };
+      run_on(0xAA, store, kept[0]);
+      run_on(0x55, store, kept[1]);
+      run_on(0xAA, pattern, kept[2]);
+      run_on(0x55, pattern, nullptr);  // left in buf
+      CK(cudaGetLastError());
+      const int64_t at = bench::first_footprint_difference(kept[0], kept[1], kept[2], buf, bytes, s);
+      for (uint8_t* k : kept) CK(cudaFree(k));
+      if (at >= 0) {
+        std::printf("access-pattern floor of %s not measured: buffer %zu byte %lld is written by one of the kernel "
+                    "and the pattern copy only\n", row, i, static_cast<long long>(at));
+        return false;
+      }
+    }
+  return true;
+}
+
+/// The pattern of an MLA-cache store (slots) or load (blocks) of `layout` (SPEC §3):
+/// a token-interleaved record is one piece; a block-planar one its [data | tail] row and
+/// its scales. Flat rows: the store's BF16 kv row; the load's output row and scales.
+bench::PatternArgs mla_pattern(const CacheLayout& layout, uint8_t* cache, bool store, const void* kv, uint8_t* out,
+                               uint8_t* sf, const int32_t* slots, const int32_t* blocks, int64_t n) {
+  const PagedLayout p = layout.paged();
+  bench::PatternArgs a;
+  a.n = n;
+  a.block_size = layout.block_size;
+  a.block_stride[0] = p.block_stride;
+  a.slots = slots;
+  a.blocks = blocks;
+  a.store = store;
+  a.side[0].cache[0] = cache;
+  a.piece[a.pieces++] = {0, 0, p.data_token_stride, static_cast<int32_t>(p.data_token_stride)};
+  if (!p.interleaved && p.sf_bytes > 0)
+    a.piece[a.pieces++] = {0, p.scale_region, p.scale_token_stride, static_cast<int32_t>(p.sf_bytes)};
+  if (store) {
+    a.side[0].flat[0] = static_cast<uint8_t*>(const_cast<void*>(kv));
+    a.flat_bytes[0] = 2 * layout.format.elements;
+  } else {
+    a.side[0].flat[0] = out;
+    a.flat_bytes[0] = static_cast<int32_t>(layout.format.load_row_bytes());
+    a.side[0].flat[1] = sf;
+    a.flat_bytes[1] = static_cast<int32_t>(layout.format.load_scale_row_bytes());
+  }
+  return a;
+}
 
 /// The performance gate (--check, bench/perf_gate.h): prints its table, returns the
 /// exit code (0 or 1).
@@ -149,12 +241,6 @@ int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::st
     std::fprintf(stderr, "bench_cuda: the baseline %s is not a bench_cuda --json file: %s\n", file.c_str(), e.what());
     return 1;
   }
-}
-
-void* dmalloc(size_t bytes) {
-  void* p = nullptr;
-  CK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
-  return p;
 }
 
 /// The fused-RoPE rows' inputs (docs/spec.md §8.4) on the device: a kRopePositions x
@@ -292,6 +378,8 @@ int main(int argc, char** argv) {
       std::shuffle(blocks.begin(), blocks.end(), rng);
       auto* d_kv = static_cast<uint16_t*>(dmalloc(kv.size() * 2));
       auto* d_slots = static_cast<int32_t*>(dmalloc(perm.size() * 4));
+      auto* d_blocks = static_cast<int32_t*>(dmalloc(blocks.size() * 4));
+      CK(cudaMemcpy(d_blocks, blocks.data(), blocks.size() * 4, cudaMemcpyHostToDevice));
       CK(cudaMemcpy(d_kv, kv.data(), kv.size() * 2, cudaMemcpyHostToDevice));
       CK(cudaMemcpy(d_slots, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice));
       const int64_t out_row = f.load_row_bytes(), sf_row = f.load_scale_row_bytes();
@@ -303,6 +391,7 @@ int main(int argc, char** argv) {
       // rope dims, a 4096-position table of real angles, random positions.
       const RopeInputs ri = rope_inputs(64, max_tokens, rng);
       const RopeArgs rope{ri.table, kRopePositions, ri.positions, max_tokens, 64, 0, true};
+      bool footprint_checked = false, floor_ok = true;  // same_footprint, once per cache
       for (const int64_t n : sizes) {
         const bool decode = n <= 256;
         const cuda::StoreArgs st{d_kv, max_tokens, f.elements, d_slots, n};
@@ -348,6 +437,20 @@ int main(int argc, char** argv) {
           const double gbps = bytes / ms / 1e6;
           rows.push_back({op, f.name, n, bs, bytes, ms, gbps, decode ? ms / empty_ms : gbps / copy_gbps, decode,
                           decode ? "single" : "batched"});
+          const bool is_store = std::string(op) == "store";
+          if (!decode && (is_store || std::string(op) == "load")) {
+            const bench::PatternArgs pat =
+                mla_pattern(layout, cache.base, is_store, d_kv, d_out, d_sf, d_slots, d_blocks, n);
+            if (is_store && !footprint_checked) {
+              const std::string name = f.name + " bs " + std::to_string(bs);
+              floor_ok = same_footprint(name.c_str(), fn, pat,
+                                        {{cache.base, static_cast<size_t>(layout.size_bytes())}}, s);
+              footprint_checked = true;
+              CK(cudaMemsetAsync(cache.base, 0, static_cast<size_t>(layout.size_bytes()), s));  // real records again
+              cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
+            }
+            if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, bytes, s);
+          }
           if (decode) {  // and as engines run decode: inside a CUDA graph, next to the empty kernel's
             const double g = time_graph(fn, s);
             rows.push_back({op, f.name, n, bs, bytes, g, bytes / g / 1e6, g / empty_graph_ms, true, "graph"});
@@ -361,6 +464,7 @@ int main(int argc, char** argv) {
       CK(cudaFree(ri.positions));
       CK(cudaFree(d_kv));
       CK(cudaFree(d_slots));
+      CK(cudaFree(d_blocks));
       CK(cudaFree(d_out));
       CK(cudaFree(d_sf));
     }
@@ -490,12 +594,46 @@ int main(int argc, char** argv) {
     const double bytes = static_cast<double>(n) * row * 2 * (2 + es);  // K and V: rows + records
     const double store_bytes = bytes + (kc.rope ? 8.0 * n : 0.0);
     const double store_ms = time_batched([&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, 20, s);
+    // The access-pattern floor: each side's row as one piece per head (NHD: one piece),
+    // e2m1's block scales as one more (linear) or one per head (the 4-token interleave:
+    // a head's scale bytes 4 apart).
+    bench::PatternArgs pat;
+    pat.n = n;
+    pat.block_size = bs;
+    pat.sides = 2;
+    pat.slots = d_slots;
+    pat.blocks = d_table;
+    pat.block_stride[0] = kv_bytes(kc.dtype, dl.k.stride_page);
+    const int64_t head_bytes = kv_bytes(kc.dtype, kc.head_dim);
+    if (kc.order == KvHeadLayout::kNHD)
+      pat.piece[pat.pieces++] = {0, 0, kv_bytes(kc.dtype, dl.k.stride_token), static_cast<int32_t>(row / kc.head_dim * head_bytes)};
+    else
+      for (int32_t h = 0; h < kc.heads && pat.pieces < 8; ++h)
+        pat.piece[pat.pieces++] = {0, kv_bytes(kc.dtype, h * dl.k.stride_head), kv_bytes(kc.dtype, dl.k.stride_token),
+                                   static_cast<int32_t>(head_bytes)};
+    if (e2m1) pat.block_stride[1] = sf.stride_page;
+    if (e2m1 && !head_major)
+      pat.piece[pat.pieces++] = {1, 0, sf.stride_token, static_cast<int32_t>(kc.heads * groups)};
+    for (int32_t h = 0; e2m1 && head_major && h < kc.heads && pat.pieces < 16; ++h)
+      pat.piece[pat.pieces++] = {1, h * sf.stride_head, 0, static_cast<int32_t>(groups), static_cast<int32_t>(groups)};
+    pat.side[0] = {{d_k, d_k_sf}, {reinterpret_cast<uint8_t*>(d_key), nullptr}};
+    pat.side[1] = {{d_v, d_v_sf}, {reinterpret_cast<uint8_t*>(d_value), nullptr}};
+    pat.flat_bytes[0] = static_cast<int32_t>(row * 2);
+    const bool patterned = (kc.order == KvHeadLayout::kNHD || kc.heads <= 8) && dl.k == dl.v;
+    const bool floor_ok =
+        patterned &&
+        same_footprint(kc.name, [&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, pat,
+                       {{d_k, cache_bytes}, {d_v, cache_bytes}, {d_k_sf, sf_bytes}, {d_v_sf, sf_bytes}}, s);
+    run(cuda::launch_store_kv(st, nullptr, {s, false}));  // real records again for the gather
     rows.push_back({"store", kc.name, n, bs, store_bytes, store_ms, store_bytes / store_ms / 1e6,
                     store_bytes / store_ms / 1e6 / copy_gbps, false});
+    if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, store_bytes, s);
     if (!kc.rope) {  // the rope rows' gather is the row without it
       const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
       rows.push_back({"load", kc.name, n, bs, bytes, gather_ms, bytes / gather_ms / 1e6,
                       bytes / gather_ms / 1e6 / copy_gbps, false});
+      pat.store = false;
+      if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, bytes, s);
     }
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),
@@ -607,11 +745,16 @@ int main(int argc, char** argv) {
 
   std::printf("%-6s %-20s %7s %4s %12s %10s %9s %s\n", "op", "format", "tokens", "bs", "bytes", "us", "GB/s",
               "ratio");
-  for (const Row& r : rows)
-    std::printf("%-6s %-20s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s\n", r.op.c_str(), r.format.c_str(),
+  for (const Row& r : rows) {
+    std::printf("%-6s %-20s %7lld %4lld %12.0f %10.2f %9.1f %5.2f%s", r.op.c_str(), r.format.c_str(),
                 static_cast<long long>(r.tokens), static_cast<long long>(r.block_size), r.bytes, r.ms * 1e3, r.gbps,
                 r.decode ? r.ratio : 100 * r.ratio,
                 !r.decode ? "% of copy" : r.timing == "graph" ? "x empty kernel, in a CUDA graph" : "x empty kernel");
+    if (r.floor_gbps > 0)  // the access-pattern floor (bench/pattern_copy.h), and this row's share of it
+      std::printf("; floor %5.2f%% of copy, row %6.2f%% of floor", 100 * r.floor_gbps / copy_gbps,
+                  100 * r.gbps / r.floor_gbps);
+    std::printf("\n");
+  }
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
     nlohmann::json j{{"device", prop.name},
                      {"copy_gbps", copy_gbps},
@@ -624,6 +767,11 @@ int main(int argc, char** argv) {
                            {"ratio_to_copy", r.decode ? r.gbps / copy_gbps : r.ratio},
                            {"ratio_to_empty_kernel", r.ms / (r.timing == "graph" ? empty_graph_ms : empty_ms)},
                            {"decode", r.decode}, {"timing", r.timing}});
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].floor_gbps > 0) {
+        j["rows"][i]["floor_ratio_to_copy"] = rows[i].floor_gbps / copy_gbps;
+        j["rows"][i]["ratio_to_floor"] = rows[i].gbps / rows[i].floor_gbps;
+      }
     std::ofstream out(json);
     out << j.dump(1) << "\n";
     if (!out) {
