@@ -35,9 +35,11 @@ using kvcheck::tool::OptionSpec;
 template <class T>
 CLI::Validator integer_check(uint64_t min) {
   using V = std::conditional_t<std::is_integral_v<T>, T, uint64_t>;  // T is an integer wherever a count is declared
-  const uint64_t max = static_cast<uint64_t>(std::numeric_limits<V>::max());
   return CLI::Validator(
-      [min, max](std::string& v) { return kvcheck::tool::check_integer(v, min, max); }, "INT");
+      [min](std::string& v) {
+        return kvcheck::tool::check_integer(v, min, static_cast<uint64_t>(std::numeric_limits<V>::max()));
+      },
+      "INT");
 }
 
 // The declared options (tools/kvcheck/options.txt): every add() below must name one,
