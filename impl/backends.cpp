@@ -13,6 +13,11 @@
 namespace kvcheck {
 namespace {
 
+// Names a user's plugin may not take: `--backend host` selects the host properties
+// (tools/kvcheck/campaign.cpp), and cpu and cuda are the built-in plugins' (cuda even
+// where it is not built or cannot run: a plugin must never stand in for it).
+constexpr const char* kReservedNames[] = {"host", "cpu", "cuda"};
+
 struct Loaded {
   std::vector<std::shared_ptr<const Backend>> backends;
   std::vector<std::string> why_missing;
@@ -28,6 +33,13 @@ const Loaded& loaded() {
       try {
         auto lib = plugin::load_library(path);
         const std::string name = lib->table->name;
+        if (user)
+          for (const char* reserved : kReservedNames)
+            if (name == reserved)
+              throw Error(ErrorCode::kInvalidArgument,
+                          "plugin " + path + ": backend name '" + name +
+                              "' is reserved (host, cpu and cuda: --backend host selects the host properties, "
+                              "cpu and cuda are kvcheck's own backends); give the table another name");
         for (const auto& b : l.backends)
           if (b->name() == name)
             throw Error(ErrorCode::kInvalidArgument, "plugin " + path + ": a backend named '" + name +

@@ -3,7 +3,8 @@
 merge` give exactly the unsharded run's pairs, and `kvcheck run --devices 0,1` (a
 simulated two-GPU machine: workers pinned by CUDA_VISIBLE_DEVICES, the cpu backend)
 runs every pair exactly once into one complete summary; a worker that dies is said
-with its device and the merged verdict is not a pass.
+with its device and the merged verdict is not a pass; more devices than pairs leave the
+rest idle; device ids that cannot exist are refused.
 Usage: devices_test.py KVCHECK_BINARY WORK_DIR"""
 import json
 import os
@@ -87,6 +88,18 @@ check("device 1 (shard 2/2): killed by signal 9" in out and "WORKER DIED" in out
 check(any(r["name"] for r in died["results"]) and died["missing_pairs"], "the other worker's pairs are kept")
 rc, out = run("run", *SELECT, "--devices", "0,0")
 check(rc == 2 and "twice" in out, f"--devices 0,0 is refused (exit {rc}): {out.strip()}")
+
+# One pair on two devices: one worker, the other device idle, a pass (a shard with no
+# pair was a dead worker and an incomplete verdict).
+rc, out = run("run", "--backend", "cpu", "--property", "prop_store_matches_reference", "--cases", "1", "--seed", "5",
+              "--quiet", "--work-dir", work, "--devices", "0,1", "--report", f"{work}/one_pair.json")
+one = load(f"{work}/one_pair.json")
+check(rc == 0 and one["verdict"] == "pass" and len(one["devices"]) == 1 and "device [1] left idle" in out
+      and "WORKER DIED" not in out, f"one pair on two devices runs on one and passes (exit {rc})\n{out}")
+for bad in ("-1", "99999999999999999999", "1024", "01", "GPU-"):
+    rc, out = run("run", *SELECT, "--devices", bad)
+    check(rc == 2 and "--devices" in out and "workers" not in out,
+          f"--devices {bad} is refused before anything runs (exit {rc}): {out.strip()}")
 
 print("all shard and device checks passed" if not failures else f"{len(failures)} checks failed")
 sys.exit(1 if failures else 0)

@@ -1,10 +1,15 @@
 #include "impl/plugin/loader.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +34,120 @@ namespace {
   throw Error(code, "plugin " + path + ": " + what);
 }
 
+// What a forked child did (run_in_child): its report (the byte 'R', then text) if it
+// wrote one, whether it ran past the limit (then it was killed), how it ended.
+struct ChildEnd {
+  bool reported = false;
+  std::string text;  // after the 'R'
+  bool timed_out = false;
+  int status = 0;             // waitpid's, when known
+  bool status_known = false;  // false: reaped elsewhere (SIGCHLD ignored)
+};
+
+// "exited with status 0", "was killed by signal 11 (Segmentation fault)".
+std::string how_it_ended(const ChildEnd& e) {
+  if (!e.status_known) return "ended (its exit status is unknown: SIGCHLD is ignored)";
+  if (WIFEXITED(e.status)) return "exited with status " + std::to_string(WEXITSTATUS(e.status));
+  if (WIFSIGNALED(e.status))
+    return "was killed by signal " + std::to_string(WTERMSIG(e.status)) + " (" + strsignal(WTERMSIG(e.status)) + ")";
+  return "ended";
+}
+
+std::string seconds_text(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
+
+// Runs body() in a forked child, which reports through a pipe once body returned: 'R'
+// and body's text; the child then _exit(0)s. A child that ends without that report (exit()
+// or _exit() inside body, any status, or a signal) is reported = false. After
+// `limit` seconds (0 = none) the child is killed and timed_out set. Only the child's
+// own end counts: a grandchild holding the pipe open does not keep the parent waiting.
+template <class Body>
+ChildEnd run_in_child(Body body, double limit, std::string& error) {
+  ChildEnd end;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return end;
+  }
+  std::fflush(nullptr);  // an exit() in the child flushes what it inherited
+  const pid_t pid = fork();
+  if (pid < 0) {
+    error = std::string("cannot fork: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return end;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string text = "R" + body();
+    (void)!write(fds[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  (void)fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  std::string got;
+  bool eof = false;  // every writer closed: the child is ending, poll() would return at once
+  const auto drain = [&] {
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+    eof |= n == 0;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (eof) {
+      usleep(1000);
+    } else {
+      pollfd p{fds[0], POLLIN, 0};
+      (void)poll(&p, 1, 20);
+    }
+    drain();
+    const pid_t r = waitpid(pid, &end.status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) {
+      end.status_known = r == pid;
+      drain();
+      break;
+    }
+    if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= limit) {
+      kill(pid, SIGKILL);
+      end.status_known = waitpid(pid, &end.status, 0) == pid;
+      end.timed_out = true;
+      break;
+    }
+  }
+  close(fds[0]);
+  end.reported = !got.empty() && got[0] == 'R';
+  if (end.reported) end.text = got.substr(1);
+  return end;
+}
+
+// dlopen(file) and the entry lookup first in a forked child: a library whose
+// constructors end the process (exit(0), _exit(0), a signal) or hang would otherwise end
+// or stall kvcheck itself, silently and with their status.
+void preflight_dlopen(const std::string& path, const std::string& file) {
+  std::string error;
+  const double limit = call_timeout_seconds();
+  const ChildEnd e = run_in_child(
+      [&file]() -> std::string {
+        void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (h == nullptr) return std::string("dlopen failed: ") + dlerror();
+        (void)dlsym(h, KVCHECK_ENTRY_SYMBOL);
+        return "";
+      },
+      limit, error);
+  if (!error.empty()) fail(path, "cannot load it in a child process first: " + error);
+  if (e.timed_out)
+    fail(path, "loading it (dlopen: the library's constructors) did not return within " + seconds_text(limit) +
+                   " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)");
+  if (!e.reported)
+    fail(path, "loading it (dlopen: the library's constructors) ended the process that tried it, which " +
+                   how_it_ended(e) + " before dlopen returned: refused (it would end kvcheck the same way)");
+  if (!e.text.empty()) fail(path, e.text);  // dlopen's own error
+}
+
 // The largest head_dim a contract may declare: the generators size caches from it (every
 // engine's is far below: 64..576).
 constexpr int32_t kMaxDeclaredHeadDim = 16384;
@@ -37,6 +156,10 @@ constexpr int32_t kMaxDeclaredHeadDim = 16384;
 // 256-byte aligned and their device copies keep the host address modulo 256
 // (device_memory.h), so an alignment up to 256 is one the calls can honour.
 constexpr int32_t kMaxKvAlignment = 256;
+
+// The largest block_size_multiple a plugin may declare: the generators' largest block
+// size (properties/gen/choices.h kBlockSizes), which every case then has.
+constexpr int32_t kMaxBlockSizeMultiple = 256;
 
 // A declared contract (backend_abi.h kvcheck_contract): every field it covers in range.
 void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t kv_dtypes_declared) {
@@ -106,6 +229,30 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
   }
 }
 
+// Block-size limits and format / dtype masks the generators can draw a case inside: a
+// negative or absurd limit, a multiple above the largest limit, or an operation named
+// with no format (dtype) to call it with would leave its rows nothing to draw (or a
+// worker allocating caches of 2^30-token blocks).
+void check_block_sizes_and_masks(const std::string& path, const kvcheck_capabilities& c) {
+  if (c.block_size_multiple < 0 || c.block_size_multiple > kMaxBlockSizeMultiple)
+    fail(path, "capabilities block_size_multiple " + std::to_string(c.block_size_multiple) + " is not in [0, " +
+                   std::to_string(kMaxBlockSizeMultiple) + "] (0 or 1 = any; the generators draw block sizes up to " +
+                   std::to_string(kMaxBlockSizeMultiple) + ", docs/plugins.md)");
+  if (c.max_block_size < 0)
+    fail(path, "capabilities max_block_size " + std::to_string(c.max_block_size) + " is negative (0 = no limit)");
+  if (c.max_block_size > 0 && c.block_size_multiple > c.max_block_size)
+    fail(path, "capabilities block_size_multiple " + std::to_string(c.block_size_multiple) + " with max_block_size " +
+                   std::to_string(c.max_block_size) + ": no block size is both");
+  const uint32_t paged = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE;
+  if ((c.ops & paged) && c.formats == 0)
+    fail(path, "capabilities name store_kv_cache or load_paged_kv_cache but formats is 0: no format to call them "
+               "with (~0u = every format)");
+  const uint32_t kv = KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV;
+  if ((c.ops & kv) && c.kv_dtypes == 0)
+    fail(path, "capabilities name store_kv or gather_kv but kv_dtypes is 0: no K/V dtype to call them with "
+               "(~0u = every dtype)");
+}
+
 // The ops bits and the entries that must back them (optional entries: when covered).
 void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
   if (t.abi_version != KVCHECK_ABI_VERSION)
@@ -170,6 +317,7 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
       !(t.capabilities.ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "
                "load_paged_kv_cache");
+  check_block_sizes_and_masks(path, t.capabilities);
   check_contract(path, table_contract(t), t.capabilities.kv_dtypes);
 }
 
@@ -189,7 +337,12 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
   // A name without '/' would make dlopen search the library path, not the file given.
   const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  preflight_dlopen(path, file);
+  void* handle = nullptr;
+  {
+    const WatchdogScope guard(path, "dlopen");  // what the child survived but this process does not
+    handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (handle == nullptr) fail(path, std::string("dlopen failed: ") + dlerror());
   dlerror();
   void* sym = dlsym(handle, KVCHECK_ENTRY_SYMBOL);
@@ -208,6 +361,7 @@ std::shared_ptr<Library> load_library(const std::string& path) {
     const WatchdogScope guard(path, KVCHECK_ENTRY_SYMBOL);  // a hang or exit() in the entry is said as such
     st = entry(KVCHECK_ABI_VERSION, &lib->table, msg, sizeof msg);
   }
+  msg[sizeof msg - 1] = '\0';  // a message that fills the buffer has no NUL of its own
   if (st == KVCHECK_STATUS_UNSUPPORTED) fail(path, std::string("declines to run here: ") + msg, ErrorCode::kUnsupported);
   if (st != KVCHECK_STATUS_OK) fail(path, KVCHECK_ENTRY_SYMBOL " returned status " + std::to_string(st) + ": " + msg);
   if (lib->table == nullptr) fail(path, KVCHECK_ENTRY_SYMBOL " returned OK but no table");
@@ -222,30 +376,24 @@ std::shared_ptr<Library> load_library(const std::string& path) {
 
 std::string probe_in_child(const Library& lib) {
   if (lib.table->probe == nullptr) return "";
-  int fds[2];
-  if (pipe(fds) != 0) return "cannot create a pipe for the probe";
-  const pid_t pid = fork();
-  if (pid < 0) return "cannot fork for the probe";
-  if (pid == 0) {
-    close(fds[0]);
-    char msg[1024] = {0};
-    const int st = lib.table->probe(lib.table->context, msg, sizeof msg);
-    if (st != KVCHECK_STATUS_OK) {
-      if (!*msg) std::snprintf(msg, sizeof msg, "probe returned status %d", st);
-      (void)!write(fds[1], msg, std::strlen(msg));
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string why;
-  char buf[256];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    why = "probe crashed (" + (WIFSIGNALED(status) ? std::string(strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))) + ")";
-  return why;
+  std::string error;
+  const double limit = call_timeout_seconds();
+  const ChildEnd e = run_in_child(
+      [&lib]() -> std::string {
+        char msg[1024] = {0};
+        const int st = lib.table->probe(lib.table->context, msg, sizeof msg);
+        msg[sizeof msg - 1] = '\0';  // a message that fills the buffer has no NUL of its own
+        if (st == KVCHECK_STATUS_OK) return "";
+        if (!*msg) std::snprintf(msg, sizeof msg, "probe returned status %d", st);
+        return msg;
+      },
+      limit, error);
+  if (!error.empty()) return "cannot run the probe in a child process: " + error;
+  if (e.timed_out)
+    return "probe did not return within " + seconds_text(limit) +
+           " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)";
+  if (!e.reported) return "probe ended the process instead of returning (the probe's process " + how_it_ended(e) + ")";
+  return e.text;
 }
 
 std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib) {

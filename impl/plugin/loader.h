@@ -25,8 +25,10 @@ struct Library {
 /// NULL (backend_abi.h kvcheck_contract).
 const kvcheck_contract* table_contract(const kvcheck_backend_v1_t& t);
 
-/// dlopen(path) + the entry symbol. Throws Error(kInvalidArgument) naming the path
-/// and the problem: no such file, dlopen's error, no symbol kvcheck_backend_v1, ABI
+/// dlopen(path) + the entry symbol, dlopen first tried in a forked child (its
+/// constructors may end or stall the process). Throws Error(kInvalidArgument) naming
+/// the path and the problem: no such file, a child whose dlopen did not return (how it
+/// ended: "exited with status 0", a signal) or ran past KVCHECK_PLUGIN_TIMEOUT, dlopen's error, no symbol kvcheck_backend_v1, ABI
 /// version mismatch (both numbers), a table too small or with a bad name/memory space,
 /// an ops bit without its function, a contract out of range (unknown recipe bits,
 /// head_dims), a device plugin in a harness built without CUDA.
@@ -35,7 +37,10 @@ const kvcheck_contract* table_contract(const kvcheck_backend_v1_t& t);
 std::shared_ptr<Library> load_library(const std::string& path);
 
 /// Runs the table's probe (when it has one) in a forked child, so the calling process
-/// never initialises CUDA (campaigns fork after this). "" = usable, else why not.
+/// never initialises CUDA (campaigns fork after this). "" = usable (the probe returned
+/// OK), else why not: its message, "probe did not return within N s" (the child is
+/// killed at KVCHECK_PLUGIN_TIMEOUT), or a probe that ended the process (exit(), any
+/// status, or a signal) instead of returning.
 std::string probe_in_child(const Library& lib);
 
 /// The Backend over a loaded library (plugin_backend.h; a device plugin's calls go

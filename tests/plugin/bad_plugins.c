@@ -2,7 +2,8 @@
  * each with one -D): a wrong ABI version, no entry symbol, an ops bit without its
  * function (or with it past the table's end), a feature bit without its operation, an
  * ops bit this harness does not know, a contract out of range (and one past the table's
- * end, which loads: never read). */
+ * end, which loads: never read), a reserved name (host, cuda), block-size limits no
+ * case can meet or that are negative, a paged op with no format, a K/V op with no dtype. */
 #include <string.h>
 
 #include "include/kvcheck/backend_abi.h"
@@ -11,6 +12,20 @@
 KVCHECK_PLUGIN_EXPORT int not_the_entry_symbol(void) { return 0; }
 #else
 static kvcheck_backend_v1_t table;
+
+#if defined(NAME_HOST) || defined(STORE_WITHOUT_FORMATS)
+/* Never called: each of these plugins is refused, or never handed a case. */
+static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
+  return KVCHECK_STATUS_OK;
+}
+#endif
+#ifdef STORE_KV_WITHOUT_DTYPES
+static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
+  (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
+  return KVCHECK_STATUS_OK;
+}
+#endif
 
 KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v1_t** out, char* msg, size_t n) {
   (void)v;
@@ -23,6 +38,38 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.memory_space = KVCHECK_MEMORY_HOST;
 #ifdef NAME_WITH_TO
   table.name = "cpu-to-gpu"; /* "-to-" names writer x reader pairs */
+#endif
+#ifdef NAME_HOST
+  table.name = "host"; /* --backend host selects the host properties */
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = ~0u;
+  table.store_kv_cache = store;
+#endif
+#ifdef NAME_CUDA
+  table.name = "cuda"; /* the built-in device backend's, built here or not */
+#endif
+#ifdef BLOCK_SIZE_MULTIPLE_HUGE
+  table.capabilities.block_size_multiple = 1 << 30; /* no case could be drawn, or allocated */
+#endif
+#ifdef BLOCK_SIZE_MULTIPLE_NEGATIVE
+  table.capabilities.block_size_multiple = -16;
+#endif
+#ifdef MAX_BLOCK_SIZE_NEGATIVE
+  table.capabilities.max_block_size = -8;
+#endif
+#ifdef BLOCK_SIZE_MULTIPLE_ABOVE_MAX
+  table.capabilities.block_size_multiple = 16; /* no multiple of 16 is at most 8 */
+  table.capabilities.max_block_size = 8;
+#endif
+#ifdef STORE_WITHOUT_FORMATS
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = 0; /* a store of no format */
+  table.store_kv_cache = store;
+#endif
+#ifdef STORE_KV_WITHOUT_DTYPES
+  table.capabilities.ops = KVCHECK_OP_STORE_KV;
+  table.capabilities.kv_dtypes = 0; /* a store_kv of no dtype */
+  table.store_kv = store_kv;
 #endif
 #ifdef WRONG_VERSION
   table.abi_version = 2;

@@ -265,12 +265,21 @@ class TeeBuf final : public std::streambuf {
   std::streambuf* b_;
 };
 
-// Checks that `path` can be written without leaving a file behind.
-}  // namespace
-
-int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
+// The (property, backend) rows the options select, before --shard, with the backends
+// they run on, the backends that cannot run here and the host properties left out.
+struct Selection {
   std::vector<std::string> missing;
-  auto backends = available_backends(&missing);
+  std::vector<std::shared_ptr<const Backend>> backends;
+  std::vector<Row> rows;
+  int host_left_out = 0;
+};
+
+// Fills `sel`; 0, or 2 after printing why the options select nothing runnable (a
+// plugin that cannot run, an unknown backend) on `terminal`.
+int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& terminal) {
+  std::vector<std::string>& missing = sel.missing;
+  auto& backends = sel.backends;
+  backends = available_backends(&missing);
   // The plugins given are what the run is for: none of them runnable is no run of cpu.
   if (options.backends.empty())
     if (const std::string why = user_plugins_unavailable(); !why.empty()) {
@@ -314,8 +323,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
         if ((ops & paged) == paged || (ops & kv) == kv) backends.push_back(std::move(pair));
       }
   }
-  std::vector<Row> rows;
-  int host_left_out = 0;
+  std::vector<Row>& rows = sel.rows;
+  int& host_left_out = sel.host_left_out;
   for (const auto& p : props::registry().all()) {
     if (!selected(p, options.properties)) continue;
     if (!p.per_backend) {  // host properties run once, as "host"
@@ -330,6 +339,24 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (!as_contract(*b) || (is_contract_op(p.op) && b->capabilities().supports_property_op(p.op, nullptr)))
         rows.push_back(make_row(p, b));
   }
+  return 0;
+}
+
+}  // namespace
+
+int selected_pairs(const CampaignOptions& options) {
+  Selection sel;
+  std::ostringstream ignored;
+  return select_rows(options, sel, ignored) == 0 ? static_cast<int>(sel.rows.size()) : -1;
+}
+
+int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
+  Selection sel;
+  if (const int rc = select_rows(options, sel, terminal); rc != 0) return rc;
+  std::vector<std::string>& missing = sel.missing;
+  auto& backends = sel.backends;
+  std::vector<Row>& rows = sel.rows;
+  const int host_left_out = sel.host_left_out;
   const size_t pairs_total = rows.size();
   for (size_t i = 0; i < rows.size(); ++i) rows[i].index = i;
   if (options.shard_count > 0 && !rows.empty()) {

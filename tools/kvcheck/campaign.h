@@ -58,6 +58,11 @@ std::optional<std::pair<int, int>> parse_shard(const std::string& text);
 /// whole run's set of pairs. A shard with no pair is exit 2.
 int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream& progress);
 
+/// How many (property, backend) pairs the options select in the whole run (before
+/// --shard), as run_campaign counts them; -1 when run_campaign would refuse the options
+/// before selecting (an unknown backend, plugins none of which can run here).
+int selected_pairs(const CampaignOptions& options);
+
 /// Prints the registered properties (name, op, per-backend or host, invariant).
 void list_properties(std::ostream& out);
 

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -49,6 +51,20 @@ std::string exit_text(int status) {
   return "ended";
 }
 
+// No host has this many GPUs: a larger index is a typo (or an overflow), never a device.
+constexpr int kMaxDeviceIndex = 1024;
+
+// The GPUs `nvidia-smi -L` lists (0 when it is not there or lists none).
+int gpus_listed() {
+  FILE* p = popen("nvidia-smi -L 2>/dev/null", "r");
+  char line[512];
+  int n = 0;
+  while (p && fgets(line, sizeof line, p))
+    if (std::strncmp(line, "GPU ", 4) == 0) ++n;
+  if (p) pclose(p);
+  return n;
+}
+
 }  // namespace
 
 std::vector<std::string> parse_devices(const std::string& text) {
@@ -57,12 +73,7 @@ std::vector<std::string> parse_devices(const std::string& text) {
     if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
       devices = split(v, ',');
     } else {
-      FILE* p = popen("nvidia-smi -L 2>/dev/null", "r");
-      char line[512];
-      int n = 0;
-      while (p && fgets(line, sizeof line, p))
-        if (std::strncmp(line, "GPU ", 4) == 0) devices.push_back(std::to_string(n++));
-      if (p) pclose(p);
+      for (int i = 0, n = gpus_listed(); i < n; ++i) devices.push_back(std::to_string(i));
     }
     if (devices.empty())
       throw std::runtime_error("--devices all: no GPU found (CUDA_VISIBLE_DEVICES unset, nvidia-smi -L lists none); "
@@ -72,8 +83,17 @@ std::vector<std::string> parse_devices(const std::string& text) {
   }
   std::set<std::string> seen;
   for (const auto& d : devices) {
-    if (d.empty() || d.size() > 64 || d.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzGPUMI-") != std::string::npos)
-      throw std::runtime_error("--devices: '" + d + "' is not a device index or UUID (want all or 0,1,...)");
+    const bool uuid = (d.rfind("GPU-", 0) == 0 || d.rfind("MIG-", 0) == 0) && d.size() > 4 && d.size() <= 64 &&
+                      d.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzGPUMI-", 4) == std::string::npos;
+    const bool index = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
+    if (!uuid && !index)
+      throw std::runtime_error("--devices: '" + d +
+                               "' is not a device index (0, 1, ...) or UUID (GPU-..., MIG-...); want all or 0,1,...");
+    if (index && (d.size() > 1 && d[0] == '0'))
+      throw std::runtime_error("--devices: '" + d + "' is not a device index (no leading zeros)");
+    if (index && (d.size() > 4 || std::stoi(d) >= kMaxDeviceIndex))
+      throw std::runtime_error("--devices: device " + d + " cannot exist (an index is below " +
+                               std::to_string(kMaxDeviceIndex) + ")");
     if (!seen.insert(d).second) throw std::runtime_error("--devices: device " + d + " twice");
   }
   if (devices.empty()) throw std::runtime_error("--devices: no device named");
@@ -81,13 +101,16 @@ std::vector<std::string> parse_devices(const std::string& text) {
 }
 
 int run_on_devices(const std::string& self, const std::vector<std::string>& run_args,
-                   const std::vector<std::string>& devices, uint64_t seed, const std::string& work_dir,
+                   const std::vector<std::string>& named, size_t pairs, uint64_t seed, const std::string& work_dir,
                    const std::string& report_path, const std::string& junit_path, std::ostream& out) {
   if (const std::string bad = check_output_paths({}, {{"--report", report_path}, {"--junit", junit_path}});
       !bad.empty()) {
     fmt::print(out, "kvcheck run: {}\n", bad);
     return 2;
   }
+  // A worker per pair at most: the shard of any further one would hold none.
+  const std::vector<std::string> devices(named.begin(), named.begin() + static_cast<std::ptrdiff_t>(
+                                                                          std::max<size_t>(1, std::min(named.size(), pairs))));
   std::string run_dir;
   try {
     run_dir = make_run_dir(work_dir.empty() ? default_work_dir() : work_dir, "run");
@@ -98,6 +121,10 @@ int run_on_devices(const std::string& self, const std::vector<std::string>& run_
   const int n = static_cast<int>(devices.size());
   fmt::print(out, "kvcheck run: {} workers, one per device [{}], seed {}; run directory {}\n", n,
              fmt::join(devices, ", "), seed, run_dir);
+  if (devices.size() < named.size())
+    fmt::print(out, "  {} (property, backend) pair{} for {} devices: device{} [{}] left idle\n", pairs,
+               pairs == 1 ? "" : "s", named.size(), named.size() - devices.size() == 1 ? "" : "s",
+               fmt::join(named.begin() + static_cast<std::ptrdiff_t>(devices.size()), named.end(), ", "));
   out.flush();
   struct Worker {
     std::string device, log, report;

@@ -362,9 +362,13 @@ int main(int argc, char** argv) {
         }
         worker_args.push_back(a);
       }
+      // The pairs the workers share: nothing to share is refused as the run itself would.
+      const int pairs = kvcheck::tool::selected_pairs(run);
+      if (pairs <= 0) return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
       const uint64_t worker_seed =
           run.seed.value_or(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
-      return kvcheck::tool::run_on_devices("/proc/self/exe", worker_args, devices, worker_seed, run.work_dir,
+      return kvcheck::tool::run_on_devices("/proc/self/exe", worker_args, devices, static_cast<size_t>(pairs),
+                                           worker_seed, run.work_dir,
                                            run.report_path, run.junit_path, std::cout);
     }
     return kvcheck::tool::run_campaign(run, std::cout, std::cerr);
