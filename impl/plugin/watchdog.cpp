@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <thread>
 
 // Sanitizer builds run the same calls several times slower: their default limit is
@@ -119,14 +121,26 @@ void install_exit_guard() {
 
 }  // namespace
 
+namespace {
+// $KVCHECK_PLUGIN_TIMEOUT as seconds; nullopt when it is set but not a finite number >= 0.
+std::optional<double> env_timeout() {
+  const char* env = std::getenv("KVCHECK_PLUGIN_TIMEOUT");
+  if (!env || !*env) return kDefaultTimeout;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+std::string plugin_timeout_error() {
+  if (env_timeout()) return "";
+  return std::string("KVCHECK_PLUGIN_TIMEOUT='") + std::getenv("KVCHECK_PLUGIN_TIMEOUT") +
+         "' is not a number of seconds >= 0 (0 = no limit; e.g. 60 or 2.5)";
+}
+
 double call_timeout_seconds() {
-  static const double t = [] {
-    const char* env = std::getenv("KVCHECK_PLUGIN_TIMEOUT");
-    if (!env || !*env) return kDefaultTimeout;
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    return end != env && *end == '\0' && v >= 0 ? v : kDefaultTimeout;
-  }();
+  static const double t = env_timeout().value_or(kDefaultTimeout);
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "impl/backends.h"
+#include "impl/plugin/watchdog.h"
 #include "impl/contract_backend.h"
 #include "impl/plugin/loader.h"
 
@@ -278,6 +279,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help exits 0; every bad option exits 2 (README), whatever CLI11's own code.
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (const std::string bad = kvcheck::plugin::plugin_timeout_error(); !bad.empty()) {
+    std::cerr << "kvcheck: " << bad << "\n";
+    return 2;
   }
   for (size_t i = 0; i < run.backends.size(); ++i)  // each pair would run twice, under one name
     if (std::find(run.backends.begin(), run.backends.begin() + static_cast<std::ptrdiff_t>(i), run.backends[i]) !=
