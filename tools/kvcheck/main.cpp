@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
                            "Only this paged format (repeatable): V41 ... FP8_POW2SF_INDEX, BF16, OTHER; the K/V rows "
                            "then run only with --kv-dtype");
   contract_cmd->add_option("--kv-dtype", contract_kv_dtypes,
-                           "Only this K/V cache dtype (repeatable): bf16, fp16, e4m3, e5m2; the paged rows then run "
+                           "Only this K/V cache dtype (repeatable): bf16, fp16, e4m3, e5m2, e2m1; the paged rows then run "
                            "only with --format");
 
   // The FP8 K/V store recipes of docs/spec.md §7.3.1 (tools/kvcheck/recipes.h).
