@@ -19,8 +19,7 @@ namespace {
 
 // Per lane and direction: 16-byte chunks, 4-byte words, single bytes.
 constexpr int kChunks = 4, kWords = 1, kBytes = 2;
-constexpr int kChunkTable = 32 * kChunks, kWordTable = 32 * kWords, kByteTable = 32 * kBytes;
-constexpr int kTableLen[3] = {kChunkTable, kWordTable, kByteTable};  // host side
+constexpr int kTableLen[3] = {32 * kChunks, 32 * kWords, 32 * kBytes};  // host side: the tables' entries
 
 /// One access: base `sel` (0, 1: the side's caches at the token's block; 2, 3: its flat
 /// rows at the token) + offset + the token's part (token * stride, or the 4-token
@@ -54,28 +53,25 @@ __device__ __forceinline__ uint8_t* address(Elem e, uint8_t* const (&base)[4], i
   return b + e.offset + ((e.meta >> 26) & 1u ? (token >> 2) * 4 * stride + (token & 3) : token * stride);
 }
 
+// This lane's entries of the table at t (entries lane, lane + 32, ...), then t past it.
+template <int K>
+__device__ __forceinline__ void for_lane(const Elem*& t, int lane, Elem (&out)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) out[k] = t[lane + 32 * k];
+  t += 32 * K;
+}
+
 template <int kUnroll>  // (token, side)s per warp per loop trip
 __global__ void __launch_bounds__(256, 2) pattern_kernel(const KernelArgs a, const SlotDivider div) {
   const int lane = static_cast<int>(threadIdx.x & 31);
   Elem rc[kChunks], rw[kWords], rb[kBytes], wc[kChunks], ww[kWords], wb[kBytes];
-  const Elem* t = a.table;
-#pragma unroll
-  for (int k = 0; k < kChunks; ++k) rc[k] = t[lane + 32 * k];
-  t += kChunkTable;
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) rw[k] = t[lane + 32 * k];
-  t += kWordTable;
-#pragma unroll
-  for (int k = 0; k < kBytes; ++k) rb[k] = t[lane + 32 * k];
-  t += kByteTable;
-#pragma unroll
-  for (int k = 0; k < kChunks; ++k) wc[k] = t[lane + 32 * k];
-  t += kChunkTable;
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) ww[k] = t[lane + 32 * k];
-  t += kWordTable;
-#pragma unroll
-  for (int k = 0; k < kBytes; ++k) wb[k] = t[lane + 32 * k];
+  const Elem* t = a.table;  // the six tables in order, each 32 entries per register
+  for_lane(t, lane, rc);
+  for_lane(t, lane, rw);
+  for_lane(t, lane, rb);
+  for_lane(t, lane, wc);
+  for_lane(t, lane, ww);
+  for_lane(t, lane, wb);
 
   const int64_t warp = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
