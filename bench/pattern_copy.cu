@@ -1,9 +1,9 @@
 // The access-pattern floor (bench/pattern_copy.h). A token's accesses, the same for every
 // token but for its addresses, are flattened once on the host into tables of elements (a
 // 16-byte chunk, a 4-byte word or a single byte: which base, the offset from it, the
-// token's coefficient); lane l takes elements l, l + 32, ... of each table and keeps them
-// in registers. A warp moves one (token, side) after another, one or two per loop trip
-// (two: every load of both issued before any store, as the stores' kernels do); a slot's block
+// token's coefficient); lane l takes elements l, l + 32, ... of each table, read from the
+// CTA's copy in shared memory. A warp moves one (token, side) after another, 1, 2 or 4 per
+// loop trip (every load of them issued before any store, as the stores' kernels do); a slot's block
 // by SlotDivider as they do. The values written are the XOR of everything the warp read
 // (one shuffle reduction), so no load can be dropped; they mean nothing.
 #include <cuda_runtime.h>
@@ -19,7 +19,8 @@ namespace {
 
 // Per lane and direction: 16-byte chunks, 4-byte words, single bytes.
 constexpr int kChunks = 4, kWords = 1, kBytes = 2;
-constexpr int kTableLen[3] = {32 * kChunks, 32 * kWords, 32 * kBytes};  // host side: the tables' entries
+constexpr int kTableLen[3] = {32 * kChunks, 32 * kWords, 32 * kBytes};  // the tables' entries
+constexpr int kTableTotal = 2 * (kTableLen[0] + kTableLen[1] + kTableLen[2]);
 
 /// One access: base `sel` (0, 1: the side's caches at the token's block; 2, 3: its flat
 /// rows at the token) + offset + the token's part (token * stride, or the 4-token
@@ -42,6 +43,7 @@ struct KernelArgs {
   const int32_t* slots;
   const int32_t* blocks;
   bool store;
+  int32_t groups[6];  // of 32 entries each table uses
   const Elem* table;  // read chunks, words, bytes, then write chunks, words, bytes (kTableLen each)
 };
 
@@ -53,25 +55,26 @@ __device__ __forceinline__ uint8_t* address(Elem e, uint8_t* const (&base)[4], i
   return b + e.offset + ((e.meta >> 26) & 1u ? (token >> 2) * 4 * stride + (token & 3) : token * stride);
 }
 
-// This lane's entries of the table at t (entries lane, lane + 32, ...), then t past it.
-template <int K>
-__device__ __forceinline__ void for_lane(const Elem*& t, int lane, Elem (&out)[K]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) out[k] = t[lane + 32 * k];
-  t += 32 * K;
-}
-
+// Resident CTAs asked of ptxas per unroll (registers: 48, 80, 128; spills of at most
+// 8, 8 and 236 bytes): more warps, or more tokens a warp, in flight, the fastest taken.
+constexpr int kMinCtas[5] = {0, 5, 3, 0, 2};
 template <int kUnroll>  // (token, side)s per warp per loop trip
-__global__ void __launch_bounds__(256, 2) pattern_kernel(const KernelArgs a, const SlotDivider div) {
+__global__ void __launch_bounds__(256, kMinCtas[kUnroll]) pattern_kernel(const KernelArgs a, const SlotDivider div) {
+  // The tables in shared memory, not registers: a lane's 14 entries held in registers
+  // took 128 registers and so 16 warps an SM, too few loads in flight for a floor.
+  __shared__ Elem tables[kTableTotal];
+  for (int i = static_cast<int>(threadIdx.x); i < kTableTotal; i += static_cast<int>(blockDim.x)) tables[i] = a.table[i];
+  __syncthreads();
   const int lane = static_cast<int>(threadIdx.x & 31);
-  Elem rc[kChunks], rw[kWords], rb[kBytes], wc[kChunks], ww[kWords], wb[kBytes];
-  const Elem* t = a.table;  // the six tables in order, each 32 entries per register
-  for_lane(t, lane, rc);
-  for_lane(t, lane, rw);
-  for_lane(t, lane, rb);
-  for_lane(t, lane, wc);
-  for_lane(t, lane, ww);
-  for_lane(t, lane, wb);
+  const Elem* rc = tables + lane;  // entry k of this lane: rc[32 * k]
+  const Elem* rw = rc + kTableLen[0];
+  const Elem* rb = rw + kTableLen[1];
+  const Elem* wc = rb + kTableLen[2];
+  const Elem* ww = wc + kTableLen[0];
+  const Elem* wb = ww + kTableLen[1];
+  // Groups of 32 entries a table uses (warp-uniform): the unused ones are not read.
+  const int nrc = a.groups[0], nrw = a.groups[1], nrb = a.groups[2], nwc = a.groups[3], nww = a.groups[4],
+            nwb = a.groups[5];
 
   const int64_t warp = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
@@ -102,14 +105,17 @@ __global__ void __launch_bounds__(256, 2) pattern_kernel(const KernelArgs a, con
       base[u][3] = (sd ? a.flat[1][1] : a.flat[0][1]) + tk * a.flat_bytes[1];
 #pragma unroll
       for (int k = 0; k < kChunks; ++k)
-        vc[u][k] = rc[k].offset >= 0 ? __ldcs(reinterpret_cast<const uint4*>(address(rc[k], base[u], token[u])))
-                                     : make_uint4(0, 0, 0, 0);
+        vc[u][k] = k < nrc && rc[32 * k].offset >= 0
+                       ? __ldcs(reinterpret_cast<const uint4*>(address(rc[32 * k], base[u], token[u])))
+                       : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int k = 0; k < kWords; ++k)
-        vw[u][k] = rw[k].offset >= 0 ? __ldcs(reinterpret_cast<const uint32_t*>(address(rw[k], base[u], token[u]))) : 0u;
+        vw[u][k] = k < nrw && rw[32 * k].offset >= 0
+                       ? __ldcs(reinterpret_cast<const uint32_t*>(address(rw[32 * k], base[u], token[u])))
+                       : 0u;
 #pragma unroll
       for (int k = 0; k < kBytes; ++k)
-        vb[u][k] = rb[k].offset >= 0 ? __ldcs(address(rb[k], base[u], token[u])) : 0u;
+        vb[u][k] = k < nrb && rb[32 * k].offset >= 0 ? __ldcs(address(rb[32 * k], base[u], token[u])) : 0u;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -125,14 +131,14 @@ __global__ void __launch_bounds__(256, 2) pattern_kernel(const KernelArgs a, con
       if (i0 + u >= items) continue;
 #pragma unroll
       for (int k = 0; k < kChunks; ++k)
-        if (wc[k].offset >= 0)
-          *reinterpret_cast<uint4*>(address(wc[k], base[u], token[u])) = make_uint4(v, v ^ 1u, v ^ 2u, v ^ 3u);
+        if (k < nwc && wc[32 * k].offset >= 0)
+          *reinterpret_cast<uint4*>(address(wc[32 * k], base[u], token[u])) = make_uint4(v, v ^ 1u, v ^ 2u, v ^ 3u);
 #pragma unroll
       for (int k = 0; k < kWords; ++k)
-        if (ww[k].offset >= 0) *reinterpret_cast<uint32_t*>(address(ww[k], base[u], token[u])) = v;
+        if (k < nww && ww[32 * k].offset >= 0) *reinterpret_cast<uint32_t*>(address(ww[32 * k], base[u], token[u])) = v;
 #pragma unroll
       for (int k = 0; k < kBytes; ++k)
-        if (wb[k].offset >= 0) *address(wb[k], base[u], token[u]) = static_cast<uint8_t>(v);
+        if (k < nwb && wb[32 * k].offset >= 0) *address(wb[32 * k], base[u], token[u]) = static_cast<uint8_t>(v);
     }
   }
 }
@@ -226,13 +232,17 @@ void PatternCopy::launch(void* stream, int unroll) const {
   k.blocks = a.blocks;
   k.store = a.store;
   k.table = static_cast<const Elem*>(table_);
+  for (int i = 0; i < 6; ++i) k.groups[i] = (counts_[i] + 31) / 32;
   const int64_t ctas = (a.n * a.sides + 8 * unroll - 1) / (8 * unroll);
   const auto grid = static_cast<unsigned>(ctas < (1 << 30) ? ctas : (1 << 30));
   const auto s = static_cast<cudaStream_t>(stream);
+  const SlotDivider div = SlotDivider::of(a.block_size);
   if (unroll == 1)
-    pattern_kernel<1><<<grid, 256, 0, s>>>(k, SlotDivider::of(a.block_size));
+    pattern_kernel<1><<<grid, 256, 0, s>>>(k, div);
+  else if (unroll == 2)
+    pattern_kernel<2><<<grid, 256, 0, s>>>(k, div);
   else
-    pattern_kernel<2><<<grid, 256, 0, s>>>(k, SlotDivider::of(a.block_size));
+    pattern_kernel<4><<<grid, 256, 0, s>>>(k, div);
 }
 
 int64_t first_footprint_difference(const uint8_t* a_aa, const uint8_t* a_55, const uint8_t* b_aa, const uint8_t* b_55,

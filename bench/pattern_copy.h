@@ -52,7 +52,7 @@ struct PatternArgs {
 
 /// A pattern copy ready to launch: every token's accesses flattened once into per-lane
 /// tables on the device (each lane's addresses are then a few integer operations per
-/// access, and all of a token's loads are in flight before its first store).
+/// access, and all of a loop trip's loads are in flight before its first store).
 class PatternCopy {
  public:
   /// Why `a` is not one a PatternCopy can move (the limits above), or "".
@@ -62,8 +62,8 @@ class PatternCopy {
   ~PatternCopy();
   PatternCopy(const PatternCopy&) = delete;
   PatternCopy& operator=(const PatternCopy&) = delete;
-  /// Enqueues the copy on `stream` (a cudaStream_t), `unroll` (1 or 2) tokens per warp
-  /// per loop trip: the floor is the faster of the two.
+  /// Enqueues the copy on `stream` (a cudaStream_t), `unroll` (1, 2 or 4) tokens per warp
+  /// per loop trip: the floor is the fastest of the three.
   void launch(void* stream, int unroll) const;
 
  private:
