@@ -45,19 +45,25 @@ E enum_from_name(const std::string& name, E first, E last, ToString to_str, cons
   throw std::runtime_error(std::string("unknown ") + what + " '" + name + "'");
 }
 
-/// `v` as an integer of type T: a JSON integer within T's range, else std::runtime_error
-/// naming `what` (nlohmann's get<T> wraps: 2^32 + 16 read as int32_t is 16, 2.5 is 2, so
-/// a corrupted regression file would replay another scenario and pass).
+/// Whether `v` is a JSON integer (no float, no string) within T's range (nlohmann's
+/// get<T> wraps: 2^32 + 16 read as int32_t is 16, 2.5 is 2, so a corrupted regression
+/// file would replay another scenario and pass). Summaries' counts are checked by it too.
 template <class T>
-T int_of(const nlohmann::json& v, const std::string& what) {
+bool fits_integer(const nlohmann::json& v) {
   static_assert(std::is_integral_v<T>);
   using L = std::numeric_limits<T>;
-  const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(L::max())
-                    : v.is_number_integer() ? v.get<int64_t>() >= static_cast<int64_t>(L::min()) &&
-                                                  (v.get<int64_t>() < 0 || static_cast<uint64_t>(v.get<int64_t>()) <=
-                                                                               static_cast<uint64_t>(L::max()))
-                                            : false;
-  if (!fits)
+  return v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(L::max())
+         : v.is_number_integer() ? v.get<int64_t>() >= static_cast<int64_t>(L::min()) &&
+                                       (v.get<int64_t>() < 0 ||
+                                        static_cast<uint64_t>(v.get<int64_t>()) <= static_cast<uint64_t>(L::max()))
+                                 : false;
+}
+
+/// `v` as an integer of type T, else std::runtime_error naming `what`.
+template <class T>
+T int_of(const nlohmann::json& v, const std::string& what) {
+  using L = std::numeric_limits<T>;
+  if (!fits_integer<T>(v))
     throw std::runtime_error("field '" + what + "': " + v.dump() + " is not an integer in [" + std::to_string(L::min()) +
                              ", " + std::to_string(L::max()) + "]");
   return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());

@@ -23,6 +23,7 @@
 
 #include "impl/cpu/isa.h"
 #include "impl/cpu/parallel.h"
+#include "properties/gen/scenario_json.h"
 
 #ifndef KVCHECK_SOURCE_DIR
 #define KVCHECK_SOURCE_DIR "."
@@ -125,10 +126,7 @@ std::string shown(const nlohmann::json& v) {
 }
 
 // A count: an integer 0 ... 2^63-1 (what int64_t holds; no float, no string).
-bool is_count(const nlohmann::json& v) {
-  return v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                                : v.is_number_integer() && v.get<int64_t>() >= 0;
-}
+bool is_count(const nlohmann::json& v) { return props::fits_integer<int64_t>(v) && v.get<int64_t>() >= 0; }
 
 // j[key], when present and not null, must be a count.
 void check_count(const nlohmann::json& j, const char* key, const std::string& where, const std::string& prefix) {
