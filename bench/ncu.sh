@@ -27,8 +27,8 @@ for pair in "${pairs[@]}"; do
   # floor-*: the access-pattern floor (bench/pattern_copy.cu), each of its three unrolls'
   # first timed launch (past 3 warm-ups), found by bench_cuda's NVTX range.
   case $op in
-    store) sel=(--kernel-name 'regex:store_(fixed|copy|runtime|kv)' --launch-skip 3) ;;  # past the cache fill and 2 warm-ups
-    load) sel=(--kernel-name 'regex:load_(copy|dequant)|gather_kv' --launch-skip 2) ;;
+    store) sel=(--kernel-name 'regex:store_(fixed|copy|runtime|kv|nvfp4)' --launch-skip 3) ;;  # past the cache fill and 2 warm-ups
+    load) sel=(--kernel-name 'regex:load_(copy|dequant)|gather_(kv|nvfp4)' --launch-skip 2) ;;
     floor-store | floor-load) sel=() ;;
     *) echo "ncu.sh: OP is store, load, floor-store or floor-load, not $op" >&2; exit 2 ;;
   esac
