@@ -107,11 +107,19 @@ KVCHECK_CPU_INLINE void convert_head(const uint8_t* src, uint8_t* dst, int64_t d
   constexpr int kChunk = 64;
   for (int64_t c = 0; c < d; c += kChunk) {
     const int64_t n = d - c < kChunk ? d - c : kChunk;
-    Src x[kChunk] = {};
+    Src x[kChunk];
     Dst y[kChunk];
-    std::memcpy(x, src + sizeof(Src) * c, static_cast<size_t>(n) * sizeof(Src));
+    // A whole chunk by copies of constant size (vector moves): a run-time size and the
+    // zero fill took rep movs / rep stos, a fifth of the e4m3 store's time (perf, AVX2).
+    if (n == kChunk) {
+      std::memcpy(x, src + sizeof(Src) * c, sizeof x);
+    } else {
+      std::memset(x, 0, sizeof x);
+      std::memcpy(x, src + sizeof(Src) * c, static_cast<size_t>(n) * sizeof(Src));
+    }
     for (int i = 0; i < kChunk; ++i) y[i] = f(x[i]);
-    std::memcpy(dst + sizeof(Dst) * c, y, static_cast<size_t>(n) * sizeof(Dst));
+    if (n == kChunk) std::memcpy(dst + sizeof(Dst) * c, y, sizeof y);
+    else std::memcpy(dst + sizeof(Dst) * c, y, static_cast<size_t>(n) * sizeof(Dst));
   }
 }
 
