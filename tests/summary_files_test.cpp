@@ -258,6 +258,20 @@ TEST(SummaryMerge, TwoShardsOfOneRunMerge) {
   EXPECT_EQ(m["totals"]["workers_started"], 2);
 }
 
+TEST(SummaryMerge, SpansFromTheFirstShardsStartToTheLastOnesEnd) {
+  json a = shard(1, 2, {0, 2}), b = shard(2, 2, {1, 3});
+  a["start_time"] = "2026-01-01T00:00:05Z";
+  a["end_time"] = "2026-01-01T00:09:00Z";
+  b["start_time"] = "2026-01-01T00:00:01Z";
+  b["end_time"] = "2026-01-01T00:07:00Z";
+  json m = tool::merge_summaries({a, b}, kPaths);
+  EXPECT_EQ(m["start_time"], "2026-01-01T00:00:01Z");
+  EXPECT_EQ(m["end_time"], "2026-01-01T00:09:00Z");  // not the time of the merge
+  b["end_time"] = nullptr;                            // a shard without an end: the run has none
+  m = tool::merge_summaries({a, b}, kPaths);
+  EXPECT_TRUE(m["end_time"].is_null());
+}
+
 TEST(SummaryMerge, RefusesShardsOfDifferentRuns) {
   const std::vector<std::pair<std::string, std::function<void(json&)>>> changes = {
       {"commit", [](json& s) { s["commit"] = "fedc9876"; }},

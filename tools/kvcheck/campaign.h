@@ -46,7 +46,7 @@ std::optional<std::pair<int, int>> parse_shard(const std::string& text);
 /// while the budget left fits one case; otherwise its row is "not exercised".
 /// Every run leaves a run directory: campaign.log (the output),
 /// summary.json (schema "kvcheck-summary", rewritten atomically as the run goes and
-/// at the end; verdict "interrupted" after SIGINT/SIGTERM) and, per failing pair
+/// at the end; verdict "interrupted" after SIGINT/SIGTERM/SIGHUP) and, per failing pair
 /// whose property has a scenario replay, regressions/<op>/<name>.json (regression.h)
 /// for `./kvcheck corpus keep`. Returns 0 when every property held, 1 on any
 /// failure, 2 when the options select nothing runnable or an output path cannot be

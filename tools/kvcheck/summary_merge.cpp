@@ -78,6 +78,10 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
       bad(path, fmt::format("{}: the merged total overflows 2^63-1", what));
   };
   std::set<std::string> backends;
+  // The run's span: from the first shard's start to the last one's end (ISO 8601 UTC
+  // strings, ordered as text); no end while any shard has none (still running).
+  std::string start_time, end_time;
+  bool ended = true;
   for (const auto& [index, k] : by_index) {
     const nlohmann::json& s = shards[k];
     const std::string& path = paths[k];
@@ -87,6 +91,10 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
     failed |= verdict == "fail";
     unfinished |= verdict == "running" || verdict == "incomplete";
     interrupted |= verdict == "interrupted";
+    const std::string started = s["start_time"];
+    if (start_time.empty() || started < start_time) start_time = started;
+    if (s.contains("end_time") && s["end_time"].is_string()) end_time = std::max(end_time, s["end_time"].get<std::string>());
+    else ended = false;
     seconds = std::max(seconds, s.contains("seconds") && !s["seconds"].is_null() ? s["seconds"].get<double>() : 0.0);
     if (s.contains("totals") && s["totals"].is_object() && s["totals"].contains("workers_started") &&
         !s["totals"]["workers_started"].is_null())
@@ -133,7 +141,8 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
                       : interrupted ? "interrupted"
                       : !exercised ? "not_exercised"
                                    : "pass";
-  merged["end_time"] = utc_now();
+  merged["start_time"] = start_time;
+  merged["end_time"] = ended ? nlohmann::json(end_time) : nlohmann::json(nullptr);
   return merged;
 }
 
