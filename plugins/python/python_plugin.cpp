@@ -22,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -368,6 +369,13 @@ std::string start_python() {
 
 // The table from the backend's functions; "" or why not.
 std::string make_table(const char* spec) {
+  // A backend file that is not there is the first thing to say: importing the bridge
+  // first would report a missing numpy for a mistyped path.
+  const std::string s = spec, where = s.substr(0, s.rfind(':') == std::string::npos ? 0 : s.rfind(':'));
+  struct stat file_stat {};
+  if ((where.ends_with(".py") || where.find('/') != std::string::npos) &&
+      (stat(where.c_str(), &file_stat) != 0 || !S_ISREG(file_stat.st_mode)))
+    return "cannot load the Python backend " + s + ": no such file: " + where;
   g.bridge = PyImport_ImportModule("kvcheck._bridge");
   if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error();
   PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
