@@ -72,11 +72,51 @@ KVCHECK_CPU_INLINE float fp8_to_f32(uint8_t q) {
   else return e5m2_to_f32(q);
 }
 
-/// SPEC §7.9 (FlashInfer's NVFP4 append): one group of 16 model elements at src with
-/// global decode scale g -> its e4m3 scale byte (returned) and 8 bytes of e2m1 nibbles
-/// at dst (element 2i low). amax skips NaN; scale cvt_e4m3(amax / RN(6 g)) (0 for a zero
-/// group); elements RN(x * inv), inv = 1 / RN(float(sf) * g) (0 when amax or the scale
-/// is 0), encoded RNE saturating at 6 with a NaN -> 0.
+/// SPEC §7.9 (FlashInfer's NVFP4 append): kNvfp4Groups groups of 16 model elements at
+/// src (32 bytes each) with global decode scale g -> their e4m3 scale bytes (sf[k]) and
+/// 8 bytes of e2m1 nibbles each at dst (element 2i low). amax skips NaN; scale
+/// cvt_e4m3(amax / RN(6 g)) (0 for a zero group); elements RN(x * inv), inv =
+/// 1 / RN(float(sf) * g) (0 when amax or the scale is 0), encoded RNE saturating at 6
+/// with a NaN -> 0. Eight groups at a time, each step a loop over all of them (fixed trip
+/// counts, so each vectorises): one group at a time left the amax a serial vmaxss
+/// chain and the two divisions scalar.
+constexpr int kNvfp4Groups = 8;
+template <kvcheck::KvDtype In>
+KVCHECK_CPU_INLINE void nvfp4_groups(const uint8_t* src, uint8_t* dst, uint8_t* sf, float g) {
+  constexpr int kN = 16 * kNvfp4Groups;
+  uint16_t bits[kN];
+  float x[kN];
+  uint32_t mag[kN];
+  std::memcpy(bits, src, sizeof bits);
+  for (int i = 0; i < kN; ++i) {
+    x[i] = model_to_f32<In>(bits[i]);
+    const uint32_t a = f_bits(x[i]) & 0x7FFFFFFFu;
+    mag[i] = a > 0x7F800000u ? 0u : a;  // a NaN counts as 0: skipped, as fmaxf does
+  }
+  // Each group's max magnitude, pairwise (the bits of non-negative floats order as the
+  // floats do, and an integer max is associative: the same amax as any order).
+  for (int w = 8; w > 0; w /= 2)
+    for (int k = 0; k < kNvfp4Groups; ++k)
+      for (int i = 0; i < w; ++i) mag[16 * k + i] = mag[16 * k + i + w] > mag[16 * k + i] ? mag[16 * k + i + w] : mag[16 * k + i];
+  float inv[kNvfp4Groups];
+  const float six_g = 6.0f * g;
+  for (int k = 0; k < kNvfp4Groups; ++k) {
+    const float amax = bits_f(mag[16 * k]);
+    const uint8_t code = amax == 0.0f ? uint8_t{0} : f32_to_e4m3(amax / six_g);
+    const float scale = e4m3_to_f32(code);
+    inv[k] = (amax > 0.0f && scale > 0.0f) ? 1.0f / (scale * g) : 0.0f;
+    sf[k] = code;
+  }
+  uint8_t codes[kN];
+  for (int i = 0; i < kN; ++i) {
+    const float v = x[i] * inv[i / 16];
+    codes[i] = static_cast<uint8_t>(sel((f_bits(v) & 0x7FFFFFFFu) > 0x7F800000u, 0u, f32_to_e2m1(v)));
+  }
+  for (int i = 0; i < kN / 2; ++i) dst[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+}
+
+/// One group of nvfp4_groups (a head's last groups when head_dim / 16 is not a multiple
+/// of kNvfp4Groups): the same numerics, returns its scale byte.
 template <kvcheck::KvDtype In>
 KVCHECK_CPU_INLINE uint8_t nvfp4_group(const uint8_t* src, uint8_t* dst, float g) {
   float x[16];

@@ -68,7 +68,13 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
         for (int64_t h = 0; h < l.num_kv_heads; ++h) {
           const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
           uint8_t* dst = job.base[side] + kv_dev_byte_offset(l.dtype, l.offset(side, p.block, p.token, h));
-          for (int64_t grp = 0; grp < d / 16; ++grp)
+          int64_t grp = 0;
+          for (; grp + kNvfp4Groups <= d / 16; grp += kNvfp4Groups) {
+            uint8_t sf[kNvfp4Groups];
+            nvfp4_groups<In>(src + 32 * grp, dst + 8 * grp, sf, g);
+            for (int k = 0; k < kNvfp4Groups; ++k) job.sf_base[side][job.sf.offset(p.block, p.token, h, grp + k)] = sf[k];
+          }
+          for (; grp < d / 16; ++grp)
             job.sf_base[side][job.sf.offset(p.block, p.token, h, grp)] = nvfp4_group<In>(src + 32 * grp, dst + 8 * grp, g);
         }
       }
