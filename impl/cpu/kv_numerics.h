@@ -115,31 +115,6 @@ KVCHECK_CPU_INLINE void nvfp4_groups(const uint8_t* src, uint8_t* dst, uint8_t* 
   for (int i = 0; i < kN / 2; ++i) dst[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
 }
 
-/// One group of nvfp4_groups (a head's last groups when head_dim / 16 is not a multiple
-/// of kNvfp4Groups): the same numerics, returns its scale byte.
-template <kvcheck::KvDtype In>
-KVCHECK_CPU_INLINE uint8_t nvfp4_group(const uint8_t* src, uint8_t* dst, float g) {
-  float x[16];
-  uint16_t bits[16];
-  std::memcpy(bits, src, sizeof bits);
-  float amax = 0.0f;
-  for (int i = 0; i < 16; ++i) {
-    x[i] = model_to_f32<In>(bits[i]);
-    const float a = bits_f(f_bits(x[i]) & 0x7FFFFFFFu);
-    amax = a > amax ? a : amax;  // a NaN compares false: skipped, as fmaxf does
-  }
-  const uint8_t sf = amax == 0.0f ? uint8_t{0} : f32_to_e4m3(amax / (6.0f * g));
-  const float s = e4m3_to_f32(sf);
-  const float inv = (amax > 0.0f && s > 0.0f) ? 1.0f / (s * g) : 0.0f;
-  uint8_t codes[16];
-  for (int i = 0; i < 16; ++i) {
-    const float v = x[i] * inv;
-    codes[i] = static_cast<uint8_t>(sel((f_bits(v) & 0x7FFFFFFFu) > 0x7F800000u, 0u, f32_to_e2m1(v)));
-  }
-  for (int i = 0; i < 8; ++i) dst[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
-  return sf;
-}
-
 /// One head of d elements, src (Src codes) -> dst (Dst codes), dst[i] = f(src[i]):
 /// in chunks of 64 through fixed-size arrays, so the compiler vectorises the loop.
 template <class Src, class Dst, class F>

@@ -3,6 +3,7 @@
 // on the (model dtype, cache dtype) pair, compiled for baseline and AVX2; FP8 heads
 // are quantised in chunks of 64 elements through fixed-size local arrays so the
 // conversion loops vectorise whatever the alignment of the rows.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -68,14 +69,19 @@ KVCHECK_CPU_INLINE void store_rows_impl(const StoreKvJob& job, int64_t begin, in
         for (int64_t h = 0; h < l.num_kv_heads; ++h) {
           const uint8_t* src = in.data + 2 * (r * in.token_stride + h * in.head_stride);
           uint8_t* dst = job.base[side] + kv_dev_byte_offset(l.dtype, l.offset(side, p.block, p.token, h));
-          int64_t grp = 0;
-          for (; grp + kNvfp4Groups <= d / 16; grp += kNvfp4Groups) {
+          for (int64_t grp = 0; grp < d / 16; grp += kNvfp4Groups) {
+            const int64_t k_end = std::min<int64_t>(kNvfp4Groups, d / 16 - grp);
             uint8_t sf[kNvfp4Groups];
-            nvfp4_groups<In>(src + 32 * grp, dst + 8 * grp, sf, g);
-            for (int k = 0; k < kNvfp4Groups; ++k) job.sf_base[side][job.sf.offset(p.block, p.token, h, grp + k)] = sf[k];
+            if (k_end == kNvfp4Groups) {
+              nvfp4_groups<In>(src + 32 * grp, dst + 8 * grp, sf, g);
+            } else {  // a head's last groups (head_dim / 16 % 8 != 0): through zero-padded copies
+              uint8_t in[32 * kNvfp4Groups] = {}, out[8 * kNvfp4Groups];
+              std::memcpy(in, src + 32 * grp, static_cast<size_t>(32 * k_end));
+              nvfp4_groups<In>(in, out, sf, g);
+              std::memcpy(dst + 8 * grp, out, static_cast<size_t>(8 * k_end));
+            }
+            for (int64_t k = 0; k < k_end; ++k) job.sf_base[side][job.sf.offset(p.block, p.token, h, grp + k)] = sf[k];
           }
-          for (; grp < d / 16; ++grp)
-            job.sf_base[side][job.sf.offset(p.block, p.token, h, grp)] = nvfp4_group<In>(src + 32 * grp, dst + 8 * grp, g);
         }
       }
     }

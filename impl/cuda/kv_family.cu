@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
 // the slot's, before it waits on either. The gather moves 8-element pieces, a group of
 // threads per head as the dense gather (gather_nvfp4_kernel). Accesses are as wide as
 // each address allows (checked per unit: rows and records may sit at any even / any
-// byte offset), never wider. Numerics as the cpu backend's nvfp4_group /
+// byte offset), never wider. Numerics as the cpu backend's nvfp4_groups /
 // dequantize_nvfp4_head: _rn intrinsics, IEEE division (or dev::div_rn, equal to it),
 // no FMA, and a NaN never relied on for its sign (pinned to SPEC §7.9's codes).
 constexpr int kNvfp4Group = 16;  // elements per e4m3 scale
@@ -513,7 +513,7 @@ __device__ __forceinline__ Nvfp4Side nvfp4_side(float g) {
   return {g, six_g, __frcp_rn(six_g), dev::fast_div_ok(six_g)};
 }
 
-// SPEC §7.9's store of one group (the cpu's nvfp4_group): the 16 elements in w (model
+// SPEC §7.9's store of one group (a group of the cpu's nvfp4_groups): the 16 elements in w (model
 // dtype In) -> the scale byte (returned) and the 8 code bytes in q (element 2i in the
 // low nibble of byte i). amax skips NaN (fmaxf returns the other operand); sf =
 // cvt_e4m3(amax / RN(6 g)) SATFINITE (0 for amax 0; a NaN quotient, from Inf / Inf, is
