@@ -115,7 +115,7 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #endif
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
     defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
-    defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT)
+    defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT) || defined(CONTRACT_PAIRS_EVERY_DTYPE)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
      * or that no declared head_dim meets, an alignment that is not a power of two, dtype
@@ -152,6 +152,15 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     /* e4m3 caches named in the capabilities, but no row dtype paired with them. */
     table.capabilities.kv_dtypes = (1u << KVCHECK_KV_BF16) | (1u << KVCHECK_KV_E4M3);
     contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_BF16);
+#endif
+#ifdef CONTRACT_PAIRS_EVERY_DTYPE
+    /* Every K/V dtype (~0u) without KVCHECK_OP_KV_NVFP4: never sent an e2m1 cache, so
+     * pairs for the other four dtypes cover every cache it gets (it loads). */
+    table.capabilities.kv_dtypes = ~0u;
+    contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_BF16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_FP16, KVCHECK_KV_FP16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_E4M3, KVCHECK_KV_BF16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_E5M2, KVCHECK_KV_BF16);
 #endif
 #ifdef CONTRACT_PAST_END
     contract.kv_fp8_recipes = 1u << 5;
