@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <regex>
 
+#include "impl/capabilities.h"
 #include "impl/error.h"
+#include "impl/format.h"
 #include "impl/kv_format.h"
 #include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
@@ -248,14 +250,35 @@ void check_block_sizes_and_masks(const std::string& path, const kvcheck_capabili
   if (c.max_block_size > 0 && c.block_size_multiple > c.max_block_size)
     fail(path, "capabilities block_size_multiple " + std::to_string(c.block_size_multiple) + " with max_block_size " +
                    std::to_string(c.max_block_size) + ": no block size is both");
+  const auto hex = [](uint32_t v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", v);
+    return std::string(b);
+  };
+  // A mask of bits this harness gives no meaning (a format or dtype it does not know, or
+  // only OTHER, which a mask other than ~0u never receives) is as empty as 0: the
+  // generators would draw outside it and the gate refuse every case before the plugin
+  // runs, failing each row on a plugin that was never called.
+  uint32_t named_formats = 0;
+  for (const KVCacheFormat& f : supported_formats())
+    if (abi_format(f) != KVCHECK_FORMAT_OTHER) named_formats |= KVCHECK_FORMAT_BIT(abi_format(f));
   const uint32_t paged = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE;
   if ((c.ops & paged) && c.formats == 0)
     fail(path, "capabilities name store_kv_cache or load_paged_kv_cache but formats is 0: no format to call them "
                "with (~0u = every format)");
+  if ((c.ops & paged) && c.formats != ~0u && (c.formats & named_formats) == 0)
+    fail(path, "capabilities name store_kv_cache or load_paged_kv_cache but formats " + hex(c.formats) +
+                   " names no format this harness knows: no format to call them with (~0u = every format)");
   const uint32_t kv = KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV;
   if ((c.ops & kv) && c.kv_dtypes == 0)
     fail(path, "capabilities name store_kv or gather_kv but kv_dtypes is 0: no K/V dtype to call them with "
                "(~0u = every dtype)");
+  uint32_t known_dtypes = 0;
+  for (KvDtype d : kv_dtypes())
+    if (d != KvDtype::kE2M1 || (c.ops & KVCHECK_OP_KV_NVFP4)) known_dtypes |= 1u << static_cast<int>(d);
+  if ((c.ops & kv) && (c.kv_dtypes & known_dtypes) == 0)
+    fail(path, "capabilities name store_kv or gather_kv but kv_dtypes " + hex(c.kv_dtypes) +
+                   " names no K/V dtype this harness knows: no K/V dtype to call them with (~0u = every dtype)");
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).

@@ -13,14 +13,14 @@ KVCHECK_PLUGIN_EXPORT int not_the_entry_symbol(void) { return 0; }
 #else
 static kvcheck_backend_v1_t table;
 
-#if defined(NAME_HOST) || defined(STORE_WITHOUT_FORMATS)
+#if defined(NAME_HOST) || defined(STORE_WITHOUT_FORMATS) || defined(STORE_UNKNOWN_FORMATS_ONLY)
 /* Never called: each of these plugins is refused, or never handed a case. */
 static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
 }
 #endif
-#ifdef STORE_KV_WITHOUT_DTYPES
+#if defined(STORE_KV_WITHOUT_DTYPES) || defined(STORE_KV_UNKNOWN_DTYPES_ONLY)
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
@@ -69,6 +69,16 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #ifdef STORE_KV_WITHOUT_DTYPES
   table.capabilities.ops = KVCHECK_OP_STORE_KV;
   table.capabilities.kv_dtypes = 0; /* a store_kv of no dtype */
+  table.store_kv = store_kv;
+#endif
+#ifdef STORE_UNKNOWN_FORMATS_ONLY
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = 1u << 30; /* no format this harness knows: as good as 0 */
+  table.store_kv_cache = store;
+#endif
+#ifdef STORE_KV_UNKNOWN_DTYPES_ONLY
+  table.capabilities.ops = KVCHECK_OP_STORE_KV;
+  table.capabilities.kv_dtypes = 1u << 7; /* no K/V dtype this harness knows: as good as 0 */
   table.store_kv = store_kv;
 #endif
 #ifdef WRONG_VERSION
