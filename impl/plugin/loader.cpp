@@ -187,7 +187,22 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
     if (c->head_dims[i] < 1 || c->head_dims[i] > kMaxDeclaredHeadDim)
       fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
                      " is not a head_dim in [1, " + std::to_string(kMaxDeclaredHeadDim) + "]");
-  if (c->struct_size < offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim) return;
+  const bool limits = c->struct_size >= offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim;
+  if (kv_dtypes_declared == (1u << KVCHECK_KV_E2M1)) {
+    // An e2m1 cache takes head_dims that are multiples of 16 (one scale per 16 elements,
+    // docs/spec.md §7.9): a table sent only e2m1 caches needs one its contract allows,
+    // or every case would be drawn in another dtype, outside its capabilities.
+    const int64_t min_row = limits ? c->min_heads_x_head_dim : 0, max_row = limits ? c->max_heads_x_head_dim : 0;
+    const auto fits = [&](int64_t d) {
+      return d % 16 == 0 && (max_row == 0 || std::max<int64_t>(1, (min_row + d - 1) / d) * d <= max_row);
+    };
+    bool any = c->num_head_dims == 0 && fits(16);
+    for (int32_t i = 0; i < c->num_head_dims; ++i) any |= fits(c->head_dims[i]);
+    if (!any)
+      fail(path, "contract head_dims / max_heads_x_head_dim leave no head_dim that is a multiple of 16 for the e2m1 "
+                 "caches, the only K/V dtype the capabilities name (docs/spec.md §7.9)");
+  }
+  if (!limits) return;
   const int32_t lo = c->min_heads_x_head_dim, hi = c->max_heads_x_head_dim;
   if (lo < 0 || hi < 0 || (hi > 0 && lo > hi))
     fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
