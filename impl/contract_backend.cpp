@@ -46,6 +46,14 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
                            : r.max_heads_x_head_dim == 0 ? w.max_heads_x_head_dim
                                                          : std::min(w.max_heads_x_head_dim, r.max_heads_x_head_dim);
   if (c.max_heads_x_head_dim > 0 && c.min_heads_x_head_dim > c.max_heads_x_head_dim) kv_shapes = false;
+  // Each side's loader checked its own head_dims against its own row limits; the pair's
+  // head_dims under the pair's limits may leave no whole number of heads (writer {128},
+  // reader at most 100 elements a row), and the generators would then draw 0 heads.
+  if (kv_shapes && !c.head_dims.empty())
+    kv_shapes = std::any_of(c.head_dims.begin(), c.head_dims.end(), [&](int32_t d) {
+      const auto [lo, hi] = c.kv_heads_range(d);
+      return lo <= hi;
+    });
   // Powers of two: the larger alignment is a multiple of the smaller.
   c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
   // The dtype pairs both take (0 = every pair).

@@ -156,6 +156,18 @@ TEST(KvGenerators, RopeScenariosTakeADeclaredHeadDimThatHoldsAPair) {
   EXPECT_EQ(rope->needs(c), "");
   c.head_dims = {1};
   EXPECT_NE(rope->needs(c).find("no declared head_dim of 2 or more"), std::string::npos) << rope->needs(c);
+  // The row limit counts too: under at most 32 elements a row, 128 has no whole head
+  // and 1 is the only head_dim drawn; with no head_dims and at most 1 element a row,
+  // head_dim 1 is. Those rows failed on the plugin ("reference threw invalid-argument:
+  // rope_offset + rot_dim outside the rotated row") instead of being not exercised.
+  c.head_dims = {1, 128};
+  c.max_heads_x_head_dim = 32;
+  EXPECT_NE(rope->needs(c).find("no declared head_dim of 2 or more"), std::string::npos) << rope->needs(c);
+  c.head_dims = {};
+  c.max_heads_x_head_dim = 1;
+  EXPECT_NE(rope->needs(c).find("no declared head_dim of 2 or more"), std::string::npos) << rope->needs(c);
+  c.max_heads_x_head_dim = 2;
+  EXPECT_EQ(rope->needs(c), "");
 }
 
 // A contract's kv_alignment: every address and stride of every drawn store_kv and

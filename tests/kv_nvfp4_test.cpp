@@ -362,5 +362,28 @@ TEST(KvNvfp4, ContractsKeepTheFeatureBitOnlyWhenBothSidesHaveIt) {
   }
 }
 
+// Each side's contract is consistent alone (its loader checks that a declared head_dim
+// meets its row limits), but the pair's head_dims under the pair's limits may hold no
+// whole number of heads: a writer built for head_dim 128 and a reader of at most 100
+// elements a row share no K/V shape. The pair then has no K/V family (its rows are not
+// exercised); it kept it, and the K/V-step generator drew 0 heads and divided by zero
+// (SIGFPE in kvcheck, reported as a crash of the pair) after handing the reader 1 x 128.
+TEST(KvContracts, DropTheKvFamilyWhenNoHeadDimMeetsBothRowLimits) {
+  BackendCapabilities w = cpu::CpuBackend().capabilities(), r = w;
+  w.head_dims = {128};
+  r.max_heads_x_head_dim = 100;
+  for (const auto& [a, b] : {std::pair{w, r}, std::pair{r, w}}) {
+    const ContractBackend pair(std::make_shared<CapsOnly>(a), std::make_shared<CapsOnly>(b), {});
+    EXPECT_FALSE(pair.capabilities().ops & KVCHECK_OP_STORE_KV);
+    EXPECT_FALSE(pair.capabilities().ops & KVCHECK_OP_GATHER_KV);
+    EXPECT_NE(pair.gaps().find("the K/V family: no head_dim or row shape both declare"), std::string::npos)
+        << pair.gaps();
+  }
+  // A head_dim of 64 fits one head under 100: the family stays.
+  w.head_dims = {128, 64};
+  const ContractBackend pair(std::make_shared<CapsOnly>(w), std::make_shared<CapsOnly>(r), {});
+  EXPECT_TRUE(pair.capabilities().ops & KVCHECK_OP_STORE_KV);
+}
+
 }  // namespace
 }  // namespace kvcheck

@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <regex>
 
+#include "impl/capabilities.h"
 #include "impl/error.h"
+#include "impl/format.h"
 #include "impl/kv_format.h"
 #include "impl/plugin/plugin_backend.h"
 #include "impl/plugin/watchdog.h"
@@ -185,7 +187,22 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
     if (c->head_dims[i] < 1 || c->head_dims[i] > kMaxDeclaredHeadDim)
       fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
                      " is not a head_dim in [1, " + std::to_string(kMaxDeclaredHeadDim) + "]");
-  if (c->struct_size < offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim) return;
+  const bool limits = c->struct_size >= offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim;
+  if (kv_dtypes_declared == (1u << KVCHECK_KV_E2M1)) {
+    // An e2m1 cache takes head_dims that are multiples of 16 (one scale per 16 elements,
+    // docs/spec.md §7.9): a table sent only e2m1 caches needs one its contract allows,
+    // or every case would be drawn in another dtype, outside its capabilities.
+    const int64_t min_row = limits ? c->min_heads_x_head_dim : 0, max_row = limits ? c->max_heads_x_head_dim : 0;
+    const auto fits = [&](int64_t d) {
+      return d % 16 == 0 && (max_row == 0 || std::max<int64_t>(1, (min_row + d - 1) / d) * d <= max_row);
+    };
+    bool any = c->num_head_dims == 0 && fits(16);
+    for (int32_t i = 0; i < c->num_head_dims; ++i) any |= fits(c->head_dims[i]);
+    if (!any)
+      fail(path, "contract head_dims / max_heads_x_head_dim leave no head_dim that is a multiple of 16 for the e2m1 "
+                 "caches, the only K/V dtype the capabilities name (docs/spec.md §7.9)");
+  }
+  if (!limits) return;
   const int32_t lo = c->min_heads_x_head_dim, hi = c->max_heads_x_head_dim;
   if (lo < 0 || hi < 0 || (hi > 0 && lo > hi))
     fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
@@ -248,14 +265,35 @@ void check_block_sizes_and_masks(const std::string& path, const kvcheck_capabili
   if (c.max_block_size > 0 && c.block_size_multiple > c.max_block_size)
     fail(path, "capabilities block_size_multiple " + std::to_string(c.block_size_multiple) + " with max_block_size " +
                    std::to_string(c.max_block_size) + ": no block size is both");
+  const auto hex = [](uint32_t v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", v);
+    return std::string(b);
+  };
+  // A mask of bits this harness gives no meaning (a format or dtype it does not know, or
+  // only OTHER, which a mask other than ~0u never receives) is as empty as 0: the
+  // generators would draw outside it and the gate refuse every case before the plugin
+  // runs, failing each row on a plugin that was never called.
+  uint32_t named_formats = 0;
+  for (const KVCacheFormat& f : supported_formats())
+    if (abi_format(f) != KVCHECK_FORMAT_OTHER) named_formats |= KVCHECK_FORMAT_BIT(abi_format(f));
   const uint32_t paged = KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE;
   if ((c.ops & paged) && c.formats == 0)
     fail(path, "capabilities name store_kv_cache or load_paged_kv_cache but formats is 0: no format to call them "
                "with (~0u = every format)");
+  if ((c.ops & paged) && c.formats != ~0u && (c.formats & named_formats) == 0)
+    fail(path, "capabilities name store_kv_cache or load_paged_kv_cache but formats " + hex(c.formats) +
+                   " names no format this harness knows: no format to call them with (~0u = every format)");
   const uint32_t kv = KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV;
   if ((c.ops & kv) && c.kv_dtypes == 0)
     fail(path, "capabilities name store_kv or gather_kv but kv_dtypes is 0: no K/V dtype to call them with "
                "(~0u = every dtype)");
+  uint32_t known_dtypes = 0;
+  for (KvDtype d : kv_dtypes())
+    if (d != KvDtype::kE2M1 || (c.ops & KVCHECK_OP_KV_NVFP4)) known_dtypes |= 1u << static_cast<int>(d);
+  if ((c.ops & kv) && (c.kv_dtypes & known_dtypes) == 0)
+    fail(path, "capabilities name store_kv or gather_kv but kv_dtypes " + hex(c.kv_dtypes) +
+                   " names no K/V dtype this harness knows: no K/V dtype to call them with (~0u = every dtype)");
 }
 
 // The ops bits and the entries that must back them (optional entries: when covered).
@@ -323,7 +361,12 @@ void check_table(const std::string& path, const kvcheck_backend_v1_t& t) {
     fail(path, "capabilities name any block_stride (KVCHECK_OP_ANY_BLOCK_STRIDE) but neither store_kv_cache nor "
                "load_paged_kv_cache");
   check_block_sizes_and_masks(path, t.capabilities);
-  check_contract(path, table_contract(t), t.capabilities.kv_dtypes);
+  // The dtypes it can be sent: e2m1 only with KVCHECK_OP_KV_NVFP4 (a ~0u mask without
+  // it never gets an e2m1 cache, BackendCapabilities::supports_kv_dtype), so its pairs
+  // need not name one.
+  uint32_t kv_dtypes = t.capabilities.kv_dtypes;
+  if (!(t.capabilities.ops & KVCHECK_OP_KV_NVFP4)) kv_dtypes &= ~(1u << KVCHECK_KV_E2M1);
+  check_contract(path, table_contract(t), kv_dtypes);
 }
 
 }  // namespace

@@ -13,14 +13,14 @@ KVCHECK_PLUGIN_EXPORT int not_the_entry_symbol(void) { return 0; }
 #else
 static kvcheck_backend_v1_t table;
 
-#if defined(NAME_HOST) || defined(STORE_WITHOUT_FORMATS)
+#if defined(NAME_HOST) || defined(STORE_WITHOUT_FORMATS) || defined(STORE_UNKNOWN_FORMATS_ONLY)
 /* Never called: each of these plugins is refused, or never handed a case. */
 static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
 }
 #endif
-#ifdef STORE_KV_WITHOUT_DTYPES
+#if defined(STORE_KV_WITHOUT_DTYPES) || defined(STORE_KV_UNKNOWN_DTYPES_ONLY) || defined(CONTRACT_E2M1_HEAD_DIM_8)
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
@@ -71,6 +71,16 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.capabilities.kv_dtypes = 0; /* a store_kv of no dtype */
   table.store_kv = store_kv;
 #endif
+#ifdef STORE_UNKNOWN_FORMATS_ONLY
+  table.capabilities.ops = KVCHECK_OP_STORE_KV_CACHE;
+  table.capabilities.formats = 1u << 30; /* no format this harness knows: as good as 0 */
+  table.store_kv_cache = store;
+#endif
+#ifdef STORE_KV_UNKNOWN_DTYPES_ONLY
+  table.capabilities.ops = KVCHECK_OP_STORE_KV;
+  table.capabilities.kv_dtypes = 1u << 7; /* no K/V dtype this harness knows: as good as 0 */
+  table.store_kv = store_kv;
+#endif
 #ifdef WRONG_VERSION
   table.abi_version = 2;
 #endif
@@ -115,7 +125,8 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #endif
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
     defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
-    defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT)
+    defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT) || defined(CONTRACT_PAIRS_EVERY_DTYPE) || \
+    defined(CONTRACT_E2M1_HEAD_DIM_8)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
      * or that no declared head_dim meets, an alignment that is not a power of two, dtype
@@ -152,6 +163,23 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     /* e4m3 caches named in the capabilities, but no row dtype paired with them. */
     table.capabilities.kv_dtypes = (1u << KVCHECK_KV_BF16) | (1u << KVCHECK_KV_E4M3);
     contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_BF16);
+#endif
+#ifdef CONTRACT_PAIRS_EVERY_DTYPE
+    /* Every K/V dtype (~0u) without KVCHECK_OP_KV_NVFP4: never sent an e2m1 cache, so
+     * pairs for the other four dtypes cover every cache it gets (it loads). */
+    table.capabilities.kv_dtypes = ~0u;
+    contract.kv_dtype_pairs = KVCHECK_KV_PAIR(KVCHECK_KV_BF16, KVCHECK_KV_BF16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_FP16, KVCHECK_KV_FP16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_E4M3, KVCHECK_KV_BF16) |
+                              KVCHECK_KV_PAIR(KVCHECK_KV_E5M2, KVCHECK_KV_BF16);
+#endif
+#ifdef CONTRACT_E2M1_HEAD_DIM_8
+    /* Only e2m1 caches, whose head_dim is a multiple of 16, and head_dim 8 only. */
+    table.capabilities.ops = KVCHECK_OP_STORE_KV | KVCHECK_OP_KV_NVFP4;
+    table.store_kv = store_kv;
+    table.capabilities.kv_dtypes = 1u << KVCHECK_KV_E2M1;
+    contract.num_head_dims = 1;
+    contract.head_dims[0] = 8;
 #endif
 #ifdef CONTRACT_PAST_END
     contract.kv_fp8_recipes = 1u << 5;

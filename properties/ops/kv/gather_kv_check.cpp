@@ -75,8 +75,17 @@ Verdict check_gather_kv(const Backend& b, const GatherKvScenario& s, unsigned wh
   KvOutBuffers ref_out(pristine), be_out(pristine);
   Outcome ref, be;
   ref.code = run_gather_kv(nullptr, s, cache, ref_out, &ref.message);
-  be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
   Verdict v;
+  // A valid case outside the declared contract is not handed to the backend (as in
+  // check_store_kv): only prop_gather_kv_undeclared_is_refused hands such calls.
+  if (!ref.code)
+    if (const std::string what = kv_outside_contract(b.capabilities(), s.cache, s.out_k_dtype,
+                                                     kv_misalignment(s, cache, b.capabilities().kv_alignment));
+        !what.empty()) {
+      v.skipped = "gather_kv: a case with " + what + " (declared): not handed to " + std::string(b.name());
+      return v;
+    }
+  be.code = run_gather_kv(&b, s, cache, be_out, &be.message);
   if (judge_unsupported(be, outside_kv(b.capabilities(), KVCHECK_OP_GATHER_KV, s.cache.dtype, s.out_k_dtype, s.cache.block_size,
                                    s.cache.num_kv_heads, s.cache.head_dim, KvRecipe::kSpec) ||
                             !kv_misalignment(s, cache, b.capabilities().kv_alignment).empty(),

@@ -112,9 +112,13 @@ void register_store_kv_properties(Registry& r) {
     p.needs = [op = needs_op(KVCHECK_OP_STORE_KV | KVCHECK_OP_STORE_KV_ROPE,
                              "store_kv's fused RoPE (KVCHECK_OP_STORE_KV_ROPE)")](const BackendCapabilities& c) {
       if (std::string why = op(c); !why.empty()) return why;
-      // A rotation turns pairs of elements: a contract whose head_dims are all 1 has none.
-      const bool pair = c.head_dims.empty() ||
-                        std::any_of(c.head_dims.begin(), c.head_dims.end(), [](int32_t d) { return d >= 2; });
+      // A rotation turns pairs of elements: a contract whose head_dims are all 1 has none,
+      // nor one whose row limits leave no whole head of a head_dim of 2 or more (the
+      // generator would draw head_dim 1 and a rope that does not fit it).
+      const auto fits = [&c](int64_t d) { return c.kv_heads_range(d).first <= c.kv_heads_range(d).second; };
+      const bool pair = c.head_dims.empty() ? fits(2)
+                                            : std::any_of(c.head_dims.begin(), c.head_dims.end(),
+                                                          [&fits](int32_t d) { return d >= 2 && fits(d); });
       return pair ? std::string() : "no declared head_dim of 2 or more (RoPE rotates pairs): " + c.describe_kv_shapes();
     };
     r.add(std::move(p));
