@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <set>
@@ -11,6 +12,7 @@
 #include "properties/gen/ops/kv/kv_gen.h"
 #include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/ops/kv/kv_harness.h"
+#include "properties/ops/kv/kv_undeclared.h"
 #include "properties/registry.h"
 #include "reference/kv_numerics.h"
 
@@ -135,6 +137,27 @@ TEST(KvGenerators, DeclaredRowLimitsBoundEveryShape) {
     }
     EXPECT_TRUE(at_min && at_max) << "with " << dims.size() << " declared head_dims";
   }
+}
+
+// A declared maximum past the largest row the harness draws limits nothing it can break:
+// the shape refusal is not exercised (2^31-1 ran the refusal draw out of memory, blamed
+// on the plugin), while a maximum it can pass one head over still is.
+TEST(KvGenerators, ARowMaximumPastTheLargestDrawnRowIsNotRefusalTested) {
+  BackendCapabilities c = generator_caps();
+  c.ops |= KVCHECK_OP_STORE_KV;
+  c.max_heads_x_head_dim = INT32_MAX;
+  const auto has_shape = [](const BackendCapabilities& caps) {
+    const std::vector<KvLimit> kinds = declared_kv_limits(caps);
+    return std::find(kinds.begin(), kinds.end(), KvLimit::kShape) != kinds.end();
+  };
+  EXPECT_FALSE(has_shape(c));
+  c.max_heads_x_head_dim = kMaxKvRowElements;  // one head past it is past the largest row
+  EXPECT_FALSE(has_shape(c));
+  c.max_heads_x_head_dim = 1024;
+  EXPECT_TRUE(has_shape(c));
+  c.max_heads_x_head_dim = INT32_MAX;
+  c.head_dims = {128};  // a head_dim outside {128} still breaks the contract
+  EXPECT_TRUE(has_shape(c));
 }
 
 // A contract whose head_dims include one too small to hold a rotated pair: the rope

@@ -157,7 +157,7 @@ void preflight_dlopen(const std::string& path, const std::string& file) {
 
 // The largest head_dim a contract may declare: the generators size caches from it (every
 // engine's is far below: 64..576).
-constexpr int32_t kMaxDeclaredHeadDim = 16384;
+constexpr int32_t kMaxDeclaredHeadDim = static_cast<int32_t>(kMaxDeclaredKvHeadDim);
 
 // The largest kv_alignment a contract may declare: the harness's host buffers are
 // 256-byte aligned and their device copies keep the host address modulo 256
@@ -207,6 +207,11 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
   if (lo < 0 || hi < 0 || (hi > 0 && lo > hi))
     fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " / max_heads_x_head_dim " +
                    std::to_string(hi) + ": each >= 0 (0 = none), the minimum at most the maximum");
+  // A minimum no row the harness draws can meet (INT32_MAX hung the generators).
+  if (lo > kMaxKvRowElements)
+    fail(path, "contract min_heads_x_head_dim " + std::to_string(lo) + " is past the largest K/V row the harness draws (" +
+                   std::to_string(kMaxKvRowElements) + " elements: 128 heads of head_dim " +
+                   std::to_string(kMaxDeclaredKvHeadDim) + ")");
   // Limits no declared head_dim can meet with a whole number of heads leave the match
   // properties nothing to draw.
   if (c->num_head_dims > 0 && (lo > 0 || hi > 0)) {

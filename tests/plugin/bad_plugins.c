@@ -126,7 +126,7 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
     defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
     defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT) || defined(CONTRACT_PAIRS_EVERY_DTYPE) || \
-    defined(CONTRACT_E2M1_HEAD_DIM_8)
+    defined(CONTRACT_E2M1_HEAD_DIM_8) || defined(CONTRACT_ROW_MIN_HUGE)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
      * or that no declared head_dim meets, an alignment that is not a power of two, dtype
@@ -151,6 +151,9 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     contract.head_dims[0] = 128;
     contract.min_heads_x_head_dim = 129;
     contract.max_heads_x_head_dim = 255; /* 1 head is too few, 2 too many */
+#endif
+#ifdef CONTRACT_ROW_MIN_HUGE
+    contract.min_heads_x_head_dim = 2147483647; /* no row the harness draws: hung the generators */
 #endif
 #ifdef CONTRACT_BAD_ALIGNMENT
     contract.kv_alignment = 24;

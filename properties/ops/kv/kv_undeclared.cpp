@@ -20,19 +20,25 @@ std::vector<std::pair<KvDtype, KvDtype>> undeclared_dtype_pairs(const BackendCap
   return out;
 }
 
+// (head_dim, num_kv_heads) one head past a row limit, for the head_dims `c` takes; a
+// row past kMaxKvRowElements is not drawn (a declared maximum of 2^31-1 ran the
+// generators out of memory, blamed on the plugin).
+std::vector<std::pair<int64_t, int64_t>> rows_past_limits(const BackendCapabilities& c) {
+  std::vector<std::pair<int64_t, int64_t>> past;
+  if (c.min_heads_x_head_dim <= 0 && c.max_heads_x_head_dim <= 0) return past;
+  std::vector<int32_t> dims = c.head_dims;
+  if (dims.empty()) dims = {1, 8, 64, 128};
+  for (int64_t d : dims) {
+    if (c.max_heads_x_head_dim > 0 && (c.max_heads_x_head_dim / d + 1) * d <= kMaxKvRowElements)
+      past.emplace_back(d, c.max_heads_x_head_dim / d + 1);
+    if (c.min_heads_x_head_dim > d) past.emplace_back(d, (c.min_heads_x_head_dim - 1) / d);
+  }
+  return past;
+}
+
 // A head_dim outside the declared ones, or one head past a row limit.
 BackendCapabilities caps_breaking_shape(BackendCapabilities c) {
-  const bool rows = c.min_heads_x_head_dim > 0 || c.max_heads_x_head_dim > 0;
-  // (head_dim, num_kv_heads) one head past a row limit, for the head_dims it takes.
-  std::vector<std::pair<int64_t, int64_t>> past;
-  if (rows) {
-    std::vector<int32_t> dims = c.head_dims;
-    if (dims.empty()) dims = {1, 8, 64, 128};
-    for (int64_t d : dims) {
-      if (c.max_heads_x_head_dim > 0) past.emplace_back(d, c.max_heads_x_head_dim / d + 1);
-      if (c.min_heads_x_head_dim > d) past.emplace_back(d, (c.min_heads_x_head_dim - 1) / d);
-    }
-  }
+  const std::vector<std::pair<int64_t, int64_t>> past = rows_past_limits(c);
   RC_PRE(!past.empty() || !c.head_dims.empty());
   if (!past.empty() && (c.head_dims.empty() || *rc::gen::arbitrary<bool>())) {
     const auto [d, h] = *rc::gen::elementOf(past);
@@ -55,7 +61,7 @@ BackendCapabilities caps_breaking_shape(BackendCapabilities c) {
 
 std::vector<KvLimit> declared_kv_limits(const BackendCapabilities& c) {
   std::vector<KvLimit> out;
-  if (c.limits_kv_shapes()) out.push_back(KvLimit::kShape);
+  if (!c.head_dims.empty() || !rows_past_limits(c).empty()) out.push_back(KvLimit::kShape);
   // Half the alignment off is a whole number of elements: a >= 4 (2-byte rows and
   // outputs), or a = 2 on a 1-byte FP8 cache.
   const bool fp8 = c.supports_kv_dtype(KvDtype::kE4M3) || c.supports_kv_dtype(KvDtype::kE5M2);
