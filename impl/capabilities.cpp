@@ -210,7 +210,8 @@ std::string BackendCapabilities::restrictions() const {
     if (supports_kv_dtype(d)) dts += (nd++ ? ", " : "") + to_string(d);
   if (nd < 4 && (ops & (KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV)))
     out += "K/V dtypes: " + (nd ? dts + " only" : std::string("none")) + "\n";
-  if ((ops & KVCHECK_OP_STORE_KV) && supported_kv_recipes().size() < static_cast<size_t>(kNumKvRecipes)) {
+  if ((ops & KVCHECK_OP_STORE_KV) && (supports_kv_dtype(KvDtype::kE4M3) || supports_kv_dtype(KvDtype::kE5M2)) &&
+      supported_kv_recipes().size() < static_cast<size_t>(kNumKvRecipes)) {  // a recipe only an FP8 cache uses
     std::string rs;
     for (KvRecipe r : supported_kv_recipes()) rs += (rs.empty() ? "" : ", ") + to_string(r);
     out += "FP8 K/V recipe: " + rs + " (declared)\n";

@@ -1,5 +1,6 @@
 #include "impl/plugin/abi_convert.h"
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -325,7 +326,9 @@ void apply_contract(const kvcheck_contract* c, BackendCapabilities& b) {
   if (c->struct_size >= offsetof(kvcheck_contract, num_head_dims) && c->kv_fp8_recipes != 0)
     b.kv_recipes = c->kv_fp8_recipes;
   if (c->struct_size >= offsetof(kvcheck_contract, head_dims) + sizeof c->head_dims)
-    b.head_dims.assign(c->head_dims, c->head_dims + c->num_head_dims);
+    for (int32_t i = 0; i < c->num_head_dims; ++i)  // once each: a repeat would weight the draw
+      if (std::find(b.head_dims.begin(), b.head_dims.end(), c->head_dims[i]) == b.head_dims.end())
+        b.head_dims.push_back(c->head_dims[i]);
   if (c->struct_size >= offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim) {
     b.min_heads_x_head_dim = c->min_heads_x_head_dim > 1 ? c->min_heads_x_head_dim : 0;  // >= 1 always holds
     b.max_heads_x_head_dim = c->max_heads_x_head_dim;

@@ -20,7 +20,8 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
   return KVCHECK_STATUS_OK;
 }
 #endif
-#if defined(STORE_KV_WITHOUT_DTYPES) || defined(STORE_KV_UNKNOWN_DTYPES_ONLY) || defined(CONTRACT_E2M1_HEAD_DIM_8)
+#if defined(STORE_KV_WITHOUT_DTYPES) || defined(STORE_KV_UNKNOWN_DTYPES_ONLY) || defined(CONTRACT_E2M1_HEAD_DIM_8) || \
+    defined(CONTRACT_HEAD_DIMS_REPEATED)
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
@@ -126,7 +127,7 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
     defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
     defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT) || defined(CONTRACT_PAIRS_EVERY_DTYPE) || \
-    defined(CONTRACT_E2M1_HEAD_DIM_8) || defined(CONTRACT_ROW_MIN_HUGE)
+    defined(CONTRACT_E2M1_HEAD_DIM_8) || defined(CONTRACT_ROW_MIN_HUGE) || defined(CONTRACT_HEAD_DIMS_REPEATED)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
      * or that no declared head_dim meets, an alignment that is not a power of two, dtype
@@ -151,6 +152,15 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     contract.head_dims[0] = 128;
     contract.min_heads_x_head_dim = 129;
     contract.max_heads_x_head_dim = 255; /* 1 head is too few, 2 too many */
+#endif
+#ifdef CONTRACT_HEAD_DIMS_REPEATED
+    /* 128 and 64, each declared twice: loads, each listed (and drawn) once. */
+    table.capabilities.ops = KVCHECK_OP_STORE_KV;
+    table.capabilities.kv_dtypes = ~0u;
+    table.store_kv = store_kv;
+    contract.num_head_dims = 4;
+    contract.head_dims[0] = contract.head_dims[2] = 128;
+    contract.head_dims[1] = contract.head_dims[3] = 64;
 #endif
 #ifdef CONTRACT_ROW_MIN_HUGE
     contract.min_heads_x_head_dim = 2147483647; /* no row the harness draws: hung the generators */

@@ -307,6 +307,9 @@ int main(int argc, char** argv) {
     return kvcheck::tool::summary_merge(merge_inputs, merge_out, merge_junit, std::cout, std::cerr);
   if (contract_cmd->parsed()) {
     for (const std::string& name : {contract_writer, contract_reader}) try {
+        // backend_by_name takes "<writer>-to-<reader>" pairs too; a side is one backend.
+        if (name.find("-to-") != std::string::npos)
+          throw std::invalid_argument("'" + name + "' is a writer-to-reader pair: --writer and --reader each name one backend");
         (void)kvcheck::backend_by_name(name);
       } catch (const std::exception& e) {
         std::cerr << "kvcheck contract: " << e.what() << "\n";
