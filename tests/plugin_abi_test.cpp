@@ -111,6 +111,17 @@ TEST(PluginAbi, CapabilitiesGateFormatsAndBlockSizes) {
       << c.restrictions();
 }
 
+// A recipe is an FP8 cache's: a plugin never sent one is not described by it.
+TEST(PluginAbi, AnFp8RecipeIsListedOnlyForABackendSentFp8Caches) {
+  BackendCapabilities c;
+  c.ops = KVCHECK_OP_STORE_KV;
+  c.kv_recipes = 1u << static_cast<int>(KvRecipe::kSglang);
+  c.kv_dtypes = 1u << static_cast<int>(KvDtype::kBF16);
+  EXPECT_EQ(c.restrictions().find("FP8 K/V recipe"), std::string::npos) << c.restrictions();
+  c.kv_dtypes |= 1u << static_cast<int>(KvDtype::kE4M3);
+  EXPECT_NE(c.restrictions().find("FP8 K/V recipe: sglang (declared)"), std::string::npos) << c.restrictions();
+}
+
 // A host plugin with gather_kv but not KVCHECK_OP_GATHER_KV_SEQ_STARTS (built before
 // seq_starts: it would ignore them and gather from position 0). It counts the calls
 // that carry a seq_starts unit, and gathers with the cpu backend.
