@@ -34,7 +34,6 @@ uint32_t kv_dtype_bit_by_name(const std::string& name);
 /// Whether the spec allows rows of `rows` with a cache of `cache` (SPEC §7.1: a bf16 /
 /// fp16 cache takes rows of its own dtype, an FP8 cache bf16 or fp16 rows).
 bool is_kv_dtype_pair(KvDtype cache, KvDtype rows);
-/// KVCHECK_KV_PAIR(cache, rows): the pair's bit in kvcheck_contract.kv_dtype_pairs.
 /// The largest K/V token row (num_kv_heads x head_dim, elements) a contract may require
 /// or the harness draws: 128 heads of the largest declarable head_dim, 16,384. A
 /// declared minimum past it leaves nothing to draw (refused at load); a declared maximum
@@ -42,6 +41,7 @@ bool is_kv_dtype_pair(KvDtype cache, KvDtype rows);
 constexpr int64_t kMaxDeclaredKvHeadDim = 16384;
 constexpr int64_t kMaxKvRowElements = 128 * kMaxDeclaredKvHeadDim;
 
+/// KVCHECK_KV_PAIR(cache, rows): the pair's bit in kvcheck_contract.kv_dtype_pairs.
 constexpr uint32_t kv_dtype_pair_bit(KvDtype cache, KvDtype rows) {
   return KVCHECK_KV_PAIR(static_cast<uint32_t>(cache), static_cast<uint32_t>(rows));
 }
