@@ -41,8 +41,15 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
       ++g.not_measured;
       continue;
     }
-    ++g.compared;
     const double now = 100 * it->ratio_to_copy, delta = now - want;
+    if (tokens < kMinGatedTokens) {
+      ++g.not_gated;
+      g.report += format("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), fmt.c_str(),
+                         static_cast<long long>(tokens), static_cast<long long>(bs), want, now, delta,
+                         "not gated (launch-bound)");
+      continue;
+    }
+    ++g.compared;
     const bool drop = delta < -g.tolerance;
     g.dropped += drop ? 1 : 0;
     g.report += format("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), fmt.c_str(),
@@ -50,8 +57,9 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                        drop ? "DROPPED" : "ok");
   }
   g.report += format("performance gate: %d rows compared, %d dropped by more than %.1f points, %d not measured (not "
-                     "in this run): %s\n",
-                     g.compared, g.dropped, g.tolerance, g.not_measured,
+                     "in this run), %d under %lld tokens not gated: %s\n",
+                     g.compared, g.dropped, g.tolerance, g.not_measured, g.not_gated,
+                     static_cast<long long>(kMinGatedTokens),
                      g.compared == 0 ? "FAILED (nothing compared)" : g.dropped ? "FAILED" : "passed");
   return g;
 }

@@ -63,6 +63,27 @@ TEST(PerfGate, RowsNotMeasuredAreCountedAndNothingComparedFails) {
   EXPECT_NE(none.report.find("nothing compared"), std::string::npos) << none.report;
 }
 
+TEST(PerfGate, RowsUnderTheGatedSizeAreListedNeverFailed) {
+  // A 4,096-token row (launch-bound) 20 points down is shown, not a drop; the same
+  // drop at kMinGatedTokens fails.
+  nlohmann::json b = baseline();
+  for (const int64_t tokens : {int64_t{4096}, kMinGatedTokens})
+    b["rows"].push_back({{"op", "store"}, {"format", "BF16(512)"}, {"tokens", tokens}, {"block_size", 133},
+                         {"ratio_to_copy", 0.54}, {"decode", false}});
+  const std::vector<PerfRow> small{{"store", "V41", 262144, 64, 0.70, false},
+                                   {"store", "BF16(512)", 4096, 133, 0.34, false}};
+  const PerfGateResult g = check_perf_baseline(small, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(g.compared, 1);
+  EXPECT_EQ(g.not_gated, 1);
+  EXPECT_EQ(g.dropped, 0);
+  EXPECT_EQ(g.exit_code(), 0) << g.report;
+  EXPECT_NE(g.report.find("not gated (launch-bound)"), std::string::npos) << g.report;
+  const std::vector<PerfRow> large{{"store", "BF16(512)", kMinGatedTokens, 133, 0.34, false}};
+  const PerfGateResult d = check_perf_baseline(large, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(d.dropped, 1);
+  EXPECT_EQ(d.exit_code(), 1) << d.report;
+}
+
 TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
   const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
   const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA A100", "b.json");
