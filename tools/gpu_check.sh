@@ -21,6 +21,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build=${1:-$root/build-gpu}
 out=${2:-$root/gpu-out}
 mkdir -p "$out"
+# Absolute, so the children that change folder (ctest, the Python tests' pytest runs in
+# temporary folders) find them: a relative build dir broke the README example's test.
+build=$(cd "$build" && pwd) out=$(cd "$out" && pwd)
 kvcheck="$build/tools/kvcheck/kvcheck"
 "$kvcheck" backends
 seconds=${KVCHECK_GPU_CAMPAIGN_SECONDS:-120}

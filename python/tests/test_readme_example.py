@@ -26,6 +26,10 @@ def test_the_documented_example_passes(tmp_path, path, heading):
     installed = any(ep.name == "kvcheck" for ep in metadata.entry_points(group="pytest11"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(CHECKOUT, "python")] +
                                                       os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    # The child runs in tmp_path: a relative KVCHECK_BUILD_DIR (gpu_check.sh build-gpu)
+    # means this process's folder, not the child's.
+    if env.get("KVCHECK_BUILD_DIR"):
+        env["KVCHECK_BUILD_DIR"] = os.path.abspath(env["KVCHECK_BUILD_DIR"])
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path),
                            *([] if installed else ["-p", "kvcheck.pytest_plugin"]), "--kvcheck-cases", "40",
                            "--kvcheck-seed", "2"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
