@@ -192,9 +192,12 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
     // An e2m1 cache takes head_dims that are multiples of 16 (one scale per 16 elements,
     // docs/spec.md §7.9): a table sent only e2m1 caches needs one its contract allows,
     // or every case would be drawn in another dtype, outside its capabilities.
-    const int64_t min_row = limits ? c->min_heads_x_head_dim : 0, max_row = limits ? c->max_heads_x_head_dim : 0;
-    const auto fits = [&](int64_t d) {
-      return d % 16 == 0 && (max_row == 0 || std::max<int64_t>(1, (min_row + d - 1) / d) * d <= max_row);
+    BackendCapabilities row_limits;  // the declared row limits alone, for kv_heads_range
+    row_limits.min_heads_x_head_dim = limits ? c->min_heads_x_head_dim : 0;
+    row_limits.max_heads_x_head_dim = limits ? c->max_heads_x_head_dim : 0;
+    const auto fits = [&row_limits](int64_t d) {
+      const std::pair<int64_t, int64_t> heads = row_limits.kv_heads_range(d);
+      return d % 16 == 0 && heads.first <= heads.second;
     };
     bool any = c->num_head_dims == 0 && fits(16);
     for (int32_t i = 0; i < c->num_head_dims; ++i) any |= fits(c->head_dims[i]);
