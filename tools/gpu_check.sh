@@ -23,6 +23,7 @@ out=${2:-$root/gpu-out}
 mkdir -p "$out"
 # Absolute, so the children that change folder (ctest, the Python tests' pytest runs in
 # temporary folders) find them: a relative build dir broke the README example's test.
+[[ -d $build ]] || { echo "gpu_check.sh: no build dir $build (cmake --preset gpu && cmake --build build-gpu -j first)" >&2; exit 2; }
 build=$(cd "$build" && pwd) out=$(cd "$out" && pwd)
 kvcheck="$build/tools/kvcheck/kvcheck"
 "$kvcheck" backends
