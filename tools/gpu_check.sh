@@ -20,10 +20,10 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build=${1:-$root/build-gpu}
 out=${2:-$root/gpu-out}
+[[ -d $build ]] || { echo "gpu_check.sh: no build dir $build (cmake --preset gpu && cmake --build build-gpu -j first)" >&2; exit 2; }
 mkdir -p "$out"
 # Absolute, so the children that change folder (ctest, the Python tests' pytest runs in
 # temporary folders) find them: a relative build dir broke the README example's test.
-[[ -d $build ]] || { echo "gpu_check.sh: no build dir $build (cmake --preset gpu && cmake --build build-gpu -j first)" >&2; exit 2; }
 build=$(cd "$build" && pwd) out=$(cd "$out" && pwd)
 kvcheck="$build/tools/kvcheck/kvcheck"
 "$kvcheck" backends
