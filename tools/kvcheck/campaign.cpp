@@ -277,6 +277,16 @@ struct Selection {
 // Fills `sel`; 0, or 2 after printing why the options select nothing runnable (a
 // plugin that cannot run, an unknown backend) on `terminal`.
 int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& terminal) {
+  // Each --property must name something: one typo among several filters would otherwise
+  // drop its rows from a gate without a word.
+  for (const std::string& f : options.properties) {
+    const auto& all = props::registry().all();
+    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
+      fmt::print(terminal, "kvcheck run: no property matches {}: --property takes a substring of a property name or "
+                           "an op (kvcheck run --list names them)\n", f);
+      return 2;
+    }
+  }
   std::vector<std::string>& missing = sel.missing;
   auto& backends = sel.backends;
   backends = available_backends(&missing);
