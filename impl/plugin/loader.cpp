@@ -394,6 +394,12 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   // A name without '/' would make dlopen search the library path, not the file given.
   const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
   preflight_dlopen(path, file);
+  // dlopen runs the library's constructors (crtfastmath.o's sets flush-to-zero) and the
+  // entry its own code: whatever mode they leave is the plugin's, never the harness's.
+  struct RestoreFpMode {
+    FpMode harness = FpMode::current();
+    ~RestoreFpMode() { harness.apply(); }
+  } restore;
   void* handle = nullptr;
   {
     const WatchdogScope guard(path, "dlopen");  // what the child survived but this process does not
@@ -421,6 +427,14 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   if (st == KVCHECK_STATUS_UNSUPPORTED) fail(path, std::string("declines to run here: ") + msg, ErrorCode::kUnsupported);
   if (st != KVCHECK_STATUS_OK) fail(path, KVCHECK_ENTRY_SYMBOL " returned status " + std::to_string(st) + ": " + msg);
   if (lib->table == nullptr) fail(path, KVCHECK_ENTRY_SYMBOL " returned OK but no table");
+  lib->fp_mode.set(FpMode::current());
+  lib->fp_mode.name = lib->table->name;
+  if (const std::string d = lib->fp_mode.get().differences_from(restore.harness); !d.empty())
+    std::fprintf(stderr,
+                 "kvcheck: plugin %s: loading it set %s (a -ffast-math / -Ofast build links gcc's crtfastmath.o, "
+                 "whose constructor does): its calls run under that mode, as in an engine's process; kvcheck's "
+                 "reference under its own (docs/plugins.md)\n",
+                 path.c_str(), d.c_str());
   check_table(path, *lib->table);
 #ifndef KVCHECK_HAVE_CUDA
   if (lib->table->memory_space == KVCHECK_MEMORY_CUDA_DEVICE)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "impl/backend.h"
+#include "impl/plugin/fp_mode.h"
 #include "include/kvcheck/backend_abi.h"
 
 namespace kvcheck::plugin {
@@ -18,6 +19,9 @@ struct Library {
   std::string path;
   void* handle = nullptr;
   const kvcheck_backend_v1_t* table = nullptr;
+  // The floating-point mode its code runs under (fp_mode.h): what loading it left (its
+  // constructors, its entry), then what its calls leave.
+  mutable PluginFpMode fp_mode;
   ~Library();
 };
 
@@ -33,7 +37,8 @@ const kvcheck_contract* table_contract(const kvcheck_backend_v1_t& t);
 /// an ops bit without its function, a contract out of range (unknown recipe bits,
 /// head_dims), a device plugin in a harness built without CUDA.
 /// A plugin that declines (entry returns UNSUPPORTED) throws Error(kUnsupported)
-/// with its reason.
+/// with its reason. The calling thread's floating-point mode is as before the call
+/// (what loading set is kept in Library::fp_mode and said on stderr).
 std::shared_ptr<Library> load_library(const std::string& path);
 
 /// Runs the table's probe (when it has one) in a forked child, so the calling process

@@ -21,6 +21,7 @@ bool PluginBackend::set_test_parallelism(int32_t max_threads, int64_t min_bytes_
   const kvcheck_backend_v1_t& t = table();
   const bool has = t.struct_size >= offsetof(kvcheck_backend_v1_t, set_test_parallelism) + sizeof(void*);
   if (!has || t.set_test_parallelism == nullptr) return false;
+  const PluginFpScope fp(lib_->fp_mode);
   return t.set_test_parallelism(t.context, max_threads, min_bytes_per_thread) == KVCHECK_STATUS_OK;
 }
 

@@ -86,10 +86,15 @@ class PluginBackend final : public Backend {
     ArgDecl d(caps_, name_, Op<Args>::name, device_ != nullptr);
     declare(a, d);
     const auto entry = table().*Op<Args>::entry;
-    if (!device_) return call_plugin(name_, Op<Args>::name, entry, table().context, a, nullptr);
+    if (!device_) {
+      const PluginFpScope fp(lib_->fp_mode);  // the plugin's floating-point mode, then the harness's (fp_mode.h)
+      return call_plugin(name_, Op<Args>::name, entry, table().context, a, nullptr);
+    }
     if (d.nothing_to_do()) return;
-    device_->run(name_, Op<Args>::name, d.groups(),
-                 [&](void* stream) { call_plugin(name_, Op<Args>::name, entry, table().context, a, stream); });
+    device_->run(name_, Op<Args>::name, d.groups(), [&](void* stream) {
+      const PluginFpScope fp(lib_->fp_mode);
+      call_plugin(name_, Op<Args>::name, entry, table().context, a, stream);
+    });
   }
 
   std::shared_ptr<Library> lib_;
