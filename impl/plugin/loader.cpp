@@ -188,10 +188,12 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
       fail(path, "contract head_dims[" + std::to_string(i) + "] = " + std::to_string(c->head_dims[i]) +
                      " is not a head_dim in [1, " + std::to_string(kMaxDeclaredHeadDim) + "]");
   const bool limits = c->struct_size >= offsetof(kvcheck_contract, max_heads_x_head_dim) + sizeof c->max_heads_x_head_dim;
-  if (kv_dtypes_declared == (1u << KVCHECK_KV_E2M1)) {
+  if (kv_dtypes_declared & (1u << KVCHECK_KV_E2M1)) {
     // An e2m1 cache takes head_dims that are multiples of 16 (one scale per 16 elements,
-    // docs/spec.md §7.9): a table sent only e2m1 caches needs one its contract allows,
-    // or every case would be drawn in another dtype, outside its capabilities.
+    // docs/spec.md §7.9): a table sent e2m1 caches needs one its contract allows. Sent
+    // only e2m1, every case would be drawn in another dtype, outside its capabilities;
+    // sent others too, no e2m1 case would ever be drawn while the report listed e2m1
+    // as covered (--kv-dtype e2m1 ran bf16 cases: the adversarial review's finding 2).
     BackendCapabilities row_limits;  // the declared row limits alone, for kv_heads_range
     row_limits.min_heads_x_head_dim = limits ? c->min_heads_x_head_dim : 0;
     row_limits.max_heads_x_head_dim = limits ? c->max_heads_x_head_dim : 0;
@@ -202,8 +204,12 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
     bool any = c->num_head_dims == 0 && fits(16);
     for (int32_t i = 0; i < c->num_head_dims; ++i) any |= fits(c->head_dims[i]);
     if (!any)
-      fail(path, "contract head_dims / max_heads_x_head_dim leave no head_dim that is a multiple of 16 for the e2m1 "
-                 "caches, the only K/V dtype the capabilities name (docs/spec.md §7.9)");
+      fail(path, std::string("contract head_dims / max_heads_x_head_dim leave no head_dim that is a multiple of 16 "
+                             "for the e2m1 caches") +
+                     (kv_dtypes_declared == (1u << KVCHECK_KV_E2M1)
+                          ? ", the only K/V dtype the capabilities name (docs/spec.md §7.9)"
+                          : " the capabilities name (docs/spec.md §7.9): no e2m1 case could be drawn; take e2m1 out of "
+                            "kv_dtypes or declare such a head_dim"));
   }
   if (!limits) return;
   const int32_t lo = c->min_heads_x_head_dim, hi = c->max_heads_x_head_dim;

@@ -21,7 +21,7 @@ static int store(void* ctx, const kvcheck_store_args* a, void* stream, char* msg
 }
 #endif
 #if defined(STORE_KV_WITHOUT_DTYPES) || defined(STORE_KV_UNKNOWN_DTYPES_ONLY) || defined(CONTRACT_E2M1_HEAD_DIM_8) || \
-    defined(CONTRACT_HEAD_DIMS_REPEATED)
+    defined(CONTRACT_HEAD_DIMS_REPEATED) || defined(CONTRACT_E2M1_AMONG_OTHERS_HEAD_DIM_72)
 static int store_kv(void* ctx, const kvcheck_store_kv_args* a, void* stream, char* msg, size_t n) {
   (void)ctx, (void)a, (void)stream, (void)msg, (void)n;
   return KVCHECK_STATUS_OK;
@@ -127,7 +127,8 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
 #if defined(CONTRACT_UNKNOWN_RECIPE) || defined(CONTRACT_BAD_HEAD_DIM) || defined(CONTRACT_PAST_END) || \
     defined(CONTRACT_ROW_LIMITS_CROSSED) || defined(CONTRACT_ROW_LIMIT_UNMET) || defined(CONTRACT_BAD_ALIGNMENT) || \
     defined(CONTRACT_BAD_DTYPE_PAIRS) || defined(CONTRACT_DTYPE_PAIRS_SHORT) || defined(CONTRACT_PAIRS_EVERY_DTYPE) || \
-    defined(CONTRACT_E2M1_HEAD_DIM_8) || defined(CONTRACT_ROW_MIN_HUGE) || defined(CONTRACT_HEAD_DIMS_REPEATED)
+    defined(CONTRACT_E2M1_HEAD_DIM_8) || defined(CONTRACT_ROW_MIN_HUGE) || defined(CONTRACT_HEAD_DIMS_REPEATED) || \
+    defined(CONTRACT_E2M1_AMONG_OTHERS_HEAD_DIM_72)
   {
     /* A contract with a recipe bit no recipe has, a head_dim of 0, row limits that cross
      * or that no declared head_dim meets, an alignment that is not a power of two, dtype
@@ -193,6 +194,14 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
     table.capabilities.kv_dtypes = 1u << KVCHECK_KV_E2M1;
     contract.num_head_dims = 1;
     contract.head_dims[0] = 8;
+#endif
+#ifdef CONTRACT_E2M1_AMONG_OTHERS_HEAD_DIM_72
+    /* bf16 and e2m1 caches, head_dim 72 only: no e2m1 case can be drawn. */
+    table.capabilities.ops = KVCHECK_OP_STORE_KV | KVCHECK_OP_KV_NVFP4;
+    table.store_kv = store_kv;
+    table.capabilities.kv_dtypes = 1u << KVCHECK_KV_BF16 | 1u << KVCHECK_KV_E2M1;
+    contract.num_head_dims = 1;
+    contract.head_dims[0] = 72;
 #endif
 #ifdef CONTRACT_PAST_END
     contract.kv_fp8_recipes = 1u << 5;
