@@ -34,6 +34,12 @@ KVCHECK_CPU_INLINE uint32_t sel(bool cond, uint32_t a, uint32_t b) {
   return (a & m) | (b & ~m);
 }
 
+/// x < lo ? lo : x and hi < x ? hi : x (NaN x: x), as blends: GCC sinks the float
+/// arithmetic after such a ?: (e4m3's x * 512) into its arms, so a loop over the
+/// scales of several groups kept a branch and did not vectorise (see sel).
+KVCHECK_CPU_INLINE float at_least(float x, float lo) { return bits_f(sel(x < lo, f_bits(lo), f_bits(x))); }
+KVCHECK_CPU_INLINE float at_most(float x, float hi) { return bits_f(sel(hi < x, f_bits(hi), f_bits(x))); }
+
 /// Round to nearest even on the bits; any NaN -> 0x7FFF (SPEC §4).
 KVCHECK_CPU_INLINE uint16_t f32_to_bf16(float f) {
   const uint32_t u = f_bits(f);

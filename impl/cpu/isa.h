@@ -15,6 +15,14 @@ namespace kvcheck::cpu {
 #define KVCHECK_CPU_TARGET_AVX2
 #endif
 
+/// Groups of a compile-time size G that the quantising stores and loads take per step:
+/// 128 elements' worth (one group when G >= 128). At -O2 GCC vectorises a loop only when
+/// the vector factor divides its trip count, and a loop with byte codes has a factor of
+/// 32 in 256-bit vectors: over one 16-element group every step ran in 128-bit vectors
+/// even under AVX2, and each group's scale was worked out alone (scalar).
+template <int G>
+constexpr int kGroupBatch = G >= 128 ? 1 : 128 / G;
+
 /// True when the AVX2 kernels may run: the CPU has AVX2 and env KVCHECK_CPU_ISA is
 /// not "baseline" (tests use that to cover the other path). Both give identical bytes.
 inline bool use_avx2() {

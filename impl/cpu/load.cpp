@@ -8,6 +8,7 @@
 #include "impl/cpu/cpu_backend.h"
 #include "impl/cpu/fast_numerics.h"
 #include "impl/cpu/isa.h"
+#include "impl/cpu/kv_numerics.h"
 #include "impl/cpu/parallel.h"
 #include "impl/cpu/stream_copy.h"
 #include "impl/validate_store_load.h"
@@ -47,35 +48,65 @@ KVCHECK_CPU_INLINE float decode(uint8_t code) {
   return kE4M3Data ? e4m3_to_f32(code) : e2m1_to_f32(code);
 }
 
-/// One group of compile-time size G: dequant = bf16_rn(float(q) * scale) (SPEC §4).
-template <bool kE4M3Data, SfFormat S, int G>
-KVCHECK_CPU_INLINE void dequant_group(const uint8_t* data, const uint8_t* scale, uint8_t* out) {
-  const float s = scale_value<S>(scale);
-  uint8_t codes[G];
+/// Bytes of one group's scale.
+template <SfFormat S>
+constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
+
+/// B groups of compile-time size G (even), codes at data, group k's scale bytes at
+/// sf + k * kScaleBytes<S>: dequant = bf16_rn(float(q) * scale) (SPEC §4) to out. Each
+/// step is a loop of fixed trip count over all B groups into fixed-size local arrays,
+/// so each vectorises (isa.h's kGroupBatch says why B groups); data is read in place
+/// (a local copy first is written and read back in different widths: a failed store
+/// forward).
+template <bool kE4M3Data, SfFormat S, int G, int B>
+KVCHECK_CPU_INLINE void dequant_groups(const uint8_t* data, const uint8_t* sf, uint8_t* out) {
+  constexpr int kN = G * B;
+  float s[B];
+  for (int k = 0; k < B; ++k) s[k] = scale_value<S>(sf + k * kScaleBytes<S>);
+  uint8_t codes[kN];
   if constexpr (kE4M3Data) {
-    std::memcpy(codes, data, G);
+    for (int i = 0; i < kN; ++i) codes[i] = data[i];
   } else {
-    uint8_t packed[G / 2];
-    std::memcpy(packed, data, G / 2);
-    for (int j = 0; j < G / 2; ++j) {
-      codes[2 * j] = packed[j] & 0xF;
-      codes[2 * j + 1] = static_cast<uint8_t>((packed[j] & 0xF0) / 16u);  // no byte shifts on x86
+    for (int j = 0; j < kN / 2; ++j) {
+      codes[2 * j] = data[j] & 0xF;
+      codes[2 * j + 1] = static_cast<uint8_t>((data[j] & 0xF0) / 16u);  // no byte shifts on x86
     }
   }
-  uint16_t values[G];
-  for (int j = 0; j < G; ++j) values[j] = f32_to_bf16(decode<kE4M3Data>(codes[j]) * s);
+  float v[kN];  // decoded over all kN (the byte codes' vector factor divides kN, not G)
+  for (int i = 0; i < kN; ++i) v[i] = decode<kE4M3Data>(codes[i]);
+  uint16_t values[kN];  // scaled per group (float and 16-bit lanes: G a multiple of the factor)
+  for (int k = 0; k < B; ++k)
+    for (int j = 0; j < G; ++j) values[k * G + j] = f32_to_bf16(v[k * G + j] * s[k]);
   std::memcpy(out, values, sizeof values);
 }
 
+/// Groups [g, g + B) of a token (G a compile-time size): their scale bytes gathered (in
+/// group order, or transposed when scales_last: SPEC §2), then dequantised to out.
+template <bool kE4M3Data, SfFormat S, int G, int B>
+KVCHECK_CPU_INLINE void load_groups(const PagedLayout& p, const uint8_t* data, const uint8_t* scales, int64_t g,
+                                    uint8_t* out) {
+  constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
+  constexpr int64_t kW = kScaleBytes<S>;
+  uint8_t sf[B * kW];
+  if (!p.scales_last) {
+    std::memcpy(sf, scales + g * kW, sizeof sf);
+  } else {
+    for (int k = 0; k < B; ++k) std::memcpy(sf + k * kW, scales + p.scale_byte(g + k), kW);
+  }
+  dequant_groups<kE4M3Data, S, G, B>(data + g * kGroupDataBytes, sf, out + g * G * 2);
+}
+
+/// A token's quantised elements (data, scales) dequantised to out; G == 0: group size
+/// known at run time.
 template <bool kE4M3Data, SfFormat S, int G>
 KVCHECK_CPU_INLINE void dequant_token(const KVCacheFormat& f, const PagedLayout& p, const uint8_t* data,
                                       const uint8_t* scales, uint8_t* out) {
-  constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
   if constexpr (G != 0) {
-    constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
-    for (int64_t g = 0; g < f.num_scales(); ++g)
-      dequant_group<kE4M3Data, S, G>(data + g * kGroupDataBytes,
-                                     scales + (p.scales_last ? p.scale_byte(g) : g * kScaleBytes), out + g * G * 2);
+    constexpr int B = kGroupBatch<G>;
+    const int64_t groups = f.num_scales();
+    int64_t g = 0;
+    for (; g + B <= groups; g += B) load_groups<kE4M3Data, S, G, B>(p, data, scales, g, out);
+    for (; g < groups; ++g) load_groups<kE4M3Data, S, G, 1>(p, data, scales, g, out);  // the rest
   } else {  // any group size
     for (int64_t i = 0; i < f.quantized_elements(); ++i) {
       const uint8_t code =
@@ -124,10 +155,9 @@ KVCHECK_CPU_INLINE void load_rows_impl(const LoadJob& job, int64_t rb, int64_t r
         if (!layout.e4m3_tail) {  // the BF16 tail after the dequantised elements, as stored
           std::memcpy(ot, tail, static_cast<size_t>(layout.tail_bytes()));
         } else {  // e4m3 casts decoded (exact in BF16, SPEC §4.9)
-          for (int32_t e = 0; e < layout.tail_elements; ++e) {
-            const uint16_t v = f32_to_bf16(e4m3_to_f32(tail[e]));
-            std::memcpy(ot + 2 * e, &v, 2);
-          }
+          convert_head<uint8_t, uint16_t>(tail, ot, layout.tail_elements, [](uint8_t c) KVCHECK_CPU_ALWAYS_INLINE {
+            return f32_to_bf16(e4m3_to_f32(c));  // in vectorised chunks (kv_numerics.h)
+          });
         }
       } else {
         copy_row<kStream>(o, data, row_bytes);
