@@ -35,6 +35,9 @@ struct FpMode {
 /// A plugin's mode: what its loading left, then what each of its calls left.
 class PluginFpMode {
  public:
+  /// The constructing thread's mode until set (a Library built without load_library
+  /// must not hand its plugin an all-zero MXCSR: every exception unmasked, SIGFPE).
+  PluginFpMode() : mode_(FpMode::current()) {}
   std::string name;  // the plugin's, for the note below
   void set(const FpMode& m) {
     const std::lock_guard<std::mutex> lock(m_);
