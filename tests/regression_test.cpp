@@ -317,6 +317,38 @@ TEST(Regression, MalformedKvScenarioIsRejected) {
   j = small_store_kv();
   j["type"] = "gather_kv";
   EXPECT_THROW(j.get<props::StoreKvScenario>(), std::exception);
+  // Found by the adversarial review: each of these replayed another input than the file
+  // describes, and passed. Rows that hold fewer elements than rows and strides claim
+  // (the backend would read past the buffer), by a larger rows or a shorter data row:
+  const auto refused = [](const nlohmann::json& bad, const std::string& why) {
+    try {
+      (void)bad.get<props::StoreKvScenario>();
+      ADD_FAILURE() << "accepted: " << bad.dump();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  j = small_store_kv();
+  j["key"]["rows"] = 3;
+  refused(j, "key: 16 elements of data, but rows 3, token_stride 8 and head_stride 4 over 2 heads of 4 claim more");
+  j = small_store_kv();
+  j["value"]["data"][1] = "3c00";
+  refused(j, "value: 9 elements of data");
+  j = small_store_kv();
+  j["key"]["rows"] = int64_t{1} << 40;
+  refused(j, "key rows 1099511627776 is more than a scenario may ask for");
+  j = small_store_kv();
+  j["cache"]["pad_page"] = -100;
+  refused(j, "K/V cache shape out of range");
+  j = small_store_kv();
+  j["threads"] = -1;
+  refused(j, "threads -1 is not in [0, 64]");
+  j = small_store_kv();
+  j["key"]["data"][0] = "+3f8 c0a0";
+  refused(j, "bad 16-bit hex value at '+3f8 c0a' (four hex digits each)");
+  j = small_store_kv();  // and the file as written is read back
+  j["threads"] = 4;
+  EXPECT_EQ(j.get<props::StoreKvScenario>().threads, 4);
 }
 
 // nlohmann's get<int32_t> wraps: 2^32 + 16 would be read as 16 and 2.5 as 2, so a

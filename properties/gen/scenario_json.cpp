@@ -24,9 +24,15 @@ void parse_hex_row(const std::string& s, std::vector<uint16_t>& out) {
       ++pos;
       continue;
     }
-    size_t used = 0;
-    const unsigned long v = std::stoul(s.substr(pos, 4), &used, 16);
-    if (used != 4 || v > 0xFFFF) throw std::runtime_error("bad 16-bit hex value at '" + s.substr(pos, 8) + "'");
+    // Four hex digits exactly (std::stoul took "+1", "-0" and leading blanks, and said
+    // only "stoul" for a word that starts with no digit).
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = pos + k < s.size() ? s[pos + k] : ' ';
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) throw std::runtime_error("bad 16-bit hex value at '" + s.substr(pos, 8) + "' (four hex digits each)");
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
     out.push_back(static_cast<uint16_t>(v));
     pos += 4;
   }

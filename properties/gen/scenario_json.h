@@ -103,6 +103,15 @@ inline void check_at_most(int64_t value, int64_t max, const char* what) {
                              std::to_string(max) + ")");
 }
 
+/// A scenario's optional "threads" (the backend splits the call as on that many threads;
+/// 0 or absent: its default). The generators draw 0-4; a file may ask for up to 64,
+/// never a negative count.
+inline int32_t threads_value(const nlohmann::json& j) {
+  const int32_t t = int_value<int32_t>(j, "threads", 0);
+  if (t < 0 || t > 64) throw std::runtime_error("threads " + std::to_string(t) + " is not in [0, 64]");
+  return t;
+}
+
 /// The ErrorCode named `name` (to_string's stable names: "slot-out-of-range", ...).
 ErrorCode error_code_from_name(const std::string& name);
 

@@ -267,7 +267,7 @@ void from_json(const nlohmann::json& j, CopyBlocksScenario& s) {
   s.block_stride = int_at<int64_t>(j, "block_stride");
   s.block_mapping = ints_at<int64_t>(j, "block_mapping");
   s.fill_seed = int_at<uint32_t>(j, "fill_seed");
-  s.threads = int_value<int>(j, "threads", 0);
+  s.threads = threads_value(j);
   s.fault = j.value("fault", std::string());
   s.code.reset();
   if (j.contains("expected_error")) s.code = error_code_from_name(j.at("expected_error").get<std::string>());

@@ -126,9 +126,11 @@ void from_json(const nlohmann::json& j, KvCacheShape& s) {
   // What the harness allocates from (KvBuffers): a file cannot ask for more than a
   // generated case could, nor for a shape with no elements to lay out.
   if (s.num_blocks < 1 || s.block_size < 1 || s.num_kv_heads < 1 || s.head_dim < 1 || s.num_layers < 1 ||
+      s.pad_token < 0 || s.pad_page < 0 ||  // drawn >= 0; only pad_head is made negative (a fault: heads overlap)
       s.layer < 0 || s.layer >= s.num_layers || (s.alloc == KvAlloc::kNvfp4Pages && s.dtype != KvDtype::kE2M1) ||
       (s.sf_fault == KvSfFault::kKSfIntoData && s.alloc != KvAlloc::kNvfp4Pages))  // into the data: pages only
-    throw std::runtime_error("K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, layer)");
+    throw std::runtime_error(
+        "K/V cache shape out of range (num_blocks, block_size, num_kv_heads, head_dim, pad_token, pad_page, layer)");
   // Generated caches stay under 8 MiB; 2^27 elements (as a double: the product of int32
   // fields may pass int64) is far past any of them.
   const double elements = static_cast<double>(s.num_blocks) * s.num_layers *
@@ -155,6 +157,27 @@ void from_json(const nlohmann::json& j, KvRows& r) {
   r.data = parse_hex_rows(j.at("data"));
 }
 
+namespace {
+
+/// The key or value rows of a store scenario hold every element their rows and strides
+/// claim for the cache's heads (what make_kv_rows allocates): a file that claims more
+/// would have the backend read past the buffer. Negative strides and no data at all (a
+/// null pointer) are faults the backend must refuse before reading: not checked here.
+void check_rows_extent(const KvRows& r, const KvCacheShape& c, const char* side) {
+  if (r.rows < 0) throw std::runtime_error(std::string(side) + " rows " + std::to_string(r.rows) + " < 0");
+  check_at_most(r.rows, int64_t{1} << 24, (std::string(side) + " rows").c_str());
+  if (r.rows == 0 || r.data.empty() || r.token_stride < 0 || r.head_stride < 0) return;
+  const __int128 need = __int128{r.rows - 1} * r.token_stride + __int128{c.num_kv_heads - 1} * r.head_stride + c.head_dim;
+  if (need > static_cast<__int128>(r.data.size()))
+    throw std::runtime_error(std::string(side) + ": " + std::to_string(r.data.size()) + " elements of data, but rows " +
+                             std::to_string(r.rows) + ", token_stride " + std::to_string(r.token_stride) +
+                             " and head_stride " + std::to_string(r.head_stride) + " over " +
+                             std::to_string(c.num_kv_heads) + " heads of " + std::to_string(c.head_dim) +
+                             " claim more");
+}
+
+}  // namespace
+
 void to_json(nlohmann::json& j, const StoreKvScenario& s) {
   j = {{"type", "store_kv"}, {"cache", s.cache}, {"slot_mapping", s.slot_mapping}, {"key", s.key}, {"value", s.value}};
   fault_to_json(j, s.fault, s.code);
@@ -170,10 +193,12 @@ void from_json(const nlohmann::json& j, StoreKvScenario& s) {
   s.key = j.at("key").get<KvRows>();
   s.value = j.at("value").get<KvRows>();
   fault_from_json(j, s.fault, s.code);
-  s.threads = int_value<int>(j, "threads", 0);
+  s.threads = threads_value(j);
   s.slot_tail = ints_value<int32_t>(j, "slot_mapping_tail");
   s.rope.reset();
   if (j.contains("rope")) s.rope = j.at("rope").get<ScenarioRope>();
+  check_rows_extent(s.key, s.cache, "key");
+  check_rows_extent(s.value, s.cache, "value");
 }
 
 void to_json(nlohmann::json& j, const GatherKvScenario& s) {
@@ -229,7 +254,7 @@ void from_json(const nlohmann::json& j, GatherKvScenario& s) {
   s.out_pad_token = int_at<int32_t>(j, "out_pad_token");
   s.out_seed = int_at<uint64_t>(j, "out_seed");
   fault_from_json(j, s.fault, s.code);
-  s.threads = int_value<int>(j, "threads", 0);
+  s.threads = threads_value(j);
   s.out_offset = int_value<int>(j, "out_offset", 0);
   s.out_v_rows.reset();
   s.out_v_pad_token.reset();

@@ -95,7 +95,7 @@ void from_json(const nlohmann::json& j, StoreScenario& s) {
     if (static_cast<int64_t>(s.kv.size() - before) != s.row_stride)
       throw std::runtime_error("a kv row does not hold row_stride values");
   }
-  s.threads = int_value<int>(j, "threads", 0);
+  s.threads = threads_value(j);
   s.slot_tail = ints_value<int32_t>(j, "slot_mapping_tail");
   s.far_row_stride = int_value<int64_t>(j, "far_row_stride", 0);
   if (s.far_row_stride != 0 && s.far_row_stride < s.row_stride)
@@ -160,7 +160,7 @@ void from_json(const nlohmann::json& j, LoadScenario& s) {
   s.total_k = int_at<int32_t>(j, "total_k");
   s.out_rows = int_at<int64_t>(j, "out_rows");
   s.out_seed = int_at<uint32_t>(j, "out_seed");
-  s.threads = int_value<int>(j, "threads", 0);
+  s.threads = threads_value(j);
   s.out_data_pad = int_value<int64_t>(j, "out_data_pad", 16);
   s.out_scale_pad = int_value<int64_t>(j, "out_scale_pad", 16);
   s.out_offset = int_value<int>(j, "out_offset", 0);
