@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -152,6 +154,18 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
              total_failures);
 }
 
+// `s` as one word for a POSIX shell: as it is when it holds only characters no shell
+// reads specially, else in single quotes (a plugin path with a space or a quote).
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+:,=@%", c) != nullptr;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // The environment a reproduce line needs: "KVCHECK_PLUGIN=... " when plugins beyond the
 // built-in ones are loaded, the Python backend and its interpreter (docs/python.md), and
 // the watchdog limit when it was set (a hang reproduces within the same limit).
@@ -160,7 +174,7 @@ std::string plugin_env() {
   for (const char* name : {"KVCHECK_PLUGIN", "KVCHECK_PYTHON_BACKEND", "KVCHECK_PYTHON", "KVCHECK_PYTHONPATH",
                            "KVCHECK_PYTHON_NARROW",
                            "KVCHECK_PLUGIN_TIMEOUT"})
-    if (const char* env = std::getenv(name); env && *env) out += fmt::format("{}={} ", name, env);
+    if (const char* env = std::getenv(name); env && *env) out += fmt::format("{}={} ", name, shell_word(env));
   return out;
 }
 
