@@ -146,7 +146,9 @@ PropertyOutcome run_property(const Property& p, const Backend& b, const CaseBudg
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   o.classes = take_class_counts(static_cast<size_t>(result.num_success));  // not the shrink's candidates
   o.backend_calls = counted.calls();
-  o.cases = result.num_success;
+  // Cases run: those that held, and the one that failed (a row that failed on its first
+  // case read "cases 0, failures 1").
+  o.cases = result.num_success + (result.kind == RcRunResult::Kind::kFailed ? 1 : 0);
   if (result.kind == RcRunResult::Kind::kPassed) return o;
   o.failed = true;
   if (auto scenario = take_failing_scenario()) o.scenario = scenario->dump();

@@ -204,8 +204,18 @@ TEST(RunProperty, ClassesCountTheCasesBeforeAFailureOnly) {
   });
   const props::PropertyOutcome o = props::run_property(p, b, {7, 200, 100});
   ASSERT_TRUE(o.failed);
-  ASSERT_GT(o.cases, 0);
-  EXPECT_EQ(o.classes.at("drawn"), o.cases);
+  ASSERT_GT(o.cases, 1);
+  // cases counts the failing case too (cases run); the classes only the cases that held.
+  EXPECT_EQ(o.classes.at("drawn"), o.cases - 1);
+}
+
+// A row that fails on its first case ran one case (it read "cases 0, failures 1").
+TEST(RunProperty, AFailureOnTheFirstCaseCountsOneCase) {
+  const cpu::CpuBackend b;
+  const props::Property p = property("prop_fails_always", [](const Backend&) { RC_FAIL("always"); });
+  const props::PropertyOutcome o = props::run_property(p, b, {7, 50, 100});
+  ASSERT_TRUE(o.failed);
+  EXPECT_EQ(o.cases, 1);
 }
 
 }  // namespace
