@@ -35,7 +35,7 @@ void call_plugin(const std::string& backend, const char* op, Fn fn, void* contex
     throw Error(code, text);
   }
   throw std::runtime_error("plugin '" + backend + "' " + op + " failed (status " + std::to_string(st) +
-                           "): " + msg);
+                           "): " + (msg[0] != '\0' ? std::string(msg) : std::string("(it wrote no message)")));
 }
 
 }  // namespace kvcheck::plugin

@@ -1,6 +1,7 @@
-/* A plugin whose store crashes (CRASH: SIGSEGV), hangs (HANG) or ends the process with
- * exit(0) (EXIT0, a plugin "finishing" a test run for its caller) on every call with a
- * token: the campaign must report it, with the reproduce command, and go on. Every case
+/* A plugin whose store crashes (CRASH: SIGSEGV), hangs (HANG), ends the process with
+ * exit(0) (EXIT0, a plugin "finishing" a test run for its caller) or closes every file
+ * descriptor past stderr, the harness's channel among them (CLOSE_FDS), on every call
+ * with a token: the campaign must report it, with the reproduce command, and go on. Every case
  * with a row crashes, so the minimal crashing case has exactly one row: the report must
  * show that one (n=1 ... slot_mapping=[s]), shrunk from the chunk. */
 #include <stdlib.h>
@@ -16,6 +17,9 @@ static int misbehave(int64_t num_tokens) {
     for (;;) sleep(1);
 #elif defined(EXIT0)
     exit(0);
+#elif defined(CLOSE_FDS)
+    int fd;
+    for (fd = 3; fd < 1024; ++fd) close(fd);
 #else
     volatile int* p = NULL;
     *p = 1;
@@ -56,6 +60,8 @@ KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t v, const kvcheck_backend_v
   table.name = "hang";
 #elif defined(EXIT0)
   table.name = "exit0";
+#elif defined(CLOSE_FDS)
+  table.name = "close-fds";
 #elif defined(CRASH_KV)
   table.name = "crash-kv";
 #else

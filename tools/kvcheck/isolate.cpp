@@ -112,6 +112,10 @@ bool recv_all(int fd, void* data, size_t n) {
   return true;
 }
 
+// A worker's exit status when its channel to kvcheck failed (a bad request, or its
+// result could not be sent): death_text says why.
+constexpr int kWorkerChannelLost = 3;
+
 // One chunk request to the worker.
 struct Request {
   uint64_t pair, seed;
@@ -123,6 +127,9 @@ std::string death_text(int status) {
   if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
     return "the plugin ended the process (exit() inside a call)";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerChannelLost)
+    return "exit status 3: the worker lost its channel to kvcheck (a plugin that closes file descriptors it did not "
+           "open?)";
   return fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
@@ -262,7 +269,7 @@ std::string ChunkRunner::start_worker(Worker& w) {
     Request q;
     ChunkStats stats;
     while (recv_all(fd, &q, sizeof q)) {
-      if (q.pair >= pairs_.size()) _exit(3);
+      if (q.pair >= pairs_.size()) _exit(kWorkerChannelLost);
       const auto& [p, b] = pairs_[q.pair];
       const props::PropertyOutcome o = props::run_property(*p, *b, {q.seed, q.cases, q.max_size});
       if (getpid() != self) _exit(0);  // a plugin forked and its child returned into us
@@ -270,7 +277,7 @@ std::string ChunkRunner::start_worker(Worker& w) {
       const std::string out = serialise(o);
       std::fflush(nullptr);
       const uint64_t n = out.size();
-      if (!send_all(fd, &n, sizeof n) || !send_all(fd, out.data(), out.size())) _exit(3);
+      if (!send_all(fd, &n, sizeof n) || !send_all(fd, out.data(), out.size())) _exit(kWorkerChannelLost);
     }
     if (profile_requested()) print_profile(stderr, "worker", stats);
     _exit(0);
