@@ -30,9 +30,9 @@ struct PerfGateResult {
 };
 
 /// The fewest tokens of a gated row. Below, a call moves a few MiB in a few microseconds
-/// and its ratio measures launch throughput, not the kernel: on the H200 the 4,096-token
-/// rows of two runs of one build moved by -19 to +12 points, the 65,536- and
-/// 262,144-token rows by under 2 (2026-12-06).
+/// and its ratio measures launch throughput, not the kernel: on the H200 (2026-12-06)
+/// unchanged stores kept their 65,536- and 262,144-token ratios within 1.3 points of
+/// the baseline while their 4,096-token rows fell by up to 19 (docs/cuda.md).
 constexpr int64_t kMinGatedTokens = 65536;
 
 /// Compares `rows` with `baseline` (bench_cuda --json's object: "device", "rows" with
