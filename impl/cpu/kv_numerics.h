@@ -94,10 +94,17 @@ KVCHECK_CPU_INLINE void nvfp4_groups(const uint8_t* src, uint8_t* dst, uint8_t* 
     mag[i] = a > 0x7F800000u ? 0u : a;  // a NaN counts as 0: skipped, as fmaxf does
   }
   // Each group's max magnitude, pairwise (the bits of non-negative floats order as the
-  // floats do, and an integer max is associative: the same amax as any order).
-  for (int w = 8; w > 0; w /= 2)
+  // floats do, and an integer max is associative: the same amax as any order). One loop
+  // per halving, each of a constant trip count: a loop over the width left every step
+  // scalar, through memory (perf: an eighth of the e2m1 store on one store).
+  const auto halve = [&mag](int w) KVCHECK_CPU_ALWAYS_INLINE {
     for (int k = 0; k < kNvfp4Groups; ++k)
       for (int i = 0; i < w; ++i) mag[16 * k + i] = mag[16 * k + i + w] > mag[16 * k + i] ? mag[16 * k + i + w] : mag[16 * k + i];
+  };
+  halve(8);
+  halve(4);
+  halve(2);
+  halve(1);
   float inv[kNvfp4Groups];
   const float six_g = 6.0f * g;
   for (int k = 0; k < kNvfp4Groups; ++k) {
