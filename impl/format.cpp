@@ -86,19 +86,7 @@ int64_t KVCacheFormat::num_scales() const {
   return (int64_t{quantized_elements()} + elements_per_sf - 1) / elements_per_sf;
 }
 
-int64_t KVCacheFormat::scale_width() const {
-  switch (sf_format) {
-    case SfFormat::kNone: return 0;
-    case SfFormat::kUE8M0:
-    case SfFormat::kUE8M0FloorAfter:
-    case SfFormat::kE4M3:
-    case SfFormat::kE4M3RoundUp: return 1;
-    case SfFormat::kFP32:
-    case SfFormat::kFP32Pow2:
-    case SfFormat::kFP32Pow2FloorFirst: return 4;
-  }
-  return 0;
-}
+int64_t KVCacheFormat::scale_width() const { return sf_width(sf_format); }
 
 int64_t KVCacheFormat::sf_bytes() const { return num_scales() * scale_width(); }
 

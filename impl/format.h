@@ -33,6 +33,10 @@ enum class SfFormat : uint8_t {
 constexpr bool is_e4m3_sf(SfFormat s) { return s == SfFormat::kE4M3 || s == SfFormat::kE4M3RoundUp; }
 /// Whether scales of s are fp32 powers of two (either rule).
 constexpr bool is_fp32_pow2(SfFormat s) { return s == SfFormat::kFP32Pow2 || s == SfFormat::kFP32Pow2FloorFirst; }
+/// Bytes of one scale of s: 4 for the fp32 ones, 1 for the byte encodings, 0 for none.
+constexpr int64_t sf_width(SfFormat s) {
+  return s == SfFormat::kNone ? 0 : s == SfFormat::kFP32 || is_fp32_pow2(s) ? 4 : 1;
+}
 /// Element type of a cache tensor as a framework would report it.
 enum class CacheDtype : uint8_t { kUInt8, kBF16 };
 

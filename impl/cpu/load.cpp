@@ -48,12 +48,8 @@ KVCHECK_CPU_INLINE float decode(uint8_t code) {
   return kE4M3Data ? e4m3_to_f32(code) : e2m1_to_f32(code);
 }
 
-/// Bytes of one group's scale.
-template <SfFormat S>
-constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
-
 /// B groups of compile-time size G (even), codes at data, group k's scale bytes at
-/// sf + k * kScaleBytes<S>: dequant = bf16_rn(float(q) * scale) (SPEC §4) to out. Each
+/// sf + k * sf_width(S): dequant = bf16_rn(float(q) * scale) (SPEC §4) to out. Each
 /// step is a loop of fixed trip count over all B groups into fixed-size local arrays,
 /// so each vectorises (isa.h's kGroupBatch says why B groups); data is read in place
 /// (a local copy first is written and read back in different widths: a failed store
@@ -62,7 +58,7 @@ template <bool kE4M3Data, SfFormat S, int G, int B>
 KVCHECK_CPU_INLINE void dequant_groups(const uint8_t* data, const uint8_t* sf, uint8_t* out) {
   constexpr int kN = G * B;
   float s[B];
-  for (int k = 0; k < B; ++k) s[k] = scale_value<S>(sf + k * kScaleBytes<S>);
+  for (int k = 0; k < B; ++k) s[k] = scale_value<S>(sf + k * sf_width(S));
   uint8_t codes[kN];
   if constexpr (kE4M3Data) {
     for (int i = 0; i < kN; ++i) codes[i] = data[i];
@@ -86,7 +82,7 @@ template <bool kE4M3Data, SfFormat S, int G, int B>
 KVCHECK_CPU_INLINE void load_groups(const PagedLayout& p, const uint8_t* data, const uint8_t* scales, int64_t g,
                                     uint8_t* out) {
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
-  constexpr int64_t kW = kScaleBytes<S>;
+  constexpr int64_t kW = sf_width(S);
   uint8_t sf[B * kW];
   if (!p.scales_last) {
     std::memcpy(sf, scales + g * kW, sizeof sf);

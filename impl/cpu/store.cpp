@@ -100,12 +100,8 @@ KVCHECK_CPU_INLINE uint8_t encode(float y) {
   return kE4M3Data ? f32_to_e4m3(y) : f32_to_e2m1(y);
 }
 
-/// Bytes of one group's scale.
-template <SfFormat S>
-constexpr int64_t kScaleBytes = S == SfFormat::kFP32 || is_fp32_pow2(S) ? 4 : 1;
-
 /// B groups of compile-time size G (even) at x: their codes to data, group k's scale
-/// bytes to sf + k * kScaleBytes<S>. Each step below is a loop of fixed trip count over
+/// bytes to sf + k * sf_width(S). Each step below is a loop of fixed trip count over
 /// all B groups into fixed-size local arrays (no alias checks), so each vectorises. x
 /// is read in place: a copy to a local array first was stored in 16-byte halves and
 /// read back 32 bytes at a time, a failed store forward (40% of FP8_FP32SF_INDEX's
@@ -116,7 +112,7 @@ KVCHECK_CPU_INLINE void quantize_groups(const uint16_t* x, uint8_t* data, uint8_
   uint32_t amax[B];
   for (int k = 0; k < B; ++k) amax[k] = bf16_amax_bits(x + k * G, G) << 16;
   float mult[B];  // all B side by side: the e4m3 recipes' divisions in one vector
-  for (int k = 0; k < B; ++k) mult[k] = group_scale<kE4M3Data, S>(bits_f(amax[k]), sf + k * kScaleBytes<S>);
+  for (int k = 0; k < B; ++k) mult[k] = group_scale<kE4M3Data, S>(bits_f(amax[k]), sf + k * sf_width(S));
   // Scaled per group (float lanes only: G a multiple of the vector factor), encoded
   // over all kN (the byte codes' factor divides kN, not G).
   float y[kN];
@@ -140,7 +136,7 @@ template <bool kE4M3Data, SfFormat S, int G, int B>
 KVCHECK_CPU_INLINE void store_groups(const uint16_t* x, int64_t g, uint8_t* data, uint8_t* scales,
                                      const PagedLayout& p) {
   constexpr int64_t kGroupDataBytes = kE4M3Data ? G : G / 2;
-  constexpr int64_t kW = kScaleBytes<S>;
+  constexpr int64_t kW = sf_width(S);
   uint8_t sf[B * kW];
   quantize_groups<kE4M3Data, S, G, B>(x + g * G, data + g * kGroupDataBytes, sf);
   if (!p.scales_last) {
