@@ -126,6 +126,12 @@ struct BackendCapabilities {
     const int64_t lo = std::max<int64_t>(1, (min_heads_x_head_dim + d - 1) / d);
     return {lo, max_heads_x_head_dim > 0 ? max_heads_x_head_dim / d : INT32_MAX};
   }
+  /// Whether the row limits leave a head_dim of d some whole number of heads
+  /// (kv_heads_range(d) not empty).
+  bool kv_head_dim_fits_rows(int64_t d) const {
+    const std::pair<int64_t, int64_t> heads = kv_heads_range(d);
+    return heads.first <= heads.second;
+  }
   /// Whether the contract limits the K/V shapes at all (head_dims or the limits).
   bool limits_kv_shapes() const {
     return !head_dims.empty() || min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0;

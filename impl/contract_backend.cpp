@@ -50,10 +50,8 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   // head_dims under the pair's limits may leave no whole number of heads (writer {128},
   // reader at most 100 elements a row), and the generators would then draw 0 heads.
   if (kv_shapes && !c.head_dims.empty())
-    kv_shapes = std::any_of(c.head_dims.begin(), c.head_dims.end(), [&](int32_t d) {
-      const auto [lo, hi] = c.kv_heads_range(d);
-      return lo <= hi;
-    });
+    kv_shapes = std::any_of(c.head_dims.begin(), c.head_dims.end(),
+                            [&c](int32_t d) { return c.kv_head_dim_fits_rows(d); });
   // Powers of two: the larger alignment is a multiple of the smaller.
   c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
   // The dtype pairs both take (0 = every pair).

@@ -115,10 +115,10 @@ void register_store_kv_properties(Registry& r) {
       // A rotation turns pairs of elements: a contract whose head_dims are all 1 has none,
       // nor one whose row limits leave no whole head of a head_dim of 2 or more (the
       // generator would draw head_dim 1 and a rope that does not fit it).
-      const auto fits = [&c](int64_t d) { return c.kv_heads_range(d).first <= c.kv_heads_range(d).second; };
-      const bool pair = c.head_dims.empty() ? fits(2)
-                                            : std::any_of(c.head_dims.begin(), c.head_dims.end(),
-                                                          [&fits](int32_t d) { return d >= 2 && fits(d); });
+      const bool pair = c.head_dims.empty() ? c.kv_head_dim_fits_rows(2)
+                                            : std::any_of(c.head_dims.begin(), c.head_dims.end(), [&c](int32_t d) {
+                                                return d >= 2 && c.kv_head_dim_fits_rows(d);
+                                              });
       return pair ? std::string() : "no declared head_dim of 2 or more (RoPE rotates pairs): " + c.describe_kv_shapes();
     };
     r.add(std::move(p));

@@ -102,7 +102,7 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
   s.order = src.pick({KvHeadLayout::kNHD, KvHeadLayout::kHND});
   const BackendCapabilities& caps = generator_caps();
   // head_dims a row limit of the contract leaves some num_kv_heads for.
-  const auto fits = [&](int64_t d) { return caps.kv_heads_range(d).first <= caps.kv_heads_range(d).second; };
+  const auto fits = [&caps](int64_t d) { return caps.kv_head_dim_fits_rows(d); };
   std::vector<int32_t> declared;
   for (int32_t d : caps.head_dims)
     if (fits(d) && d >= min_head_dim) declared.push_back(d);
