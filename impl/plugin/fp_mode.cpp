@@ -30,6 +30,7 @@ const char* rounding_name(int r) {
 FpMode FpMode::current() {
   FpMode m;
   std::fegetenv(&m.env);
+  m.round = std::fegetround();
 #ifdef KVCHECK_X86_MXCSR
   m.mxcsr = _mm_getcsr() & kMxcsrControl;
 #endif
@@ -45,24 +46,19 @@ void FpMode::apply() const {
 #endif
 }
 
-bool FpMode::same_as(const FpMode& o) const { return differences_from(o).empty(); }
+// Compared on what current() captured (after every plugin call: no mode is set to
+// find out).
+bool FpMode::same_as(const FpMode& o) const { return round == o.round && mxcsr == o.mxcsr; }
 
 std::string FpMode::differences_from(const FpMode& base) const {
   std::string out;
   const auto add = [&out](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
-  // Rounding as fegetround reads it, under each mode (the x87 and SSE rounding together).
-  const FpMode now = current();
-  apply();
-  const int mine = std::fegetround();
-  base.apply();
-  const int theirs = std::fegetround();
-  now.apply();
-  if (mine != theirs) add(rounding_name(mine));
+  if (round != base.round) add(rounding_name(round));
 #ifdef KVCHECK_X86_MXCSR
   if ((mxcsr & kFtz) != (base.mxcsr & kFtz)) add(mxcsr & kFtz ? "flush-to-zero" : "no flush-to-zero");
   if ((mxcsr & kDaz) != (base.mxcsr & kDaz)) add(mxcsr & kDaz ? "denormals-are-zero" : "no denormals-are-zero");
   if ((mxcsr & kMasks) != (base.mxcsr & kMasks)) add("other floating-point exception masks");
-  if ((mxcsr & kRounding) != (base.mxcsr & kRounding) && mine == theirs) add("another SSE rounding mode");
+  if ((mxcsr & kRounding) != (base.mxcsr & kRounding) && round == base.round) add("another SSE rounding mode");
 #endif
   return out;
 }

@@ -19,7 +19,8 @@ namespace kvcheck::plugin {
 /// with its flush-to-zero bit) and on x86 the MXCSR (flush-to-zero, denormals-are-zero).
 struct FpMode {
   std::fenv_t env{};
-  uint32_t mxcsr = 0;  // x86 only: the MXCSR's control bits (the sticky flags cleared)
+  int round = FE_TONEAREST;  // fegetround() when captured
+  uint32_t mxcsr = 0;        // x86 only: the MXCSR's control bits (the sticky flags cleared)
 
   /// The calling thread's mode.
   static FpMode current();
