@@ -11,8 +11,11 @@
 #      campaign's summary with the benchmark's ratios
 #   4. bench/ncu.sh for every 262,144-token row under 90 % of the copy (block size 64)
 #   5. the Python bridge's tests (python/tests: numpy, torch and Triton backends, 1,000
-#      cases per property on the GPU) when python3 has torch, Triton and pytest
-# KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass). JUnit: ctest-junit.xml,
+#      cases per property on the GPU) when python3 has torch, Triton and pytest (in
+#      parallel with 1 and 2: correctness only, nothing timed runs beside them)
+# KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass); KVCHECK_GPU_NCU=0 skips 4
+# alone (one run then fits a 10-minute slot: about 8 minutes on an H100/H200 with 16
+# cores). Each stage prints its seconds. JUnit: ctest-junit.xml,
 # campaign-junit.xml, python-junit.xml in OUT_DIR (.github/workflows/gpu.yml uploads them).
 # Exit 1 when a test, the campaign, the Python tests or the performance gate failed. The build dir must exist
 # (cmake --preset gpu).
@@ -28,24 +31,33 @@ build=$(cd "$build" && pwd) out=$(cd "$out" && pwd)
 kvcheck="$build/tools/kvcheck/kvcheck"
 "$kvcheck" backends
 seconds=${KVCHECK_GPU_CAMPAIGN_SECONDS:-120}
+t0=$SECONDS
 # The campaign's run directory goes to the build tree: the suite beside it checks that
 # nothing writes into the source tree's .kvcheck-work/ while it runs.
 (KVCHECK_WORK_DIR="$build/gpu-check-work" "$kvcheck" run --backend cuda --seconds "$seconds" --report "$out/campaign.json" --junit "$out/campaign-junit.xml" > "$out/campaign.log" 2>&1
  echo "campaign exit $?" >> "$out/campaign.log") &
+# The Python tests beside them, in their own work dir (the campaign's run dirs are its own).
+python_pid=
+if python3 -c 'import torch, triton, pytest, numpy' 2> /dev/null; then
+  (KVCHECK_BUILD_DIR="$build" KVCHECK_WORK_DIR="$build/gpu-check-work-python" PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest -q -p no:cacheprovider "$root/python/tests" --junitxml "$out/python-junit.xml" \
+    > "$out/python.log" 2>&1) &
+  python_pid=$!
+fi
 (cd "$build" && ctest -L 'cuda|property|plugin' -j "$(nproc)" --timeout 600 --output-on-failure \
   --output-junit "$out/ctest-junit.xml" > "$out/ctest.log" 2>&1)
 ctest_rc=$?
-wait
+echo "ctest done in $((SECONDS - t0)) s"
 python_rc=0
-if python3 -c 'import torch, triton, pytest, numpy' 2> /dev/null; then
-  KVCHECK_BUILD_DIR="$build" KVCHECK_WORK_DIR="$build/gpu-check-work" PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest -q -p no:cacheprovider "$root/python/tests" --junitxml "$out/python-junit.xml" \
-    > "$out/python.log" 2>&1
+if [[ -n $python_pid ]]; then
+  wait "$python_pid"
   python_rc=$?
-  tail -1 "$out/python.log"
+  echo "python tests done in $((SECONDS - t0)) s: $(tail -1 "$out/python.log")"
 else
   echo "python: no torch/Triton/pytest in $(command -v python3): the Python bridge's GPU tests did not run"
 fi
+wait
+echo "campaign done in $((SECONDS - t0)) s"
 grep -E 'tests passed|\*\*\*Failed|Timeout' "$out/ctest.log"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|no findings|^FAIL' "$out/ctest.log" | sort | uniq -c
 tail -3 "$out/campaign.log"
@@ -58,6 +70,7 @@ fi
 # the copy (bench_cuda --check, docs/cuda.md, "The performance gate"); exit 1 on a drop.
 "$build/bench/bench_cuda" --json "$out/bench.json" --check "$root/bench/baseline_h200.json" > "$out/bench.txt" 2>&1
 bench_rc=$?
+echo "bench_cuda done in $((SECONDS - t0)) s"
 grep -E '^performance gate' "$out/bench.txt" || echo "bench_cuda failed (exit $bench_rc; see $out/bench.txt)"
 # summary.json: the campaign's summary with the benchmark's ratios, so the nightly's
 # artifacts show a trend per row.
@@ -73,6 +86,7 @@ PY
 if python3 -c 'import torch, triton' 2> /dev/null; then
   python3 "$root/bench/compare_alternatives.py" --ours "$out/bench.json" > "$out/compare.txt" 2>&1 ||
     echo "compare_alternatives failed (see $out/compare.txt)"
+  echo "compare_alternatives done in $((SECONDS - t0)) s"
 fi
 misses=$(python3 - "$out/bench.json" <<'PY'
 import json, sys
@@ -82,5 +96,8 @@ print(" ".join(sorted({f"{r['format']}:{r['op']}" for r in rows
                        and not r["format"].startswith("kv ")})))
 PY
 )
-[[ -n $misses ]] && bash "$root/bench/ncu.sh" "$build" $misses > "$out/ncu.txt" 2>&1
+if [[ -n $misses && ${KVCHECK_GPU_NCU:-1} != 0 ]]; then
+  bash "$root/bench/ncu.sh" "$build" $misses > "$out/ncu.txt" 2>&1
+  echo "ncu.sh done in $((SECONDS - t0)) s (rows under 90 %: $misses)"
+fi
 ((ctest_rc == 0 && campaign_ok == 1 && python_rc == 0 && bench_rc == 0))
