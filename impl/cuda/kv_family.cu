@@ -490,18 +490,6 @@ __device__ __forceinline__ void store_codes(uint8_t* p, const uint32_t (&q)[2 * 
   }
 }
 
-// The e2m1 code of v for the store (SPEC §7.9): dev::cvt_e2m1's RN-even rounding on
-// the bits, with a NaN product coded 0 instead of its +6 (one select for both).
-__device__ __forceinline__ uint32_t nvfp4_code(float v) {
-  const uint32_t u = __float_as_uint(v), a = u & 0x7FFFFFFFu;
-  const uint32_t t = min(a, 0x40C00000u);
-  const uint32_t e = max(t & 0x7F800000u, 0x3F800000u);
-  const uint32_t c = e + (22u << 23);
-  const uint32_t r = __float_as_uint(__fadd_rn(__uint_as_float(t), __uint_as_float(c))) - c;
-  const uint32_t code = (r + ((e >> 22) - 254u)) | ((u >> 28) & 0x8u);
-  return a > 0x7F800000u ? 0u : code;
-}
-
 // One side's global decode scale g and what every group of a store needs from it:
 // RN(6 g) with its reciprocal, for dev::div_rn.
 struct Nvfp4Side {
@@ -538,9 +526,12 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
   }
   const float s = dev::e4m3_to_f32(sf);
   const float inv = (amax > 0.0f && s > 0.0f) ? __frcp_rn(__fmul_rn(s, g.g)) : 0.0f;
-  q[0] = q[1] = 0;
+  uint32_t b[kNvfp4Group / 2];  // byte i: elements 2i (low nibble) and 2i + 1
 #pragma unroll
-  for (int i = 0; i < kNvfp4Group; ++i) q[i / 8] |= nvfp4_code(__fmul_rn(x[i], inv)) << (4 * (i % 8));
+  for (int i = 0; i < kNvfp4Group / 2; ++i)
+    b[i] = dev::cvt_e2m1x2</*kNanZero=*/true>(__fmul_rn(x[2 * i], inv), __fmul_rn(x[2 * i + 1], inv));
+  q[0] = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+  q[1] = b[4] | b[5] << 8 | b[6] << 16 | b[7] << 24;
   return sf;
 }
 

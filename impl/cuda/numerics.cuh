@@ -1,8 +1,9 @@
 // SPEC §4 numerics on the device. e4m3 is NVIDIA's __nv_cvt_float_to_fp8(SATFINITE)
 // (one hardware cvt on sm_90) and bf16 __float2bfloat16_rn; e2m1 is our own
-// scale-and-round (NVIDIA's __nv_cvt_float_to_fp4 is emulated in software on sm_90), equal
-// to it for every float (tests/cuda/device_numerics.cu checks all bf16 and 4M random
-// floats on the GPU). Products and reciprocals use the _rn intrinsics so nothing can
+// scale-and-round, one code (cvt_e2m1) or two at once in bf16x2 (cvt_e2m1x2; NVIDIA's
+// __nv_cvt_float_to_fp4 is emulated in software on sm_90), equal to NVIDIA's for every
+// float (tests/cuda/device_numerics.cu checks all 2^32 floats, and the pair forms
+// against cvt_e2m1, on the GPU). Products and reciprocals use the _rn intrinsics so nothing can
 // be contracted into an FMA or approximated (the target also builds -fmad=false).
 #pragma once
 
@@ -48,6 +49,75 @@ __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
   const uint32_t code = r + ((e >> 22) - 254u);             // + 0, 2 or 4
   const uint32_t sign = a > 0x7F800000u ? 0u : (u >> 28) & 0x8u;  // NaN: +6, no sign
   return static_cast<uint8_t>(code | sign);
+}
+// Packed 16-bit pairs (sm_90 PTX): per-half integer min/max and bf16x2 arithmetic.
+__device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/// IEEE minNum per bf16 half: a NaN half gives the other operand's half.
+__device__ __forceinline__ uint32_t min_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("min.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/// RN(a * b) per bf16 half.
+__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/// RN(a + b) per bf16 half.
+__device__ __forceinline__ uint32_t add_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/// cvt_e2m1 of the two bf16 halves of p at once, as one byte: the low half's code in
+/// bits 0-3, the high half's in bits 4-7. cvt_e2m1's steps on both halves together:
+/// clamp by min.bf16x2 (a NaN half gives +6, as cvt_e2m1's NaN), |x| <= 6 as a 16-bit
+/// integer min, the binade constant C per half (max.u16x2), the rounding add in bf16x2
+/// (C = 2^6 * step: C's ulp is the step, and |x| <= 6 < C keeps the sum in C's binade),
+/// the code from the sum's bits less C's (no half borrows: every half's sum >= C), the
+/// sign from the clamped half. About 8 instructions a code where cvt_e2m1 takes 13.
+/// kNanZero: a NaN half gives code 0 instead (SPEC §7.9's K/V store). Equal to
+/// cvt_e2m1 of each half's value, checked on the GPU over every bf16 pair
+/// (tests/cuda/device_numerics.cu).
+template <bool kNanZero = false>
+__device__ __forceinline__ uint32_t e2m1x2_of_bf16x2(uint32_t p) {
+  const uint32_t mn = min_bf16x2(p, 0x40C040C0u);                // x > 6 -> 6, NaN -> +6
+  const uint32_t t = min_u16x2(mn & 0x7FFF7FFFu, 0x40C040C0u);  // |x| <= 6
+  const uint32_t e = max_u16x2(t & 0x7F807F80u, 0x3F803F80u);   // [0, 2) as one binade
+  const uint32_t c = e + 0x03000300u;                            // C: 64, 128 or 256
+  const uint32_t r = add_bf16x2(t, c) - c;                       // |x| / step, RN-even
+  uint32_t v = (r + (e >> 6) - 0x00FE00FEu) | ((mn >> 12) & 0x00080008u);  // + 0, 2 or 4; sign
+  if constexpr (kNanZero) {  // a half whose |x| bits exceed 0x7F80 (NaN): bit 15 of |x| + 0x7F,
+    // spread over the half by prmt's sign replication (selector nibbles 9 and B: bytes 1
+    // and 3, msb replicated). Inline PTX: __byte_perm keeps only 3 bits of each selector.
+    uint32_t nan_mask;
+    asm("prmt.b32 %0, %1, %2, 0xBB99;" : "=r"(nan_mask) : "r"((p & 0x7FFF7FFFu) + 0x007F007Fu), "r"(0u));
+    v &= ~nan_mask;
+  }
+  return (v | (v >> 12)) & 0xFFu;
+}
+/// cvt_e2m1(lo) | cvt_e2m1(hi) << 4 (kNanZero: a NaN gives 0), for every pair of floats.
+/// Each float first becomes a bf16 rounded to odd (its top half, the lowest bit ORed
+/// with "the bottom half is not zero": one byte_perm each and a min.u16x2): 8
+/// significant bits, at least the 2 + 2 that make a second rounding to e2m1's 2 bits
+/// the float's own rounding (round-to-odd; NaN stays NaN, Inf Inf, the sign kept),
+/// then e2m1x2_of_bf16x2. About 10 instructions a code where cvt_e2m1 takes 13, and
+/// no per-code packing. Checked on the GPU over every float against cvt_e2m1.
+template <bool kNanZero = false>
+__device__ __forceinline__ uint32_t cvt_e2m1x2(float lo, float hi) {
+  const uint32_t ul = __float_as_uint(lo), uh = __float_as_uint(hi);
+  const uint32_t sticky = min_u16x2(__byte_perm(ul, uh, 0x5410), 0x00010001u);
+  return e2m1x2_of_bf16x2<kNanZero>(__byte_perm(ul, uh, 0x7632) | sticky);
 }
 /// NVIDIA's software conversion, kept as the oracle of the device numerics test.
 __device__ __forceinline__ uint8_t cvt_e2m1_nvidia(float x) {

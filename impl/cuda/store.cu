@@ -183,10 +183,19 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
       q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
       reinterpret_cast<uint2*>(data)[chunk] = q;
     } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
-      uint32_t q = 0;
+      uint32_t b[4];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) q |= uint32_t{dev::cvt_e2m1(f[j])} << (4 * j);
-      reinterpret_cast<uint32_t*>(data)[chunk] = q;
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (S == PagedSf::kUE8M0) {
+          // mult is 2^-k (a bf16 value): x * mult is exact in bf16x2 wherever the float
+          // product is (a tiny or huge one codes 0 or 6 either way), no float needed.
+          const uint32_t m2 = (__float_as_uint(gs.mult) >> 16) * 0x10001u;
+          b[j] = dev::e2m1x2_of_bf16x2(dev::mul_bf16x2(w[j], m2));
+        } else {
+          b[j] = dev::cvt_e2m1x2(f[2 * j], f[2 * j + 1]);
+        }
+      }
+      reinterpret_cast<uint32_t*>(data)[chunk] = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
     }
   }
 }

@@ -77,17 +77,23 @@ TEST(CudaNumerics, DivisionMatchesIeeeOnEveryInput) {
 // The store and load kernels' fast paths, each over every input it can meet: the
 // e2m1 encoder (all 2^32 floats, against NVIDIA's conversion), the hardware e4m3 pair
 // decode (all 2^16 code pairs), the max.bf16x2 group amax (every half against every
-// non-NaN amax).
+// non-NaN amax), the packed-pair e2m1 encoders against the scalar one (every float in
+// each half; every bf16 times every ue8m0 multiplier).
 TEST(CudaNumerics, FastPathsMatchOnEveryInput) {
   int count = 0;
   const std::string why = cuda_test::device_count(&count);
   if (count == 0) GTEST_SKIP() << "no CUDA device here (" << (why.empty() ? "0 devices" : why) << "); runs on the GPU machine";
-  cuda_test::DivisionCheck e2m1, fp8, amax;
-  ASSERT_EQ(cuda_test::check_exhaustive(e2m1, fp8, amax), "");
-  EXPECT_EQ(e2m1.mismatches, 0u) << "cvt_e2m1 of " << e2m1.pairs << " floats; first 0x" << std::hex << e2m1.x;
-  EXPECT_EQ(fp8.mismatches, 0u) << "e4m3 pair decode of " << fp8.pairs << " pairs; first 0x" << std::hex << fp8.x;
-  EXPECT_EQ(amax.mismatches, 0u) << "abs_max_bf16x2 of " << amax.pairs << " pairs; first m 0x" << std::hex << amax.x
-                                 << " w 0x" << amax.s;
+  cuda_test::ExhaustiveChecks c;
+  ASSERT_EQ(cuda_test::check_exhaustive(c), "");
+  EXPECT_EQ(c.e2m1.mismatches, 0u) << "cvt_e2m1 of " << c.e2m1.pairs << " floats; first 0x" << std::hex << c.e2m1.x;
+  EXPECT_EQ(c.fp8_decode.mismatches, 0u) << "e4m3 pair decode of " << c.fp8_decode.pairs << " pairs; first 0x"
+                                         << std::hex << c.fp8_decode.x;
+  EXPECT_EQ(c.abs_max.mismatches, 0u) << "abs_max_bf16x2 of " << c.abs_max.pairs << " pairs; first m 0x" << std::hex
+                                      << c.abs_max.x << " w 0x" << c.abs_max.s;
+  for (const auto& [name, r] : {std::pair{"cvt_e2m1x2", c.e2m1_pair}, std::pair{"cvt_e2m1x2<kNanZero>", c.e2m1_pair_nan_zero},
+                                std::pair{"e2m1x2_of_bf16x2(mul_bf16x2)", c.e2m1_pair_bf16_pow2}})
+    EXPECT_EQ(r.mismatches, 0u) << name << " of " << r.pairs << " pairs; first lo/x 0x" << std::hex << r.x
+                                << " hi/mult 0x" << r.s;
 }
 
 // SPEC §4.6 and the engines' power-of-two scales written with device log2f/exp2f

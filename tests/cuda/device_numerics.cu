@@ -90,7 +90,16 @@ __device__ void count_mismatch(uint32_t a, uint32_t b, unsigned long long* count
 //     (NaN codes: both NaN);
 // (c) k < 32641 * 2^16: dev::abs_max_bf16x2 against the integer rule max(m, |w|, NaN
 //     counting 0) per half, m a non-NaN amax (k / 2^16 in the high half, a permuted one
-//     in the low), w every 16-bit pattern (k % 2^16 high, a permuted one low).
+//     in the low), w every 16-bit pattern (k % 2^16 high, a permuted one low);
+// (d) dev::cvt_e2m1x2 (the fixed stores' pair encoder) against dev::cvt_e2m1 of each
+//     half, on every float as the low half (bits k) with every float as the high one
+//     (bits k * 2654435761: odd, so a permutation of all 2^32);
+// (e) the same pairs through cvt_e2m1x2<kNanZero> against cvt_e2m1 with a NaN coded 0
+//     (the K/V NVFP4 store, SPEC §7.9);
+// (f) k < 253 * 2^16: dev::e2m1x2_of_bf16x2(mul_bf16x2(w, 2^-s)) (FP4_INDEX's ue8m0
+//     path) against cvt_e2m1(float(x) * 2^-s) per half, every bf16 x (k % 2^16 low, a
+//     permuted one high) against every power-of-two multiplier the ue8m0 scale gives
+//     (s = k / 2^16 - 126, s in [-126, 126]).
 __global__ void exhaustive_kernel(unsigned long long* counts, unsigned long long* first) {
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
   for (uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; k < (uint64_t{1} << 32); k += stride) {
@@ -113,6 +122,21 @@ __global__ void exhaustive_kernel(unsigned long long* counts, unsigned long long
       };
       const uint32_t want = (rule(mh, wh) << 16) | rule(ml, wl);
       if (dev::abs_max_bf16x2(m, w) != want) count_mismatch(m, w, counts + 2, first + 2);
+    }
+    const uint32_t uh = u * 2654435761u;
+    const float g = __uint_as_float(uh);
+    if (dev::cvt_e2m1x2(f, g) != (uint32_t{dev::cvt_e2m1(f)} | uint32_t{dev::cvt_e2m1(g)} << 4))
+      count_mismatch(u, uh, counts + 3, first + 3);
+    const auto nan_zero = [](float x) { return isnan(x) ? 0u : uint32_t{dev::cvt_e2m1(x)}; };
+    if (dev::cvt_e2m1x2<true>(f, g) != (nan_zero(f) | nan_zero(g) << 4)) count_mismatch(u, uh, counts + 4, first + 4);
+    if (k < uint64_t{253} << 16) {
+      const uint32_t xl = u & 0xFFFFu, xh = (xl * 40503u + 12345u) & 0xFFFFu;
+      const float mult = dev::exp2_neg(static_cast<int32_t>(u >> 16) - 126);
+      const uint32_t m2 = (__float_as_uint(mult) >> 16) * 0x10001u;
+      const uint32_t want = uint32_t{dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(xl), mult))} |
+                            uint32_t{dev::cvt_e2m1(__fmul_rn(dev::bf16_to_f32(xh), mult))} << 4;
+      if (dev::e2m1x2_of_bf16x2(dev::mul_bf16x2(xl | xh << 16, m2)) != want)
+        count_mismatch(xl | xh << 16, __float_as_uint(mult), counts + 5, first + 5);
     }
   }
 }
@@ -159,23 +183,27 @@ std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& sig
   return err;
 }
 
-std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, DivisionCheck& abs_max) {
-  unsigned long long* d_out = nullptr;  // counts[3], then first[3]
-  std::string err = check(cudaMalloc(&d_out, 6 * sizeof(unsigned long long)), "cudaMalloc");
-  if (err.empty()) err = check(cudaMemset(d_out, 0, 6 * sizeof(unsigned long long)), "cudaMemset");
+std::string check_exhaustive(ExhaustiveChecks& out) {
+  constexpr int kChecks = 6;
+  unsigned long long* d_out = nullptr;  // counts[kChecks], then first[kChecks]
+  std::string err = check(cudaMalloc(&d_out, 2 * kChecks * sizeof(unsigned long long)), "cudaMalloc");
+  if (err.empty()) err = check(cudaMemset(d_out, 0, 2 * kChecks * sizeof(unsigned long long)), "cudaMemset");
   if (err.empty()) {
-    exhaustive_kernel<<<132 * 16, 256>>>(d_out, d_out + 3);
+    exhaustive_kernel<<<132 * 16, 256>>>(d_out, d_out + kChecks);
     err = check(cudaGetLastError(), "launch");
   }
   if (err.empty()) err = check(cudaDeviceSynchronize(), "kernel");
-  unsigned long long out[6] = {};
-  if (err.empty()) err = check(cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost), "D2H");
+  unsigned long long r[2 * kChecks] = {};
+  if (err.empty()) err = check(cudaMemcpy(r, d_out, sizeof r, cudaMemcpyDeviceToHost), "D2H");
   const auto unpack = [&](int i, uint64_t n) {
-    return DivisionCheck{n, out[i], static_cast<uint32_t>(out[3 + i] >> 32), static_cast<uint32_t>(out[3 + i])};
+    return DivisionCheck{n, r[i], static_cast<uint32_t>(r[kChecks + i] >> 32), static_cast<uint32_t>(r[kChecks + i])};
   };
-  e2m1 = unpack(0, uint64_t{1} << 32);
-  fp8_decode = unpack(1, 65536);
-  abs_max = unpack(2, uint64_t{32641} << 16);
+  out.e2m1 = unpack(0, uint64_t{1} << 32);
+  out.fp8_decode = unpack(1, 65536);
+  out.abs_max = unpack(2, uint64_t{32641} << 16);
+  out.e2m1_pair = unpack(3, uint64_t{1} << 32);
+  out.e2m1_pair_nan_zero = unpack(4, uint64_t{1} << 32);
+  out.e2m1_pair_bf16_pow2 = unpack(5, uint64_t{253} << 16);
   cudaFree(d_out);
   return err;
 }

@@ -33,8 +33,15 @@ std::string check_div_rn(const std::vector<uint32_t>& scales, DivisionCheck& sig
 /// mismatch's operands): (a) dev::cvt_e2m1 against NVIDIA's conversion on all 2^32
 /// floats; (b) the hardware e4m3 pair decode against dev::e4m3_to_f32 on all 2^16
 /// pairs; (c) the max.bf16x2 amax against the integer NaN-ignoring rule on every
-/// 16-bit half against every non-NaN amax. Returns "" or the CUDA error text.
-std::string check_exhaustive(DivisionCheck& e2m1, DivisionCheck& fp8_decode, DivisionCheck& abs_max);
+/// 16-bit half against every non-NaN amax; (d) the pair encoder dev::cvt_e2m1x2
+/// against dev::cvt_e2m1 per half on 2^32 pairs (every float in each half), (e) its
+/// NaN-as-0 form likewise, (f) the bf16x2 encoder after a power-of-two multiply
+/// against cvt_e2m1 of the float product, every bf16 against every 2^-s, |s| <= 126.
+struct ExhaustiveChecks {
+  DivisionCheck e2m1, fp8_decode, abs_max, e2m1_pair, e2m1_pair_nan_zero, e2m1_pair_bf16_pow2;
+};
+/// Returns "" or the CUDA error text.
+std::string check_exhaustive(ExhaustiveChecks& out);
 
 /// Tile scales on device 0 for every tile amax a bf16 tile can have (bf16 bits i = 0 ..
 /// 0x7F80): out[6i] kvcheck's fp32_pow2 scale (SPEC §4.6), out[6i+1]
