@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/fuzz_script_test.sh ROOT KVCHECK_BIN: the parts of ./kvcheck fuzz (tools/fuzz.sh,
+# tests/fuzz_script_test.sh ROOT KVCHECK_BIN PLUGIN: the parts of ./kvcheck fuzz (tools/fuzz.sh,
 # tools/lib.sh) that a normal build tree can check without build-fuzz:
 #  - fuzz_log_figures reads execs, exec/s and the seed off libFuzzer logs: final stats,
 #    fork-mode status lines, a run killed before its final stats;
@@ -7,11 +7,13 @@
 #  - the whole script, with a tiny libFuzzer target built here (clang-14) standing in for
 #    build-fuzz (KVCHECK_FUZZ_NO_BUILD=1): Ctrl-C (SIGINT to the process group) after a
 #    few seconds leaves summary.json "interrupted" with the executions reached; a short
-#    clean run keeps at most the budget's room in merged/.
+#    clean run keeps at most the budget's room in merged/; a crash under a plugin path with
+#    a space and a quote gives a reproduce line that splits back into its words.
 # Prints "all fuzz script checks passed" (CTest's pass expression).
 set -uo pipefail
 ROOT=$1
 KVCHECK_BIN=$2
+PLUGIN=$3  # any plugin kvcheck loads (copied under an awkward name below)
 # shellcheck source=tools/lib.sh
 source "$ROOT/tools/lib.sh"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-fuzz-test.XXXXXX")"
@@ -137,6 +139,34 @@ check "clean run: within the budget's room" true \
          .new_inputs_adding_edges <= .new_inputs_adding_features' <<<"$R")"
 grep -q "kvcheck fuzz: store: .* add features over corpus/store/, .* edges; kept" "$TMP/clean.out" &&
   echo "ok: clean run: says what it kept" || { echo "FAIL: no kept line in"; cat "$TMP/clean.out"; fails=$((fails + 1)); }
+
+# A crash with plugins whose path has a space and a quote: the reproduce line in
+# summary.json splits back into the plugin path, the target and the regression file
+# (a stand-in for fuzz_load that aborts on every input; kvcheck loads the plugin to
+# record the run's backends).
+cat >"$TMP/crash.c" <<'EOF'
+#include <stdint.h>
+#include <stdlib.h>
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
+  if (n > 0) abort();
+  return 0;
+}
+EOF
+clang-14 -fsanitize=fuzzer "$TMP/crash.c" -o "$FB/fuzzers/fuzz_load" || { echo "FAIL: clang-14 crash stand-in"; exit 1; }
+odd="$TMP/plugin dir/it's.so"
+mkdir -p "$TMP/plugin dir" && cp "$PLUGIN" "$odd"
+KVCHECK_PLUGIN="$odd" KVCHECK_FUZZ_BACKEND=cpu KVCHECK_WORK_DIR="$TMP/work" "$ROOT/kvcheck" fuzz load --seconds 5 \
+  >"$TMP/crash.out" 2>&1
+rc=$?
+check "crashing run: exit 1" 1 "$rc"
+((rc == 1)) || tail -20 "$TMP/crash.out"
+S="$TMP/work/latest-fuzz/summary.json"
+line="$(jq -r '.results[0].failures[0].reproduce' "$S")"
+eval "words=($line)"
+check "reproduce line: the plugin path as one word" "KVCHECK_PLUGIN=$odd" "${words[0]:-}"
+check "reproduce line: the target" "$FB/fuzzers/fuzz_load" "${words[1]:-}"
+check "reproduce line: the regression file" "$(jq -r '.results[0].failures[0].regression_file' "$S") 3" \
+  "${words[2]:-} ${#words[@]}"
 
 ((fails == 0)) || { echo "$fails check(s) failed"; exit 1; }
 echo "all fuzz script checks passed"

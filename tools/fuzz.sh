@@ -62,7 +62,13 @@ echo "kvcheck fuzz: run directory $RUN" >&2
 
 # The plugins as absolute paths: each target runs from its own run directory.
 absolute_plugin_paths
-PLUGIN_ENV=${KVCHECK_PLUGIN:+KVCHECK_PLUGIN=$KVCHECK_PLUGIN }  # reproduce lines name the plugins
+# reproduce_line INPUT: the command that replays INPUT on this target, every word quoted
+# for the shell (a plugin path with a space or a quote pastes back as it is), the
+# plugins named as KVCHECK_PLUGIN=... in front.
+reproduce_line() {
+  [[ -n ${KVCHECK_PLUGIN:-} ]] && printf 'KVCHECK_PLUGIN=%q ' "$KVCHECK_PLUGIN"
+  printf '%q %q' "$bin" "$1"
+}
 # The backend the target said it tests (fuzzers/checks.cpp prints it once per process).
 tested_backend() {
   local b
@@ -88,7 +94,7 @@ on_signal() {
     for a in "$dir"/artifacts/*; do
       [[ -f $a ]] || continue
       verdict=fail
-      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "${PLUGIN_ENV}$bin $a" \
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$(reproduce_line "$a")" \
         '{message: "crash (interrupted before minimisation)", artifact: $artifact, reproduce: $reproduce}')")
     done
     added=null
@@ -206,7 +212,7 @@ for t in "${TARGETS[@]}"; do
     # Fork mode with -ignore_crashes collects a crash per failing job: minimise the first
     # few (KVCHECK_FUZZ_MINIMIZE, default 3); the others stay raw in artifacts/.
     if ((crashes > ${KVCHECK_FUZZ_MINIMIZE:-3})); then
-      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "${PLUGIN_ENV}$bin $a" \
+      failures+=("$(jq -cn --arg artifact "$a" --arg reproduce "$(reproduce_line "$a")" \
         '{message: "not minimised (KVCHECK_FUZZ_MINIMIZE)", artifact: $artifact, reproduce: $reproduce}')")
       continue
     fi
@@ -231,7 +237,7 @@ for t in "${TARGETS[@]}"; do
     echo "  triage: ./kvcheck explain $reg" >&2
     failures+=("$(jq -cn --arg message "$first" --arg artifact "$a" --arg file "$reg" \
       --arg log "$dir/crash-$crashes.log" \
-      --arg reproduce "${PLUGIN_ENV}$bin $reg" --arg explain "./kvcheck explain $reg" \
+      --arg reproduce "$(reproduce_line "$reg")" --arg explain "./kvcheck explain $reg" \
       '{message: $message, artifact: $artifact, regression_file: $file, log: $log,
         reproduce: $reproduce, explain: $explain}')")
   done
