@@ -132,6 +132,13 @@ struct BackendCapabilities {
     const std::pair<int64_t, int64_t> heads = kv_heads_range(d);
     return heads.first <= heads.second;
   }
+  /// Whether an e2m1 cache (head_dim a multiple of 16: one scale per 16 elements, SPEC
+  /// §7.9) has a head_dim here: a declared one that is a multiple of 16 and meets the
+  /// row limits, or, none declared, 16 (whose multiples fit only where 16 does).
+  bool e2m1_head_dim_fits() const {
+    const auto fits = [this](int64_t d) { return d % 16 == 0 && kv_head_dim_fits_rows(d); };
+    return head_dims.empty() ? fits(16) : std::any_of(head_dims.begin(), head_dims.end(), fits);
+  }
   /// Whether the contract limits the K/V shapes at all (head_dims or the limits).
   bool limits_kv_shapes() const {
     return !head_dims.empty() || min_heads_x_head_dim > 0 || max_heads_x_head_dim > 0;

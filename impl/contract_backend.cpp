@@ -52,6 +52,12 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   if (kv_shapes && !c.head_dims.empty())
     kv_shapes = std::any_of(c.head_dims.begin(), c.head_dims.end(),
                             [&c](int32_t d) { return c.kv_head_dim_fits_rows(d); });
+  // Each side's loader found a head_dim for its own e2m1 caches; the pair's head_dims and
+  // limits may leave none (writer {72, 128}, reader {72, 96}): e2m1 then leaves the
+  // pair's dtypes, so its generators never draw it (they drew bf16 cases instead, and
+  // `kvcheck contract --kv-dtype e2m1` reported e2m1 as covered).
+  const bool e2m1_shapes = c.e2m1_head_dim_fits();
+  if (!e2m1_shapes) c.kv_dtypes &= ~(1u << static_cast<int>(KvDtype::kE2M1));
   // Powers of two: the larger alignment is a multiple of the smaller.
   c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
   // The dtype pairs both take (0 = every pair).
@@ -82,6 +88,9 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   family("K/V", KVCHECK_OP_STORE_KV, "store_kv", KVCHECK_OP_GATHER_KV, "gather_kv",
          !block_sizes      ? no_block
          : !kv_shapes      ? "no head_dim or row shape both declare"
+         : c.kv_dtypes == 0 && !e2m1_shapes && (w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes) ==
+                                                  (1u << static_cast<int>(KvDtype::kE2M1))
+             ? "no head_dim that is a multiple of 16 for the e2m1 caches both take"
          : c.kv_dtypes == 0 ? "no cache dtype with a (cache, rows) pair both take (and the scope asks for)"
                             : "");
   if (!block_sizes || c.formats == 0)

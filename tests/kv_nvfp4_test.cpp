@@ -385,5 +385,34 @@ TEST(KvContracts, DropTheKvFamilyWhenNoHeadDimMeetsBothRowLimits) {
   EXPECT_TRUE(pair.capabilities().ops & KVCHECK_OP_STORE_KV);
 }
 
+// Each side alone has a head_dim for its e2m1 caches, the pair none: writer {72, 128},
+// reader {72, 96} share only 72, not a multiple of 16. e2m1 leaves the pair's dtypes
+// (the K/V generator drew bf16 cases for it, and `kvcheck contract --kv-dtype e2m1`
+// passed them); scoped to e2m1 alone, the K/V family goes with the reason said.
+TEST(KvContracts, DropE2m1WhenNoSharedHeadDimIsAMultipleOf16) {
+  BackendCapabilities w = cpu::CpuBackend().capabilities(), r = w;
+  w.head_dims = {72, 128};
+  r.head_dims = {72, 96};
+  EXPECT_TRUE(w.e2m1_head_dim_fits());
+  EXPECT_TRUE(r.e2m1_head_dim_fits());
+  const ContractBackend pair(std::make_shared<CapsOnly>(w), std::make_shared<CapsOnly>(r), {});
+  EXPECT_FALSE(pair.capabilities().supports_kv_dtype(KvDtype::kE2M1));
+  EXPECT_TRUE(pair.capabilities().supports_kv_dtype(KvDtype::kE4M3));
+  EXPECT_TRUE(pair.capabilities().ops & KVCHECK_OP_STORE_KV);
+  ContractScope e2m1_only;
+  e2m1_only.kv_dtypes = 1u << static_cast<int>(KvDtype::kE2M1);
+  const ContractBackend scoped(std::make_shared<CapsOnly>(w), std::make_shared<CapsOnly>(r), e2m1_only);
+  EXPECT_FALSE(scoped.capabilities().ops & KVCHECK_OP_STORE_KV);
+  EXPECT_NE(scoped.gaps().find("no head_dim that is a multiple of 16 for the e2m1 caches"), std::string::npos)
+      << scoped.gaps();
+  // No head_dims declared: 16 fits unless the row limits exclude every multiple of 16.
+  BackendCapabilities rows = cpu::CpuBackend().capabilities();
+  rows.min_heads_x_head_dim = 17;
+  rows.max_heads_x_head_dim = 31;
+  EXPECT_FALSE(rows.e2m1_head_dim_fits());
+  rows.max_heads_x_head_dim = 32;
+  EXPECT_TRUE(rows.e2m1_head_dim_fits());
+}
+
 }  // namespace
 }  // namespace kvcheck

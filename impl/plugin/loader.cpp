@@ -194,13 +194,11 @@ void check_contract(const std::string& path, const kvcheck_contract* c, uint32_t
     // only e2m1, every case would be drawn in another dtype, outside its capabilities;
     // sent others too, no e2m1 case would ever be drawn while the report listed e2m1
     // as covered (--kv-dtype e2m1 ran bf16 cases: the adversarial review's finding 2).
-    BackendCapabilities row_limits;  // the declared row limits alone
-    row_limits.min_heads_x_head_dim = limits ? c->min_heads_x_head_dim : 0;
-    row_limits.max_heads_x_head_dim = limits ? c->max_heads_x_head_dim : 0;
-    const auto fits = [&row_limits](int64_t d) { return d % 16 == 0 && row_limits.kv_head_dim_fits_rows(d); };
-    bool any = c->num_head_dims == 0 && fits(16);
-    for (int32_t i = 0; i < c->num_head_dims; ++i) any |= fits(c->head_dims[i]);
-    if (!any)
+    BackendCapabilities declared;  // the declared head_dims and row limits alone
+    declared.head_dims.assign(c->head_dims, c->head_dims + c->num_head_dims);
+    declared.min_heads_x_head_dim = limits ? c->min_heads_x_head_dim : 0;
+    declared.max_heads_x_head_dim = limits ? c->max_heads_x_head_dim : 0;
+    if (!declared.e2m1_head_dim_fits())
       fail(path, std::string("contract head_dims / max_heads_x_head_dim leave no head_dim that is a multiple of 16 "
                              "for the e2m1 caches") +
                      (kv_dtypes_declared == (1u << KVCHECK_KV_E2M1)

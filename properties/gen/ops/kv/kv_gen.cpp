@@ -98,9 +98,9 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim) { return bui
 
 KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_head_dim) {
   KvCacheShape s;
+  const BackendCapabilities& caps = generator_caps();
   s.dtype = src.pick(std::span<const KvDtype>(supported_kv_dtypes()));
   s.order = src.pick({KvHeadLayout::kNHD, KvHeadLayout::kHND});
-  const BackendCapabilities& caps = generator_caps();
   // head_dims a row limit of the contract leaves some num_kv_heads for.
   const auto fits = [&caps](int64_t d) { return caps.kv_head_dim_fits_rows(d); };
   std::vector<int32_t> declared;
@@ -123,8 +123,14 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
     int32_t d16 = 0;
     for (int32_t d : declared.empty() ? std::vector<int32_t>{(s.head_dim + 15) / 16 * 16} : declared)
       if (d % 16 == 0 && fits(d) && d16 == 0) d16 = d;
-    if (d16 != 0 && (!caps.head_dims.empty() || fits(d16))) s.head_dim = d16;
-    else s.dtype = supported_kv_dtypes().front() == KvDtype::kE2M1 ? KvDtype::kBF16 : supported_kv_dtypes().front();
+    if (d16 != 0 && (!caps.head_dims.empty() || fits(d16))) {
+      s.head_dim = d16;
+    } else {  // only below min_head_dim (the loader and the contract pair keep e2m1 drawable
+              // otherwise): another dtype the backend takes
+      const std::vector<KvDtype> all = supported_kv_dtypes();
+      const auto other = std::find_if(all.begin(), all.end(), [](KvDtype d) { return !is_nvfp4(d); });
+      s.dtype = other != all.end() ? *other : KvDtype::kBF16;
+    }
   }
   switch (src.weighted({3, 4, 1})) {
     case 0: s.num_kv_heads = static_cast<int32_t>(src.range(1, 4)); break;
