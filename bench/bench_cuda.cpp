@@ -37,6 +37,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -143,23 +144,28 @@ struct Row {
   double floor_gbps = 0;  // the access-pattern floor (bench/pattern_copy.h) over the same bytes; 0: not measured
 };
 
-/// GB/s of `bytes` moved by the pattern copy of `a`, timed as a bandwidth row; 0 when
-/// PatternCopy cannot take `a` (its refusal is then printed once per reason).
-double floor_gbps(const bench::PatternArgs& a, double bytes, cudaStream_t s) {
+/// The pattern copy of `a`, built once per row for its footprint check and its timing;
+/// null when PatternCopy cannot take `a` (its refusal is then printed once per reason).
+std::unique_ptr<const bench::PatternCopy> pattern_copy(const bench::PatternArgs& a) {
   if (const std::string why = bench::PatternCopy::refusal(a); !why.empty()) {
     static std::vector<std::string> said;
     if (std::find(said.begin(), said.end(), why) == said.end()) {
       said.push_back(why);
       std::printf("access-pattern floor not measured where: %s\n", why.c_str());
     }
-    return 0;
+    return nullptr;
   }
-  const bench::PatternCopy copy(a);
+  return std::make_unique<const bench::PatternCopy>(a);
+}
+
+/// GB/s of `bytes` moved by `copy`, timed as a bandwidth row (the fastest unroll).
+double floor_gbps(const bench::PatternCopy& copy, double bytes, cudaStream_t s) {
   double best = 0;
   for (const int unroll : {1, 2, 4}) {
     // bench/ncu.sh finds each timed floor by this range's name (the footprint check's
     // launches come first, a number that depends on the row).
-    nvtxRangePushA((std::string("floor ") + (a.store ? "store" : "load") + " unroll " + std::to_string(unroll)).c_str());
+    nvtxRangePushA(
+        (std::string("floor ") + (copy.args().store ? "store" : "load") + " unroll " + std::to_string(unroll)).c_str());
     best = std::max(best, bytes / time_batched([&] { copy.launch(s, unroll); }, 20, s) / 1e6);
     nvtxRangePop();
   }
@@ -171,10 +177,8 @@ double floor_gbps(const bench::PatternArgs& a, double bytes, cudaStream_t s) {
 /// is written when it differs from either fill: a kernel's byte may equal one of them),
 /// and their written bytes compared on the device. False, and a line saying where, when
 /// they differ. Checked once per row (at its first bandwidth size).
-bool same_footprint(const char* row, const std::function<void()>& store, const bench::PatternArgs& a,
+bool same_footprint(const char* row, const std::function<void()>& store, const bench::PatternCopy& copy,
                     const std::vector<std::pair<uint8_t*, size_t>>& buffers, cudaStream_t s) {
-  if (!bench::PatternCopy::refusal(a).empty()) return true;  // no floor to check
-  const bench::PatternCopy copy(a);
   for (const int unroll : {1, 2, 4})
     for (size_t i = 0; i < buffers.size(); ++i) {
       const auto [buf, bytes] = buffers[i];
@@ -446,17 +450,17 @@ int main(int argc, char** argv) {
                           decode ? "single" : "batched"});
           const bool is_store = std::string(op) == "store";
           if (!decode && (is_store || std::string(op) == "load")) {
-            const bench::PatternArgs pat =
-                mla_pattern(layout, cache.base, is_store, d_kv, d_out, d_sf, d_slots, d_blocks, n);
-            if (is_store && !footprint_checked) {
+            const auto copy =
+                pattern_copy(mla_pattern(layout, cache.base, is_store, d_kv, d_out, d_sf, d_slots, d_blocks, n));
+            if (copy && is_store && !footprint_checked) {
               const std::string name = f.name + " bs " + std::to_string(bs);
-              floor_ok = same_footprint(name.c_str(), fn, pat,
+              floor_ok = same_footprint(name.c_str(), fn, *copy,
                                         {{cache.base, static_cast<size_t>(layout.size_bytes())}}, s);
               footprint_checked = true;
               CK(cudaMemsetAsync(cache.base, 0, static_cast<size_t>(layout.size_bytes()), s));  // real records again
               cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
             }
-            if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, bytes, s);
+            if (copy && floor_ok) rows.back().floor_gbps = floor_gbps(*copy, bytes, s);
           }
           if (decode) {  // and as engines run decode: inside a CUDA graph, next to the empty kernel's
             const double g = time_graph(fn, s);
@@ -627,20 +631,22 @@ int main(int argc, char** argv) {
     pat.side[1] = {{d_v, d_v_sf}, {reinterpret_cast<uint8_t*>(d_value), nullptr}};
     pat.flat_bytes[0] = static_cast<int32_t>(row * 2);
     const bool patterned = (kc.order == KvHeadLayout::kNHD || kc.heads <= 8) && dl.k == dl.v;
+    const auto store_copy = patterned ? pattern_copy(pat) : nullptr;
     const bool floor_ok =
-        patterned &&
-        same_footprint(kc.name, [&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, pat,
+        store_copy &&
+        same_footprint(kc.name, [&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, *store_copy,
                        {{d_k, cache_bytes}, {d_v, cache_bytes}, {d_k_sf, sf_bytes}, {d_v_sf, sf_bytes}}, s);
     run(cuda::launch_store_kv(st, nullptr, {s, false}));  // real records again for the gather
     rows.push_back({"store", kc.name, n, bs, store_bytes, store_ms, store_bytes / store_ms / 1e6,
                     store_bytes / store_ms / 1e6 / copy_gbps, false});
-    if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, store_bytes, s);
+    if (floor_ok) rows.back().floor_gbps = floor_gbps(*store_copy, store_bytes, s);
     if (!kc.rope) {  // the rope rows' gather is the row without it
       const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
       rows.push_back({"load", kc.name, n, bs, bytes, gather_ms, bytes / gather_ms / 1e6,
                       bytes / gather_ms / 1e6 / copy_gbps, false});
       pat.store = false;
-      if (floor_ok) rows.back().floor_gbps = floor_gbps(pat, bytes, s);
+      if (floor_ok)
+        if (const auto load_copy = pattern_copy(pat)) rows.back().floor_gbps = floor_gbps(*load_copy, bytes, s);
     }
     for (void* p : {static_cast<void*>(d_k), static_cast<void*>(d_v), static_cast<void*>(d_key),
                     static_cast<void*>(d_value), static_cast<void*>(d_slots), static_cast<void*>(d_scale),

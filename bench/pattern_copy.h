@@ -65,6 +65,8 @@ class PatternCopy {
   /// Enqueues the copy on `stream` (a cudaStream_t), `unroll` (1, 2 or 4) tokens per warp
   /// per loop trip: the floor is the fastest of the three.
   void launch(void* stream, int unroll) const;
+  /// The pattern it copies (its `store` flag names the direction).
+  const PatternArgs& args() const { return args_; }
 
  private:
   PatternArgs args_;
