@@ -50,35 +50,21 @@ __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
   const uint32_t sign = a > 0x7F800000u ? 0u : (u >> 28) & 0x8u;  // NaN: +6, no sign
   return static_cast<uint8_t>(code | sign);
 }
-// Packed 16-bit pairs (sm_90 PTX): per-half integer min/max and bf16x2 arithmetic.
-__device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-__device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-/// IEEE minNum per bf16 half: a NaN half gives the other operand's half.
-__device__ __forceinline__ uint32_t min_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("min.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-/// RN(a * b) per bf16 half.
-__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-/// RN(a + b) per bf16 half.
-__device__ __forceinline__ uint32_t add_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
+// Packed 16-bit pairs, one sm_90 PTX instruction each: per-half integer min / max
+// (min_u16x2, max_u16x2), IEEE minNum per bf16 half (min_bf16x2: a NaN half gives the
+// other operand's half), RN(a * b) and RN(a + b) per bf16 half (mul_bf16x2, add_bf16x2).
+#define KVCHECK_PACKED_PAIR_OP(name, ptx)                                  \
+  __device__ __forceinline__ uint32_t name(uint32_t a, uint32_t b) {       \
+    uint32_t r;                                                            \
+    asm(ptx " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));                    \
+    return r;                                                              \
+  }
+KVCHECK_PACKED_PAIR_OP(min_u16x2, "min.u16x2")
+KVCHECK_PACKED_PAIR_OP(max_u16x2, "max.u16x2")
+KVCHECK_PACKED_PAIR_OP(min_bf16x2, "min.bf16x2")
+KVCHECK_PACKED_PAIR_OP(mul_bf16x2, "mul.rn.bf16x2")
+KVCHECK_PACKED_PAIR_OP(add_bf16x2, "add.rn.bf16x2")
+#undef KVCHECK_PACKED_PAIR_OP
 /// cvt_e2m1 of the two bf16 halves of p at once, as one byte: the low half's code in
 /// bits 0-3, the high half's in bits 4-7. cvt_e2m1's steps on both halves together:
 /// clamp by min.bf16x2 (a NaN half gives +6, as cvt_e2m1's NaN), |x| <= 6 as a 16-bit
