@@ -2,6 +2,7 @@
 // ranges merged, and the first changed byte outside them, with answers worked by hand.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "properties/ops/kv/kv_harness.h"
@@ -73,6 +74,39 @@ TEST(KvHarness, BufferCopiesHoldTheSameBytes) {
   EXPECT_EQ(p.out_v.data, p.v.data() + p.offset_bytes);
   EXPECT_EQ(p.offset_bytes, 6);
   EXPECT_EQ(p.out_k.token_stride, o.out_k.token_stride);
+}
+
+// A changed byte of a K/V cache is decoded as an element value only where it is one: a
+// head's stride padding is shown as raw bytes (it read "fp16 0x.. = ..." of no element).
+// fp16 cache, 1 block x 2 tokens x 1 head of 4 elements, head stride padded by 1
+// element: K element (0, 0, 0, 3) is at byte 6, its padding at bytes 8-9.
+TEST(KvHarness, DiffDecodesElementsButNotPadding) {
+  KvCacheShape shape;
+  shape.dtype = KvDtype::kFP16;
+  shape.num_blocks = 1;
+  shape.block_size = 2;
+  shape.num_kv_heads = 1;
+  shape.head_dim = 4;
+  shape.pad_head = 1;
+  shape.fill_seed = 7;
+  const KvBuffers b(shape);
+  ASSERT_EQ(b.layout.stride_head, 5);
+  const std::string at6 = locate_kv_byte(b, b.k_offset + 6), at8 = locate_kv_byte(b, b.k_offset + 8);
+  EXPECT_EQ(at6, "K block 0 token 0 (slot 0) head 0 element 3") << at6;
+  EXPECT_NE(at8.find("not an element"), std::string::npos) << at8;
+  std::vector<uint8_t> expected(b.bytes.span().begin(), b.bytes.span().end()), actual = expected;
+  const size_t element = static_cast<size_t>(kGuardBytes + b.k_offset + 6), padding = element + 2;
+  expected[element] = 0x00, expected[element + 1] = 0x3C;  // fp16 1.0
+  actual[element] = 0x00, actual[element + 1] = 0x40;       // fp16 2.0
+  const std::string e = diff_kv_buffers(b, expected, actual);
+  EXPECT_NE(e.find("expected: fp16 0x3C00 = 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("actual:   fp16 0x4000 = 2"), std::string::npos) << e;
+  actual = expected;
+  expected[padding] = 0x11;
+  actual[padding] = 0x22;
+  const std::string p = diff_kv_buffers(b, expected, actual);
+  EXPECT_NE(p.find("expected: 0x11\n  actual:   0x22"), std::string::npos) << p;
+  EXPECT_EQ(p.find("fp16"), std::string::npos) << p;
 }
 
 }  // namespace

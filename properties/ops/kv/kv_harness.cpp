@@ -438,6 +438,20 @@ std::string locate_sf_byte(const KvBuffers& b, int64_t offset) {
   return "";
 }
 
+/// Where element data of K or V holds body byte `offset`: the byte's element start
+/// (e2m1: the byte itself), or -1 for a byte outside every element (stride padding,
+/// the K/V gap, another layer, a scale).
+int64_t kv_element_start(const KvBuffers& b, int64_t offset) {
+  const bool e2m1 = b.layout.dtype == KvDtype::kE2M1;  // two elements a byte
+  const int64_t eb = e2m1 ? 1 : elem_bytes(b.layout.dtype);
+  for (const int64_t base : {b.k_offset, b.v_offset}) {
+    int64_t idx[4];
+    const int64_t rel = offset - base;
+    if (rel >= 0 && decode_element(b.layout, e2m1 ? 2 * rel : rel / eb, idx)) return offset - rel % eb;
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::string locate_kv_byte(const KvBuffers& b, int64_t offset) {
@@ -477,21 +491,18 @@ std::string diff_kv_buffers(const KvBuffers& b, std::span<const uint8_t> expecte
   } else {
     where = fmt::format("body byte {}: {}", off, locate_kv_byte(b, off));
   }
+  // Raw bytes unless the byte is a value: a padding byte decoded as an element read as
+  // a wrong element value (the adversarial review's cosmetic finding).
   std::string values = fmt::format("expected: 0x{:02X}\n  actual:   0x{:02X}", expected[first], actual[first]);
-  const int64_t eb = elem_bytes(b.layout.dtype);
-  if (b.layout.dtype == KvDtype::kE2M1 && off >= 0 && off < b.body_bytes) {
-    const bool scale = !locate_sf_byte(b, off).empty();
+  const int64_t start = off >= 0 && off < b.body_bytes ? kv_element_start(b, off) : -1;
+  if (b.layout.dtype == KvDtype::kE2M1 && off >= 0 && off < b.body_bytes && !locate_sf_byte(b, off).empty()) {
     const uint8_t e = expected[first], a = actual[first];
-    values = scale ? fmt::format("expected: e4m3 0x{:02X} = {:g}\n  actual:   e4m3 0x{:02X} = {:g}", e,
-                                 ref::e4m3_to_float(e), a, ref::e4m3_to_float(a))
-                   : fmt::format("expected: {}\n  actual:   {}", show_kv_element(KvDtype::kE2M1, &e),
-                                 show_kv_element(KvDtype::kE2M1, &a));
-  } else if (off >= 0 && off < b.body_bytes) {
-    const int64_t start = off - ((off - b.k_offset) % eb + eb) % eb;  // element start (K/V bases agree mod eb)
-    if (start >= 0 && start + eb <= b.body_bytes)
-      values = fmt::format("expected: {}\n  actual:   {}",
-                           show_kv_element(b.layout.dtype, expected.data() + kGuardBytes + start),
-                           show_kv_element(b.layout.dtype, actual.data() + kGuardBytes + start));
+    values = fmt::format("expected: e4m3 0x{:02X} = {:g}\n  actual:   e4m3 0x{:02X} = {:g}", e, ref::e4m3_to_float(e),
+                         a, ref::e4m3_to_float(a));
+  } else if (start >= 0 && start + elem_bytes(b.layout.dtype) <= b.body_bytes) {
+    values = fmt::format("expected: {}\n  actual:   {}",
+                         show_kv_element(b.layout.dtype, expected.data() + kGuardBytes + start),
+                         show_kv_element(b.layout.dtype, actual.data() + kGuardBytes + start));
   }
   return fmt::format("first differing byte at {} ({} bytes differ)\n  at:       {}\n  {}", off, count, where, values);
 }
