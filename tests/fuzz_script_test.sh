@@ -16,7 +16,9 @@ KVCHECK_BIN=$2
 PLUGIN=$3  # any plugin kvcheck loads (copied under an awkward name below)
 # shellcheck source=tools/lib.sh
 source "$ROOT/tools/lib.sh"
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-fuzz-test.XXXXXX")"
+# Resolved (TMPDIR=/tmp/ or a symlink): the script writes the plugin path through
+# realpath, and the reproduce line's check compares it as text.
+TMP="$(cd "$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-fuzz-test.XXXXXX")" && pwd -P)"
 trap 'rm -rf "$TMP"' EXIT
 fails=0
 check() {  # check WHAT EXPECTED ACTUAL

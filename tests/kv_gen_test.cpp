@@ -139,6 +139,30 @@ TEST(KvGenerators, DeclaredRowLimitsBoundEveryShape) {
   }
 }
 
+// A backend of e2m1 caches only, no head_dims declared, at most 100 elements a row:
+// every shape is an e2m1 cache with a head_dim that is a multiple of 16 within the row
+// limit. A drawn 128 rounded up to 112 did not fit, and the case went to bf16, a dtype
+// the backend does not take (the review of 2026-12-06); rounded down, 96 fits.
+TEST(KvGenerators, E2m1HeadDimRoundsDownWhenUpDoesNotFit) {
+  BackendCapabilities c = generator_caps();
+  c.head_dims = {};
+  c.kv_dtypes = 1u << static_cast<int>(KvDtype::kE2M1);
+  c.ops |= KVCHECK_OP_KV_NVFP4;
+  c.min_heads_x_head_dim = 0;
+  c.max_heads_x_head_dim = 100;
+  const ScopedGeneratorCaps scope(c);
+  const auto gen = gen_kv_cache_shape();
+  bool above_64 = false;
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    const KvCacheShape s = gen(rc::Random(seed), 100).value();
+    ASSERT_EQ(s.dtype, KvDtype::kE2M1) << "seed " << seed << ": head_dim " << s.head_dim;
+    ASSERT_EQ(s.head_dim % 16, 0);
+    ASSERT_LE(int64_t{s.num_kv_heads} * s.head_dim, 100);
+    above_64 |= s.head_dim > 64;
+  }
+  EXPECT_TRUE(above_64) << "no head_dim of 80 or 96 drawn";
+}
+
 // A declared maximum past the largest row the harness draws limits nothing it can break:
 // the shape refusal is not exercised (2^31-1 ran the refusal draw out of memory, blamed
 // on the plugin), while a maximum it can pass one head over still is.

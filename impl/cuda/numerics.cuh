@@ -73,8 +73,8 @@ KVCHECK_PACKED_PAIR_OP(add_bf16x2, "add.rn.bf16x2")
 /// the code from the sum's bits less C's (no half borrows: every half's sum >= C), the
 /// sign from the clamped half. About 8 instructions a code where cvt_e2m1 takes 13.
 /// kNanZero: a NaN half gives code 0 instead (SPEC §7.9's K/V store). Equal to
-/// cvt_e2m1 of each half's value, checked on the GPU over every bf16 pair
-/// (tests/cuda/device_numerics.cu).
+/// cvt_e2m1 of each half's value, checked on the GPU over every bf16 in each half
+/// (the halves are independent; tests/cuda/device_numerics.cu).
 template <bool kNanZero = false>
 __device__ __forceinline__ uint32_t e2m1x2_of_bf16x2(uint32_t p) {
   const uint32_t mn = min_bf16x2(p, 0x40C040C0u);                // x > 6 -> 6, NaN -> +6

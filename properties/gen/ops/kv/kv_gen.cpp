@@ -118,15 +118,19 @@ KvCacheShape build_kv_cache_shape(Source& src, const KvLimits& lim, int32_t min_
     s.head_dim = static_cast<int32_t>(caps.max_heads_x_head_dim);
   if (s.head_dim < min_head_dim && caps.head_dims.empty() && fits(min_head_dim)) s.head_dim = min_head_dim;
   if (is_nvfp4(s.dtype) && s.head_dim % 16 != 0) {
-    // One e4m3 scale per 16 elements (SPEC §7.9): a multiple of 16 the contract takes,
-    // else a cache of another dtype.
+    // One e4m3 scale per 16 elements (SPEC §7.9): a multiple of 16 the contract takes
+    // (none declared: the drawn head_dim rounded up, else down, to one the row limits
+    // take: under at most 100 elements a row, 128 -> 96, where rounding up alone gave
+    // 112 and lost the case to another dtype), else a cache of another dtype.
+    const std::vector<int32_t> candidates =
+        declared.empty() ? std::vector<int32_t>{(s.head_dim + 15) / 16 * 16, s.head_dim / 16 * 16} : declared;
     int32_t d16 = 0;
-    for (int32_t d : declared.empty() ? std::vector<int32_t>{(s.head_dim + 15) / 16 * 16} : declared)
-      if (d % 16 == 0 && fits(d) && d16 == 0) d16 = d;
-    if (d16 != 0 && (!caps.head_dims.empty() || fits(d16))) {
+    for (int32_t d : candidates)
+      if (d >= 16 && d % 16 == 0 && fits(d) && d16 == 0) d16 = d;
+    if (d16 != 0) {
       s.head_dim = d16;
-    } else {  // only below min_head_dim (the loader and the contract pair keep e2m1 drawable
-              // otherwise): another dtype the backend takes
+    } else {  // none (a head_dim below 16 with no room for 16, or declared ones filtered
+              // by min_head_dim): another dtype the backend takes
       const std::vector<KvDtype> all = supported_kv_dtypes();
       const auto other = std::find_if(all.begin(), all.end(), [](KvDtype d) { return !is_nvfp4(d); });
       s.dtype = other != all.end() ? *other : KvDtype::kBF16;
