@@ -10,6 +10,17 @@
 namespace kvcheck::props {
 namespace {
 
+/// An unpadded bf16 NHD cache shape of this geometry, filled from `seed`.
+KvCacheShape small_shape(int32_t blocks, int32_t block_size, int32_t heads, int32_t head_dim, uint64_t seed) {
+  KvCacheShape s;
+  s.num_blocks = blocks;
+  s.block_size = block_size;
+  s.num_kv_heads = heads;
+  s.head_dim = head_dim;
+  s.fill_seed = seed;
+  return s;
+}
+
 TEST(KvHarness, RangesAreClampedSortedAndMerged) {
   const std::vector<ByteRange> m = merge_ranges({{8, 12}, {-4, 2}, {10, 16}, {30, 40}, {16, 18}, {5, 5}}, 32);
   ASSERT_EQ(m.size(), 4u);  // [0,2) [5,5) [8,18) [30,32)
@@ -43,12 +54,7 @@ TEST(KvHarness, FirstChangeOutsideTheRanges) {
 // KvBuffers and KvOutBuffers copies (what the checks make instead of filling the pattern
 // again): the same bytes in buffers of their own, views pointing into them.
 TEST(KvHarness, BufferCopiesHoldTheSameBytes) {
-  KvCacheShape shape;
-  shape.num_blocks = 3;
-  shape.block_size = 4;
-  shape.num_kv_heads = 2;
-  shape.head_dim = 8;
-  shape.fill_seed = 1234;
+  const KvCacheShape shape = small_shape(3, 4, 2, 8, 1234);
   const KvBuffers a(shape);
   KvBuffers b(a);
   EXPECT_TRUE(b.bytes == a.bytes);
@@ -81,14 +87,9 @@ TEST(KvHarness, BufferCopiesHoldTheSameBytes) {
 // fp16 cache, 1 block x 2 tokens x 1 head of 4 elements, head stride padded by 1
 // element: K element (0, 0, 0, 3) is at byte 6, its padding at bytes 8-9.
 TEST(KvHarness, DiffDecodesElementsButNotPadding) {
-  KvCacheShape shape;
+  KvCacheShape shape = small_shape(1, 2, 1, 4, 7);
   shape.dtype = KvDtype::kFP16;
-  shape.num_blocks = 1;
-  shape.block_size = 2;
-  shape.num_kv_heads = 1;
-  shape.head_dim = 4;
   shape.pad_head = 1;
-  shape.fill_seed = 7;
   const KvBuffers b(shape);
   ASSERT_EQ(b.layout.stride_head, 5);
   const std::string at6 = locate_kv_byte(b, b.k_offset + 6), at8 = locate_kv_byte(b, b.k_offset + 8);
