@@ -22,8 +22,10 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
     c.ops &= ~KVCHECK_OP_ANY_BLOCK_STRIDE;  // a stride both must take
   c.formats = w.formats & r.formats & scope.formats;
-  c.kv_dtypes = w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes;
-  if (!(c.ops & KVCHECK_OP_KV_NVFP4)) c.kv_dtypes &= ~(1u << static_cast<int>(KvDtype::kE2M1));  // one side lacks it
+  const uint32_t shared_kv_dtypes = w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes;
+  const uint32_t e2m1_bit = 1u << static_cast<int>(KvDtype::kE2M1);
+  c.kv_dtypes = shared_kv_dtypes;
+  if (!(c.ops & KVCHECK_OP_KV_NVFP4)) c.kv_dtypes &= ~e2m1_bit;  // one side lacks it
   c.block_size_multiple = std::lcm(std::max(w.block_size_multiple, 1), std::max(r.block_size_multiple, 1));
   c.max_block_size = w.max_block_size == 0   ? r.max_block_size
                      : r.max_block_size == 0 ? w.max_block_size
@@ -57,7 +59,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   // pair's dtypes, so its generators never draw it (they drew bf16 cases instead, and
   // `kvcheck contract --kv-dtype e2m1` reported e2m1 as covered).
   const bool e2m1_shapes = c.e2m1_head_dim_fits();
-  if (!e2m1_shapes) c.kv_dtypes &= ~(1u << static_cast<int>(KvDtype::kE2M1));
+  if (!e2m1_shapes) c.kv_dtypes &= ~e2m1_bit;
   // Powers of two: the larger alignment is a multiple of the smaller.
   c.kv_alignment = std::max(w.kv_alignment, r.kv_alignment);
   // The dtype pairs both take (0 = every pair).
@@ -88,8 +90,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   family("K/V", KVCHECK_OP_STORE_KV, "store_kv", KVCHECK_OP_GATHER_KV, "gather_kv",
          !block_sizes      ? no_block
          : !kv_shapes      ? "no head_dim or row shape both declare"
-         : c.kv_dtypes == 0 && !e2m1_shapes && (w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes) ==
-                                                  (1u << static_cast<int>(KvDtype::kE2M1))
+         : c.kv_dtypes == 0 && !e2m1_shapes && shared_kv_dtypes == e2m1_bit
              ? "no head_dim that is a multiple of 16 for the e2m1 caches both take"
          : c.kv_dtypes == 0 ? "no cache dtype with a (cache, rows) pair both take (and the scope asks for)"
                             : "");
