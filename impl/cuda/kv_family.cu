@@ -333,15 +333,70 @@ __device__ __forceinline__ void rope_head(const uint8_t* __restrict__ src, uint8
   }
 }
 
+// rope_head for NeoX over the whole head in one trip (rope_pairs_in_thread): vector k
+// of a thread and its vector k + kS/2 are each other's partners and share their table
+// columns, so no partner is loaded twice and each pair's 16 table floats are loaded
+// once. The position and table loads go out with the row's (the position clamped into
+// the table: a padding row's is not read otherwise), not after the slot's, so a unit
+// waits on one round trip, not three.
+template <KvDevDtype M, KvDevDtype Out, bool Recip>
+__device__ __forceinline__ void rope_head_pairs(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, bool write,
+                                                const UnitScale& sc, int lane, int width, const RopeArgs& q,
+                                                int64_t row) {
+  using E = Elems<M, Out, Recip>;
+  static_assert(!kIsFp8<M>, "a model-dtype key");
+  constexpr int kS = kSteps<M, Out>, kH = kS / 2;
+  const int64_t pos = q.positions[row];
+  const float* cs = q.cos_sin_cache + (static_cast<uint64_t>(pos) < static_cast<uint64_t>(q.max_position) ? pos : 0) *
+                                          q.rot_dim;
+  const int32_t half = q.rot_dim / 2;
+  uint4 x[kS];
+#pragma unroll
+  for (int k = 0; k < kS; ++k) x[k] = E::load(src, (lane + k * width) * kVec);
+  float c[kH][kVec], s[kH][kVec];
+#pragma unroll
+  for (int k = 0; k < kH; ++k) {
+    const int32_t j0 = (lane + k * width) * kVec;
+    dev::load_table4(cs + j0, c[k]);
+    dev::load_table4(cs + j0 + 4, c[k] + 4);
+    dev::load_table4(cs + half + j0, s[k]);
+    dev::load_table4(cs + half + j0 + 4, s[k] + 4);
+  }
+  if (!write) return;
+#pragma unroll
+  for (int k = 0; k < kH; ++k) {
+    const uint32_t aw[4] = {x[k].x, x[k].y, x[k].z, x[k].w}, bw[4] = {x[k + kH].x, x[k + kH].y, x[k + kH].z, x[k + kH].w};
+    uint32_t ra[4], rb[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float a0 = model_to_f32<M>(static_cast<uint16_t>(aw[j])), a1 = model_to_f32<M>(static_cast<uint16_t>(aw[j] >> 16));
+      const float b0 = model_to_f32<M>(static_cast<uint16_t>(bw[j])), b1 = model_to_f32<M>(static_cast<uint16_t>(bw[j] >> 16));
+      ra[j] = f32x2_to_model<M>(dev::rope_value(a0, b0, c[k][2 * j], s[k][2 * j], true),
+                                dev::rope_value(a1, b1, c[k][2 * j + 1], s[k][2 * j + 1], true));
+      rb[j] = f32x2_to_model<M>(dev::rope_value(b0, a0, c[k][2 * j], s[k][2 * j], false),
+                                dev::rope_value(b1, a1, c[k][2 * j + 1], s[k][2 * j + 1], false));
+    }
+    x[k] = make_uint4(ra[0], ra[1], ra[2], ra[3]);
+    x[k + kH] = make_uint4(rb[0], rb[1], rb[2], rb[3]);
+  }
+#pragma unroll
+  for (int k = 0; k < kS; ++k) E::store(dst, (lane + k * width) * kVec, x[k], sc);
+}
+
 // Rope: a fused RoPE on the key rows (§8.4), a separate instantiation so that its
-// registers never cost the plain store occupancy. With an FP8 cache it asks ptxas for 3
-// resident CTAs (80 registers, spills of at most 44 bytes, where 96-104 registers left
-// 2): H100, 262,144 tokens 8x128, e4m3 56.4 -> 61.0 % of the copy, twice (4 CTAs: 58.0).
-// A model-dtype cache keeps ptxas's choice: 4 CTAs measured 80.6 then 76.0 % against
-// 75.7, no gain that repeats.
-template <KvDevDtype Cache, bool Rope>
-constexpr int kStoreKvMinCtas = Rope && kIsFp8<Cache> ? 3 : 1;
-template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip, bool Rope>
+// registers never cost the plain store occupancy; kRopePairs where rope_pairs_in_thread
+// holds (the engines' NeoX over a whole head), kRopeAny else. With an FP8 cache it asks
+// ptxas for 3 resident CTAs (80 registers; kRopeAny spills at most 44 bytes where 96-104
+// registers left 2, kRopePairs none): H100, 262,144 tokens 8x128, kRopeAny e4m3 56.4 ->
+// 61.0 % of the copy, twice (4 CTAs: 58.0). A model-dtype cache keeps ptxas's choice
+// (kRopePairs: 64 registers; kRopeAny 76: 4 CTAs measured 80.6 then 76.0 % against 75.7,
+// no gain that repeats). kRopePairs against kRopeAny, same process (H100, 2026-12-06):
+// bf16 75.6 -> 82.2 %, e4m3 60.9 -> 80.1 % of the copy.
+// Which RoPE a store_kv_kernel instantiation applies to the key rows.
+enum KvRope : int { kNoRope = 0, kRopeAny = 1, kRopePairs = 2 };  // kRopePairs: rope_head_pairs
+template <KvDevDtype Cache, int Rope>
+constexpr int kStoreKvMinCtas = Rope != kNoRope && kIsFp8<Cache> ? 3 : 1;
+template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip, int Rope>
 __global__ void __launch_bounds__(kThreads, (kStoreKvMinCtas<Cache, Rope>)) store_kv_kernel(StoreKvLaunch a, int width, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
@@ -365,7 +420,12 @@ __global__ void __launch_bounds__(kThreads, (kStoreKvMinCtas<Cache, Rope>)) stor
       sc.rcp = __frcp_rn(sc.s);  // = __fdiv_rn(1, s): recipe sglang's RN(1/s)
       sc.fast = !Recip && dev::fast_div_ok(sc.s);
     }
-    if constexpr (Rope) {
+    if constexpr (Rope == kRopePairs) {
+      if (w.side == 0) {
+        rope_head_pairs<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>(src, dst, write, sc, lane, width, a.rope, w.row);
+        continue;
+      }
+    } else if constexpr (Rope == kRopeAny) {
       if (w.side == 0) {
         if constexpr (V == kVec) {
           rope_head<KeyIn, kIsFp8<Cache> ? Cache : KeyIn, Recip>(src, dst, write, L.head_dim, sc, lane, width,
@@ -530,8 +590,8 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
 #pragma unroll
   for (int i = 0; i < kNvfp4Group / 2; ++i)
     b[i] = dev::cvt_e2m1x2</*kNanZero=*/true>(__fmul_rn(x[2 * i], inv), __fmul_rn(x[2 * i + 1], inv));
-  q[0] = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
-  q[1] = b[4] | b[5] << 8 | b[6] << 16 | b[7] << 24;
+  q[0] = dev::pack_bytes4(b[0], b[1], b[2], b[3]);
+  q[1] = dev::pack_bytes4(b[4], b[5], b[6], b[7]);
   return sf;
 }
 
@@ -669,8 +729,7 @@ __global__ void __launch_bounds__(kThreads) gather_nvfp4_kernel(GatherKvLaunch a
         if (p >= pieces) break;
         const uint8_t* c = data + 4 * p;
         q[k] = codes4 ? __ldg(reinterpret_cast<const uint32_t*>(c))
-                      : uint32_t{__ldg(c)} | uint32_t{__ldg(c + 1)} << 8 | uint32_t{__ldg(c + 2)} << 16 |
-                            uint32_t{__ldg(c + 3)} << 24;
+                      : dev::pack_bytes4(__ldg(c), __ldg(c + 1), __ldg(c + 2), __ldg(c + 3));
         sf[k] = __ldg(sfp + (p / 2) * sf_step);
       }
 #pragma unroll
@@ -716,6 +775,14 @@ int group_width(int32_t head_dim, int v, int steps) {
   int w = 1;
   while (w < 32 && w < threads) w *= 2;
   return w;
+}
+
+// rope_head_pairs' shape: NeoX from the head's first element over all of it, the head
+// one trip of `width` threads x `steps` 8-element vectors (steps even), so a thread's
+// vector k (k < steps / 2) and k + steps / 2 are rot_dim / 2 elements apart: a pair.
+bool rope_pairs_in_thread(const RopeArgs& q, int32_t head_dim, int width, int steps) {
+  return q.is_neox && q.rope_offset == 0 && q.rot_dim == head_dim && steps % 2 == 0 &&
+         int64_t{width} * kVec * steps == head_dim;
 }
 
 // CTAs for `units` work units, kThreads / width of them per CTA.
@@ -764,11 +831,14 @@ std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const L
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
   const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kSteps<K, kIsFp8<C> ? C : K>);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
-  if (a.rope.cos_sin_cache != nullptr)
-    return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, true>, g, o, a, width, st)
-               : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, true>, g, o, a, width, st);
-  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, false>, g, o, a, width, st)
-             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, false>, g, o, a, width, st);
+  if (a.rope.cos_sin_cache != nullptr) {
+    if (vec && rope_pairs_in_thread(a.rope, a.layout.head_dim, width, kSteps<K, kIsFp8<C> ? C : K>))
+      return dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, kRopePairs>, g, o, a, width, st);
+    return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, kRopeAny>, g, o, a, width, st)
+               : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, kRopeAny>, g, o, a, width, st);
+  }
+  return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, kNoRope>, g, o, a, width, st)
+             : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, kNoRope>, g, o, a, width, st);
 }
 
 const char* dtype_name(KvDevDtype d) {

@@ -50,6 +50,11 @@ __device__ __forceinline__ uint8_t cvt_e2m1(float x) {
   const uint32_t sign = a > 0x7F800000u ? 0u : (u >> 28) & 0x8u;  // NaN: +6, no sign
   return static_cast<uint8_t>(code | sign);
 }
+/// Four bytes, each the low 8 bits of its argument (the rest zero), as one little-endian
+/// word: b0 in bits 0-7 ... b3 in bits 24-31 (a 4-byte store or load of packed codes).
+__device__ __forceinline__ uint32_t pack_bytes4(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3) {
+  return b0 | b1 << 8 | b2 << 16 | b3 << 24;
+}
 // Packed 16-bit pairs, one sm_90 PTX instruction each: per-half integer min / max
 // (min_u16x2, max_u16x2), IEEE minNum per bf16 half (min_bf16x2: a NaN half gives the
 // other operand's half), RN(a * b) and RN(a + b) per bf16 half (mul_bf16x2, add_bf16x2).
@@ -267,8 +272,7 @@ __device__ __forceinline__ float scale_value(const uint8_t* scale) {
     return e4m3_to_f32(scale[0]);
   } else {
     static_assert(paged_scale_width(S) == 4, "scale format");
-    return __uint_as_float(uint32_t{scale[0]} | uint32_t{scale[1]} << 8 | uint32_t{scale[2]} << 16 |
-                           uint32_t{scale[3]} << 24);
+    return __uint_as_float(pack_bytes4(scale[0], scale[1], scale[2], scale[3]));
   }
 }
 

@@ -171,31 +171,31 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
       const int g = chunk / kGroupLanes;
       dev::put_scale<S>(scales + (kTransposed ? transposed_scale(g, kGroups) : g) * kScaleBytes, gs.code);
     }
-    float f[8];
+    uint32_t b[4];  // e2m1: element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
+    if constexpr (D == PagedDtype::kE2M1 && S == PagedSf::kUE8M0) {
+      // mult is 2^-k (a bf16 value): x * mult is exact in bf16x2 wherever the float
+      // product is (a tiny or huge one codes 0 or 6 either way), no float needed.
+      const uint32_t m2 = (__float_as_uint(gs.mult) >> 16) * 0x10001u;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      f[2 * j] = __fmul_rn(__uint_as_float(w[j] << 16), gs.mult);
-      f[2 * j + 1] = __fmul_rn(__uint_as_float(w[j] & 0xFFFF0000u), gs.mult);
-    }
-    if constexpr (D == PagedDtype::kE4M3) {  // 8 codes, element i in byte i
-      uint2 q;
-      q.x = dev::cvt_e4m3x2(f[0], f[1]) | (dev::cvt_e4m3x2(f[2], f[3]) << 16);
-      q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
-      reinterpret_cast<uint2*>(data)[chunk] = q;
-    } else {  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
-      uint32_t b[4];
+      for (int j = 0; j < 4; ++j) b[j] = dev::e2m1x2_of_bf16x2(dev::mul_bf16x2(w[j], m2));
+      reinterpret_cast<uint32_t*>(data)[chunk] = dev::pack_bytes4(b[0], b[1], b[2], b[3]);
+    } else {
+      float f[8];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if constexpr (S == PagedSf::kUE8M0) {
-          // mult is 2^-k (a bf16 value): x * mult is exact in bf16x2 wherever the float
-          // product is (a tiny or huge one codes 0 or 6 either way), no float needed.
-          const uint32_t m2 = (__float_as_uint(gs.mult) >> 16) * 0x10001u;
-          b[j] = dev::e2m1x2_of_bf16x2(dev::mul_bf16x2(w[j], m2));
-        } else {
-          b[j] = dev::cvt_e2m1x2(f[2 * j], f[2 * j + 1]);
-        }
+        f[2 * j] = __fmul_rn(__uint_as_float(w[j] << 16), gs.mult);
+        f[2 * j + 1] = __fmul_rn(__uint_as_float(w[j] & 0xFFFF0000u), gs.mult);
       }
-      reinterpret_cast<uint32_t*>(data)[chunk] = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+      if constexpr (D == PagedDtype::kE4M3) {  // 8 codes, element i in byte i
+        uint2 q;
+        q.x = dev::cvt_e4m3x2(f[0], f[1]) | (dev::cvt_e4m3x2(f[2], f[3]) << 16);
+        q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
+        reinterpret_cast<uint2*>(data)[chunk] = q;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b[j] = dev::cvt_e2m1x2(f[2 * j], f[2 * j + 1]);
+        reinterpret_cast<uint32_t*>(data)[chunk] = dev::pack_bytes4(b[0], b[1], b[2], b[3]);
+      }
     }
   }
 }
@@ -341,9 +341,14 @@ __global__ void __launch_bounds__(kThreads)
 
 /// BF16 rows: kLanes lanes copy one row, kUnroll rows per trip; 16-byte accesses
 /// when kVec, with all of a trip's loads in flight first for rows of up to
-/// 2*kLanes chunks.
+/// 2*kLanes chunks. With the fused RoPE it asks ptxas for 3 resident CTAs: the table
+/// values in flight took it to 103-106 registers (2 CTAs an SM); at 3, 78 registers and
+/// no spills. H100, 262,144 tokens, same process (2026-12-06): concat split rope
+/// BF16(512) 82.9 -> 85.9 % of the copy. The fixed kernels keep ptxas's choice: 3 CTAs
+/// spill 88-368 bytes there (FP8_DS_MLA's concat rope 57.3 -> 58.4 %, MODEL1's not
+/// measured).
 template <int kLanes, bool kVec, Src K>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, K == Src::kRope ? 3 : 1)
     store_copy_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
@@ -391,6 +396,29 @@ __global__ void __launch_bounds__(kThreads)
         copy_row_range(dst, a, r, 0, L.elements, sl, kLanes);
       }
     }
+  }
+  dev::pdl_trigger();
+}
+
+/// Decode-size BF16 stores (launch_store: at most kDecodeRows rows of at most
+/// kDecodeChunks 16-byte chunks, the 16-byte path): a CTA per row, a thread per chunk, no
+/// loop. A decode step's store is one short dependent chain (slot and row loads, one
+/// store) inside a CUDA graph, so its time is the chain's, not bandwidth.
+constexpr int64_t kDecodeRows = 256;
+constexpr int64_t kDecodeChunks = kThreads;
+template <Src K>
+__global__ void __launch_bounds__(kThreads)
+    store_copy_row_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
+  dev::pdl_wait();
+  if (dev::failed(status)) return;
+  const PagedLayout& L = cache.layout;
+  const int32_t r = static_cast<int32_t>(blockIdx.x), c = static_cast<int32_t>(threadIdx.x);
+  const int32_t chunks = static_cast<int32_t>(L.quantized_bytes / 16);
+  const int32_t slot = a.slot_mapping[r];
+  const uint4 v = c < chunks ? load_chunk<K>(a, r, c) : make_uint4(0, 0, 0, 0);  // with the slot's load
+  if (slot >= 0 && c < chunks) {
+    const int32_t b = split.block(slot);
+    reinterpret_cast<uint4*>(cache.base + L.data_offset(b, split.token(slot, b)))[c] = v;
   }
   dev::pdl_trigger();
 }
@@ -448,6 +476,23 @@ std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const Device
   }
 }
 
+/// store_copy_row_kernel's launch, or false where it does not apply: more than
+/// kDecodeRows rows, rows of more than kDecodeChunks chunks, or a grid cap
+/// (KVCHECK_CUDA_MAX_GRID) below the row count (a CTA per row; the capped runs test the
+/// grid-stride loops).
+bool copy_rows(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o,
+               std::string& error) {
+  const int64_t chunks = c.layout.quantized_bytes / 16;
+  if (a.num_tokens > kDecodeRows || chunks > kDecodeChunks || dev::grid_for(a.num_tokens) < a.num_tokens) return false;
+  const int threads = static_cast<int>((chunks + 31) / 32 * 32);
+  const SlotDivider d = SlotDivider::of(c.layout.block_size);
+  const auto kernel = src == Src::kOne   ? store_copy_row_kernel<Src::kOne>
+                      : src == Src::kTwo ? store_copy_row_kernel<Src::kTwo>
+                                         : store_copy_row_kernel<Src::kRope>;
+  error = dev::launch_exactly("store_copy_row_kernel", kernel, a.num_tokens, threads, o, c, a, d, st);
+  return true;
+}
+
 }  // namespace
 
 std::string launch_store(const DeviceCache& c, const StoreArgs& args, const DeviceStatus* st,
@@ -468,6 +513,7 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;
+    if (std::string error; v && copy_rows(c, a, src, st, o, error)) return error;
     if (chunks <= 4) return copy<4>(c, a, src, st, o, v);
     if (chunks <= 8) return copy<8>(c, a, src, st, o, v);
     if (chunks <= 16) return copy<16>(c, a, src, st, o, v);

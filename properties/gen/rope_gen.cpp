@@ -169,10 +169,10 @@ RopeArgs rope_args(const ScenarioRope& r) {
           r.rope_offset, r.is_neox};
 }
 
-ScenarioRope build_rope(Source& src, int32_t width, int64_t n) {
+ScenarioRope build_rope(Source& src, int32_t width, int64_t n, bool whole_neox) {
   ScenarioRope r;
-  r.is_neox = src.coin();
-  if (src.coin()) {  // the whole row (MLA's 64 rope dims; a head's head_dim)
+  r.is_neox = whole_neox || src.coin();
+  if (whole_neox || src.coin()) {  // the whole row (MLA's 64 rope dims; a head's head_dim)
     r.rot_dim = width / 2 * 2;
   } else {  // a sub-range anywhere in the row (partial rotary)
     r.rot_dim = static_cast<int32_t>(2 * src.range(1, width / 2));

@@ -74,8 +74,10 @@ RopeArgs rope_args(const ScenarioRope& r);
 /// angles, special values (±0, ±1, 0.5, 1/3, NaN, ±Inf, the smallest subnormal,
 /// FLT_MAX, 1e-30, 1/sqrt 2), any bits, or sin = cos ("cancelling": see rope_cancels);
 /// positions anywhere, 0 and the last row included; 1-3 CUDA-graph padding rows of junk
-/// positions (-1, max_position, INT64_MIN) past n, 1 case in 4.
-ScenarioRope build_rope(Source& src, int32_t width, int64_t n);
+/// positions (-1, max_position, INT64_MIN) past n, 1 case in 4. `whole_neox`: NeoX over
+/// the whole row, no draw for either (the engines' shape: FlashInfer's and vLLM's rotary
+/// over a whole head).
+ScenarioRope build_rope(Source& src, int32_t width, int64_t n, bool whole_neox = false);
 /// Row i's table row has sin = cos (and is not all zero or one): make the row's pairs
 /// equal there (make_pairs_equal) and x*c - y*s is exactly 0 without a fused
 /// multiply-add, x*c's rounding error with one.

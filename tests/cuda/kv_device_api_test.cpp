@@ -177,6 +177,32 @@ void upload(const cuda::DeviceBuffer& d, const std::vector<T>& h) {
   if (!h.empty()) ck(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
+/// A store_kv with a fused RoPE on the device: the cache buffer, the rows, the scales,
+/// the slots, the RoPE table and positions uploaded (and synchronised), a workspace for
+/// `layout` and a status.
+struct DeviceRopeStore {
+  cuda::DeviceBuffer cache, rows, scales, slots, cos_sin, positions, workspace, status;
+  template <typename Row>
+  DeviceRopeStore(const Bytes& c, const std::vector<Row>& r, const std::vector<float>& sc, const std::vector<int32_t>& sl,
+                  const std::vector<float>& cs, const std::vector<int64_t>& pos, const KvCacheLayout& layout)
+      : cache(c.size()),
+        rows(r.size() * sizeof(Row)),
+        scales(sc.size() * 4),
+        slots(sl.size() * 4),
+        cos_sin(cs.size() * 4),
+        positions(pos.size() * 8),
+        workspace(cuda::store_kv_workspace_bytes(layout)),
+        status(sizeof(cuda::DeviceStatus)) {
+    upload(cache, c);
+    upload(rows, r);
+    upload(scales, sc);
+    upload(slots, sl);
+    upload(cos_sin, cs);
+    upload(positions, pos);
+    ck(cudaDeviceSynchronize());
+  }
+};
+
 /// The same call through the checked device entry (PDL on, its own stream); every
 /// buffer comes back whole, guards included.
 Result run_device(const KvScenario& s, bool store, uint64_t seed) {
@@ -541,6 +567,87 @@ TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
         }
 }
 
+// store_kv with a NeoX RoPE over the whole head (§8.4), the shape engines run (FlashInfer's
+// rope + quantise + append): head_dims whose one trip pairs each thread's vectors
+// (rope_pairs_in_thread: 16 to 512 on a 2-byte cache, 32 to 512 on FP8, every group
+// width but the copy's 32) and 96, 80 that do not, on every cache dtype and
+// recipe, rows of random bits (NaN and Inf among them), against the cpu on the whole
+// cache buffer, guards included.
+TEST(KvDeviceApi, WholeHeadNeoxRopeMatchesCpu) {
+  KVCHECK_NEED_GPU();
+  constexpr int32_t kHeadDims[] = {16, 32, 64, 128, 256, 512, 96, 80};
+  constexpr int kDims = static_cast<int>(std::size(kHeadDims));
+  std::mt19937_64 rng(17);
+  int checked = 0;
+  for (const KvDtype cache_dtype : {KvDtype::kBF16, KvDtype::kFP16, KvDtype::kE4M3, KvDtype::kE5M2})
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (const KvRecipe recipe : kv_recipes())
+        for (const int32_t head_dim : kHeadDims) {
+          const bool fp8 = cache_dtype == KvDtype::kE4M3 || cache_dtype == KvDtype::kE5M2;
+          if ((!fp8 && model != cache_dtype) || (!fp8 && recipe != KvRecipe::kSpec)) continue;
+          const int32_t heads = 3, block_size = 16;
+          const int64_t num_blocks = 5, n = 70, max_position = 11;
+          const KvCacheLayout l = kv_dense_layout(cache_dtype, KvHeadLayout::kNHD, num_blocks, block_size, heads, head_dim);
+          const int64_t span = kv_span_elements(l) * kv_dtype_bytes(cache_dtype), v_at = kGuard + span + kGuard;
+          Bytes cache(static_cast<size_t>(v_at + span + kGuard));
+          for (auto& b : cache) b = static_cast<uint8_t>(rng());
+          std::vector<uint16_t> rows(static_cast<size_t>(n * heads * head_dim));
+          for (auto& x : rows) x = static_cast<uint16_t>(rng());
+          std::vector<int32_t> slots(static_cast<size_t>(num_blocks * block_size));
+          std::iota(slots.begin(), slots.end(), 0);
+          std::shuffle(slots.begin(), slots.end(), rng);
+          slots.resize(static_cast<size_t>(n));
+          for (size_t i = 0; i < slots.size(); i += 7) slots[i] = -1;
+          std::vector<float> cos_sin(static_cast<size_t>(max_position * head_dim));
+          for (auto& x : cos_sin) x = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+          std::vector<int64_t> positions(static_cast<size_t>(n));
+          for (auto& p : positions) p = static_cast<int64_t>(rng() % max_position);
+          const std::vector<float> scales{fp8 ? 0.37f : 1.0f, fp8 ? 2.5f : 1.0f};
+          const auto view = [&](uint8_t* base, const float* sc) {
+            KvCacheView c{base + kGuard, kv_span_elements(l), base + v_at, kv_span_elements(l), l, {}, nullptr, 0,
+                          nullptr, 0, {}};
+            if (fp8) c.scales = {KvScaleKind::kPerTensor, {sc, 1}, {sc + 1, 1}, recipe};
+            return c;
+          };
+          const auto rope_of = [&](const float* cs, const int64_t* pos) {
+            return RopeArgs{cs, max_position, pos, n, head_dim, 0, true};
+          };
+          const auto tokens = [&](const void* base) {
+            return KvTokensIn{static_cast<const uint8_t*>(base), model, n, int64_t{heads} * head_dim, head_dim};
+          };
+          const std::string what = to_string(model) + "->" + to_string(cache_dtype) + " " + to_string(recipe) +
+                                   " head_dim " + std::to_string(head_dim);
+          Bytes want = cache;
+          {
+            const RopeArgs r = rope_of(cos_sin.data(), positions.data());
+            const std::string error =
+                outcome([&] { kCpu.store_kv(tokens(rows.data()), tokens(rows.data()), slots, view(want.data(), scales.data()), &r); });
+            ASSERT_EQ(error, "") << what << ": the cpu refused the store";
+          }
+          const DeviceRopeStore d(cache, rows, scales, slots, cos_sin, positions, l);
+          const RopeArgs r = rope_of(d.cos_sin.as<float>(), d.positions.as<int64_t>());
+          const std::string error = outcome([&] {
+            cuda::store_kv_checked(tokens(d.rows.get()), tokens(d.rows.get()), {d.slots.as<int32_t>(), slots.size()},
+                                   view(d.cache.get(), d.scales.as<float>()), d.status.as<cuda::DeviceStatus>(),
+                                   d.workspace.get(), cuda::LaunchOptions{}, &r)
+                .throw_if_error(nullptr);
+          });
+          ASSERT_EQ(error, "") << what << ": the device refused the store";
+          Bytes got(cache.size());
+          ck(cudaDeviceSynchronize());
+          ck(cudaMemcpy(got.data(), d.cache.get(), got.size(), cudaMemcpyDeviceToHost));
+          const auto diff = std::mismatch(want.begin(), want.end(), got.begin());
+          ASSERT_TRUE(diff.first == want.end())
+              << what << ": first difference at byte " << (diff.first - want.begin()) << " (K at " << kGuard
+              << ", V at " << v_at << "): cpu 0x" << std::hex << int{*diff.first} << " device 0x" << int{*diff.second};
+          ASSERT_NE(want, cache) << what << ": the store wrote nothing";
+          ++checked;
+        }
+  // bf16 and fp16 caches: their own model dtype, the spec recipe; e4m3 and e5m2: both
+  // model dtypes, every recipe.
+  EXPECT_EQ(checked, 2 * kDims + 2 * 2 * static_cast<int>(kv_recipes().size()) * kDims);
+}
+
 // The workspace size refuses an invalid layout with the error store_kv_checked's
 // first check gives (so a caller that sizes first still sees the cpu's error).
 TEST(KvDeviceApi, WorkspaceOfAnInvalidLayoutIsTheLayoutError) {
@@ -780,27 +887,18 @@ void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDt
   }
   Bytes got(cache.size());
   {
-    cuda::DeviceBuffer dcache(cache.size()), drows(rows.size()), dscales(8), dslots(slots.size() * 4),
-        dcs(cos_sin.size() * 4), dpos(positions.size() * 8), workspace(cuda::store_kv_workspace_bytes(l)),
-        status(sizeof(cuda::DeviceStatus));
-    upload(dcache, cache);
-    upload(drows, rows);
-    upload(dscales, scales);
-    upload(dslots, slots);
-    upload(dcs, cos_sin);
-    upload(dpos, positions);
-    ck(cudaDeviceSynchronize());
-    const KvCacheView v = nvfp4_view(c, dcache.get(), dscales.as<float>());
-    const RopeArgs r = rope_of(dcs.as<float>(), dpos.as<int64_t>());
+    const DeviceRopeStore d(cache, rows, scales, slots, cos_sin, positions, l);
+    const KvCacheView v = nvfp4_view(c, d.cache.get(), d.scales.as<float>());
+    const RopeArgs r = rope_of(d.cos_sin.as<float>(), d.positions.as<int64_t>());
     const std::string error = outcome([&] {
       on_stream([&](const cuda::LaunchOptions& o) {
-        return cuda::store_kv_checked(nvfp4_tokens(in, drows.get(), 0), nvfp4_tokens(in, drows.get(), 1),
-                                      {dslots.as<int32_t>(), slots.size()}, v, status.as<cuda::DeviceStatus>(),
-                                      workspace.get(), o, rope ? &r : nullptr);
+        return cuda::store_kv_checked(nvfp4_tokens(in, d.rows.get(), 0), nvfp4_tokens(in, d.rows.get(), 1),
+                                      {d.slots.as<int32_t>(), slots.size()}, v, d.status.as<cuda::DeviceStatus>(),
+                                      d.workspace.get(), o, rope ? &r : nullptr);
       });
     });
     ASSERT_EQ(error, "") << "the device refused the store";
-    ck(cudaMemcpy(got.data(), dcache.get(), got.size(), cudaMemcpyDeviceToHost));
+    ck(cudaMemcpy(got.data(), d.cache.get(), got.size(), cudaMemcpyDeviceToHost));
   }
   const std::string store_diff = first_difference(want, got, [&](int64_t i) { return nvfp4_region(c, i); });
   EXPECT_EQ(store_diff, "") << "store_kv: the caches differ";

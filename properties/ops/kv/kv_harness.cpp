@@ -359,6 +359,8 @@ void note_kv_classes(const StoreKvScenario& s) {
   if (s.rope) {  // a fused RoPE of the key rows (docs/spec.md §8.4)
     note_class(s.rope->is_neox ? "rope neox" : "rope gpt-j");
     if (s.rope->rot_dim < s.cache.head_dim) note_class("rope on a sub-range of the head");
+    if (s.rope->is_neox && s.rope->rope_offset == 0 && s.rope->rot_dim == s.cache.head_dim)
+      note_class("rope neox over the whole head");
     if (s.key.dtype == KvDtype::kFP16) note_class("rope fp16 rows");
     for (int64_t i = 0; i < n; ++i)
       if (s.slot_mapping[static_cast<size_t>(i)] >= 0 && rope_cancels(*s.rope, i)) {

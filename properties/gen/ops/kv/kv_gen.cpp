@@ -263,6 +263,17 @@ StoreKvScenario build_store_kv_rope_scenario(Source& src, const KvLimits& lim) {
   StoreKvScenario s = build_store_kv_scenario(src, lim, 2);  // a head holds a pair at least
   const int64_t n = static_cast<int64_t>(s.slot_mapping.size());
   ScenarioRope r = build_rope(src, std::max(s.cache.head_dim, 2), n);
+  // The engines' shape, drawn again in 1 case of 2 where the head allows it: NeoX over a
+  // whole power-of-two head on dense rows (FlashInfer's rope + quantise + append; the CUDA
+  // kernels' pairs path, rope_pairs_in_thread). The draws above reached it in about 1
+  // rope case in 70 (2026-12-06: the rows' padded strides take most). Drawn last, so the
+  // bytes before it decode as they did.
+  const int32_t d = s.cache.head_dim, h = s.cache.num_kv_heads;
+  if (d >= 16 && (d & (d - 1)) == 0 && src.coin()) {
+    r = build_rope(src, d, n, /*whole_neox=*/true);
+    s.key = make_kv_rows(s.key.dtype, s.key.rows, int64_t{h} * d, d, h, d, src.seed());
+    s.value = make_kv_rows(s.value.dtype, s.value.rows, int64_t{h} * d, d, h, d, src.seed());
+  }
   for (int64_t i = 0; i < n && i < s.key.rows; ++i)
     if (rope_cancels(r, i))
       for (int64_t h = 0; h < s.cache.num_kv_heads && s.cache.head_dim >= 2; ++h)
