@@ -570,7 +570,7 @@ TEST(KvDeviceApi, RecipesMatchCpuOnEveryInput) {
 // store_kv with a NeoX RoPE over the whole head (§8.4), the shape engines run (FlashInfer's
 // rope + quantise + append): head_dims whose one trip pairs each thread's vectors
 // (rope_pairs_in_thread: 16 to 512 on a 2-byte cache, 32 to 512 on FP8, every group
-// width but the copy's 32) and 96, 80 that do not, on every cache dtype and
+// width but FP8's 32, head_dim 1024) and 96, 80 that do not, on every cache dtype and
 // recipe, rows of random bits (NaN and Inf among them), against the cpu on the whole
 // cache buffer, guards included.
 TEST(KvDeviceApi, WholeHeadNeoxRopeMatchesCpu) {
