@@ -4,9 +4,10 @@
 // loads read whole blocks in a random order). Baselines timed in the same process: a
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
-//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE] [--tolerance POINTS]
+//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE]... [--tolerance POINTS]
 // --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
-// earlier run (bench/baseline_h200.json is the committed one); every bandwidth row it
+// earlier run (bench/baseline_<card>.json are the committed ones, one per GPU model; given
+// several times, the one from this device is used, none: no verdict); every bandwidth row it
 // holds that this run measured again must keep its ratio to the copy within POINTS
 // percentage points (default: the file's "tolerance_points", else 5), else the row is
 // DROPPED and the exit code is 1. A baseline row this run did not measure is "not
@@ -235,21 +236,29 @@ bench::PatternArgs mla_pattern(const CacheLayout& layout, uint8_t* cache, bool s
   return a;
 }
 
-/// The performance gate (--check, bench/perf_gate.h): prints its table, returns the
-/// exit code (0 or 1).
-int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::string& file, double tolerance,
-                   const std::string& this_device) {
-  std::ifstream in(file);
+/// The performance gate (--check, bench/perf_gate.h) against the baseline of this
+/// device among `files`: prints its table, returns the exit code (0 or 1).
+int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::vector<std::string>& files,
+                   double tolerance, const std::string& this_device) {
   std::vector<bench::PerfRow> measured;
   for (const Row& r : rows)
     measured.push_back({r.op, r.format, r.tokens, r.block_size, r.decode ? r.gbps / copy_gbps : r.ratio, r.decode});
+  std::vector<bench::NamedBaseline> baselines;
+  for (const std::string& f : files) {
+    std::ifstream in(f);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "bench_cuda: the baseline %s is not JSON\n", f.c_str());
+      return 1;
+    }
+    baselines.push_back({f, std::move(j)});
+  }
   try {
-    const bench::PerfGateResult g =
-        bench::check_perf_baseline(measured, nlohmann::json::parse(in), tolerance, this_device, file);
+    const bench::PerfGateResult g = bench::check_perf_baselines(measured, baselines, tolerance, this_device);
     std::printf("\n%s", g.report.c_str());
     return g.exit_code();
-  } catch (const nlohmann::json::exception& e) {
-    std::fprintf(stderr, "bench_cuda: the baseline %s is not a bench_cuda --json file: %s\n", file.c_str(), e.what());
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "bench_cuda: a baseline is not a bench_cuda --json file: %s\n", e.what());
     return 1;
   }
 }
@@ -284,7 +293,8 @@ RopeInputs rope_inputs(int32_t rot_dim, int64_t n, std::mt19937_64& rng) {
 
 int main(int argc, char** argv) {
   using namespace kvcheck;
-  std::string json, only_format, baseline;
+  std::string json, only_format;
+  std::vector<std::string> baselines;  // --check, once per GPU model
   bool quick = false;
   int64_t only_tokens = 0;
   double tolerance = -1;
@@ -299,7 +309,7 @@ int main(int argc, char** argv) {
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--check" && i + 1 < argc) {
-      baseline = argv[++i];
+      baselines.push_back(argv[++i]);
     } else if (a == "--tolerance" && i + 1 < argc) {
       char* end = nullptr;
       tolerance = std::strtod(argv[++i], &end);
@@ -309,18 +319,19 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE] "
+                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE]... "
                    "[--tolerance POINTS]\n");
       return 2;
     }
   }
-  if (!baseline.empty() && !std::ifstream(baseline)) {
-    std::fprintf(stderr, "bench_cuda: cannot read the baseline %s\n", baseline.c_str());
-    return 2;
-  }
+  for (const std::string& b : baselines)
+    if (!std::ifstream(b)) {
+      std::fprintf(stderr, "bench_cuda: cannot read the baseline %s\n", b.c_str());
+      return 2;
+    }
   const std::string why = cuda::probe_device();
   if (!why.empty()) {
-    std::printf("bench_cuda: skipped (%s)%s\n", why.c_str(), baseline.empty() ? "" : "; the performance gate did not run");
+    std::printf("bench_cuda: skipped (%s)%s\n", why.c_str(), baselines.empty() ? "" : "; the performance gate did not run");
     return 0;
   }
   cudaStream_t s;
@@ -793,5 +804,5 @@ int main(int argc, char** argv) {
     }
     std::printf("wrote %s\n", json.c_str());
   }
-  return baseline.empty() ? 0 : check_baseline(rows, copy_gbps, baseline, tolerance, prop.name);
+  return baselines.empty() ? 0 : check_baseline(rows, copy_gbps, baselines, tolerance, prop.name);
 }

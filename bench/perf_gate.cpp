@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 namespace kvcheck::bench {
 namespace {
@@ -61,6 +62,33 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                      g.compared, g.dropped, g.tolerance, g.not_measured, g.not_gated,
                      static_cast<long long>(kMinGatedTokens),
                      g.compared == 0 ? "FAILED (nothing compared)" : g.dropped ? "FAILED" : "passed");
+  return g;
+}
+
+PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std::vector<NamedBaseline>& baselines,
+                                    double tolerance, const std::string& device) {
+  std::string seen;  // "name ('device')", ... for the report when none is from `device`
+  const NamedBaseline* match = nullptr;
+  for (const NamedBaseline& b : baselines) {
+    std::string from;
+    try {
+      from = b.json.at("device").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(b.name + ": " + e.what());
+    }
+    if (match == nullptr && from == device) match = &b;
+    seen += (seen.empty() ? "" : ", ") + b.name + " ('" + from + "')";
+  }
+  if (match != nullptr) {
+    try {
+      return check_perf_baseline(rows, match->json, tolerance, device, match->name);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(match->name + ": " + e.what());
+    }
+  }
+  PerfGateResult g;
+  g.report = "performance gate: not run: no baseline is from '" + device + "' (" +
+             (seen.empty() ? std::string("no baseline given") : seen) + ")\n";
   return g;
 }
 

@@ -40,9 +40,25 @@ constexpr int64_t kMinGatedTokens = 65536;
 /// tolerance < 0: the baseline's tolerance_points, else 5. A baseline row whose ratio
 /// this run fell below by more than `tolerance` percentage points is DROPPED; one this
 /// run did not measure is counted as not measured (never a pass); decode rows are
-/// skipped; rows under kMinGatedTokens are listed "not gated" and never fail. A baseline from a device other than `device` is not compared (ran false).
+/// skipped; rows under kMinGatedTokens are listed "not gated" and never fail. A
+/// baseline from a device other than `device` is not compared (ran false).
 /// Throws nlohmann::json::exception on a baseline without those fields.
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
                                    const std::string& device, const std::string& baseline_name);
+
+/// A baseline file: its name (for the report) and its parsed --json object.
+struct NamedBaseline {
+  std::string name;
+  nlohmann::json json;
+};
+
+/// The gate over several baselines, one per GPU model (bench/baseline_<card>.json): the
+/// first whose "device" is `device` is compared as check_perf_baseline does; with none,
+/// ran is false and the report names each file's device (ratios to the copy differ
+/// between models, so another card's file gives no verdict). Every file needs a
+/// "device"; a file without one, or a matching file without check_perf_baseline's
+/// fields, throws std::invalid_argument naming the file.
+PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std::vector<NamedBaseline>& baselines,
+                                    double tolerance, const std::string& device);
 
 }  // namespace kvcheck::bench

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace kvcheck::bench {
@@ -93,25 +94,78 @@ TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
   EXPECT_NE(g.report.find("not run"), std::string::npos) << g.report;
 }
 
+// One baseline per GPU model: this device's is the one compared (the H100's drop fails
+// on the H100, the H200's file is not consulted), and with none there is no verdict,
+// the report naming each file's device.
+TEST(PerfGate, TheBaselineOfThisDeviceIsTheOneCompared) {
+  nlohmann::json h100 = baseline();
+  h100["device"] = "NVIDIA H100 80GB HBM3";
+  h100["rows"][0]["ratio_to_copy"] = 0.80;
+  const std::vector<NamedBaseline> both{{"baseline_h200.json", baseline()}, {"baseline_h100.json", h100}};
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.72, false}, {"load", "V41", 262144, 64, 0.74, false}};
+  const PerfGateResult on_h100 = check_perf_baselines(rows, both, -1, "NVIDIA H100 80GB HBM3");
+  EXPECT_TRUE(on_h100.ran);
+  EXPECT_EQ(on_h100.dropped, 1);  // 80 -> 72 against the H100's file; the H200's 70 would pass
+  EXPECT_NE(on_h100.report.find("baseline_h100.json"), std::string::npos) << on_h100.report;
+  const PerfGateResult on_h200 = check_perf_baselines(rows, both, -1, "NVIDIA H200");
+  EXPECT_TRUE(on_h200.ran);
+  EXPECT_EQ(on_h200.dropped, 0);
+  EXPECT_EQ(on_h200.compared, 2);
+  const PerfGateResult elsewhere = check_perf_baselines(rows, both, -1, "NVIDIA A100");
+  EXPECT_FALSE(elsewhere.ran);
+  EXPECT_EQ(elsewhere.exit_code(), 0);
+  EXPECT_NE(elsewhere.report.find("baseline_h100.json ('NVIDIA H100 80GB HBM3')"), std::string::npos)
+      << elsewhere.report;
+  EXPECT_FALSE(check_perf_baselines(rows, {}, -1, "NVIDIA H200").ran);
+  // Many long names: the report keeps every one (no fixed-size buffer).
+  std::vector<NamedBaseline> many;
+  for (int i = 0; i < 12; ++i) many.push_back({std::string(80, 'a' + i) + ".json", baseline()});
+  const std::string report = check_perf_baselines(rows, many, -1, "NVIDIA A100").report;
+  EXPECT_NE(report.find(std::string(80, 'l') + ".json ('NVIDIA H200'))\n"), std::string::npos) << report;
+}
+
+// A file without "device", wherever it sits, or a matching file without rows, is an
+// error naming that file, not a verdict.
+TEST(PerfGate, ABaselineWithoutItsFieldsIsAnErrorNamingIt) {
+  nlohmann::json no_device = baseline();
+  no_device.erase("device");
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.70, false}};
+  for (const auto& files : {std::vector<NamedBaseline>{{"good.json", baseline()}, {"bad.json", no_device}},
+                            std::vector<NamedBaseline>{{"bad.json", no_device}, {"good.json", baseline()}}}) {
+    try {
+      check_perf_baselines(rows, files, -1, "NVIDIA H200");
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  }
+  nlohmann::json no_rows = baseline();
+  no_rows.erase("rows");
+  EXPECT_THROW(check_perf_baselines(rows, {{"other.json", no_rows}}, -1, "NVIDIA H200"), std::invalid_argument);
+}
+
 TEST(PerfGate, AMalformedBaselineThrows) {
   nlohmann::json b = baseline();
   b["rows"][0].erase("ratio_to_copy");
   EXPECT_THROW(check_perf_baseline({}, b, -1, "NVIDIA H200", "b.json"), nlohmann::json::exception);
 }
 
-// The committed baseline is a bench_cuda --json file the gate reads, with its rows.
-TEST(PerfGate, TheCommittedBaselineParses) {
-  std::ifstream in(std::string(KVCHECK_SOURCE_DIR) + "/bench/baseline_h200.json");
-  ASSERT_TRUE(in);
-  const nlohmann::json b = nlohmann::json::parse(in);
-  std::vector<PerfRow> same;
-  for (const auto& r : b.at("rows"))
-    same.push_back({r.at("op"), r.at("format"), r.at("tokens"), r.at("block_size"), r.at("ratio_to_copy"),
-                    r.value("decode", false)});
-  const PerfGateResult g = check_perf_baseline(same, b, -1, b.at("device"), "baseline_h200.json");
-  EXPECT_GT(g.compared, 50);
-  EXPECT_EQ(g.dropped, 0);
-  EXPECT_EQ(g.tolerance, 5.0);
+// The committed baselines are bench_cuda --json files the gate reads, with their rows,
+// one per GPU model.
+TEST(PerfGate, TheCommittedBaselinesParse) {
+  for (const char* name : {"baseline_h200.json", "baseline_h100.json"}) {
+    std::ifstream in(std::string(KVCHECK_SOURCE_DIR) + "/bench/" + name);
+    ASSERT_TRUE(in) << name;
+    const nlohmann::json b = nlohmann::json::parse(in);
+    std::vector<PerfRow> same;
+    for (const auto& r : b.at("rows"))
+      same.push_back({r.at("op"), r.at("format"), r.at("tokens"), r.at("block_size"), r.at("ratio_to_copy"),
+                      r.value("decode", false)});
+    const PerfGateResult g = check_perf_baseline(same, b, -1, b.at("device"), name);
+    EXPECT_GT(g.compared, 50) << name;
+    EXPECT_EQ(g.dropped, 0) << name;
+    EXPECT_EQ(g.tolerance, 5.0) << name;
+  }
 }
 
 }  // namespace

@@ -383,6 +383,9 @@ __device__ __forceinline__ void rope_head_pairs(const uint8_t* __restrict__ src,
   for (int k = 0; k < kS; ++k) E::store(dst, (lane + k * width) * kVec, x[k], sc);
 }
 
+// Which RoPE a store_kv_kernel instantiation applies to the key rows.
+enum KvRope : int { kNoRope = 0, kRopeAny = 1, kRopePairs = 2 };  // kRopePairs: rope_head_pairs
+
 // Rope: a fused RoPE on the key rows (§8.4), a separate instantiation so that its
 // registers never cost the plain store occupancy; kRopePairs where rope_pairs_in_thread
 // holds (the engines' NeoX over a whole head), kRopeAny else. With an FP8 cache it asks
@@ -392,8 +395,6 @@ __device__ __forceinline__ void rope_head_pairs(const uint8_t* __restrict__ src,
 // (kRopePairs: 64 registers; kRopeAny 76: 4 CTAs measured 80.6 then 76.0 % against 75.7,
 // no gain that repeats). kRopePairs against kRopeAny, same process (H100, 2026-12-06):
 // bf16 75.6 -> 82.2 %, e4m3 60.9 -> 80.1 % of the copy.
-// Which RoPE a store_kv_kernel instantiation applies to the key rows.
-enum KvRope : int { kNoRope = 0, kRopeAny = 1, kRopePairs = 2 };  // kRopePairs: rope_head_pairs
 template <KvDevDtype Cache, int Rope>
 constexpr int kStoreKvMinCtas = Rope != kNoRope && kIsFp8<Cache> ? 3 : 1;
 template <KvDevDtype KeyIn, KvDevDtype ValueIn, KvDevDtype Cache, int V, bool Recip, int Rope>
@@ -595,50 +596,87 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
   return sf;
 }
 
-// store_kv into an e2m1 cache, G groups per thread. Rope: the key rows' fused RoPE
+// One store_kv unit into an e2m1 cache (G groups of a head, unit u): the codes stored,
+// the G scale bytes in sf; returns where the first goes (the k-th at + k * sf_step), or
+// nullptr for a -1 padding row (nothing written). Rope: the key rows' fused RoPE
 // (§8.4), element by element (rope_elem, the bits the cpu's rotated rows hold), before
 // the quantisation.
 template <KvDevDtype In, bool Rope, int G>
+__device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int64_t u, uint8_t (&sf)[G]) {
+  const KvPagedLayout& L = a.layout;
+  const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, L.head_dim / (kNvfp4Group * G));
+  const int32_t slot = a.slot_mapping[w.row];
+  const float g = (w.side ? a.v_scale : a.k_scale)[0];
+  const KvDevRows& in = w.side ? a.value : a.key;
+  const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
+  uint32_t x[G][8];
+  load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's and g's loads
+  if (slot < 0) return nullptr;
+  if constexpr (Rope) {
+    if (w.side == kKvSideK) {
+#pragma unroll
+      for (int k = 0; k < G; ++k)
+#pragma unroll
+        for (int i = 0; i < kNvfp4Group; ++i) {
+          const int32_t c = kNvfp4Group * (G * w.chunk + k) + i;
+          const uint32_t r = rope_elem<In>(head, c, (x[k][i / 2] >> (16 * (i % 2))) & 0xFFFFu, a.rope, w.row);
+          x[k][i / 2] = (x[k][i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | ((r & 0xFFFFu) << (16 * (i % 2)));
+        }
+    }
+  }
+  const Nvfp4Side gs = nvfp4_side(g);
+  uint32_t q[2 * G];
+#pragma unroll
+  for (int k = 0; k < G; ++k) sf[k] = nvfp4_quantize<In>(x[k], gs, q + 2 * k);
+  const KvSlotPos p = L.split(slot);
+  uint8_t* data = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
+                  kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, p.block, p.token, w.head));
+  store_codes<G>(data + (kNvfp4Group / 2) * G * w.chunk, q);
+  return static_cast<uint8_t*>(w.side ? a.v_sf : a.k_sf) + a.sf.offset(p.block, p.token, w.head, G * w.chunk);
+}
+
+// The scale bytes of a warp's units, written by the whole warp (every lane calls it):
+// lane l holds G bytes, byte k for sfp + k * step (sfp nullptr: none). In trip j each
+// lane writes byte 32 j + l of the warp's 32 G in lane-major order, i.e. byte l % G of
+// lane (32 j + l) / G, so one store instruction carries 32 / G lanes' bytes. A lane's
+// own G bytes would take G instructions of one byte per lane. With the 4-token
+// interleave (step 4) a token's head_dim / 16 bytes of a head lie 4 apart in the
+// 4 x head_dim / 16 bytes that three other tokens share (one 32-byte sector at 128):
+// one byte per lane splits them over G partial writes, this writes them in one, as the
+// access-pattern floor does (H100, bench_cuda's "kv e2m1 interleave4 8x128" store: 47.1
+// -> 67.9 % of the copy, its floor 63.6 %; docs/cuda.md).
+template <int G>
+__device__ __forceinline__ void store_scales_warp(uint8_t* sfp, const uint8_t (&sf)[G], int32_t step) {
+  uint32_t word = 0;
+#pragma unroll
+  for (int k = 0; k < G; ++k) word |= uint32_t{sf[k]} << (8 * k);
+  const int lane = static_cast<int>(threadIdx.x & 31u), k = lane % G;
+  const auto at = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(sfp));
+#pragma unroll
+  for (int j = 0; j < G; ++j) {
+    const int src = (32 * j + lane) / G;
+    const uint32_t v = __shfl_sync(0xFFFFFFFFu, word, src);
+    uint8_t* d = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(__shfl_sync(0xFFFFFFFFu, at, src)));
+    if (d != nullptr) d[k * step] = static_cast<uint8_t>(v >> (8 * k));
+  }
+}
+
+// store_kv into an e2m1 cache, G groups per thread (store_nvfp4_unit), the scale bytes
+// warp-wide (store_scales_warp): the grid-stride loop runs per warp, every lane to the
+// end, a lane past the units holding no bytes.
+template <KvDevDtype In, bool Rope, int G>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
+  static_assert(32 % G == 0 && kThreads % 32 == 0, "whole warps, G bytes a lane");
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
-  const KvPagedLayout& L = a.layout;
-  const int32_t chunks = L.head_dim / (kNvfp4Group * G);
-  const int64_t units = a.n * 2 * L.num_kv_heads * chunks;
+  const int64_t units = a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / (kNvfp4Group * G));
   const int32_t sf_step = a.sf.interleave4 ? 4 : 1;  // a group's scale byte from the previous one's
-  for (int64_t u = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
-    const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, chunks);
-    const int32_t slot = a.slot_mapping[w.row];
-    const float g = (w.side ? a.v_scale : a.k_scale)[0];
-    const KvDevRows& in = w.side ? a.value : a.key;
-    const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
-    uint32_t x[G][8];
-    load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's and g's loads
-    if (slot < 0) continue;  // -1 padding writes nothing
-    if constexpr (Rope) {
-      if (w.side == kKvSideK) {
-#pragma unroll
-        for (int k = 0; k < G; ++k)
-#pragma unroll
-          for (int i = 0; i < kNvfp4Group; ++i) {
-            const int32_t c = kNvfp4Group * (G * w.chunk + k) + i;
-            const uint32_t r = rope_elem<In>(head, c, (x[k][i / 2] >> (16 * (i % 2))) & 0xFFFFu, a.rope, w.row);
-            x[k][i / 2] = (x[k][i / 2] & (0xFFFF0000u >> (16 * (i % 2)))) | ((r & 0xFFFFu) << (16 * (i % 2)));
-          }
-      }
-    }
-    const Nvfp4Side gs = nvfp4_side(g);
-    uint32_t q[2 * G];
-    uint8_t sf[G];
-#pragma unroll
-    for (int k = 0; k < G; ++k) sf[k] = nvfp4_quantize<In>(x[k], gs, q + 2 * k);
-    const KvSlotPos p = L.split(slot);
-    uint8_t* data = static_cast<uint8_t*>(w.side ? a.v_cache : a.k_cache) +
-                    kv_dev_byte_offset(KvDevDtype::kE2M1, L.offset(w.side, p.block, p.token, w.head));
-    store_codes<G>(data + (kNvfp4Group / 2) * G * w.chunk, q);
-    uint8_t* sfp = static_cast<uint8_t*>(w.side ? a.v_sf : a.k_sf) + a.sf.offset(p.block, p.token, w.head, G * w.chunk);
-#pragma unroll
-    for (int k = 0; k < G; ++k) sfp[k * sf_step] = sf[k];
+  const int64_t lane = threadIdx.x & 31u;
+  for (int64_t u0 = int64_t{blockIdx.x} * blockDim.x + threadIdx.x - lane; u0 < units;
+       u0 += int64_t{gridDim.x} * blockDim.x) {
+    uint8_t sf[G] = {};
+    uint8_t* sfp = u0 + lane < units ? store_nvfp4_unit<In, Rope, G>(a, u0 + lane, sf) : nullptr;
+    store_scales_warp<G>(sfp, sf, sf_step);
   }
   dev::pdl_trigger();
 }
@@ -829,10 +867,11 @@ template <KvDevDtype K, KvDevDtype Vd, KvDevDtype C, bool R = false>
 std::string store_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const bool vec = vector_ok(a.key.data, a.key.token_stride, a.key.head_stride, a.k_cache, a.layout, kKvSideK) &&
                    vector_ok(a.value.data, a.value.token_stride, a.value.head_stride, a.v_cache, a.layout, kKvSideV);
-  const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kSteps<K, kIsFp8<C> ? C : K>);
+  constexpr int kS = kSteps<K, kIsFp8<C> ? C : K>;  // store_kv_kernel's vectors in flight
+  const int width = group_width(a.layout.head_dim, vec ? kVec : 1, kS);
   const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads, width);
   if (a.rope.cos_sin_cache != nullptr) {
-    if (vec && rope_pairs_in_thread(a.rope, a.layout.head_dim, width, kSteps<K, kIsFp8<C> ? C : K>))
+    if (vec && rope_pairs_in_thread(a.rope, a.layout.head_dim, width, kS))
       return dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, kRopePairs>, g, o, a, width, st);
     return vec ? dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, kVec, R, kRopeAny>, g, o, a, width, st)
                : dev::launch("store_kv_kernel", store_kv_kernel<K, Vd, C, 1, R, kRopeAny>, g, o, a, width, st);

@@ -171,11 +171,11 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
       const int g = chunk / kGroupLanes;
       dev::put_scale<S>(scales + (kTransposed ? transposed_scale(g, kGroups) : g) * kScaleBytes, gs.code);
     }
-    uint32_t b[4];  // e2m1: element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
     if constexpr (D == PagedDtype::kE2M1 && S == PagedSf::kUE8M0) {
       // mult is 2^-k (a bf16 value): x * mult is exact in bf16x2 wherever the float
       // product is (a tiny or huge one codes 0 or 6 either way), no float needed.
       const uint32_t m2 = (__float_as_uint(gs.mult) >> 16) * 0x10001u;
+      uint32_t b[4];  // element 2i in the low nibble of byte i, 2i+1 in the high (SPEC §2)
 #pragma unroll
       for (int j = 0; j < 4; ++j) b[j] = dev::e2m1x2_of_bf16x2(dev::mul_bf16x2(w[j], m2));
       reinterpret_cast<uint32_t*>(data)[chunk] = dev::pack_bytes4(b[0], b[1], b[2], b[3]);
@@ -192,6 +192,7 @@ __device__ __forceinline__ void encode_token(const uint4 (&in)[kSteps], int sl, 
         q.y = dev::cvt_e4m3x2(f[4], f[5]) | (dev::cvt_e4m3x2(f[6], f[7]) << 16);
         reinterpret_cast<uint2*>(data)[chunk] = q;
       } else {
+        uint32_t b[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) b[j] = dev::cvt_e2m1x2(f[2 * j], f[2 * j + 1]);
         reinterpret_cast<uint32_t*>(data)[chunk] = dev::pack_bytes4(b[0], b[1], b[2], b[3]);
@@ -476,21 +477,23 @@ std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const Device
   }
 }
 
-/// store_copy_row_kernel's launch, or false where it does not apply: more than
-/// kDecodeRows rows, rows of more than kDecodeChunks chunks, or a grid cap
-/// (KVCHECK_CUDA_MAX_GRID) below the row count (a CTA per row; the capped runs test the
-/// grid-stride loops).
-bool copy_rows(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o,
-               std::string& error) {
+/// Whether store_copy_row_kernel applies (a CTA per row): at most kDecodeRows rows of
+/// at most kDecodeChunks chunks, and no grid cap (KVCHECK_CUDA_MAX_GRID) below the row
+/// count (the capped runs test the grid-stride loops).
+bool copy_rows_fit(const DeviceCache& c, const StoreArgs& a) {
+  return a.num_tokens <= kDecodeRows && c.layout.quantized_bytes / 16 <= kDecodeChunks &&
+         dev::grid_for(a.num_tokens) >= a.num_tokens;
+}
+
+/// store_copy_row_kernel's launch (where copy_rows_fit): its error, "" when none.
+std::string copy_rows(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o) {
   const int64_t chunks = c.layout.quantized_bytes / 16;
-  if (a.num_tokens > kDecodeRows || chunks > kDecodeChunks || dev::grid_for(a.num_tokens) < a.num_tokens) return false;
   const int threads = static_cast<int>((chunks + 31) / 32 * 32);
   const SlotDivider d = SlotDivider::of(c.layout.block_size);
   const auto kernel = src == Src::kOne   ? store_copy_row_kernel<Src::kOne>
                       : src == Src::kTwo ? store_copy_row_kernel<Src::kTwo>
                                          : store_copy_row_kernel<Src::kRope>;
-  error = dev::launch_exactly("store_copy_row_kernel", kernel, a.num_tokens, threads, o, c, a, d, st);
-  return true;
+  return dev::launch_exactly("store_copy_row_kernel", kernel, a.num_tokens, threads, o, c, a, d, st);
 }
 
 }  // namespace
@@ -513,7 +516,7 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;
-    if (std::string error; v && copy_rows(c, a, src, st, o, error)) return error;
+    if (v && copy_rows_fit(c, a)) return copy_rows(c, a, src, st, o);
     if (chunks <= 4) return copy<4>(c, a, src, st, o, v);
     if (chunks <= 8) return copy<8>(c, a, src, st, o, v);
     if (chunks <= 16) return copy<16>(c, a, src, st, o, v);

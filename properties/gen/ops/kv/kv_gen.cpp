@@ -268,11 +268,11 @@ StoreKvScenario build_store_kv_rope_scenario(Source& src, const KvLimits& lim) {
   // kernels' pairs path, rope_pairs_in_thread). The draws above reached it in about 1
   // rope case in 70 (2026-12-06: the rows' padded strides take most). Drawn last, so the
   // bytes before it decode as they did.
-  const int32_t d = s.cache.head_dim, h = s.cache.num_kv_heads;
+  const int32_t d = s.cache.head_dim, heads = s.cache.num_kv_heads;
   if (d >= 16 && (d & (d - 1)) == 0 && src.coin()) {
     r = build_rope(src, d, n, /*whole_neox=*/true);
-    s.key = make_kv_rows(s.key.dtype, s.key.rows, int64_t{h} * d, d, h, d, src.seed());
-    s.value = make_kv_rows(s.value.dtype, s.value.rows, int64_t{h} * d, d, h, d, src.seed());
+    s.key = make_kv_rows(s.key.dtype, s.key.rows, int64_t{heads} * d, d, heads, d, src.seed());
+    s.value = make_kv_rows(s.value.dtype, s.value.rows, int64_t{heads} * d, d, heads, d, src.seed());
   }
   for (int64_t i = 0; i < n && i < s.key.rows; ++i)
     if (rope_cancels(r, i))
