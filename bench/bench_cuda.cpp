@@ -524,6 +524,8 @@ int main(int argc, char** argv) {
       // Heads of 6 and 5 groups: the kernels' 2- and 1-group units (4 groups at 128).
       {"kv e2m1 8x96", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 96, KvScaleKind::kPerTensor, 262144},
       {"kv e2m1 8x80", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 80, KvScaleKind::kPerTensor, 262144},
+      // NVFP4 with the engines' rotary (NeoX over all 128 dims) before the quantisation.
+      {"kv e2m1 8x128 rope", KvDtype::kE2M1, KvHeadLayout::kNHD, 8, 128, KvScaleKind::kPerTensor, 262144, false, true},
   };
   for (const KvCase& kc : kv_cases) {
     if (!only_format.empty() && only_format != kc.name) continue;
