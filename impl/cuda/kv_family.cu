@@ -500,6 +500,16 @@ struct ChunkUnit {
   int64_t row;
   int side, head, chunk;
 };
+// The e2m1 store's work: G-group units a head (head_dim % 16 == 0, validated), and
+// units in all (n rows, K and V, every head).
+template <int G>
+__host__ __device__ constexpr int32_t nvfp4_units_per_head(int32_t head_dim) {
+  return head_dim / (kNvfp4Group * G);
+}
+template <int G>
+__host__ __device__ int64_t nvfp4_units(const StoreKvLaunch& a) {
+  return a.n * 2 * a.layout.num_kv_heads * nvfp4_units_per_head<G>(a.layout.head_dim);
+}
 __device__ __forceinline__ ChunkUnit chunk_unit_of(int64_t u, int32_t heads, int32_t chunks) {
   const QuotRem qr = quot_rem(u, chunks);
   const Unit w = unit_of(qr.q, heads);
@@ -604,7 +614,7 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
 template <KvDevDtype In, bool Rope, int G>
 __device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int64_t u, uint8_t (&sf)[G]) {
   const KvPagedLayout& L = a.layout;
-  const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, L.head_dim / (kNvfp4Group * G));
+  const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, nvfp4_units_per_head<G>(L.head_dim));
   const int32_t slot = a.slot_mapping[w.row];
   const float g = (w.side ? a.v_scale : a.k_scale)[0];
   const KvDevRows& in = w.side ? a.value : a.key;
@@ -669,7 +679,7 @@ __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, 
   static_assert(32 % G == 0 && kThreads % 32 == 0, "whole warps, G bytes a lane");
   dev::pdl_wait();
   if (dev::failed(status)) return;  // validation found an error: write nothing
-  const int64_t units = a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / (kNvfp4Group * G));
+  const int64_t units = nvfp4_units<G>(a);
   const int32_t sf_step = a.sf.interleave4 ? 4 : 1;  // a group's scale byte from the previous one's
   const int64_t lane = threadIdx.x & 31u;
   for (int64_t u0 = int64_t{blockIdx.x} * blockDim.x + threadIdx.x - lane; u0 < units;
@@ -840,7 +850,7 @@ std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_
 
 template <KvDevDtype M, int G>
 std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t g = grid(a.n * 2 * a.layout.num_kv_heads * (a.layout.head_dim / (kNvfp4Group * G)), 1);
+  const int64_t g = grid(nvfp4_units<G>(a), 1);
   if (a.rope.cos_sin_cache != nullptr)
     return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, true, G>, g, false, o, a, st);
   return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, false, G>, g, false, o, a, st);

@@ -477,17 +477,17 @@ std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const Device
   }
 }
 
-/// Whether store_copy_row_kernel applies (a CTA per row): at most kDecodeRows rows of
-/// at most kDecodeChunks chunks, and no grid cap (KVCHECK_CUDA_MAX_GRID) below the row
-/// count (the capped runs test the grid-stride loops).
-bool copy_rows_fit(const DeviceCache& c, const StoreArgs& a) {
-  return a.num_tokens <= kDecodeRows && c.layout.quantized_bytes / 16 <= kDecodeChunks &&
-         dev::grid_for(a.num_tokens) >= a.num_tokens;
+/// Whether store_copy_row_kernel applies (a CTA per row) to rows of `chunks` 16-byte
+/// chunks: at most kDecodeRows rows of at most kDecodeChunks chunks, and no grid cap
+/// (KVCHECK_CUDA_MAX_GRID) below the row count (the capped runs test the grid-stride loops).
+bool copy_rows_fit(const StoreArgs& a, int64_t chunks) {
+  return a.num_tokens <= kDecodeRows && chunks <= kDecodeChunks && dev::grid_for(a.num_tokens) >= a.num_tokens;
 }
 
-/// store_copy_row_kernel's launch (where copy_rows_fit): its error, "" when none.
-std::string copy_rows(const DeviceCache& c, const StoreArgs& a, Src src, const DeviceStatus* st, const LaunchOptions& o) {
-  const int64_t chunks = c.layout.quantized_bytes / 16;
+/// store_copy_row_kernel's launch (where copy_rows_fit) for rows of `chunks` chunks: its
+/// error, "" when none.
+std::string copy_rows(const DeviceCache& c, const StoreArgs& a, int64_t chunks, Src src, const DeviceStatus* st,
+                      const LaunchOptions& o) {
   const int threads = static_cast<int>((chunks + 31) / 32 * 32);
   const SlotDivider d = SlotDivider::of(c.layout.block_size);
   const auto kernel = src == Src::kOne   ? store_copy_row_kernel<Src::kOne>
@@ -516,7 +516,7 @@ std::string launch_store(const DeviceCache& c, const StoreArgs& args, const Devi
   if (L.dtype == PagedDtype::kBF16) {
     const bool v = vec && L.quantized_bytes % 16 == 0;
     const int64_t chunks = L.quantized_bytes / 16;
-    if (v && copy_rows_fit(c, a)) return copy_rows(c, a, src, st, o);
+    if (v && copy_rows_fit(a, chunks)) return copy_rows(c, a, chunks, src, st, o);
     if (chunks <= 4) return copy<4>(c, a, src, st, o, v);
     if (chunks <= 8) return copy<8>(c, a, src, st, o, v);
     if (chunks <= 16) return copy<16>(c, a, src, st, o, v);
