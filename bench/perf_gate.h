@@ -23,6 +23,7 @@ struct PerfGateResult {
   bool ran = false;  // false: the baseline is from another device model (no verdict)
   int compared = 0, dropped = 0, not_measured = 0;
   int not_gated = 0;     // baseline rows below kMinGatedTokens (launch-bound), listed only
+  int not_in_baseline = 0;  // this run's gated-size rows the baseline lacks, listed only
   double tolerance = 0;  // the points in effect
   std::string report;    // the table and the verdict line, as printed
   /// 1 when the gate ran and compared nothing or found a drop, else 0.
@@ -40,7 +41,9 @@ constexpr int64_t kMinGatedTokens = 65536;
 /// tolerance < 0: the baseline's tolerance_points, else 5. A baseline row whose ratio
 /// this run fell below by more than `tolerance` percentage points is DROPPED; one this
 /// run did not measure is counted as not measured (never a pass); decode rows are
-/// skipped; rows under kMinGatedTokens are listed "not gated" and never fail. A
+/// skipped; rows under kMinGatedTokens are listed "not gated" and never fail; this
+/// run's rows of kMinGatedTokens or more that the baseline lacks are listed "not in the
+/// baseline" and counted (never a pass, never a failure). A
 /// baseline from a device other than `device` is not compared (ran false).
 /// Throws nlohmann::json::exception on a baseline without those fields.
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,

@@ -85,6 +85,24 @@ TEST(PerfGate, RowsUnderTheGatedSizeAreListedNeverFailed) {
   EXPECT_EQ(d.exit_code(), 1) << d.report;
 }
 
+TEST(PerfGate, RowsTheBaselineLacksAreListedNeverPassedOrFailed) {
+  // A row added since the baseline was written (a new format, another block size) at
+  // any ratio is listed and counted; launch-bound and decode rows are not listed.
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.70, false},
+                                  {"store", "kv e2m1 8x128 rope", 262144, 16, 0.01, false},
+                                  {"load", "V41", 262144, 133, 0.74, false},
+                                  {"store", "kv e2m1 8x128 rope", 4096, 16, 0.01, false},
+                                  {"store", "kv e2m1 8x128 rope", 1, 16, 0.0, true}};
+  const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(g.compared, 1);
+  EXPECT_EQ(g.not_in_baseline, 2);
+  EXPECT_EQ(g.dropped, 0);
+  EXPECT_EQ(g.exit_code(), 0) << g.report;
+  EXPECT_NE(g.report.find("kv e2m1 8x128 rope"), std::string::npos) << g.report;
+  EXPECT_NE(g.report.find("2 not in the baseline"), std::string::npos) << g.report;
+  EXPECT_EQ(g.report.find("   4096 "), std::string::npos) << g.report;
+}
+
 TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
   const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
   const PerfGateResult g = check_perf_baseline(rows, baseline(), -1, "NVIDIA A100", "b.json");
