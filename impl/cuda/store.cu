@@ -37,7 +37,10 @@ using dev::kThreads;
 
 /// How a kernel reads its rows: one source, two (concat_and_cache_mla), or two with the
 /// second rotated (docs/spec.md §8.4).
-enum class Src { kOne, kTwo, kRope };
+// kRopeTail (store_fixed_kernel only): kRope where every quantised element comes from kv
+// (split >= E, the engines' concat formats: the rotated k_pe is the BF16 or e4m3 tail),
+// so the data chunks are read as kOne's and only the tail's go through the RoPE code.
+enum class Src { kOne, kTwo, kRope, kRopeTail };
 
 /// 16-byte chunk c of row r (the vector paths: split % 8 == 0, both sources aligned).
 /// Src::kOne (a one-source store): kv's row only, no per-chunk select — on the H200
@@ -230,6 +233,8 @@ __global__ void __launch_bounds__(kThreads)
                     E % G == 0 && T % 8 == 0 && T / 8 <= kLanes,
                 "fixed store layout");
   constexpr int kTailChunks = T / 8;
+  constexpr Src KData = K == Src::kRopeTail ? Src::kOne : K;   // chunks [0, E / 8)
+  constexpr Src KTail = K == Src::kRopeTail ? Src::kRope : K;  // the tail's
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
@@ -246,9 +251,9 @@ __global__ void __launch_bounds__(kThreads)
       const bool live = r < a.num_tokens;
       slot[u] = live ? __ldcs(a.slot_mapping + r) : -1;
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? load_chunk<K>(a, r, s * kLanes + sl) : make_uint4(0, 0, 0, 0);
+      for (int s = 0; s < kSteps; ++s) in[u][s] = live ? load_chunk<KData>(a, r, s * kLanes + sl) : make_uint4(0, 0, 0, 0);
       if constexpr (kTailChunks > 0)
-        tail[u] = live && sl < kTailChunks ? load_chunk<K>(a, r, kChunks + sl) : make_uint4(0, 0, 0, 0);
+        tail[u] = live && sl < kTailChunks ? load_chunk<KTail>(a, r, kChunks + sl) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -345,9 +350,9 @@ __global__ void __launch_bounds__(kThreads)
 /// 2*kLanes chunks. With the fused RoPE it asks ptxas for 3 resident CTAs: the table
 /// values in flight took it to 103-106 registers (2 CTAs an SM); at 3, 78 registers and
 /// no spills. H100, 262,144 tokens, same process (2026-12-06): concat split rope
-/// BF16(512) 82.9 -> 85.9 % of the copy. The fixed kernels keep ptxas's choice: 3 CTAs
-/// spill 88-368 bytes there (FP8_DS_MLA's concat rope 57.3 -> 58.4 %, MODEL1's not
-/// measured).
+/// BF16(512) 82.9 -> 85.9 % of the copy. The fixed kernels keep ptxas's choice: with
+/// Src::kRope 3 CTAs spill 88-368 bytes there (FP8_DS_MLA's concat rope 57.3 -> 58.4 %,
+/// MODEL1's not measured); Src::kRopeTail needs 78-94 registers, no spills.
 template <int kLanes, bool kVec, Src K>
 __global__ void __launch_bounds__(kThreads, K == Src::kRope ? 3 : 1)
     store_copy_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
@@ -437,7 +442,10 @@ std::string fixed(const DeviceCache& c, const StoreArgs& a, Src src, const Devic
   switch (src) {
     case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, d, st);
     case Src::kTwo: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kTwo>, g, false, o, c, a, d, st);
-    default: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, d, st);
+    default:
+      if (a.split >= E)  // every quantised element from kv: the RoPE code for the tail only
+        return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRopeTail>, g, false, o, c, a, d, st);
+      return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, d, st);
   }
 }
 
