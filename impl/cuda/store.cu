@@ -47,6 +47,7 @@ enum class Src { kOne, kTwo, kRope, kRopeTail };
 /// the select cost MXFP8_INDEX's store 8 points of the copy (64 % -> 56 %).
 template <Src K>
 __device__ __forceinline__ const uint4* row_chunk(const StoreArgs& a, int64_t r, int64_t c) {
+  static_assert(K != Src::kRopeTail, "store_fixed_kernel maps kRopeTail to kOne / kRope");
   if constexpr (K == Src::kOne) return reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c;
   const int64_t sc = a.split / 8;
   return c < sc ? reinterpret_cast<const uint4*>(a.kv + r * a.kv_row_stride) + c
@@ -443,8 +444,9 @@ std::string fixed(const DeviceCache& c, const StoreArgs& a, Src src, const Devic
     case Src::kOne: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kOne>, g, false, o, c, a, d, st);
     case Src::kTwo: return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kTwo>, g, false, o, c, a, d, st);
     default:
-      if (a.split >= E)  // every quantised element from kv: the RoPE code for the tail only
-        return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRopeTail>, g, false, o, c, a, d, st);
+      if constexpr (T > 0)  // without a tail, split >= E leaves no k_pe (validated: rope_dim >= 1)
+        if (a.split >= E)   // every quantised element from kv: the RoPE code for the tail only
+          return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRopeTail>, g, false, o, c, a, d, st);
       return dev::launch_grid("store_fixed_kernel", store_fixed_kernel<E, G, D, S, T, Src::kRope>, g, false, o, c, a, d, st);
   }
 }
