@@ -606,23 +606,68 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
   return sf;
 }
 
-// One store_kv unit into an e2m1 cache (G groups of a head, unit u): the codes stored,
-// the G scale bytes in sf; returns where the first goes (the k-th at + k * sf_step), or
-// nullptr for a -1 padding row (nothing written). Rope: the key rows' fused RoPE
-// (§8.4), element by element (rope_elem, the bits the cpu's rotated rows hold), before
-// the quantisation.
-template <KvDevDtype In, bool Rope, int G>
-__device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int64_t u, uint8_t (&sf)[G]) {
+// The e2m1 store's NeoX-pairs RoPE (nvfp4_rope_pairs: NeoX from element 0 over the whole
+// head, a power-of-two number m2 >= 2 of G-group units a head): a unit's 16 G elements
+// lie on one side of their pairs and their partners are the same words of the unit
+// m2 / 2 lanes away (lane ^ m2 / 2: units run chunk-fastest in lane order, warps start
+// at multiples of 32), so each group's partner comes by 8 shuffles, not 16 loads, and
+// its 32 table floats as float4s. Every lane calls it (the shuffles); `rotate` says
+// whether this one's x changes (a live key row). The arithmetic is rope_value's, the
+// result rounded to the model dtype, so the bits are rope_elem's.
+template <KvDevDtype In, int G>
+__device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], const RopeArgs& q, int32_t chunk,
+                                                       int32_t chunks, int64_t row, bool rotate) {
+  const int32_t half = q.rot_dim / 2;
+  const float* cs = q.cos_sin_cache + (rotate ? q.positions[row] : 0) * q.rot_dim;
+#pragma unroll
+  for (int k = 0; k < G; ++k) {
+    uint32_t y[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) y[i] = __shfl_xor_sync(0xFFFFFFFFu, x[k][i], chunks / 2);
+    if (!rotate) continue;
+    const int32_t e0 = kNvfp4Group * (G * chunk + k);
+    const bool first = e0 < half;
+    const int32_t j0 = first ? e0 : e0 - half;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
+      float c[8], s[8];
+      dev::load_table4(cs + j0 + 8 * h, c);
+      dev::load_table4(cs + j0 + 8 * h + 4, c + 4);
+      dev::load_table4(cs + half + j0 + 8 * h, s);
+      dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i];
+        const float a0 = model_to_f32<In>(static_cast<uint16_t>(xw)), a1 = model_to_f32<In>(static_cast<uint16_t>(xw >> 16));
+        const float b0 = model_to_f32<In>(static_cast<uint16_t>(yw)), b1 = model_to_f32<In>(static_cast<uint16_t>(yw >> 16));
+        x[k][4 * h + i] = f32x2_to_model<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], first),
+                                             dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], first));
+      }
+    }
+  }
+}
+
+// One store_kv unit into an e2m1 cache (G groups of a head, unit u; live false: a lane
+// past the units, which reads unit 0's row and writes nothing): the codes stored, the
+// G scale bytes in sf; returns where the first goes (the k-th at + k * sf_step), or
+// nullptr where nothing is written (-1 padding, not live). Rope: the key rows' fused
+// RoPE (§8.4) before the quantisation: kRopeAny element by element (rope_elem, the bits
+// the cpu's rotated rows hold), kRopePairs by nvfp4_rope_pairs_apply (every lane).
+template <KvDevDtype In, int Rope, int G>
+__device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int64_t u, bool live, uint8_t (&sf)[G]) {
   const KvPagedLayout& L = a.layout;
-  const ChunkUnit w = chunk_unit_of(u, L.num_kv_heads, nvfp4_units_per_head<G>(L.head_dim));
-  const int32_t slot = a.slot_mapping[w.row];
+  const int32_t chunks = nvfp4_units_per_head<G>(L.head_dim);
+  const ChunkUnit w = chunk_unit_of(live ? u : 0, L.num_kv_heads, chunks);
+  const int32_t slot = live ? a.slot_mapping[w.row] : -1;
   const float g = (w.side ? a.v_scale : a.k_scale)[0];
   const KvDevRows& in = w.side ? a.value : a.key;
   const uint8_t* head = static_cast<const uint8_t*>(in.data) + 2 * (w.row * in.token_stride + w.head * in.head_stride);
   uint32_t x[G][8];
   load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's and g's loads
+  if constexpr (Rope == kRopePairs)
+    nvfp4_rope_pairs_apply<In, G>(x, a.rope, w.chunk, chunks, w.row, slot >= 0 && w.side == kKvSideK);
   if (slot < 0) return nullptr;
-  if constexpr (Rope) {
+  if constexpr (Rope == kRopeAny) {
     if (w.side == kKvSideK) {
 #pragma unroll
       for (int k = 0; k < G; ++k)
@@ -674,7 +719,7 @@ __device__ __forceinline__ void store_scales_warp(uint8_t* sfp, const uint8_t (&
 // store_kv into an e2m1 cache, G groups per thread (store_nvfp4_unit), the scale bytes
 // warp-wide (store_scales_warp): the grid-stride loop runs per warp, every lane to the
 // end, a lane past the units holding no bytes.
-template <KvDevDtype In, bool Rope, int G>
+template <KvDevDtype In, int Rope, int G>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
   static_assert(32 % G == 0 && kThreads % 32 == 0, "whole warps, G bytes a lane");
   dev::pdl_wait();
@@ -685,7 +730,7 @@ __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, 
   for (int64_t u0 = int64_t{blockIdx.x} * blockDim.x + threadIdx.x - lane; u0 < units;
        u0 += int64_t{gridDim.x} * blockDim.x) {
     uint8_t sf[G] = {};
-    uint8_t* sfp = u0 + lane < units ? store_nvfp4_unit<In, Rope, G>(a, u0 + lane, sf) : nullptr;
+    uint8_t* sfp = store_nvfp4_unit<In, Rope, G>(a, u0 + lane, u0 + lane < units, sf);
     store_scales_warp<G>(sfp, sf, sf_step);
   }
   dev::pdl_trigger();
@@ -833,6 +878,15 @@ bool rope_pairs_in_thread(const RopeArgs& q, int32_t head_dim, int width, int st
          int64_t{width} * kVec * steps == head_dim;
 }
 
+// nvfp4_rope_pairs_apply's shape: NeoX from the head's first element over all of it,
+// the head a power of two from 2 to 32 of G-group units (G >= 2: a group never
+// straddles the half), so a unit's partner unit is lane ^ units / 2 of the same warp.
+bool nvfp4_rope_pairs(const RopeArgs& q, int32_t head_dim, int G) {
+  const int32_t chunks = head_dim / (kNvfp4Group * G);
+  return q.is_neox && q.rope_offset == 0 && q.rot_dim == head_dim && G >= 2 && chunks >= 2 && chunks <= 32 &&
+         (chunks & (chunks - 1)) == 0;
+}
+
 // CTAs for `units` work units, kThreads / width of them per CTA.
 int64_t grid(int64_t units, int width) {
   const int64_t per_cta = kThreads / width;
@@ -851,9 +905,13 @@ std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_
 template <KvDevDtype M, int G>
 std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const int64_t g = grid(nvfp4_units<G>(a), 1);
-  if (a.rope.cos_sin_cache != nullptr)
-    return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, true, G>, g, false, o, a, st);
-  return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, false, G>, g, false, o, a, st);
+  if (a.rope.cos_sin_cache != nullptr) {
+    if constexpr (G == 4)  // the only G whose heads can be 2-32 units (G = 2: an odd count)
+      if (nvfp4_rope_pairs(a.rope, a.layout.head_dim, G))
+        return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopePairs, G>, g, false, o, a, st);
+    return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopeAny, G>, g, false, o, a, st);
+  }
+  return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kNoRope, G>, g, false, o, a, st);
 }
 template <KvDevDtype M>
 std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {

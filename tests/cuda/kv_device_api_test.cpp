@@ -827,9 +827,14 @@ void on_stream(const std::function<cuda::PendingCheck(const cuda::LaunchOptions&
 /// scale bytes among them), the whole cache buffer compared (data, scales and the bytes
 /// around them); then three sequences over every block gathered from the cpu's cache,
 /// the whole output buffer compared. `pad` > 0 gives odd row strides, `shift` rows off
-/// a 16-byte boundary. With `rope`, the key rows get a fused RoPE (§8.4) first.
+/// a 16-byte boundary. With a rope, the key rows get a fused RoPE (§8.4) first: kPart
+/// rot_dim 24 from element 4 (across a group boundary), NeoX or GPT-J by seed; kWholeNeox
+/// NeoX over the whole head (the engines' shape: the store's pairs path where the head
+/// is 2-32 four-group units).
+enum class Nvfp4Rope { kNone, kPart, kWholeNeox };
 void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDtype model, int64_t pad,
-                              int64_t shift, bool rope, uint64_t seed) {
+                              int64_t shift, Nvfp4Rope rope_shape, uint64_t seed) {
+  const bool rope = rope_shape != Nvfp4Rope::kNone, whole = rope_shape == Nvfp4Rope::kWholeNeox;
   SCOPED_TRACE(what);
   std::mt19937_64 rng(seed);
   const KvCacheLayout& l = c.layout;
@@ -857,9 +862,9 @@ void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDt
         }
   const std::vector<float> scales{c.g[0], c.g[1]};
 
-  // The fused RoPE: rot_dim 24 from element 4 (across a group boundary), NeoX or GPT-J by seed.
   const int64_t max_position = 7;
-  std::vector<float> cos_sin(static_cast<size_t>(max_position * 24));
+  const int32_t rot_dim = whole ? static_cast<int32_t>(l.head_dim) : 24;
+  std::vector<float> cos_sin(static_cast<size_t>(max_position * rot_dim));
   for (auto& x : cos_sin) x = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
   std::vector<int64_t> positions(static_cast<size_t>(n));
   for (auto& p : positions) p = static_cast<int64_t>(rng() % max_position);
@@ -869,9 +874,9 @@ void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDt
     r.max_position = max_position;
     r.positions = pos;
     r.positions_rows = n;
-    r.rot_dim = 24;
-    r.rope_offset = 4;
-    r.is_neox = seed % 2 == 0;
+    r.rot_dim = rot_dim;
+    r.rope_offset = whole ? 0 : 4;
+    r.is_neox = whole || seed % 2 == 0;
     return r;
   };
 
@@ -1013,13 +1018,38 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
                                      " " + to_string(c.sf.layout) + (sf == 1 ? " (head-major)" : "") +
                                      (odd ? " odd rows" : " aligned rows") + " g " + std::to_string(g[0]) + "/" +
                                      std::to_string(g[1]);
-            check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, false, seed);
-            if (seed % 3 == 0) check_nvfp4_store_gather(what + " rope", c, model, odd ? 3 : 0, odd ? 2 : 0, true, seed);
+            check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kNone, seed);
+            if (seed % 3 == 0)
+              check_nvfp4_store_gather(what + " rope", c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kPart, seed);
           }
   // head_dim 16 (one group a head), block_size 4: the smallest interleave tile.
   const KvCacheLayout small = kv_dense_layout(KvDtype::kE2M1, KvHeadLayout::kHND, 6, 4, 2, 16);
   check_nvfp4_store_gather("head_dim 16 interleave4", nvfp4_cache(small, nvfp4_sf(2, small), 0.5f, 3.7e-3f),
-                           KvDtype::kBF16, 0, 0, false, 99);
+                           KvDtype::kBF16, 0, 0, Nvfp4Rope::kNone, 99);
+}
+
+// The e2m1 store under the engines' RoPE, NeoX over the whole head (§8.4 then §7.9):
+// head_dims 128 to 1024 (2 to 16 four-group units a head: the store's shuffle-pairs
+// path, nvfp4_rope_pairs) and 64, 96 (one unit, or two-group units: element by element),
+// bf16 and fp16 rows, NHD and HND, linear and interleave4 scales, -1 rows, odd row
+// strides; the device's cache and gather equal the cpu's bytes.
+TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
+  KVCHECK_NEED_GPU();
+  uint64_t seed = 400;
+  int checked = 0;
+  for (const int32_t d : {128, 256, 512, 1024, 64, 96})
+    for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
+      for (int order = 0; order < 2; ++order)
+        for (const int sf : {0, 2}) {
+          ++seed;
+          const KvCacheLayout l = nvfp4_layout(order, 8, 3, d);
+          const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), 0.37f, 3.7e-3f);
+          const std::string what = "head_dim " + std::to_string(d) + " " + to_string(model) +
+                                   (order == 0 ? " NHD " : " HND ") + to_string(c.sf.layout) + " whole-head NeoX";
+          check_nvfp4_store_gather(what, c, model, seed % 2 ? 3 : 0, 0, Nvfp4Rope::kWholeNeox, seed);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 48);
 }
 
 // SPEC §7.9's store on every model value: each of the 65,536 bf16 (and fp16) bit
