@@ -612,13 +612,18 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
 // m2 / 2 lanes away (lane ^ m2 / 2: units run chunk-fastest in lane order, warps start
 // at multiples of 32), so each group's partner comes by 8 shuffles, not 16 loads, and
 // its 32 table floats as float4s. Every lane calls it (the shuffles); `rotate` says
-// whether this one's x changes (a live key row). The arithmetic is rope_value's, the
-// result rounded to the model dtype, so the bits are rope_elem's.
+// whether this one's x changes (a key row's unit, padding rows too: their result is
+// never written, and waiting for the slot before the position and table loads would
+// chain three round trips). The position is clamped into the table, as rope_head_pairs
+// does, for a padding row's. The arithmetic is rope_value's, the result rounded to the
+// model dtype, so the bits are rope_elem's.
 template <KvDevDtype In, int G>
 __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], const RopeArgs& q, int32_t chunk,
                                                        int32_t chunks, int64_t row, bool rotate) {
   const int32_t half = q.rot_dim / 2;
-  const float* cs = q.cos_sin_cache + (rotate ? q.positions[row] : 0) * q.rot_dim;
+  const int64_t pos = rotate ? q.positions[row] : 0;
+  const float* cs =
+      q.cos_sin_cache + (static_cast<uint64_t>(pos) < static_cast<uint64_t>(q.max_position) ? pos : 0) * q.rot_dim;
 #pragma unroll
   for (int k = 0; k < G; ++k) {
     uint32_t y[8];
@@ -665,7 +670,7 @@ __device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int
   uint32_t x[G][8];
   load_groups<G>(head + 2 * kNvfp4Group * G * w.chunk, x);  // issued with the slot's and g's loads
   if constexpr (Rope == kRopePairs)
-    nvfp4_rope_pairs_apply<In, G>(x, a.rope, w.chunk, chunks, w.row, slot >= 0 && w.side == kKvSideK);
+    nvfp4_rope_pairs_apply<In, G>(x, a.rope, w.chunk, chunks, w.row, live && w.side == kKvSideK);
   if (slot < 0) return nullptr;
   if constexpr (Rope == kRopeAny) {
     if (w.side == kKvSideK) {

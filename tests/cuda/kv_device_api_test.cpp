@@ -1029,27 +1029,30 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
 }
 
 // The e2m1 store under the engines' RoPE, NeoX over the whole head (§8.4 then §7.9):
-// head_dims 128 to 1024 (2 to 16 four-group units a head: the store's shuffle-pairs
-// path, nvfp4_rope_pairs) and 64, 96 (one unit, or two-group units: element by element),
-// bf16 and fp16 rows, NHD and HND, linear and interleave4 scales, -1 rows, odd row
-// strides; the device's cache and gather equal the cpu's bytes.
+// head_dims 128 to 2048 (2 to 32 four-group units a head, 2048 a whole warp: the store's
+// shuffle-pairs path, nvfp4_rope_pairs) and 64, 96 (one unit, or two-group units:
+// element by element), bf16 and fp16 rows, NHD, HND and padded caches, linear and
+// interleave4 scales, -1 rows, aligned and odd row strides (drawn apart from the scale
+// layout); the device's cache and gather equal the cpu's bytes.
 TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
   KVCHECK_NEED_GPU();
   uint64_t seed = 400;
   int checked = 0;
-  for (const int32_t d : {128, 256, 512, 1024, 64, 96})
+  for (const int32_t d : {128, 256, 512, 1024, 2048, 64, 96})
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
-      for (int order = 0; order < 2; ++order)
+      for (int order = 0; order < 3; ++order)
         for (const int sf : {0, 2}) {
           ++seed;
+          const bool odd = (seed >> 1) % 2 == 1;
           const KvCacheLayout l = nvfp4_layout(order, 8, 3, d);
           const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), 0.37f, 3.7e-3f);
           const std::string what = "head_dim " + std::to_string(d) + " " + to_string(model) +
-                                   (order == 0 ? " NHD " : " HND ") + to_string(c.sf.layout) + " whole-head NeoX";
-          check_nvfp4_store_gather(what, c, model, seed % 2 ? 3 : 0, 0, Nvfp4Rope::kWholeNeox, seed);
+                                   (order == 0 ? " NHD " : order == 1 ? " HND " : " padded NHD ") +
+                                   to_string(c.sf.layout) + (odd ? " odd rows" : " aligned rows") + " whole-head NeoX";
+          check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kWholeNeox, seed);
           ++checked;
         }
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, 84);
 }
 
 // SPEC §7.9's store on every model value: each of the 65,536 bf16 (and fp16) bit
