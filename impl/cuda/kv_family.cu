@@ -886,8 +886,9 @@ bool rope_pairs_in_thread(const RopeArgs& q, int32_t head_dim, int width, int st
 // nvfp4_rope_pairs_apply's shape: NeoX from the head's first element over all of it,
 // the head a power of two from 2 to 32 of G-group units (G >= 2: a group never
 // straddles the half), so a unit's partner unit is lane ^ units / 2 of the same warp.
-bool nvfp4_rope_pairs(const RopeArgs& q, int32_t head_dim, int G) {
-  const int32_t chunks = head_dim / (kNvfp4Group * G);
+template <int G>
+bool nvfp4_rope_pairs(const RopeArgs& q, int32_t head_dim) {
+  const int32_t chunks = nvfp4_units_per_head<G>(head_dim);
   return q.is_neox && q.rope_offset == 0 && q.rot_dim == head_dim && G >= 2 && chunks >= 2 && chunks <= 32 &&
          (chunks & (chunks - 1)) == 0;
 }
@@ -912,7 +913,7 @@ std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st,
   const int64_t g = grid(nvfp4_units<G>(a), 1);
   if (a.rope.cos_sin_cache != nullptr) {
     if constexpr (G == 4)  // the only G whose heads can be 2-32 units (G = 2: an odd count)
-      if (nvfp4_rope_pairs(a.rope, a.layout.head_dim, G))
+      if (nvfp4_rope_pairs<G>(a.rope, a.layout.head_dim))
         return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopePairs, G>, g, false, o, a, st);
     return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopeAny, G>, g, false, o, a, st);
   }
