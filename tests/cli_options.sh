@@ -50,6 +50,7 @@ quick 2 'cases must be an integer' run --cases 0
 quick 2 'seed needs a value' run --seed
 quick 2 'quiet takes no value' run --quiet=yes
 quick 2 'plugin: File does not exist' backends --plugin /nonexistent/lib.so
+quick 2 'FILE: is a directory, not a file: ' explain "$src/corpus"
 quick 2 'missing FILE' explain
 quick 2 "unexpected argument 'b'" explain "$src/README.md" b
 quick 2 'seconds excludes --cases' run --cases 5 --seconds 3
@@ -110,6 +111,10 @@ expect 0 'usage:' "$k" test --help
 expect 0 'kvcheck test' "$k" help
 # The binary's own commands (CLI11), checked before anything runs.
 expect 2 'seconds' "$bin" run --seconds abc
+# The binary's own parse errors name their command, as the wrapper's do.
+expect 2 '^kvcheck contract: --reader is required' "$bin" contract --writer cpu
+expect 2 '^kvcheck summary merge: SUMMARY is required' "$bin" summary merge
+expect 2 "^kvcheck run: --backend: 'cpu' is given twice" "$bin" run --backend cpu --backend cpu --cases 1
 expect 2 'seconds' "$bin" run --seconds
 expect 2 'decimal number' "$bin" run --seconds 1e3
 expect 2 'decimal number' "$bin" run --seconds nan

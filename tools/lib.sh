@@ -54,6 +54,13 @@ bad_usage() {
   exit 2
 }
 
+# not_a_file PATH: why PATH is not a readable file, as the option errors say it.
+not_a_file() {
+  if [[ -d $1 ]]; then printf 'is a directory, not a file: %s' "$1"
+  elif [[ -e $1 ]]; then printf 'not a regular file: %s' "$1"
+  else printf 'File does not exist: %s' "$1"; fi
+}
+
 # need_value COMMAND USAGE OPTION "$#": an option's value must follow it.
 need_value() { (($4 >= 2)) || bad_usage "$1" "$2" "$3 needs a value"; }
 
@@ -153,8 +160,8 @@ check_tool_options() {
       seconds) check_seconds "$cmd" "$use" "$name" "$v" ;;
       count) check_int "$cmd" "$use" "$name" "$v" 1 999999999 ;;
       uint) [[ $v =~ ^[0-9]{1,20}$ ]] || bad_usage "$cmd" "$use" "$name must be an integer >= 0, got '$v'" ;;
-      file) [[ -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
-      plugin) [[ $v == python:* || -f $v ]] || bad_usage "$cmd" "$use" "$name: File does not exist: $v" ;;
+      file) [[ -f $v ]] || bad_usage "$cmd" "$use" "$name: $(not_a_file "$v")" ;;
+      plugin) [[ $v == python:* || -f $v ]] || bad_usage "$cmd" "$use" "$name: $(not_a_file "$v")" ;;
       path)
         [[ -n $v ]] || bad_usage "$cmd" "$use" "$name needs a file name"
         # An output file's directory must exist and be writable now, not after the run.

@@ -367,6 +367,17 @@ std::string start_python() {
   return "";
 }
 
+// Which interpreter ran, and how to name another: said after an import that failed
+// (the README's venv has numpy; the interpreter kvcheck was built against may not).
+std::string interpreter_hint() {
+  const char* exe = std::getenv("KVCHECK_PYTHON");
+  return exe && *exe ? std::string("\n(the interpreter: KVCHECK_PYTHON=") + exe +
+                           "; it needs numpy and the kvcheck package: docs/python.md)"
+                     : std::string("\n(the interpreter: the one kvcheck was built against, ") + KVCHECK_PYTHON_LIBRARY +
+                           "; to use a venv's, which has numpy and the kvcheck package: "
+                           "KVCHECK_PYTHON=$PWD/.venv/bin/python ./kvcheck run --plugin python:...; docs/python.md)";
+}
+
 // The table from the backend's functions; "" or why not.
 std::string make_table(const char* spec) {
   // A backend file that is not there is the first thing to say: importing the bridge
@@ -377,9 +388,13 @@ std::string make_table(const char* spec) {
       (stat(where.c_str(), &file_stat) != 0 || !S_ISREG(file_stat.st_mode)))
     return "cannot load the Python backend " + s + ": no such file: " + where;
   g.bridge = PyImport_ImportModule("kvcheck._bridge");
-  if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error();
+  if (g.bridge == nullptr) return "cannot import kvcheck._bridge: " + take_python_error() + interpreter_hint();
   PyObject* info = PyObject_CallMethod(g.bridge, "load", "s", spec);
-  if (info == nullptr) return "cannot load the Python backend " + std::string(spec) + ":\n" + take_python_error();
+  if (info == nullptr) {
+    const std::string why = take_python_error();
+    return "cannot load the Python backend " + std::string(spec) + ":\n" + why +
+           (why.find("ModuleNotFoundError") != std::string::npos ? interpreter_hint() : std::string());
+  }
   // (backend, name, memory_space, ops, formats, kv_dtypes, block_size_multiple, max_block_size,
   //  recipe bits, head_dims, min/max heads x head_dim, kv_alignment, kv_dtype_pairs): the
   //  last six become the table's contract.
@@ -444,7 +459,8 @@ extern "C" KVCHECK_PLUGIN_EXPORT int kvcheck_backend_v1(uint32_t, const kvcheck_
   std::string why = start_python();
   if (why.empty()) why = make_table(spec);
   if (!why.empty()) {
-    std::fprintf(stderr, "kvcheck python plugin: %s\n", why.c_str());
+    // The harness prints msg; a traceback longer than its buffer is printed whole here.
+    if (why.size() >= size) std::fprintf(stderr, "kvcheck python plugin: %s\n", why.c_str());
     return refuse(msg, size, KVCHECK_STATUS_INTERNAL, why);
   }
   *out = &g.table;

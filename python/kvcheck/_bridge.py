@@ -50,7 +50,11 @@ def load(spec):
             module_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(where)
-    backend = getattr(module, attr, None)
+    if not hasattr(module, attr):
+        found = sorted(k for k, v in vars(module).items() if isinstance(v, Backend))
+        raise AttributeError(f"{spec}: {where} has no attribute {attr!r}"
+                             f" (its kvcheck.Backend objects: {', '.join(found) or 'none'})")
+    backend = getattr(module, attr)
     if not isinstance(backend, Backend):
         raise TypeError(f"{spec}: {attr} is {type(backend).__name__}, not a kvcheck.Backend")
     # kvcheck.check(..., kv_dtypes=, formats=): this run declares a part of what it takes.

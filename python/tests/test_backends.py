@@ -82,6 +82,15 @@ def test_a_backend_defined_in_a_function_is_refused_with_the_reason():
         kvcheck.check(local, cases=1)
 
 
+def test_a_missing_attribute_is_named_with_the_backends_the_file_has():
+    path = numpy_kv.__file__
+    with pytest.raises(AttributeError) as caught:
+        _bridge.load(f"{path}:nobackend")
+    text = str(caught.value)
+    assert "has no attribute 'nobackend'" in text, text
+    assert "backend" in text.split("kvcheck.Backend objects:")[1] and "wrong_backend" in text, text
+
+
 def test_the_cli_runs_a_python_backend_by_module_name(tmp_path):
     env = dict(os.environ, **_run.python_environment())
     env["PYTHONPATH"] = os.path.join(os.path.dirname(numpy_kv.__file__))

@@ -286,6 +286,7 @@ struct Selection {
   std::vector<std::shared_ptr<const Backend>> backends;
   std::vector<Row> rows;
   int host_left_out = 0;
+  int backend_left_out = 0;  // per-backend properties selected that no selected backend runs
 };
 
 // Fills `sel`; 0, or 2 after printing why the options select nothing runnable (a
@@ -359,9 +360,11 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
       rows.push_back(make_row(p, host_backend));
       continue;
     }
+    const size_t before = rows.size();
     for (const auto& b : backends)  // a contract backend runs the contract properties its pair can
       if (!as_contract(*b) || (is_contract_op(p.op) && b->capabilities().supports_property_op(p.op, nullptr)))
         rows.push_back(make_row(p, b));
+    if (rows.size() == before) ++sel.backend_left_out;
   }
   return 0;
 }
@@ -405,8 +408,17 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     for (const auto& b : backends)
       if (const ContractBackend* c = as_contract(*b); c && !c->gaps().empty())
         gaps += fmt::format("\n  {}: {}", b->name(), c->gaps());
-    fmt::print(terminal, "kvcheck run: no property matches {}{}{}\n", fmt::join(options.properties, ", "),
-               host_note.empty() ? "" : " (left out: " + host_note + ")",
+    // Properties that exist but run on no backend selected are said as such, not as a typo.
+    const std::string backend_note =
+        sel.backend_left_out && backends.empty()
+            ? fmt::format("{} per-backend properties (--backend host runs only the host properties; name a "
+                          "backend too: kvcheck backends lists them)",
+                          sel.backend_left_out)
+            : std::string();
+    std::string left_out = host_note;
+    if (!backend_note.empty()) left_out += (left_out.empty() ? "" : "; ") + backend_note;
+    fmt::print(terminal, "kvcheck run: no (property, backend) pair to run for {}{}{}\n",
+               fmt::join(options.properties, ", "), left_out.empty() ? "" : " (left out: " + left_out + ")",
                gaps.empty() ? "" : "; the pair shares no operation it could check:" + gaps);
     return 2;
   }
@@ -444,8 +456,12 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   const bool timed = options.seconds > 0;
   const int per_row_cases = options.cases > 0 ? options.cases : 200;
   const int chunk = timed ? 20 : per_row_cases;
+  // The backends the rows run on, "host" included (the host properties' label).
   std::vector<std::string> backend_list;
   for (const auto& b : backends) backend_list.emplace_back(b->name());
+  for (const Row& r : rows)
+    if (std::find(backend_list.begin(), backend_list.end(), r.backend_label) == backend_list.end())
+      backend_list.push_back(r.backend_label);
   const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
   fmt::print(out, "kvcheck run: {} (property, backend) pairs{} on [{}], seed {}, budget {}\n", rows.size(),
              options.shard_count ? fmt::format(" (shard {}/{} of {})", options.shard_index, options.shard_count,

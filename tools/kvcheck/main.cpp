@@ -152,6 +152,16 @@ void export_plugins(const std::vector<std::string>& plugins) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kvcheck: differential testing of paged KV-cache kernels against a scalar reference"};
+  // A parse error names the command it belongs to, as the wrapper's own errors do
+  // ("kvcheck contract: --reader is required").
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    std::string who = "kvcheck";
+    for (const CLI::App* s = a; !s->get_subcommands().empty();) {
+      s = s->get_subcommands().front();
+      who += " " + s->get_name();
+    }
+    return who + ": " + CLI::FailureMessage::simple(a, e);
+  });
   app.require_subcommand(1);
 
   DeclaredOptions declared;
@@ -287,7 +297,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < run.backends.size(); ++i)  // each pair would run twice, under one name
     if (std::find(run.backends.begin(), run.backends.begin() + static_cast<std::ptrdiff_t>(i), run.backends[i]) !=
         run.backends.begin() + static_cast<std::ptrdiff_t>(i)) {
-      std::cerr << "--backend: '" << run.backends[i] << "' is given twice\nRun with --help for more information.\n";
+      std::cerr << "kvcheck run: --backend: '" << run.backends[i]
+                << "' is given twice\nRun with --help for more information.\n";
       return 2;
     }
   try {
