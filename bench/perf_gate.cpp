@@ -13,6 +13,13 @@ std::string format(const char* fmt, auto... args) {
   return buf;
 }
 
+// Whether baseline row b is this run's row r: both bandwidth rows (not decode) of one
+// op, format, token count and block size. Throws on a row without those fields.
+bool same_row(const nlohmann::json& b, const PerfRow& r) {
+  return !r.decode && !b.value("decode", false) && b.at("op") == r.op && b.at("format") == r.format &&
+         b.at("tokens") == r.tokens && b.at("block_size") == r.block_size;
+}
+
 }  // namespace
 
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
@@ -35,9 +42,7 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
     const std::string op = b.at("op"), fmt = b.at("format");
     const int64_t tokens = b.at("tokens"), bs = b.at("block_size");
     const double want = 100 * b.at("ratio_to_copy").get<double>();
-    const auto it = std::find_if(rows.begin(), rows.end(), [&](const PerfRow& r) {
-      return !r.decode && r.op == op && r.format == fmt && r.tokens == tokens && r.block_size == bs;
-    });
+    const auto it = std::find_if(rows.begin(), rows.end(), [&](const PerfRow& r) { return same_row(b, r); });
     if (it == rows.end()) {  // counted, not listed: a --format or --quick run leaves out most rows
       ++g.not_measured;
       continue;
@@ -61,11 +66,8 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
   // listed so a team sees what no baseline guards yet; they cannot fail.
   for (const PerfRow& r : rows) {
     if (r.decode || r.tokens < kMinGatedTokens) continue;
-    const bool known = std::any_of(baseline.at("rows").begin(), baseline.at("rows").end(), [&](const nlohmann::json& b) {
-      return !b.value("decode", false) && b.at("op") == r.op && b.at("format") == r.format && b.at("tokens") == r.tokens &&
-             b.at("block_size") == r.block_size;
-    });
-    if (known) continue;
+    const nlohmann::json& all = baseline.at("rows");
+    if (std::any_of(all.begin(), all.end(), [&](const nlohmann::json& b) { return same_row(b, r); })) continue;
     ++g.not_in_baseline;
     g.report += format("%-6s %-28s %7lld %4lld %8s %8.2f %7s  %s\n", r.op.c_str(), r.format.c_str(),
                        static_cast<long long>(r.tokens), static_cast<long long>(r.block_size), "-",
