@@ -15,6 +15,21 @@ PROPERTY_OPS = {"store_kv": ["store_kv"], "gather_kv": ["gather_kv"], "store": [
 PAIRED_OPS = {("store_kv", "gather_kv"): "kv_step", ("store", "load"): "round_trip"}
 
 
+def names(value, what):
+    """A tuple of the sequence `value` (of names, numbers or pairs); a lone str or bytes,
+    which would be iterated character by character, is a ValueError naming `what`."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{what} is a sequence (a list or tuple), not the string {value!r}: write [{value!r}]")
+    return tuple(value)
+
+
+def count(value, what, lo, hi):
+    """An int (not a bool) in [lo, hi], else a ValueError naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{what} {value!r} is not an int in [{lo}, {hi}]")
+    return value
+
+
 class Refusal(Exception):
     """Raise from a backend function to refuse an input with a kvcheck error code
     ('slot_out_of_range', 'shape_mismatch', ... : include/kvcheck/backend_abi.h's
@@ -117,8 +132,13 @@ class Backend:
             # A device backend's swap would get a host-flagged pool as page-locked host
             # memory next to device tensors; the bridge does not hand those out yet.
             raise ValueError(f"kvcheck.Backend {name}: swap is for device='host' backends only (for now)")
-        self.kv_dtypes = tuple(kv_dtypes)
-        self.formats = tuple(formats)
+        self.kv_dtypes = names(kv_dtypes, f"kvcheck.Backend {name}: kv_dtypes")
+        self.formats = names(formats, f"kvcheck.Backend {name}: formats")
+        if not self.kv_dtypes and ({"store_kv", "gather_kv"} & set(self.functions)):
+            raise ValueError(f"kvcheck.Backend {name}: store_kv / gather_kv need at least one kv_dtypes entry")
+        if not self.formats and ({"store", "load", "concat"} & set(self.functions)):
+            raise ValueError(f"kvcheck.Backend {name}: store / load / concat need at least one formats entry "
+                             f"(one of {sorted(k for k in _abi.FORMATS if k != 'other')})")
         for d in self.kv_dtypes:
             if d not in _abi.KV_DTYPES:
                 raise ValueError(f"kvcheck.Backend {name}: kv dtype {d!r} is not one of {sorted(_abi.KV_DTYPES)}")
@@ -135,23 +155,28 @@ class Backend:
         if rope and concat is None and store_kv is None:
             raise ValueError(f"kvcheck.Backend {name}: rope=True needs concat or store_kv")
         self.rope = bool(rope)
-        self.block_size_multiple = int(block_size_multiple)
-        self.max_block_size = int(max_block_size)
+        # int32 in the plugin ABI's table
+        self.block_size_multiple = count(block_size_multiple, f"kvcheck.Backend {name}: block_size_multiple", 0,
+                                         2**31 - 1)
+        self.max_block_size = count(max_block_size, f"kvcheck.Backend {name}: max_block_size", 0, 2**31 - 1)
         if recipe not in _abi.RECIPES:
             raise ValueError(f"kvcheck.Backend {name}: recipe {recipe!r} is not one of "
                              f"{sorted(_abi.RECIPES, key=_abi.RECIPES.get)}")
         self.recipe = recipe
-        self.head_dims = tuple(int(d) for d in head_dims)
-        if len(self.head_dims) > 16 or any(not 1 <= d <= 16384 for d in self.head_dims):
+        self.head_dims = tuple(count(d, f"kvcheck.Backend {name}: head_dims entry", 1, 16384)
+                               for d in names(head_dims, f"kvcheck.Backend {name}: head_dims"))
+        if len(self.head_dims) > 16:
             raise ValueError(f"kvcheck.Backend {name}: head_dims {self.head_dims} must be at most 16 values in "
                              "[1, 16384]")
-        self.min_heads_x_head_dim = int(min_heads_x_head_dim)
-        self.max_heads_x_head_dim = int(max_heads_x_head_dim)
+        self.min_heads_x_head_dim = count(min_heads_x_head_dim, f"kvcheck.Backend {name}: min_heads_x_head_dim", 0,
+                                          2**31 - 1)
+        self.max_heads_x_head_dim = count(max_heads_x_head_dim, f"kvcheck.Backend {name}: max_heads_x_head_dim", 0,
+                                          2**31 - 1)
         lo, hi = self.min_heads_x_head_dim, self.max_heads_x_head_dim
         if lo < 0 or hi < 0 or (hi > 0 and lo > hi) or max(lo, hi) > 2**31 - 1:
             raise ValueError(f"kvcheck.Backend {name}: min_heads_x_head_dim {lo} / max_heads_x_head_dim {hi}: each in "
                              "[0, 2**31) (0 = none), the minimum at most the maximum")
-        pairs = tuple(kv_dtype_pairs)
+        pairs = names(kv_dtype_pairs, f"kvcheck.Backend {name}: kv_dtype_pairs")
         if any(not isinstance(p, (tuple, list)) or len(p) != 2 for p in pairs):
             raise ValueError(f"kvcheck.Backend {name}: kv_dtype_pairs {kv_dtype_pairs!r} is a sequence of (cache dtype, "
                              "row dtype) pairs, e.g. ((\"e4m3\", \"bf16\"),)")
@@ -182,6 +207,7 @@ class Backend:
         for key, given in (("kv_dtypes", kv_dtypes), ("formats", formats)):
             if given is None:
                 continue
+            given = names(given, f"kvcheck.check: {key}")
             extra = [x for x in given if x not in getattr(self, key)]
             if extra or not given:
                 raise ValueError(f"kvcheck.Backend {self.name}: cannot narrow {key} {getattr(self, key)} to {given}")

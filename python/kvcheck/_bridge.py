@@ -77,8 +77,8 @@ def call(backend, op, fields, stream=0):
         else:
             getattr(_Views, op)(backend, fields, _HostArrays())
         return _abi.STATUS["ok"], ""
-    except Refusal as e:
-        return _abi.STATUS[e.code], str(e)
+    except Refusal as e:  # a NUL would end the C string the message becomes: shown escaped
+        return _abi.STATUS[e.code], str(e).replace("\0", "\\x00")
     except BaseException:  # noqa: B036 - a kernel's KeyboardInterrupt is its failure too
         text = traceback.format_exc()
         # Whole on stderr once per process (shrinking repeats it); always in the report.
@@ -86,7 +86,7 @@ def call(backend, op, fields, stream=0):
             _SAID.add(text)
             sys.stderr.write(f"kvcheck: Python backend '{backend.name}' {op} raised:\n{text}")
             sys.stderr.flush()
-        return _abi.STATUS["internal"], f"Python backend '{backend.name}' {op} raised:\n{text}"
+        return _abi.STATUS["internal"], f"Python backend '{backend.name}' {op} raised:\n{text}".replace("\0", "\\x00")
 
 
 _SAID = set()
@@ -281,7 +281,12 @@ class _Views:
 class Layout(dict):
     """A paged MLA/indexer cache's geometry (kvcheck_paged_cache's fields, bytes;
     docs/spec.md §2-§3), readable as attributes: layout.block_stride."""
-    __getattr__ = dict.__getitem__
+
+    def __getattr__(self, key):  # AttributeError, not KeyError: hasattr, getattr(..., default), copy work
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(f"Layout has no field {key!r} (fields: {', '.join(self)})") from None
 
     @property
     def format_name(self):

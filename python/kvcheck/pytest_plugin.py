@@ -16,6 +16,7 @@ skipped, saying so.
 import pytest
 
 from . import _abi
+from ._backend import names
 from ._run import check
 
 KV_DTYPES = _abi.KV_DTYPE_NAMES
@@ -33,11 +34,20 @@ def pytest_addoption(parser):
                     help="comma-separated paged formats the kvcheck_format parameter takes")
 
 
+PARAMETERS = (("kvcheck_kv_dtype", "--kvcheck-kv-dtypes", KV_DTYPES), ("kvcheck_format", "--kvcheck-formats", FORMATS))
+
+
+def pytest_configure(config):
+    for _, option, known in PARAMETERS:
+        unknown = [v for v in config.getoption(option).split(",") if v and v not in known]
+        if unknown:  # a typo would otherwise skip every item and leave CI green
+            raise pytest.UsageError(f"{option}: {unknown} not among {list(known)}")
+
+
 def pytest_generate_tests(metafunc):
-    for name, option in (("kvcheck_kv_dtype", "--kvcheck-kv-dtypes"), ("kvcheck_format", "--kvcheck-formats")):
+    for name, option, _ in PARAMETERS:
         if name in metafunc.fixturenames:
-            values = [v for v in metafunc.config.getoption(option).split(",") if v]
-            metafunc.parametrize(name, values)
+            metafunc.parametrize(name, [v for v in metafunc.config.getoption(option).split(",") if v])
 
 
 @pytest.fixture
@@ -56,7 +66,11 @@ def kvcheck_check(request):
         if "seed" not in kwargs and config.getoption("--kvcheck-seed") is not None:
             kwargs["seed"] = config.getoption("--kvcheck-seed")
         for key in ("kv_dtypes", "formats"):  # a parametrised item the backend does not declare
-            extra = [v for v in kwargs.get(key) or () if v not in getattr(backend, key)]
+            given = names(kwargs.get(key) or (), f"kvcheck_check: {key}")
+            known = KV_DTYPES if key == "kv_dtypes" else FORMATS
+            if any(v not in known for v in given):  # a name no backend declares: an error, not a skip
+                raise ValueError(f"kvcheck_check: {key} {list(given)}: not among {list(known)}")
+            extra = [v for v in given if v not in getattr(backend, key)]
             if extra:
                 pytest.skip(f"{backend.name} does not declare {key} {extra} (it declares {list(getattr(backend, key))})")
         return check(backend, **kwargs)

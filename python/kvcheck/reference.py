@@ -34,16 +34,35 @@ def _module():
 
 
 _BY_NAME = {"float16": "fp16", "uint16": "bf16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+# The K/V dtypes the reference takes from Python, by their element size in bytes: an
+# array whose item size differs from its named dtype's would be addressed in the wrong
+# units (the reference reads and writes element strides of the named dtype).
+_ITEMSIZE = {"bf16": 2, "fp16": 2, "e4m3": 1, "e5m2": 1}
 
 
-def _kv_dtype(array, given, what):
+def _native_order(array, what):
+    if not array.dtype.isnative:
+        raise ValueError(f"kvcheck.reference: {what} is {array.dtype.str}, not in this machine's byte order: pass "
+                         f"{what}.astype({what}.dtype.newbyteorder('='))")
+
+
+def _kv_dtype(array, given, what, rows=False):
+    """The kv dtype name of `array` (`given` names it for a cache); ValueError when
+    none fits, or when the array's item size is not the named dtype's."""
+    _native_order(array, what)
     name = _BY_NAME.get(np.dtype(array.dtype).name)
     if given is not None:
-        if given not in _abi.KV_DTYPES:
-            raise ValueError(f"kvcheck.reference: {what} dtype {given!r} is not one of {sorted(_abi.KV_DTYPES)}")
-        return given
+        if given not in _ITEMSIZE:
+            raise ValueError(f"kvcheck.reference: {what} dtype {given!r} is not one of {sorted(_ITEMSIZE)}")
+        name = given
     if name is None:
+        if rows:
+            raise ValueError(f"kvcheck.reference: {what} is {array.dtype}: rows are bf16 (uint16 bits or ml_dtypes' "
+                             "bfloat16) or fp16 (float16)")
         raise ValueError(f"kvcheck.reference: {what} is {array.dtype}: name its kv dtype (kv_cache_dtype='e4m3' ...)")
+    if array.dtype.itemsize != _ITEMSIZE[name]:
+        raise ValueError(f"kvcheck.reference: {what} is {array.dtype} ({array.dtype.itemsize}-byte elements) but "
+                         f"{name} elements are {_ITEMSIZE[name]} bytes")
     return name
 
 
@@ -63,13 +82,24 @@ def _address(array):
     return array.__array_interface__["data"][0]
 
 
-def _ints(array):
-    return np.ascontiguousarray(array, dtype=np.int32)
+def _ints(array, what):
+    """int32 copy of an index array: integers only (no bool, no float), each in int32's
+    range, so that no index is silently truncated or rounded into another."""
+    a = np.asarray(array)
+    if a.size == 0:
+        return np.zeros(a.shape, dtype=np.int32)
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"kvcheck.reference: {what} is {a.dtype}: an integer array is needed")
+    if int(a.min()) < -2**31 or int(a.max()) >= 2**31:
+        raise ValueError(f"kvcheck.reference: {what} holds {int(a.min())}..{int(a.max())}, outside int32's range")
+    return np.ascontiguousarray(a, dtype=np.int32)
 
 
-def _tokens(array, dtype, what):
-    if array.ndim != 3:
-        raise ValueError(f"kvcheck.reference: {what} is [rows][H][D], got shape {array.shape}")
+def _tokens(array, dtype, what, cache):
+    """[rows][H][D] rows whose H and D are the cache's (num_kv_heads, head_dim)."""
+    if array.ndim != 3 or array.shape[1:] != cache.shape[2:]:
+        raise ValueError(f"kvcheck.reference: {what} is [rows][num_kv_heads][head_dim] = [rows]"
+                         f"[{cache.shape[2]}][{cache.shape[3]}] (the cache's), got shape {array.shape}")
     rows, token, head, element = array.shape[0], *_elements(array, what)
     if array.size and array.shape[2] > 1 and element != 1:
         raise ValueError(f"kvcheck.reference: {what}'s head_dim is not contiguous")
@@ -77,11 +107,16 @@ def _tokens(array, dtype, what):
             "head_stride": head}
 
 
+def _cache_shape(key_cache):
+    if key_cache.ndim != 4:
+        raise ValueError(f"kvcheck.reference: key_cache is [num_blocks][block_size][H][D], got shape {key_cache.shape}")
+
+
 def _cache(key_cache, value_cache, dtype, k_scale, v_scale, keep):
     for what, c in (("key_cache", key_cache), ("value_cache", value_cache)):
-        if c.ndim != 4 or c.shape != key_cache.shape or c.strides != key_cache.strides:
+        if c.ndim != 4 or c.shape != key_cache.shape or c.strides != key_cache.strides or c.dtype != key_cache.dtype:
             raise ValueError(f"kvcheck.reference: {what} is [num_blocks][block_size][H][D] with the key cache's "
-                             f"strides, got shape {c.shape} strides {c.strides}")
+                             f"strides and dtype, got shape {c.shape} strides {c.strides} dtype {c.dtype}")
     page, token, head, element = _elements(key_cache, "key_cache")
     if key_cache.size and key_cache.shape[3] > 1 and element != 1:
         raise ValueError("kvcheck.reference: the caches' head_dim is not contiguous")
@@ -126,9 +161,11 @@ def store_kv(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype=No
     for what, a in (("key_cache", key_cache), ("value_cache", value_cache)):
         _writable(a, what)
     keep = []
-    slots = _ints(slot_mapping)
-    fields = {"key": _tokens(key, _kv_dtype(key, None, "key"), "key"),
-              "value": _tokens(value, _kv_dtype(value, None, "value"), "value"), "slot_mapping": _address(slots),
+    slots = _ints(slot_mapping, "slot_mapping")
+    _cache_shape(key_cache)
+    fields = {"key": _tokens(key, _kv_dtype(key, None, "key", rows=True), "key", key_cache),
+              "value": _tokens(value, _kv_dtype(value, None, "value", rows=True), "value", key_cache),
+              "slot_mapping": _address(slots),
               "num_tokens": slots.size,
               "cache": _cache(key_cache, value_cache, _kv_dtype(key_cache, kv_cache_dtype, "key_cache"), k_scale,
                               v_scale, keep)}
@@ -145,11 +182,12 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
     for what, a in (("out_k", out_k), ("out_v", out_v)):
         _writable(a, what)
     keep = []
-    table = _ints(block_table)
+    table = _ints(block_table, "block_table")
     if table.ndim != 2:
         raise ValueError(f"kvcheck.reference: block_table is [num_seqs][max_blocks], got shape {table.shape}")
-    cu = _ints(cu_seqlens_k)
-    starts = None if seq_starts is None else _ints(seq_starts)
+    cu = _ints(cu_seqlens_k, "cu_seqlens_k")
+    starts = None if seq_starts is None else _ints(seq_starts, "seq_starts")
+    _cache_shape(key_cache)
     if seq_starts_unit is None and seq_starts is None:  # what the bridge passes without seq_starts
         seq_starts_unit = "token"
     if seq_starts_unit not in ("token", "block"):
@@ -159,8 +197,8 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
               "block_table": _address(table), "block_table_entries": table.size, "max_blocks": table.shape[1],
               "seq_starts_unit": 0 if starts is None else 1 if seq_starts_unit == "token" else 2,
               "cu_seqlens_k": _address(cu), "cu_seqlens_entries": cu.size,
-              "out_k": _tokens(out_k, _kv_dtype(out_k, None, "out_k"), "out_k"),
-              "out_v": _tokens(out_v, _kv_dtype(out_v, None, "out_v"), "out_v"),
+              "out_k": _tokens(out_k, _kv_dtype(out_k, None, "out_k", rows=True), "out_k", key_cache),
+              "out_v": _tokens(out_v, _kv_dtype(out_v, None, "out_v", rows=True), "out_v", key_cache),
               "seq_starts": 0 if starts is None else _address(starts),
               "seq_starts_entries": 0 if starts is None else starts.size}
     _finish(_module().gather_kv(fields))

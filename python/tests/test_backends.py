@@ -2,6 +2,7 @@
 `kvcheck run --plugin python:...` (libkvcheck_python.so), as a team's pytest would."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -442,3 +443,99 @@ def test_numpy_nvfp4_kv_backend_passes_and_a_nan_stored_as_six_is_caught(kvcheck
         kvcheck.check(numpy_nvfp4_kv.wrong_backend, properties=["prop_store_kv_matches_reference"], cases=300, seed=2,
                       work_dir=tmp_path)
     assert "FAIL prop_store_kv_matches_reference" in str(caught.value), str(caught.value)
+
+
+def test_arguments_are_checked_where_they_are_given_not_in_the_run():
+    # Found by a reviewer: each built, then failed inside check() as "kvcheck run wrote no
+    # summary", or silently meant something else (a string iterated letter by letter).
+    bad_backends = [dict(store_kv=raise_zero, kv_dtypes=()), dict(store=raise_zero),
+                    dict(store_kv=raise_zero, block_size_multiple=-16),
+                    dict(store_kv=raise_zero, block_size_multiple=2**40), dict(store_kv=raise_zero, max_block_size=-1),
+                    dict(store_kv=raise_zero, head_dims="128"), dict(store_kv=raise_zero, kv_dtypes="bf16"),
+                    dict(store_kv=raise_zero, max_block_size=True), dict(store_kv=raise_zero, head_dims=(64.5,))]
+    for kwargs in bad_backends:
+        with pytest.raises(ValueError):
+            kvcheck.Backend("bad", **kwargs)
+    for kwargs, what in ((dict(properties="prop_store_kv_matches_reference"), "not the string"),
+                         (dict(ops="store_kv"), "not the string"), (dict(kv_dtypes="bf16"), "not the string"),
+                         (dict(cases=0), "cases 0"), (dict(cases=-1), "cases -1"), (dict(cases=1.5), "cases 1.5"),
+                         (dict(seconds=0), "seconds 0"), (dict(seconds=float("inf")), "seconds inf"),
+                         (dict(seed=-1), "seed -1"), (dict(seed=2**64), "seed"), (dict(timeout=0), "timeout 0")):
+        with pytest.raises(ValueError, match=what):
+            kvcheck.check(numpy_kv.backend, **kwargs)
+
+
+def segfault(**kwargs):
+    os.kill(os.getpid(), 11)
+
+
+never_called = kvcheck.Backend("never-called", store_kv=segfault)
+
+
+def test_a_run_of_only_the_invalid_input_properties_is_nothing_exercised(tmp_path):
+    # Their calls stop in kvcheck's validator: the function (which would crash) never runs.
+    with pytest.raises(AssertionError, match="nothing exercised"):
+        kvcheck.check(never_called, properties=["prop_store_kv_invalid_input_throws_and_writes_nothing"], cases=20,
+                      seed=1, work_dir=tmp_path)
+
+
+def sleep_forever(**kwargs):
+    with open(os.environ["KVCHECK_TEST_PID_FILE"], "w") as f:
+        f.write(str(os.getpid()))
+    import time
+    time.sleep(3600)
+
+
+sleeper = kvcheck.Backend("sleeper", store_kv=sleep_forever)
+
+
+def test_a_check_past_its_timeout_kills_the_run_and_its_workers(tmp_path, monkeypatch):
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("KVCHECK_TEST_PID_FILE", str(pid_file))
+    monkeypatch.setenv("KVCHECK_PLUGIN_TIMEOUT", "600")  # the worker's own watchdog must not be what stops it
+    with pytest.raises(AssertionError, match=r"timeout=8 s passed while running \['prop_store_kv_matches_reference'"):
+        kvcheck.check(sleeper, properties=["prop_store_kv_matches_reference"], cases=5, seed=1, work_dir=tmp_path,
+                      timeout=8)
+    pid = int(pid_file.read_text())  # the worker that ran the function
+    import time
+    for _ in range(50):  # killed: gone, or a zombie its new parent has not reaped yet
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"worker {pid} still runs the user's function after the timeout")
+
+
+def test_layout_fields_are_attributes_and_a_missing_one_is_an_attribute_error():
+    import copy
+    layout = _bridge.Layout({"block_stride": 656, "elements": 512})
+    assert layout.block_stride == 656
+    assert not hasattr(layout, "nothing") and getattr(layout, "nothing", 7) == 7
+    assert copy.deepcopy(layout) == layout
+
+
+def test_a_dtype_no_backend_declares_is_a_usage_error_not_a_skip(tmp_path):
+    test = tmp_path / "test_typo.py"
+    test.write_text("def test_x(kvcheck_kv_dtype):\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(kvcheck.__file__))]
+                                                     + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    from importlib import metadata
+    plugin = [] if any(ep.name == "kvcheck" for ep in metadata.entry_points(group="pytest11")) else [
+        "-p", "kvcheck.pytest_plugin"]  # as conftest.py: registered by an install, else named
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", *plugin, "-p", "no:cacheprovider",
+                           "--kvcheck-kv-dtypes=bf16,fp32", str(test)], env=env, cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert done.returncode == 4 and "['fp32'] not among" in done.stdout, done.stdout
+
+
+def test_a_refusal_message_with_a_nul_reaches_the_report_escaped(monkeypatch):
+    def refuse(**kwargs):
+        raise kvcheck.Refusal("unsupported", "a\0b")
+    # the views are not what this checks: the function is called with none
+    monkeypatch.setattr(_bridge._Views, "store_kv", staticmethod(lambda backend, fields, arrays: backend.store_kv()))
+    status, message = _bridge.call(kvcheck.Backend("nul", store_kv=refuse), "store_kv", {})
+    assert status == kvcheck._abi.STATUS["unsupported"] and message == "a\\x00b", (status, message)

@@ -67,3 +67,70 @@ def test_a_refused_input_raises_refusal_with_the_code_and_writes_nothing():
         reference.gather_kv(k, v, np.array([[0, 1]]), np.array([0, 4]), out, out.copy(), seq_starts=np.array([5]))
     assert e.value.code == "range_out_of_table", str(e.value)
     assert (out == 0).all()
+
+
+def test_a_named_dtype_of_another_element_size_is_refused_before_any_write():
+    # A uint8 cache named bf16 would be addressed in 2-byte units: 512 bytes past a
+    # 4,096-byte view (found by a reviewer: a heap corruption). Refused, nothing written.
+    key = np.full((1, 1, 8), 0x3F80, np.uint16)
+    buf = np.zeros(8192, np.uint8)
+    k = buf[:16].reshape(1, 2, 1, 8)
+    v = np.zeros((1, 2, 1, 8), np.uint8)
+    with pytest.raises(ValueError, match="1-byte elements.*bf16 elements are 2 bytes"):
+        reference.store_kv(key, key, k, v, np.array([1]), kv_cache_dtype="bf16")
+    assert not buf.any() and not v.any()
+    k16, v16 = caches(num_blocks=1, block_size=2, heads=1, head_dim=8, fill=0)
+    with pytest.raises(ValueError, match="2-byte elements.*e4m3 elements are 1 bytes"):
+        reference.store_kv(key, key, k16, v16, np.array([1]), kv_cache_dtype="e4m3", k_scale=[1.0], v_scale=[1.0])
+    assert not k16.any()
+    with pytest.raises(ValueError, match="is not one of"):  # NVFP4 caches are not taken from Python
+        reference.store_kv(key, key, k, v, np.array([1]), kv_cache_dtype="e2m1")
+
+
+def test_rows_must_have_the_caches_heads_and_head_dim():
+    k, v = caches(num_blocks=1, block_size=4, heads=2, head_dim=8, fill=0)
+    big = np.full((1, 2, 64), 0x4242, np.uint16)
+    for key in (big[:, :1, :8], np.zeros((2, 1, 8), np.uint16), np.zeros((2, 2, 4), np.uint16),
+                np.zeros((2, 2, 16), np.uint16), np.zeros((2, 16), np.uint16)):
+        with pytest.raises(ValueError, match=r"\[rows\]\[2\]\[8\]"):
+            reference.store_kv(key, key, k, v, np.arange(key.shape[0]))
+    assert not k.any() and not v.any()
+    # gather: outputs of 1 head, or head_dim 4 inside a wider buffer, against a [.][.][2][8] cache
+    buf = np.zeros((2, 2, 16), np.uint16)
+    for out in (np.zeros((1, 1, 8), np.uint16), buf[:, :, :4]):
+        with pytest.raises(ValueError, match=r"\[rows\]\[2\]\[8\]"):
+            reference.gather_kv(k, v, np.array([[0]]), np.array([0, 1]), out, np.zeros((1, 2, 8), np.uint16))
+    assert not buf.any()
+
+
+@pytest.mark.parametrize("slots, why", [
+    (np.array([2**32 + 1], np.int64), "outside int32's range"),
+    (np.array([2**32 - 1], np.uint32), "outside int32's range"),
+    (np.array([0.9]), "an integer array is needed"),
+    (np.array([True]), "an integer array is needed"),
+])
+def test_index_arrays_are_never_truncated_rounded_or_cast(slots, why):
+    key = np.ones((1, 2, 8), np.uint16)
+    k, v = caches(fill=0)
+    with pytest.raises(ValueError, match=why):
+        reference.store_kv(key, key, k, v, slots)
+    with pytest.raises(ValueError, match=why):
+        reference.gather_kv(k, v, slots.reshape(1, 1), np.array([0, 1]), np.zeros((1, 2, 8), np.uint16),
+                            np.zeros((1, 2, 8), np.uint16))
+    assert not k.any() and not v.any()
+    reference.store_kv(key[:0], key[:0], k, v, [])  # an empty list is no tokens, not a float array
+    reference.store_kv(key, key, k, v, np.array([2], np.int64))  # int64 in range: taken
+    assert (k[0, 2] == 1).all()
+
+
+def test_arrays_in_the_other_byte_order_are_refused_not_stored_swapped():
+    key = np.full((1, 2, 8), 0x3F80, ">u2")
+    k, v = caches(fill=0)
+    with pytest.raises(ValueError, match="byte order"):
+        reference.store_kv(key, key, k, v, np.array([0]))
+    with pytest.raises(ValueError, match="byte order"):
+        reference.store_kv(key.astype(np.uint16), key.astype(np.uint16), k.astype(">u2"), v.astype(">u2"),
+                           np.array([0]))
+    assert not k.any()
+    reference.store_kv(key.astype(np.uint16), key.astype(np.uint16), k, v, np.array([1], ">i8"))  # indices: values
+    assert (k[0, 1] == 0x3F80).all()
