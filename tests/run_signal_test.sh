@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# run_signal_test.sh KVCHECK SIGNAL: a `kvcheck run` sent SIGNAL mid-run exits 130 and
-# leaves summary.json with verdict "interrupted" (docs/spec.md, the run record) — for
-# SIGHUP too, where the run used to die with 129 and a summary still "running".
+# run_signal_test.sh KVCHECK SIGNAL [SLOW_PLUGIN]: a `kvcheck run` sent SIGNAL mid-run
+# exits 130 and leaves summary.json with verdict "interrupted" (docs/spec.md, the run
+# record) — for SIGHUP too, where the run used to die with 129 and a summary still
+# "running". With SLOW_PLUGIN (a plugin whose probe hangs: 4 s at KVCHECK_PLUGIN_TIMEOUT=4)
+# the signal comes while the backends load, before any summary exists: the run used to
+# die there by the signal, leaving no summary and an old --report in place.
 set -uo pipefail
-kvcheck=$1 sig=$2
+kvcheck=$1 sig=$2 slow=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-KVCHECK_WORK_DIR="$work/w" "$kvcheck" run --backend cpu --seconds 60 --quiet --report "$work/r.json" > "$work/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [[ -s "$work/r.json" ]] && break; sleep 0.1; done  # the run has started
-sleep 1
+if [[ -n $slow ]]; then
+  echo '{"verdict": "pass"}' > "$work/r.json"  # an old report, which must not survive as the answer
+  KVCHECK_PLUGIN_TIMEOUT=4 KVCHECK_WORK_DIR="$work/w" "$kvcheck" run --plugin "$slow" --backend cpu --cases 5 --quiet \
+    --property prop_store_matches_reference \
+    --report "$work/r.json" > "$work/log" 2>&1 &
+  pid=$!
+  sleep 1  # inside the probe: nothing written yet
+  [[ ! -e "$work/w" ]] || { echo "the run directory exists already: not the early window"; exit 1; }
+else
+  KVCHECK_WORK_DIR="$work/w" "$kvcheck" run --backend cpu --seconds 60 --quiet --report "$work/r.json" > "$work/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do [[ -s "$work/r.json" ]] && break; sleep 0.1; done  # the run has started
+  sleep 1
+fi
 kill "-$sig" "$pid"
 wait "$pid"
 rc=$?

@@ -310,6 +310,9 @@ TEST(SummaryMerge, RefusesBadFieldsNamingFileAndField) {
       {"shard.index", [](json& s) { s["shard"]["index"] = 2.5; }},
       {"shard.count", [](json& s) { s["shard"]["count"] = 1000000000000000000LL; }},
       {"shard.pairs_total", [](json& s) { s["shard"]["pairs_total"] = -1; }},
+      // 2^63-1 pairs: merge listed each missing one (4 GB and counting, found by a reviewer)
+      {"shard.pairs_total", [](json& s) { s["shard"]["pairs_total"] = std::numeric_limits<int64_t>::max(); }},
+      {"shard.pairs_total", [](json& s) { s["shard"]["pairs_total"] = tool::kMaxPairs + 1; }},
       {"seconds", [](json& s) { s["seconds"] = "x"; }},
       {"totals.workers_started", [](json& s) { s["totals"]["workers_started"] = "x"; }},
       {"backends", [](json& s) { s["backends"] = {1}; }},
@@ -323,6 +326,19 @@ TEST(SummaryMerge, RefusesBadFieldsNamingFileAndField) {
     EXPECT_NE(e.find(field), std::string::npos) << field << ": " << e;
     EXPECT_EQ(e.find("json.exception"), std::string::npos) << field << ": " << e;
   }
+}
+
+TEST(SummaryMerge, APairTwiceSaysWhereItIs) {
+  json a = shard(1, 2, {0, 2}), b = shard(2, 2, {1, 3});
+  b["results"].push_back(b["results"][0]);  // pair 1 twice in b.json
+  std::string e = merge_error(a, b);
+  EXPECT_NE(e.find("b.json: results[2]: pair 1 (prop_1/cpu) is listed twice in this file"), std::string::npos) << e;
+  a = shard(1, 2, {0, 2});
+  a["shard"]["pairs_total"] = 0;
+  b = shard(2, 2, {1, 3});
+  b["shard"]["pairs_total"] = 0;
+  e = merge_error(a, b);
+  EXPECT_NE(e.find("results[0].index: 0 (prop_0/cpu) is not below shard.pairs_total 0"), std::string::npos) << e;
 }
 
 TEST(SummaryMerge, RefusesTotalsThatOverflow) {

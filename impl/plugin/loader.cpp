@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +76,7 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
     return end;
   }
   std::fflush(nullptr);  // an exit() in the child flushes what it inherited
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     error = std::string("cannot fork: ") + std::strerror(errno);
@@ -84,6 +86,10 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
   }
   if (pid == 0) {
     close(fds[0]);
+    // Dies with kvcheck: a hung constructor or probe outlived a killed kvcheck, holding
+    // its output pipe open (a caller reading it to the end then waited forever).
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // kvcheck died before the line above
     // An exit() inside body ends this child at once with its own status (glibc's on_exit
     // hands the handler the status; registered last, it runs first): no other exit
     // handler runs, LeakSanitizer's included, whose report (the half-made strings of
@@ -429,6 +435,7 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   if (st != KVCHECK_STATUS_OK) fail(path, KVCHECK_ENTRY_SYMBOL " returned status " + std::to_string(st) + ": " + msg);
   if (lib->table == nullptr) fail(path, KVCHECK_ENTRY_SYMBOL " returned OK but no table");
   lib->fp_mode.set(FpMode::current());
+  check_table(path, *lib->table);  // before anything reads the table's name (it may be NULL)
   lib->fp_mode.name = lib->table->name;
   if (const std::string d = lib->fp_mode.get().differences_from(restore.harness); !d.empty())
     std::fprintf(stderr,
@@ -436,7 +443,6 @@ std::shared_ptr<Library> load_library(const std::string& path) {
                  "whose constructor does): its calls run under that mode, as in an engine's process; kvcheck's "
                  "reference under its own (docs/plugins.md)\n",
                  path.c_str(), d.c_str());
-  check_table(path, *lib->table);
 #ifndef KVCHECK_HAVE_CUDA
   if (lib->table->memory_space == KVCHECK_MEMORY_CUDA_DEVICE)
     fail(path, "is a CUDA device plugin, but this kvcheck was built without CUDA (no nvcc at configure time)",

@@ -122,13 +122,17 @@ void install_exit_guard() {
 }  // namespace
 
 namespace {
-// $KVCHECK_PLUGIN_TIMEOUT as seconds; nullopt when it is set but not a finite number >= 0.
+// The largest limit: a steady_clock deadline past about 9.2e9 s overflows its
+// nanoseconds and lies in the past (a limit of 1e11 s said HANG at once).
+constexpr double kMaxTimeout = 1e9;
+
+// $KVCHECK_PLUGIN_TIMEOUT as seconds; nullopt when it is set but not a number in [0, kMaxTimeout].
 std::optional<double> env_timeout() {
   const char* env = std::getenv("KVCHECK_PLUGIN_TIMEOUT");
   if (!env || !*env) return kDefaultTimeout;
   char* end = nullptr;
   const double v = std::strtod(env, &end);
-  if (end == env || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
+  if (end == env || *end != '\0' || !std::isfinite(v) || v < 0 || v > kMaxTimeout) return std::nullopt;
   return v;
 }
 }  // namespace
@@ -136,7 +140,7 @@ std::optional<double> env_timeout() {
 std::string plugin_timeout_error() {
   if (env_timeout()) return "";
   return std::string("KVCHECK_PLUGIN_TIMEOUT='") + std::getenv("KVCHECK_PLUGIN_TIMEOUT") +
-         "' is not a number of seconds >= 0 (0 = no limit; e.g. 60 or 2.5)";
+         "' is not a number of seconds in [0, 1e9] (0 = no limit; e.g. 60 or 2.5)";
 }
 
 double call_timeout_seconds() {

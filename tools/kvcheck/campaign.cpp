@@ -201,11 +201,20 @@ void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
 
 }  // namespace
 
-void list_properties(std::ostream& out) {
+int list_properties(const std::vector<std::string>& filters, std::ostream& out) {
+  const auto& all = props::registry().all();
+  for (const std::string& f : filters)  // as run refuses it: a typo lists nothing, silently
+    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
+      fmt::print(out, "kvcheck run: no property matches {}: --property takes a substring of a property name or an "
+                      "op (kvcheck run --list names them)\n", f);
+      return 2;
+    }
   fmt::print(out, "{:<56} {:<12} {:<11} {}\n", "property", "op", "runs on", "invariant");
-  for (const auto& p : props::registry().all())
-    fmt::print(out, "{:<56} {:<12} {:<11} {}\n", p.name, p.op, p.per_backend ? "each backend" : "host",
-               p.invariant);
+  for (const auto& p : all)
+    if (filters.empty() || selected(p, filters))
+      fmt::print(out, "{:<56} {:<12} {:<11} {}\n", p.name, p.op, p.per_backend ? "each backend" : "host",
+                 p.invariant);
+  return 0;
 }
 
 void list_backends(std::ostream& out) {
@@ -230,31 +239,10 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// Installs SIGINT/SIGTERM/SIGHUP handlers that only set g_stop_signal, restoring the old
-// ones. SIGHUP: the terminal or ssh session of a long run went away; its summary says
-// interrupted, not running.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    old_int_ = std::signal(SIGINT, on_stop_signal);
-    old_term_ = std::signal(SIGTERM, on_stop_signal);
-    old_hup_ = std::signal(SIGHUP, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-    std::signal(SIGHUP, old_hup_);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
-  void (*old_hup_)(int);
-};
+int g_stop_depth = 0;  // StopSignals alive on this thread (the outermost installs)
+void (*g_old_int)(int) = nullptr;
+void (*g_old_term)(int) = nullptr;
+void (*g_old_hup)(int) = nullptr;
 
 // Writes to two streams: the terminal's and the run directory's campaign.log.
 class TeeBuf final : public std::streambuf {
@@ -297,8 +285,8 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
   for (const std::string& f : options.properties) {
     const auto& all = props::registry().all();
     if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
-      fmt::print(terminal, "kvcheck run: no property matches {}: --property takes a substring of a property name or "
-                           "an op (kvcheck run --list names them)\n", f);
+      fmt::print(terminal, "kvcheck {}: no property matches {}: --property takes a substring of a property name or "
+                           "an op (kvcheck run --list names them)\n", options.command, f);
       return 2;
     }
   }
@@ -308,7 +296,7 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
   // The plugins given are what the run is for: none of them runnable is no run of cpu.
   if (options.backends.empty())
     if (const std::string why = user_plugins_unavailable(); !why.empty()) {
-      fmt::print(terminal, "kvcheck run: {}\n", why);
+      fmt::print(terminal, "kvcheck {}: {}\n", options.command, why);
       return 2;
     }
   // Host properties run under any backend object (they ignore it): the first one here.
@@ -324,7 +312,7 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
       try {
         chosen.push_back(backend_by_name(name));
       } catch (const Error& e) {
-        fmt::print(terminal, "kvcheck run: {}\n", e.what());
+        fmt::print(terminal, "kvcheck {}: {}\n", options.command, e.what());
         return 2;
       }
     }
@@ -371,6 +359,21 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
 
 }  // namespace
 
+StopSignals::StopSignals() {
+  if (g_stop_depth++ > 0) return;  // an outer one holds the handlers and what they saw
+  g_stop_signal = 0;
+  g_old_int = std::signal(SIGINT, on_stop_signal);
+  g_old_term = std::signal(SIGTERM, on_stop_signal);
+  g_old_hup = std::signal(SIGHUP, on_stop_signal);
+}
+
+StopSignals::~StopSignals() {
+  if (--g_stop_depth > 0) return;
+  std::signal(SIGINT, g_old_int);
+  std::signal(SIGTERM, g_old_term);
+  std::signal(SIGHUP, g_old_hup);
+}
+
 int selected_pairs(const CampaignOptions& options) {
   Selection sel;
   std::ostringstream ignored;
@@ -378,6 +381,10 @@ int selected_pairs(const CampaignOptions& options) {
 }
 
 int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::ostream& progress) {
+  // From the first step: a Ctrl-C while the backends load (the first ~10 ms, or a slow
+  // plugin's probe) killed the process with no summary, leaving an old --report in place.
+  // Now the run goes on to its summary, verdict "interrupted", exit 130 (docs/spec.md §6).
+  StopSignals signals;
   Selection sel;
   if (const int rc = select_rows(options, sel, terminal); rc != 0) return rc;
   std::vector<std::string>& missing = sel.missing;
@@ -392,8 +399,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       if (r.index % static_cast<size_t>(options.shard_count) == static_cast<size_t>(options.shard_index - 1))
         mine.push_back(std::move(r));
     if (mine.empty()) {
-      fmt::print(terminal, "kvcheck run: shard {}/{} holds none of the {} selected (property, backend) pairs (use at "
-                           "most {} shards)\n",
+      fmt::print(terminal, "kvcheck {}: shard {}/{} holds none of the {} selected (property, backend) pairs (use at "
+                           "most {} shards)\n", options.command,
                  options.shard_index, options.shard_count, pairs_total, pairs_total);
       return 2;
     }
@@ -417,7 +424,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
             : std::string();
     std::string left_out = host_note;
     if (!backend_note.empty()) left_out += (left_out.empty() ? "" : "; ") + backend_note;
-    fmt::print(terminal, "kvcheck run: no (property, backend) pair to run for {}{}{}\n",
+    fmt::print(terminal, "kvcheck {}: no (property, backend) pair to run for {}{}{}\n", options.command,
                fmt::join(options.properties, ", "), left_out.empty() ? "" : " (left out: " + left_out + ")",
                gaps.empty() ? "" : "; the pair shares no operation it could check:" + gaps);
     return 2;
@@ -427,7 +434,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   if (const std::string bad =
           check_output_paths({}, {{"--report", options.report_path}, {"--junit", options.junit_path}});
       !bad.empty()) {
-    fmt::print(terminal, "kvcheck run: {}\n", bad);
+    fmt::print(terminal, "kvcheck {}: {}\n", options.command, bad);
     return 2;
   }
   std::string run_dir = options.run_dir;
@@ -437,7 +444,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     else
       std::filesystem::create_directories(run_dir);
   } catch (const std::exception& e) {
-    fmt::print(terminal, "kvcheck run: {}\n", e.what());
+    fmt::print(terminal, "kvcheck {}: {}\n", options.command, e.what());
     return 2;
   }
   const std::string summary_path = run_dir + "/summary.json";
@@ -463,7 +470,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     if (std::find(backend_list.begin(), backend_list.end(), r.backend_label) == backend_list.end())
       backend_list.push_back(r.backend_label);
   const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
-  fmt::print(out, "kvcheck run: {} (property, backend) pairs{} on [{}], seed {}, budget {}\n", rows.size(),
+  fmt::print(out, "kvcheck {}: {} (property, backend) pairs{} on [{}], seed {}, budget {}\n", options.command, rows.size(),
              options.shard_count ? fmt::format(" (shard {}/{} of {})", options.shard_index, options.shard_count,
                                                pairs_total)
                                  : std::string(),
@@ -547,10 +554,11 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
                    {"workers_started", runner.workers_started()}};
     return s;
   };
+  // "" when written, else the file it could not write and why.
   auto write_summary = [&](const std::string& verdict) {
-    return write_summary_files(summary(verdict), {summary_path, options.report_path},
-                               verdict == "running" ? std::string() : options.junit_path)
-        .empty();
+    const std::string bad = write_summary_files(summary(verdict), {summary_path, options.report_path},
+                                                verdict == "running" ? std::string() : options.junit_path);
+    return bad.empty() ? bad : fmt::format("{}: {}", bad, std::strerror(errno));
   };
   write_summary("running");
 
@@ -571,7 +579,6 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     }
   };
 
-  StopSignals signals;
   const bool tty = options.progress && &progress == &std::cerr && isatty(STDERR_FILENO);
   double last_line = 0, last_summary = 0;
   for (uint64_t round = 0; !g_stop_signal && !stopped_early; ++round) {
@@ -695,8 +702,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
              failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string(),
              stopped_early ? " (--fail-fast: stopped at the first failure)" : "");
   const std::string verdict = interrupted ? "interrupted" : failures ? "fail" : nothing ? "not_exercised" : "pass";
-  if (!write_summary(verdict)) {
-    fmt::print(out, "kvcheck run: cannot write the summary or report\n");
+  if (const std::string bad = write_summary(verdict); !bad.empty()) {
+    fmt::print(out, "kvcheck {}: cannot write {} (the verdict above stands; exit 2)\n", options.command, bad);
     return 2;
   }
   fmt::print(out, "summary: {}\n", summary_path);

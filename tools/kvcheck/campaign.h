@@ -20,6 +20,7 @@ struct CampaignOptions {
   std::optional<uint64_t> seed;        // default: from the clock, printed for replay
   std::vector<std::string> backends;   // empty = every available backend
   std::vector<std::string> properties; // substrings of property names or ops; empty = all
+  std::string command = "run";         // the subcommand its messages name ("kvcheck contract: ...")
   std::string report_path;             // a copy of the JSON summary; empty = none
   std::string junit_path;              // JUnit XML of the summary; empty = none
   std::string work_dir;                // run directories go under <work_dir>/runs; "" = default_work_dir()
@@ -63,8 +64,23 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
 /// before selecting (an unknown backend, plugins none of which can run here).
 int selected_pairs(const CampaignOptions& options);
 
-/// Prints the registered properties (name, op, per-backend or host, invariant).
-void list_properties(std::ostream& out);
+/// While alive, SIGINT/SIGTERM/SIGHUP only ask the campaign to stop (SIGHUP: the
+/// terminal or ssh session of a long run went away): run_campaign then ends with an
+/// "interrupted" summary and exit 130. The outermost of nested ones installs the
+/// handlers and clears what an earlier one saw; main holds one from before the backends
+/// load, so a Ctrl-C there is not lost.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+};
+
+/// Prints the registered properties (name, op, per-backend or host, invariant), only
+/// those `filters` select (--property: substrings or ops) when there are any. Returns 0,
+/// or 2 (said on `out`) when a filter matches no property.
+int list_properties(const std::vector<std::string>& filters, std::ostream& out);
 
 /// Prints the backends built into this binary: "available" or why not (e.g. no GPU).
 void list_backends(std::ostream& out);

@@ -10,8 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+
+#include <cstring>
+
 #include "fuzzers/checks.h"
+#include "impl/backends.h"
 #include "impl/error.h"
+#include "impl/plugin/watchdog.h"
 #include "properties/gen/ops/kv/kv_gen.h"
 #include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/regression.h"
@@ -103,6 +109,37 @@ std::string decoded_scenario(const nlohmann::json& s) {
   return o.str();
 }
 
+// How a forked check's process ended when it did not report: its crash, hang or exit.
+std::string death_text(int status) {
+  if (WIFSIGNALED(status))
+    return "the backend crashed: signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
+    return "the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
+    return "the backend ended the process: exit() inside a plugin call";
+  return "the check's process exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+         " without a result";
+}
+
+// t->run on `backend` in a forked child, as the .json branch runs its case: its result
+// as JSON (scenario, skipped, failure, exception), or {"died": why} when the child
+// crashed, hung or exited; in this process when no child could be made.
+nlohmann::json run_isolated(const fuzz::Target& t, const std::vector<uint8_t>& bytes, const Backend& backend) {
+  const auto body = [&]() -> std::string {
+    try {
+      const fuzz::CheckResult r = t.run(bytes.data(), bytes.size(), backend);
+      return nlohmann::json{{"scenario", r.scenario}, {"skipped", r.skipped}, {"failure", r.failure}}.dump();
+    } catch (const std::exception& e) {  // a crash the fuzzer would report as one
+      return nlohmann::json{{"exception", e.what()}}.dump();
+    }
+  };
+  std::string got;
+  int status = 0;
+  if (!props::run_forked(body, &got, &status)) return nlohmann::json::parse(body());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !got.empty()) return nlohmann::json::parse(got);
+  return {{"died", death_text(status)}};
+}
+
 std::string target_names() {
   std::string names;
   for (const auto& t : fuzz::targets()) names += (names.empty() ? "" : ", ") + t.name;
@@ -136,9 +173,9 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
         // Each case in its own process: a backend that crashes or exits is reported, not fatal.
         const props::ScopedCaseIsolation per_case;
         const std::string failure = props::replay_regression(doc, backend, &unsupported);
-        if (!unsupported.empty()) {  // one rule with the replays: neither a pass nor a failure
+        if (!unsupported.empty()) {  // one rule with the replays: not a pass; exit 1 as "no input ran"
           out << "result: NOT SUPPORTED by " << backend.name() << " (not exercised): " << unsupported << "\n";
-          return 0;
+          return 1;
         }
         if (failure.empty()) {
           out << "result: PASS\n";
@@ -160,27 +197,39 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
         << "; pass --target, one of: " << target_names() << "\n";
     return 2;
   }
-  try {
-    const Backend& backend = fuzz::fuzz_backend();
-    out << std::flush;  // a backend that dies in the check leaves what was printed
-    const fuzz::CheckResult r = t->run(bytes.data(), bytes.size(), backend);
-    out << "file: " << path << " (" << bytes.size() << " bytes), target " << t->name
-        << ", backend " << backend.name() << "\n"
-        << r.scenario << (r.scenario.empty() || r.scenario.back() == '\n' ? "" : "\n");
-    if (!r.skipped.empty() && r.failure.empty()) {
-      out << "result: NOT SUPPORTED by " << backend.name() << " (not exercised): " << r.skipped << "\n";
-      return 0;
+  const Backend& backend = fuzz::fuzz_backend();
+  out << "file: " << path << " (" << bytes.size() << " bytes), target " << t->name << ", backend " << backend.name()
+      << "\n";
+  out.flush();
+  // In its own process: a backend that crashes, hangs or exits is reported, not fatal.
+  const nlohmann::json r = run_isolated(*t, bytes, backend);
+  std::string scenario = r.value("scenario", "");
+  if (r.contains("died")) {  // the scenario depends on the bytes only: decoded again on cpu
+    try {
+      scenario = t->run(bytes.data(), bytes.size(), *backend_by_name("cpu")).scenario;
+    } catch (const std::exception&) {
     }
-    if (r.failure.empty()) {
-      out << "result: PASS\n";
-      return 0;
-    }
-    out << "result: FAIL\n" << r.failure;
-    return 1;
-  } catch (const std::exception& e) {  // a crash the fuzzer would report as one
-    out << "result: FAIL (exception escaped the check: " << e.what() << ")\n";
+  }
+  out << scenario << (scenario.empty() || scenario.back() == '\n' ? "" : "\n");
+  if (r.contains("died")) {
+    out << "result: FAIL\n" << r["died"].get<std::string>() << " (this input ran in its own process)\n";
     return 1;
   }
+  if (r.contains("exception")) {
+    out << "result: FAIL (exception escaped the check: " << r["exception"].get<std::string>() << ")\n";
+    return 1;
+  }
+  const std::string skipped = r.value("skipped", ""), failure = r.value("failure", "");
+  if (!skipped.empty() && failure.empty()) {  // the replays' rule: not a pass; exit 1 as "no input ran"
+    out << "result: NOT SUPPORTED by " << backend.name() << " (not exercised): " << skipped << "\n";
+    return 1;
+  }
+  if (failure.empty()) {
+    out << "result: PASS\n";
+    return 0;
+  }
+  out << "result: FAIL\n" << failure;
+  return 1;
 }
 
 }  // namespace kvcheck

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -205,10 +206,12 @@ int main(int argc, char** argv) {
   declared.add(explain_cmd, "--plugin", plugins);
   for (const char* c : {"run", "backends", "explain"}) declared.check_all_added(c);
 
+  // An output path given as "" wrote nothing and said "summary: " (merge --out) or was ignored.
+  const auto file_name = [](const std::string& f) { return f.empty() ? std::string("needs a file name") : std::string(); };
   std::string junit_summary, junit_out;
   auto* junit_cmd = app.add_subcommand("junit", "Convert a kvcheck summary.json (run or fuzz) to JUnit XML");
   junit_cmd->add_option("SUMMARY", junit_summary, "A summary.json of a run directory")->required()->check(CLI::ExistingFile);
-  junit_cmd->add_option("OUT", junit_out, "The JUnit XML file to write")->required();
+  junit_cmd->add_option("OUT", junit_out, "The JUnit XML file to write")->required()->check(file_name);
 
   // Run records for drivers outside this binary (tools/fuzz.sh).
   std::string record_kind, record_dir, record_verdict, record_junit, record_work;
@@ -219,8 +222,8 @@ int main(int argc, char** argv) {
   auto* merge_cmd = summary_cmd->add_subcommand(
       "merge", "Join the summary.json files of the N shards of one run (kvcheck run --shard I/N) into one verdict");
   merge_cmd->add_option("SUMMARY", merge_inputs, "The shards' summary.json files")->required()->check(CLI::ExistingFile);
-  merge_cmd->add_option("--out", merge_out, "Write the merged summary.json here")->required();
-  merge_cmd->add_option("--junit", merge_junit, "Also write the merged summary as JUnit XML");
+  merge_cmd->add_option("--out", merge_out, "Write the merged summary.json here")->required()->check(file_name);
+  merge_cmd->add_option("--junit", merge_junit, "Also write the merged summary as JUnit XML")->check(file_name);
 
   // Writer x reader contracts (docs/spec.md §6.2): the round-trip and K/V-step
   // properties on the contract backend "<writer>-to-<reader>" (impl/contract_backend.h).
@@ -242,9 +245,11 @@ int main(int argc, char** argv) {
   auto* contract_seed_opt = contract_cmd->add_option("--seed", contract_seed, "RapidCheck seed (default: the clock)")
                                 ->check(integer_check<decltype(contract_seed)>(0));
   contract_cmd->add_option("--plugin", plugins, "Load a backend plugin (repeatable), as for run");
-  contract_cmd->add_option("--report", contract.report_path, "Also write the JSON summary to this file");
-  contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file");
-  contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories");
+  contract_cmd->add_option("--report", contract.report_path, "Also write the JSON summary to this file")
+      ->check(file_name);
+  contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file")
+      ->check(file_name);
+  contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories")->check(file_name);
   contract_cmd->add_flag("--quiet", contract_quiet, "No progress line");
   std::vector<std::string> contract_formats, contract_kv_dtypes;
   contract_cmd->add_option("--format", contract_formats,
@@ -281,8 +286,29 @@ int main(int argc, char** argv) {
   record_finish->add_option("VERDICT", record_verdict, "pass, fail, interrupted or running")
       ->required()
       ->check(CLI::IsMember({"pass", "fail", "interrupted", "running"}));
-  record_finish->add_option("--junit", record_junit, "Also write JUnit XML to this file");
+  record_finish->add_option("--junit", record_junit, "Also write JUnit XML to this file")->check(file_name);
 
+  // An unknown word where a subcommand goes is named (CLI11 said "A subcommand is required").
+  for (CLI::App* parent : {&app, summary_cmd, recipes_cmd, record_cmd}) {
+    int at = 1;  // argv position of parent's subcommand: after the parent's own name
+    if (parent != &app) {
+      while (at < argc && argv[at] != parent->get_name()) ++at;
+      if (at == argc || at != 1) continue;  // not this parent (a top-level word is at argv[1])
+      ++at;
+    }
+    if (at >= argc || argv[at][0] == '-') continue;
+    std::string names;
+    bool known = false;
+    for (const CLI::App* c : parent->get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + c->get_name();
+      known |= c->get_name() == argv[at];
+    }
+    if (!known) {
+      std::cerr << "kvcheck" << (parent == &app ? "" : " " + parent->get_name()) << ": unknown command '" << argv[at]
+                << "' (one of: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
     export_plugins(plugins);  // a bad python:SPEC is a bad option too
@@ -301,6 +327,10 @@ int main(int argc, char** argv) {
                 << "' is given twice\nRun with --help for more information.\n";
       return 2;
     }
+  // A campaign in this process stops on Ctrl-C from here on, while the plugins load too
+  // (--devices runs its workers as processes of their own; --list runs nothing).
+  std::optional<kvcheck::tool::StopSignals> stop;
+  if ((run_cmd->parsed() && !list && devices_opt->count() == 0) || contract_cmd->parsed()) stop.emplace();
   try {
     (void)kvcheck::available_backends();  // a plugin that does not load: say why, exit 2
   } catch (const std::exception& e) {
@@ -335,6 +365,7 @@ int main(int argc, char** argv) {
       std::cerr << "kvcheck contract: " << e.what() << "\n";
       return 2;
     }
+    contract.command = "contract";
     contract.backends = {kvcheck::contract_name(contract_writer, contract_reader)};
     contract.properties = {"round_trip", "kv_step"};
     contract.plugin_run = true;
@@ -352,10 +383,7 @@ int main(int argc, char** argv) {
     return kvcheck::tool::record_finish(record_dir, record_verdict, record_junit, std::cerr);
 
   if (run_cmd->parsed()) {
-    if (list) {
-      kvcheck::tool::list_properties(std::cout);
-      return 0;
-    }
+    if (list) return kvcheck::tool::list_properties(run.properties, std::cout);
     if (seed_opt->count() > 0) run.seed = seed;
     run.progress = !quiet;
     run.plugin_run = !plugins.empty();

@@ -269,6 +269,8 @@ void check_summary(const nlohmann::json& s, const std::string& path) {
     if (count < 1 || count > kMaxShards)
       bad_field(path, "shard.count", fmt::format("want 1 ... {}, got {}", kMaxShards, count));
     if (index < 1 || index > count) bad_field(path, "shard.index", fmt::format("want 1 ... {}, got {}", count, index));
+    if (const int64_t pairs = sh["pairs_total"].get<int64_t>(); pairs > kMaxPairs)
+      bad_field(path, "shard.pairs_total", fmt::format("want 0 ... {}, got {}", kMaxPairs, pairs));
   }
 }
 

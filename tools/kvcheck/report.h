@@ -17,6 +17,9 @@ inline constexpr int kSummaryVersion = 1;
 
 /// The most shards a run is cut into (`kvcheck run --shard I/N`, parse_shard).
 inline constexpr int kMaxShards = 10000;
+/// The most (property, backend) pairs a summary's shard.pairs_total may name: far above
+/// any real selection (hundreds), low enough that merge's per-pair bookkeeping is cheap.
+inline constexpr int64_t kMaxPairs = int64_t{1} << 20;
 
 /// The work area: $KVCHECK_WORK_DIR, else <source tree>/.kvcheck-work (git-ignored).
 std::string default_work_dir();

@@ -68,7 +68,7 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
   merged["shard"] = nullptr;
   merged["merged_from"] = paths;
   nlohmann::json list = nlohmann::json::array(), results = nlohmann::json::array();
-  std::set<int64_t> seen;
+  std::map<int64_t, std::string> seen;  // pair index -> the file that had it
   bool failed = false, unfinished = false, interrupted = false, exercised = false;
   double seconds = 0;
   int64_t execs = 0, failures = 0, workers = 0;
@@ -106,10 +106,12 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
       const int64_t i = r["index"].get<int64_t>();
       const std::string name = r["name"];
       if (i >= pairs_total)
-        bad(path, fmt::format("results[{}].index: {} ({}) is not in 0..{}", n, i, name, pairs_total - 1));
+        bad(path, fmt::format("results[{}].index: {} ({}) is not below shard.pairs_total {}", n, i, name, pairs_total));
       if (i % count != index - 1)
         bad(path, fmt::format("results[{}].index: pair {} ({}) is not one of shard {}/{}'s", n, i, name, index, count));
-      if (!seen.insert(i).second) bad(path, fmt::format("pair {} ({}) is in two shards", i, name));
+      if (const auto [at, fresh] = seen.emplace(i, path); !fresh)
+        bad(path, at->second == path ? fmt::format("results[{}]: pair {} ({}) is listed twice in this file", n, i, name)
+                                     : fmt::format("pair {} ({}) is in two shards (also {})", i, name, at->second));
       const std::string v = r["verdict"];
       failed |= v == "fail";
       exercised |= v == "pass" && r.contains("backend_calls") && !r["backend_calls"].is_null() &&
@@ -126,7 +128,7 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
   for (int64_t i = 1; i <= count; ++i)
     if (!by_index.count(i)) missing_shards.push_back(i);
   for (int64_t i = 0; i < pairs_total; ++i)
-    if (!seen.count(i)) missing_pairs.push_back(i);
+    if (!seen.count(i)) missing_pairs.push_back(i);  // at most kMaxPairs (check_summary)
   merged["shards"] = list;
   merged["missing_shards"] = missing_shards;
   merged["missing_pairs"] = missing_pairs;
