@@ -1,6 +1,7 @@
 #include "properties/case_isolation.h"
 
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +91,7 @@ bool run_forked(const std::function<std::string()>& body, std::string* bytes, in
   if (pipe(fds) != 0) return false;
   signal(SIGCHLD, SIG_DFL);  // a plugin's SIG_IGN would have the kernel reap the child: every status 0
   std::fflush(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -98,6 +100,8 @@ bool run_forked(const std::function<std::string()>& body, std::string* bytes, in
   }
   if (pid == 0) {
     close(fds[0]);
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // a hung case dies with its parent, never orphaned
+    if (getppid() != parent) _exit(3);
     const std::string out = body();
     for (size_t done = 0; done < out.size();) {
       const ssize_t n = write(fds[1], out.data() + done, out.size() - done);

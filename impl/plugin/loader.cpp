@@ -43,6 +43,7 @@ struct ChildEnd {
   bool reported = false;
   std::string text;  // after the 'R'
   bool timed_out = false;
+  bool interrupted = false;  // the stop check said stop: killed before it ended
   int status = 0;             // waitpid's, when known
   bool status_known = false;  // false: reaped elsewhere (SIGCHLD ignored)
 };
@@ -67,6 +68,8 @@ std::string seconds_text(double s) {
 // or _exit() inside body, any status, or a signal) is reported = false. After
 // `limit` seconds (0 = none) the child is killed and timed_out set. Only the child's
 // own end counts: a grandchild holding the pipe open does not keep the parent waiting.
+bool (*g_stop_requested)() = nullptr;
+
 template <class Body>
 ChildEnd run_in_child(Body body, double limit, std::string& error) {
   ChildEnd end;
@@ -90,6 +93,10 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
     // its output pipe open (a caller reading it to the end then waited forever).
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // kvcheck died before the line above
+    // A tool's stop handlers are not this child's: Ctrl-C on the terminal ends it.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     // An exit() inside body ends this child at once with its own status (glibc's on_exit
     // hands the handler the status; registered last, it runs first): no other exit
     // handler runs, LeakSanitizer's included, whose report (the half-made strings of
@@ -124,10 +131,12 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
       drain();
       break;
     }
-    if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= limit) {
+    const bool stop = g_stop_requested != nullptr && g_stop_requested();
+    if (stop || (limit > 0 &&
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= limit)) {
       kill(pid, SIGKILL);
       end.status_known = waitpid(pid, &end.status, 0) == pid;
-      end.timed_out = true;
+      (stop ? end.interrupted : end.timed_out) = true;
       break;
     }
   }
@@ -152,6 +161,7 @@ void preflight_dlopen(const std::string& path, const std::string& file) {
       },
       limit, error);
   if (!error.empty()) fail(path, "cannot load it in a child process first: " + error);
+  if (e.interrupted) fail(path, "loading it was interrupted (a stop signal: Ctrl-C, SIGTERM or SIGHUP)");
   if (e.timed_out)
     fail(path, "loading it (dlopen: the library's constructors) did not return within " + seconds_text(limit) +
                    " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)");
@@ -451,6 +461,8 @@ std::shared_ptr<Library> load_library(const std::string& path) {
   return lib;
 }
 
+void set_stop_requested(bool (*stop_requested)()) { g_stop_requested = stop_requested; }
+
 std::string probe_in_child(const Library& lib) {
   if (lib.table->probe == nullptr) return "";
   std::string error;
@@ -466,6 +478,7 @@ std::string probe_in_child(const Library& lib) {
       },
       limit, error);
   if (!error.empty()) return "cannot run the probe in a child process: " + error;
+  if (e.interrupted) return "probe interrupted (a stop signal: Ctrl-C, SIGTERM or SIGHUP)";
   if (e.timed_out)
     return "probe did not return within " + seconds_text(limit) +
            " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)";

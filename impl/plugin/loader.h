@@ -48,6 +48,12 @@ std::shared_ptr<Library> load_library(const std::string& path);
 /// status, or a signal) instead of returning.
 std::string probe_in_child(const Library& lib);
 
+/// A check the waits of load_library's and probe_in_child's children poll (nullptr =
+/// none): once it returns true (a tool's stop signal, e.g. Ctrl-C), the child is killed
+/// at once and the load refused / the probe said "interrupted", instead of waiting for
+/// it up to KVCHECK_PLUGIN_TIMEOUT. The children take SIGINT/SIGTERM/SIGHUP's defaults.
+void set_stop_requested(bool (*stop_requested)());
+
 /// The Backend over a loaded library (plugin_backend.h; a device plugin's calls go
 /// through the device transport).
 std::shared_ptr<const Backend> make_backend(std::shared_ptr<Library> lib);

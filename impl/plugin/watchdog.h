@@ -28,7 +28,7 @@ class WatchdogScope {
   const char* previous_ = nullptr;
 };
 
-/// "" when $KVCHECK_PLUGIN_TIMEOUT is unset, empty or a finite number of seconds >= 0,
+/// "" when $KVCHECK_PLUGIN_TIMEOUT is unset, empty or a number of seconds in [0, 1e9],
 /// else why not (kvcheck refuses to start on it: "3s" or "abc" used to mean the default).
 std::string plugin_timeout_error();
 /// The limit in seconds ($KVCHECK_PLUGIN_TIMEOUT; default 60, 600 under ASan/UBSan; 0 = none).

@@ -1,5 +1,6 @@
 """kvcheck.Backend and kvcheck.Refusal (docs/python.md)."""
 import inspect
+import operator
 import os
 import re
 
@@ -24,10 +25,15 @@ def names(value, what):
 
 
 def count(value, what, lo, hi):
-    """An int (not a bool) in [lo, hi], else a ValueError naming `what`."""
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"{what} {value!r} is not an int in [{lo}, {hi}]")
-    return value
+    """An integer (int or numpy integer; not a bool) in [lo, hi] as an int, else a
+    ValueError naming `what`."""
+    try:
+        n = None if isinstance(value, bool) or type(value).__name__ == "bool_" else operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise ValueError(f"{what} {value!r} is not an integer in [{lo}, {hi}]")
+    return n
 
 
 class Refusal(Exception):

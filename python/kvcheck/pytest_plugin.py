@@ -39,9 +39,10 @@ PARAMETERS = (("kvcheck_kv_dtype", "--kvcheck-kv-dtypes", KV_DTYPES), ("kvcheck_
 
 def pytest_configure(config):
     for _, option, known in PARAMETERS:
-        unknown = [v for v in config.getoption(option).split(",") if v and v not in known]
-        if unknown:  # a typo would otherwise skip every item and leave CI green
-            raise pytest.UsageError(f"{option}: {unknown} not among {list(known)}")
+        values = [v for v in config.getoption(option).split(",") if v]
+        unknown = [v for v in values if v not in known]
+        if unknown or not values:  # a typo, or nothing, would skip every item and leave CI green
+            raise pytest.UsageError(f"{option}: {unknown or 'no value'} not among {list(known)}")
 
 
 def pytest_generate_tests(metafunc):

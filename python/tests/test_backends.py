@@ -463,6 +463,9 @@ def test_arguments_are_checked_where_they_are_given_not_in_the_run():
                          (dict(seed=-1), "seed -1"), (dict(seed=2**64), "seed"), (dict(timeout=0), "timeout 0")):
         with pytest.raises(ValueError, match=what):
             kvcheck.check(numpy_kv.backend, **kwargs)
+    # numpy integers are integers
+    assert kvcheck.Backend("np-ints", store_kv=raise_zero, head_dims=np.array([128]),
+                           block_size_multiple=np.int64(16)).head_dims == (128,)
 
 
 def segfault(**kwargs):
@@ -472,11 +475,15 @@ def segfault(**kwargs):
 never_called = kvcheck.Backend("never-called", store_kv=segfault)
 
 
+never_called_rope = kvcheck.Backend("never-called-rope", store_kv=segfault, rope=True)
+
+
 def test_a_run_of_only_the_invalid_input_properties_is_nothing_exercised(tmp_path):
     # Their calls stop in kvcheck's validator: the function (which would crash) never runs.
-    with pytest.raises(AssertionError, match="nothing exercised"):
-        kvcheck.check(never_called, properties=["prop_store_kv_invalid_input_throws_and_writes_nothing"], cases=20,
-                      seed=1, work_dir=tmp_path)
+    for backend, prop in ((never_called, "prop_store_kv_invalid_input_throws_and_writes_nothing"),
+                          (never_called_rope, "prop_store_kv_rope_bad_input_is_error")):
+        with pytest.raises(AssertionError, match="nothing exercised"):
+            kvcheck.check(backend, properties=[prop], cases=20, seed=1, work_dir=tmp_path)
 
 
 def sleep_forever(**kwargs):
@@ -493,9 +500,9 @@ def test_a_check_past_its_timeout_kills_the_run_and_its_workers(tmp_path, monkey
     pid_file = tmp_path / "pid"
     monkeypatch.setenv("KVCHECK_TEST_PID_FILE", str(pid_file))
     monkeypatch.setenv("KVCHECK_PLUGIN_TIMEOUT", "600")  # the worker's own watchdog must not be what stops it
-    with pytest.raises(AssertionError, match=r"timeout=8 s passed while running \['prop_store_kv_matches_reference'"):
+    with pytest.raises(AssertionError, match=r"timeout=20 s passed while running \['prop_store_kv_matches_reference'"):
         kvcheck.check(sleeper, properties=["prop_store_kv_matches_reference"], cases=5, seed=1, work_dir=tmp_path,
-                      timeout=8)
+                      timeout=20)  # room for the worker's interpreter to start on a loaded 2-core machine
     pid = int(pid_file.read_text())  # the worker that ran the function
     import time
     for _ in range(50):  # killed: gone, or a zombie its new parent has not reaped yet

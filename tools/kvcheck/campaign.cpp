@@ -22,6 +22,7 @@
 #include "impl/backends.h"
 #include "impl/contract_backend.h"
 #include "impl/error.h"
+#include "impl/plugin/loader.h"
 #include "properties/registry.h"
 #include "properties/regression.h"
 #include "properties/runner.h"
@@ -365,13 +366,37 @@ StopSignals::StopSignals() {
   g_old_int = std::signal(SIGINT, on_stop_signal);
   g_old_term = std::signal(SIGTERM, on_stop_signal);
   g_old_hup = std::signal(SIGHUP, on_stop_signal);
+  plugin::set_stop_requested(stop_requested);  // a plugin's hung probe is cut at once
 }
 
 StopSignals::~StopSignals() {
   if (--g_stop_depth > 0) return;
+  plugin::set_stop_requested(nullptr);
   std::signal(SIGINT, g_old_int);
   std::signal(SIGTERM, g_old_term);
   std::signal(SIGHUP, g_old_hup);
+}
+
+bool stop_requested() { return g_stop_signal != 0; }
+
+int interrupted_before_run(const CampaignOptions& options, std::ostream& out) {
+  nlohmann::json s = summary_header("run", utc_now());
+  s["run_dir"] = nullptr;
+  s["options"] = {{"backends", options.backends}, {"properties", options.properties},
+                  {"fail_fast", options.fail_fast}};
+  s["verdict"] = "interrupted";
+  s["why"] = "interrupted while the backends loaded: nothing ran";
+  s["end_time"] = utc_now();
+  s["seconds"] = 0.0;
+  s["results"] = nlohmann::json::array();
+  s["totals"] = {{"results", 0}, {"failures", 0}, {"execs", 0}, {"workers_started", 0}};
+  fmt::print(out, "kvcheck {}: INTERRUPTED while the backends loaded: nothing ran\n", options.command);
+  // An old --report must not stay behind as this run's answer.
+  if (const std::string bad = write_summary_files(s, {options.report_path}, options.junit_path); !bad.empty()) {
+    fmt::print(out, "kvcheck {}: cannot write {}: {}\n", options.command, bad, std::strerror(errno));
+    return 2;
+  }
+  return 130;
 }
 
 int selected_pairs(const CampaignOptions& options) {
@@ -386,7 +411,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   // Now the run goes on to its summary, verdict "interrupted", exit 130 (docs/spec.md §6).
   StopSignals signals;
   Selection sel;
-  if (const int rc = select_rows(options, sel, terminal); rc != 0) return rc;
+  if (const int rc = select_rows(options, sel, terminal); rc != 0)
+    return stop_requested() ? interrupted_before_run(options, terminal) : rc;
   std::vector<std::string>& missing = sel.missing;
   auto& backends = sel.backends;
   std::vector<Row>& rows = sel.rows;

@@ -77,6 +77,14 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 };
 
+/// Whether a StopSignals saw a stop signal.
+bool stop_requested();
+
+/// A run stopped before it could start (a stop signal while the backends loaded): says
+/// so, writes an "interrupted" summary with no results to --report / --junit (an old
+/// report must not stay as the answer) and returns 130 (2 when those cannot be written).
+int interrupted_before_run(const CampaignOptions& options, std::ostream& out);
+
 /// Prints the registered properties (name, op, per-backend or host, invariant), only
 /// those `filters` select (--property: substrings or ops) when there are any. Returns 0,
 /// or 2 (said on `out`) when a filter matches no property.

@@ -117,6 +117,8 @@ std::string death_text(int status) {
     return "the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT";
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
     return "the backend ended the process: exit() inside a plugin call";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)  // run_forked's: its pipe to kvcheck broke
+    return "the check's process lost its pipe to kvcheck (the backend closed a file descriptor it does not own?)";
   return "the check's process exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
          " without a result";
 }
@@ -128,9 +130,11 @@ nlohmann::json run_isolated(const fuzz::Target& t, const std::vector<uint8_t>& b
   const auto body = [&]() -> std::string {
     try {
       const fuzz::CheckResult r = t.run(bytes.data(), bytes.size(), backend);
-      return nlohmann::json{{"scenario", r.scenario}, {"skipped", r.skipped}, {"failure", r.failure}}.dump();
+      // A plugin's message is raw bytes (maybe cut inside a UTF-8 sequence): replaced, never thrown on.
+      return nlohmann::json{{"scenario", r.scenario}, {"skipped", r.skipped}, {"failure", r.failure}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
     } catch (const std::exception& e) {  // a crash the fuzzer would report as one
-      return nlohmann::json{{"exception", e.what()}}.dump();
+      return nlohmann::json{{"exception", e.what()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   };
   std::string got;
@@ -204,9 +208,9 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
   // In its own process: a backend that crashes, hangs or exits is reported, not fatal.
   const nlohmann::json r = run_isolated(*t, bytes, backend);
   std::string scenario = r.value("scenario", "");
-  if (r.contains("died")) {  // the scenario depends on the bytes only: decoded again on cpu
+  if (r.contains("died")) {  // the scenario depends on the bytes only: decoded again on cpu, in a child too
     try {
-      scenario = t->run(bytes.data(), bytes.size(), *backend_by_name("cpu")).scenario;
+      scenario = run_isolated(*t, bytes, *backend_by_name("cpu")).value("scenario", "");
     } catch (const std::exception&) {
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +247,7 @@ std::string ChunkRunner::start_worker(Worker& w) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     return fmt::format("socketpair: {}", std::strerror(errno));
   std::fflush(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
@@ -264,6 +266,10 @@ std::string ChunkRunner::start_worker(Worker& w) {
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    // ... and when kvcheck itself is killed, the worker goes too (it went on running
+    // the backend's call, orphaned, holding kvcheck's output open).
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     const pid_t self = getpid();
     const props::ScopedCaseIsolation no_per_case(false);
     Request q;

@@ -228,6 +228,7 @@ int main(int argc, char** argv) {
   // Writer x reader contracts (docs/spec.md §6.2): the round-trip and K/V-step
   // properties on the contract backend "<writer>-to-<reader>" (impl/contract_backend.h).
   kvcheck::tool::CampaignOptions contract;
+  contract.command = "contract";
   std::string contract_writer, contract_reader;
   uint64_t contract_seed = 0;
   bool contract_quiet = false;
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
       ->check(file_name);
   contract_cmd->add_option("--junit", contract.junit_path, "Also write the summary as JUnit XML to this file")
       ->check(file_name);
-  contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories")->check(file_name);
+  contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories");
   contract_cmd->add_flag("--quiet", contract_quiet, "No progress line");
   std::vector<std::string> contract_formats, contract_kv_dtypes;
   contract_cmd->add_option("--format", contract_formats,
@@ -335,6 +336,8 @@ int main(int argc, char** argv) {
     (void)kvcheck::available_backends();  // a plugin that does not load: say why, exit 2
   } catch (const std::exception& e) {
     std::cerr << "kvcheck: " << e.what() << "\n";
+    if (stop && kvcheck::tool::stop_requested())
+      return kvcheck::tool::interrupted_before_run(contract_cmd->parsed() ? contract : run, std::cout);
     return 2;
   }
 
@@ -365,7 +368,6 @@ int main(int argc, char** argv) {
       std::cerr << "kvcheck contract: " << e.what() << "\n";
       return 2;
     }
-    contract.command = "contract";
     contract.backends = {kvcheck::contract_name(contract_writer, contract_reader)};
     contract.properties = {"round_trip", "kv_step"};
     contract.plugin_run = true;
