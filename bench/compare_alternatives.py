@@ -12,7 +12,12 @@ Measures, in one process on one GPU (GB/s = (bytes read + bytes written) / time)
                 block*block_stride + token*528 (1,024 B read + 528 B written a token)
 at --tokens tokens for each of --block-sizes, slots a random permutation of all slots of
 a cache of ceil(tokens/bs) blocks (distinct slots, random order), and the Triton store at
-the decode sizes --decode too (per launch, back to back inside a CUDA graph).
+the decode sizes --decode too (per launch, back to back inside a CUDA graph). With
+--shim build-gpu/bench/libkvcheck_bench_store.so, kvcheck's own BF16(512) store
+(bench/store_shim.cpp) is captured the same way in this process, on the same rows and
+slots into a cache of its own; the two graphs are timed alternately --rounds times and
+the medians compared ("ours/theirs" = Triton's time / kvcheck's: > 1, kvcheck faster),
+and kvcheck's cache is then checked (its rows written, every other row unchanged).
 Large cases use triton.testing.do_bench(warmup=25, rep=100, return_mode="median").
 Every timed result is checked afterwards (bytes equal to plain indexing / to an
 independent NumPy model of SPEC 4.1); a failed check exits 1 and prints no table.
@@ -28,6 +33,7 @@ the matching kvcheck GB/s and ours/theirs (> 1: kvcheck faster).
   python3 bench/compare_alternatives.py --check   # correctness only; CPU is fine, no triton
 """
 import argparse
+import ctypes
 import json
 import math
 import statistics
@@ -239,8 +245,8 @@ if triton is not None:
 def triton_store(rows, cache, slot_mapping):  # rows (n, D) bf16, cache (slots, D), int32 slots
     store_rows_kernel[(rows.shape[0],)](rows, rows.stride(0), cache, slot_mapping, D=D)
 
-def graph_ms(fn, launches=200, replays=25):
-    """Per-launch time of `launches` back-to-back calls captured in one CUDA graph."""
+def make_graph(fn, launches=200):
+    """`launches` back-to-back calls of fn captured in one CUDA graph (compiled and run once first)."""
     fn()                                        # compile outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -248,6 +254,11 @@ def graph_ms(fn, launches=200, replays=25):
         for _ in range(launches):
             fn()
     graph.replay()                              # warm-up replay
+    torch.cuda.synchronize()
+    return graph
+
+def time_graph(graph, launches=200, replays=25):
+    """Median per-launch time (ms) of a graph made by make_graph, over `replays` replays."""
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
     for a, b in ev:
         a.record()
@@ -255,6 +266,27 @@ def graph_ms(fn, launches=200, replays=25):
         b.record()
     torch.cuda.synchronize()
     return statistics.median(a.elapsed_time(b) / launches for a, b in ev)
+
+def graph_ms(fn, launches=200):
+    """Per-launch time of `launches` back-to-back calls captured in one CUDA graph."""
+    return time_graph(make_graph(fn, launches), launches)
+
+def load_shim(path):
+    """kvcheck's unchecked BF16(512) store_kv_cache from libkvcheck_bench_store.so
+    (bench/store_shim.cpp), called by ctypes on torch's current stream (the capture
+    stream inside torch.cuda.graph). Returns store(rows, cache, slot_mapping, bs)."""
+    lib = ctypes.CDLL(path)
+    f = lib.kvcheck_bench_store_bf16
+    v, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    f.argtypes = [v, i64, i32, i32, v, i64, i64, v, i64, v, ctypes.c_char_p, ctypes.c_size_t]
+    f.restype = ctypes.c_int
+
+    def store(rows, cache, slot_mapping, bs):  # cache (slots, D) bf16 = BF16(D) blocks of bs tokens
+        err = ctypes.create_string_buffer(512)
+        if f(cache.data_ptr(), cache.shape[0] // bs, bs, D, rows.data_ptr(), rows.shape[0], rows.stride(0),
+             slot_mapping.data_ptr(), slot_mapping.shape[0], torch.cuda.current_stream().cuda_stream, err, 512):
+            sys.exit(f"compare_alternatives: kvcheck store (shim) refused: {err.value.decode()}")
+    return store
 
 def need(ok, what):  # a benchmark of a wrong kernel is worthless
     if not ok:
@@ -269,6 +301,7 @@ def run_bench(args):
     dev = torch.device("cuda")
     do_bench = lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
     store = triton_store
+    shim = load_shim(args.shim) if args.shim else None
     out = []
 
     def add(alt, op, fmt, tokens, bs, ms, nbytes):
@@ -297,7 +330,28 @@ def run_bench(args):
         for m in args.decode:
             r = torch.randn(m, D, generator=g).to(torch.bfloat16).to(dev)
             sm = slots32[:m].contiguous()
-            add("Triton store (graph)", "store", "BF16(512)", m, bs, graph_ms(lambda: store(r, cache, sm)), 2 * m * 2 * D)
+            if shim is None:
+                add("Triton store (graph)", "store", "BF16(512)", m, bs, graph_ms(lambda: store(r, cache, sm)),
+                    2 * m * 2 * D)
+            else:
+                # Both stores in the same kind of graph, same rows and slots, each into its own
+                # cache, timed alternately --rounds times (the median): one process, one clock.
+                ours_cache = torch.full_like(ref, 7.0)
+                gt = make_graph(lambda: store(r, cache, sm))
+                go = make_graph(lambda: shim(r, ours_cache, sm, bs))
+                tt, to = [], []
+                for _ in range(args.rounds):
+                    tt.append(time_graph(gt))
+                    to.append(time_graph(go))
+                add("Triton store (graph)", "store", "BF16(512)", m, bs, statistics.median(tt), 2 * m * 2 * D)
+                add("kvcheck store (graph, shim)", "store", "BF16(512)", m, bs, statistics.median(to), 2 * m * 2 * D)
+                out[-2]["same_process_ms"] = out[-1]["ms"]
+                # kvcheck's store checked alone as well: the rows it wrote, and every other row unchanged.
+                need(same_bytes(ours_cache[slots[:m]], r), f"kvcheck store (shim) n={m} bs {bs}")
+                untouched = torch.ones(ours_cache.shape[0], dtype=torch.bool, device=dev)
+                untouched[slots[:m]] = False
+                need(bool((ours_cache[untouched] == 7.0).all()), f"kvcheck store (shim) n={m} bs {bs}: other rows")
+                del gt, go, ours_cache, untouched
             need(same_bytes(cache[slots[:m]], r), f"Triton store n={m} bs {bs}")
         cache = torch.full_like(ref, 7.0)
         flat = cache.view(-1, D)
@@ -334,6 +388,8 @@ def attach_ours(out, path):
     with open(path) as f:
         ours = json.load(f)
     for r in out:
+        if "same_process_ms" in r or "(graph, shim)" in r["alternative"]:
+            continue                            # measured beside ours in this process (--shim)
         r["ours_gbps"] = r["ours_over_theirs"] = None
         if r["op"] == "copy":
             r["ours_gbps"] = ours.get("copy_gbps")
@@ -377,6 +433,8 @@ def main():
     p.add_argument("--ours", help="kvcheck's C++ benchmark JSON")
     p.add_argument("--json", help="write the table as JSON here")
     p.add_argument("--check", action="store_true", help="correctness checks only (CPU if no CUDA)")
+    p.add_argument("--shim", help="libkvcheck_bench_store.so: time kvcheck's decode store beside Triton's, here")
+    p.add_argument("--rounds", type=int, default=5, help="alternating graph timings per decode size (--shim)")
     args = p.parse_args()
     if args.check:
         dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -385,6 +443,10 @@ def main():
             print(f"Triton store not checked (needs CUDA and triton; device {dev})")
         return 1 if run_checks(dev, store) else 0
     out = run_bench(args)
+    for r in out:
+        if "same_process_ms" in r:              # ours/theirs by time, both measured here
+            r["ours_gbps"] = r["bytes"] / r["same_process_ms"] / 1e6
+            r["ours_over_theirs"] = r["ms"] / r["same_process_ms"]
     if args.ours:
         attach_ours(out, args.ours)
     if args.json:

@@ -89,8 +89,12 @@ summary["bench"] = {"device": bench["device"], "copy_gbps": bench["copy_gbps"],
 json.dump(summary, open(sys.argv[3], "w"), indent=1)
 PY
 if python3 -c 'import torch, triton' 2> /dev/null; then
-  python3 "$root/bench/compare_alternatives.py" --ours "$out/bench.json" > "$out/compare.txt" 2>&1 ||
+  # --shim: kvcheck's decode store timed beside Triton's in this one process (issue 21).
+  shim=()
+  [[ -f $build/bench/libkvcheck_bench_store.so ]] && shim=(--shim "$build/bench/libkvcheck_bench_store.so")
+  python3 "$root/bench/compare_alternatives.py" --ours "$out/bench.json" "${shim[@]}" > "$out/compare.txt" 2>&1 ||
     echo "compare_alternatives failed (see $out/compare.txt)"
+  grep -E '^(alternative|Triton store \(graph\)|kvcheck store)' "$out/compare.txt"
   echo "compare_alternatives done in $((SECONDS - t0)) s"
 fi
 misses=$(python3 - "$out/bench.json" <<'PY'
