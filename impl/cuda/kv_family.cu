@@ -28,6 +28,7 @@
 #include "impl/cuda/launch.cuh"
 #include "impl/cuda/numerics.cuh"
 #include "impl/kv_rules.h"
+#include "impl/kv_units.h"
 
 namespace kvcheck::cuda {
 namespace {
@@ -104,32 +105,6 @@ __device__ __forceinline__ KvSlotPos gather_source(const GatherKvLaunch& a, int6
   const int64_t start = a.seq_starts ? kv_seq_start(a.seq_starts[lo], a.block_unit, a.layout.block_size) : 0;
   const KvSlotPos p = a.layout.split(start + row - a.cu_seqlens_k[lo]);  // (table column, token in its block)
   return {a.block_table[int64_t{lo} * a.max_blocks + p.block], p.token};
-}
-
-// Unit u -> (row, side, head) with 2*H units per row; 32-bit division while u fits.
-struct Unit {
-  int64_t row;
-  int side, head;
-};
-// u = q * d + r (d > 0), in 32-bit arithmetic while u fits (the common case: a 64-bit
-// division costs several times more).
-struct QuotRem {
-  int64_t q;
-  int32_t r;
-};
-__device__ __forceinline__ QuotRem quot_rem(int64_t u, int32_t d) {
-  if (u <= 0x7FFFFFFF) {
-    const uint32_t q = static_cast<uint32_t>(u) / static_cast<uint32_t>(d);
-    return {q, static_cast<int32_t>(static_cast<uint32_t>(u) - q * static_cast<uint32_t>(d))};
-  }
-  const int64_t q = u / d;
-  return {q, static_cast<int32_t>(u - q * d)};
-}
-__device__ __forceinline__ Unit unit_of(int64_t u, int32_t heads) {
-  const QuotRem qr = quot_rem(u, 2 * heads);
-  const int64_t row = qr.q;
-  const int32_t rest = qr.r;
-  return {row, rest >= heads ? 1 : 0, rest >= heads ? rest - heads : rest};
 }
 
 // The scale one unit (one head of K or V) uses: s, and for an FP8 store its
@@ -494,12 +469,6 @@ int nvfp4_groups_per_unit(int32_t head_dim) {
   return groups % 4 == 0 ? 4 : groups % 2 == 0 ? 2 : 1;
 }
 
-// Unit u -> (row, side, head, chunk), with `chunks` chunks per head; 32-bit division
-// while u fits.
-struct ChunkUnit {
-  int64_t row;
-  int side, head, chunk;
-};
 // The e2m1 store's work: G-group units a head (head_dim % 16 == 0, validated), and
 // units in all (n rows, K and V, every head).
 template <int G>
@@ -510,12 +479,6 @@ template <int G>
 __host__ __device__ int64_t nvfp4_units(const StoreKvLaunch& a) {
   return a.n * 2 * a.layout.num_kv_heads * nvfp4_units_per_head<G>(a.layout.head_dim);
 }
-__device__ __forceinline__ ChunkUnit chunk_unit_of(int64_t u, int32_t heads, int32_t chunks) {
-  const QuotRem qr = quot_rem(u, chunks);
-  const Unit w = unit_of(qr.q, heads);
-  return {w.row, w.side, w.head, qr.r};
-}
-
 // G groups of 16 model elements (32 G bytes, 2-byte aligned: validated) at p ->
 // w[k][i / 2] holds element i of group k in its low (i even) or high half.
 template <int G>
@@ -662,7 +625,9 @@ template <KvDevDtype In, int Rope, int G>
 __device__ __forceinline__ uint8_t* store_nvfp4_unit(const StoreKvLaunch& a, int64_t u, bool live, uint8_t (&sf)[G]) {
   const KvPagedLayout& L = a.layout;
   const int32_t chunks = nvfp4_units_per_head<G>(L.head_dim);
-  const ChunkUnit w = chunk_unit_of(live ? u : 0, L.num_kv_heads, chunks);
+  // kRopePairs rotates K units only: one side a warp (chunk_unit_of_sides), else chunk_unit_of.
+  const ChunkUnit w = Rope == kRopePairs ? chunk_unit_of_sides(live ? u : 0, L.num_kv_heads, chunks, a.n)
+                                         : chunk_unit_of(live ? u : 0, L.num_kv_heads, chunks);
   const int32_t slot = live ? a.slot_mapping[w.row] : -1;
   const float g = (w.side ? a.v_scale : a.k_scale)[0];
   const KvDevRows& in = w.side ? a.value : a.key;
@@ -721,10 +686,15 @@ __device__ __forceinline__ void store_scales_warp(uint8_t* sfp, const uint8_t (&
   }
 }
 
-// store_kv into an e2m1 cache, G groups per thread (store_nvfp4_unit), the scale bytes
-// warp-wide (store_scales_warp): the grid-stride loop runs per warp, every lane to the
-// end, a lane past the units holding no bytes.
-template <KvDevDtype In, int Rope, int G>
+// store_kv into an e2m1 cache, G groups per thread (store_nvfp4_unit): the grid-stride
+// loop runs per warp, every lane to the end, a lane past the units holding no bytes.
+// WarpScales: the scale bytes warp-wide (store_scales_warp), else each lane writes its
+// own G bytes. The shuffles pay only where a token's bytes of a head are spread over a
+// shared sector, the 4-token interleave with G > 1; in the linear layouts a lane's G
+// bytes are adjacent and the shuffles cost 1.0-3.0 points (H200, 262,144 tokens, % of
+// the copy, per-lane / warp-wide: 8x128 62.1 / 59.1, 8x96 54.2 / 53.2, 8x80 44.5 /
+// 43.7; interleave4 8x128 43.1 / 58.1).
+template <KvDevDtype In, int Rope, int G, bool WarpScales>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
   static_assert(32 % G == 0 && kThreads % 32 == 0, "whole warps, G bytes a lane");
   dev::pdl_wait();
@@ -736,7 +706,12 @@ __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, 
        u0 += int64_t{gridDim.x} * blockDim.x) {
     uint8_t sf[G] = {};
     uint8_t* sfp = store_nvfp4_unit<In, Rope, G>(a, u0 + lane, u0 + lane < units, sf);
-    store_scales_warp<G>(sfp, sf, sf_step);
+    if constexpr (WarpScales) {
+      store_scales_warp<G>(sfp, sf, sf_step);
+    } else if (sfp != nullptr) {
+#pragma unroll
+      for (int k = 0; k < G; ++k) sfp[k * sf_step] = sf[k];
+    }
   }
   dev::pdl_trigger();
 }
@@ -908,16 +883,23 @@ std::string nvfp4_refusal(const char* op, const KvPagedLayout& L, const void* k_
   return "";
 }
 
-template <KvDevDtype M, int G>
-std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
+template <KvDevDtype M, int G, bool W>
+std::string store_nvfp4_launch_gw(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const int64_t g = grid(nvfp4_units<G>(a), 1);
   if (a.rope.cos_sin_cache != nullptr) {
     if constexpr (G == 4)  // the only G whose heads can be 2-32 units (G = 2: an odd count)
       if (nvfp4_rope_pairs<G>(a.rope, a.layout.head_dim))
-        return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopePairs, G>, g, false, o, a, st);
-    return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopeAny, G>, g, false, o, a, st);
+        return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopePairs, G, W>, g, false, o, a, st);
+    return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopeAny, G, W>, g, false, o, a, st);
   }
-  return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kNoRope, G>, g, false, o, a, st);
+  return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kNoRope, G, W>, g, false, o, a, st);
+}
+// Warp-wide scale bytes only for the 4-token interleave with G > 1 (store_nvfp4_kernel).
+template <KvDevDtype M, int G>
+std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
+  if constexpr (G > 1)
+    if (a.sf.interleave4) return store_nvfp4_launch_gw<M, G, true>(a, st, o);
+  return store_nvfp4_launch_gw<M, G, false>(a, st, o);
 }
 template <KvDevDtype M>
 std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
