@@ -1033,7 +1033,8 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
 // shuffle-pairs path, nvfp4_rope_pairs) and 64, 96 (one unit, or two-group units:
 // element by element), bf16 and fp16 rows, NHD, HND and padded caches, linear and
 // interleave4 scales, -1 rows, aligned and odd row strides (drawn apart from the scale
-// layout); the device's cache and gather equal the cpu's bytes.
+// layout), 3 heads and 1, 2 or 8 (the side-by-side unit tiles); the device's cache and
+// gather equal the cpu's bytes.
 TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
   KVCHECK_NEED_GPU();
   uint64_t seed = 400;
@@ -1053,6 +1054,27 @@ TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
           ++checked;
         }
   EXPECT_EQ(checked, 84);
+  // Heads whose side's units (heads x head_dim / 64) divide 32, where the pairs kernel
+  // puts a tile of 32 / U rows' K units before their V units (chunk_unit_of_sides; 3
+  // heads above never do): U = 2 to 32, t = 16 to 1, and 47 rows (block size 12, 5
+  // blocks), so the last tile is partial at every t > 1.
+  int tiled = 0;
+  for (const int32_t heads : {1, 2, 8})
+    for (const int32_t d : {128, 256, 512})
+      for (int order = 0; order < 3; ++order)
+        for (const int sf : {0, 2}) {
+          ++seed;
+          const bool odd = (seed >> 1) % 2 == 1;
+          const KvDtype model = seed % 2 ? KvDtype::kFP16 : KvDtype::kBF16;
+          const KvCacheLayout l = nvfp4_layout(order, 12, heads, d);
+          const Nvfp4Cache c = nvfp4_cache(l, nvfp4_sf(sf, l), 0.37f, 3.7e-3f);
+          const std::string what = std::to_string(heads) + " heads of " + std::to_string(d) + " " + to_string(model) +
+                                   (order == 0 ? " NHD " : order == 1 ? " HND " : " padded NHD ") +
+                                   to_string(c.sf.layout) + (odd ? " odd rows" : " aligned rows") + " whole-head NeoX";
+          check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kWholeNeox, seed);
+          ++tiled;
+        }
+  EXPECT_EQ(tiled, 54);
 }
 
 // SPEC §7.9's store on every model value: each of the 65,536 bf16 (and fp16) bit
