@@ -1,7 +1,6 @@
 #include "properties/case_isolation.h"
 
 #include <fmt/format.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,8 +99,7 @@ bool run_forked(const std::function<std::string()>& body, std::string* bytes, in
   }
   if (pid == 0) {
     close(fds[0]);
-    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // a hung case dies with its parent, never orphaned
-    if (getppid() != parent) _exit(3);
+    plugin::die_with_parent(parent, 3);  // a hung case dies with its parent, never orphaned
     const std::string out = body();
     for (size_t done = 0; done < out.size();) {
       const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
@@ -151,15 +149,19 @@ void run_case(const std::function<void()>& check) {
     if (bytes[0] == kPassed) return;
     rethrow(bytes);
   }
+  fail(died_how(status));
+}
+
+std::string died_how(int status) {
   if (WIFSIGNALED(status))
-    fail(fmt::format("the backend crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status))));
+    return fmt::format("the backend crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
-    fail(fmt::format("the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s",
-                     plugin::call_timeout_seconds()));
+    return fmt::format("the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT={} s",
+                       plugin::call_timeout_seconds());
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
-    fail("the backend ended the process: exit() inside a plugin call");
-  fail(fmt::format("the backend crashed: the case's process exited with status {}",
-                   WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    return "the backend ended the process: exit() inside a plugin call";
+  return fmt::format("the backend crashed: the case's process exited with status {}",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 }  // namespace kvcheck::props

@@ -36,6 +36,12 @@ bool case_isolation();
 /// 3 when the pipe broke; a signal or another exit is the body's own death.
 bool run_forked(const std::function<std::string()>& body, std::string* bytes, int* status);
 
+/// How a run_forked child that left no result ended, from its wait status: "the backend
+/// crashed: signal N (name)", "the backend hung: a plugin call exceeded
+/// KVCHECK_PLUGIN_TIMEOUT=S s", "the backend ended the process: exit() inside a plugin
+/// call", else "the backend crashed: the case's process exited with status N".
+std::string died_how(int status);
+
 /// Runs `check`, one case's check of a backend (the one place a scenario property or a
 /// regression replay calls it): directly, or with case_isolation() in a forked child
 /// whose result (pass, RapidCheck failure or discard, UnsupportedCase, exception) is

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,8 +90,7 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
     close(fds[0]);
     // Dies with kvcheck: a hung constructor or probe outlived a killed kvcheck, holding
     // its output pipe open (a caller reading it to the end then waited forever).
-    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);  // kvcheck died before the line above
+    die_with_parent(parent, 1);
     // A tool's stop handlers are not this child's: Ctrl-C on the terminal ends it.
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -1,9 +1,11 @@
 #include "impl/plugin/watchdog.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -172,6 +174,11 @@ WatchdogScope::~WatchdogScope() {
   State& s = get();
   std::lock_guard lock(s.mu);
   s.armed = false;  // no wake-up: the watcher finds it at its deadline (State)
+}
+
+void die_with_parent(pid_t parent, int exit_code) {
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(exit_code);  // the parent died before the line above
 }
 
 }  // namespace kvcheck::plugin

@@ -5,6 +5,8 @@
 // kHangExitCode (the campaign's parent, libFuzzer's driver or CTest sees it).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace kvcheck::plugin {
@@ -33,5 +35,11 @@ class WatchdogScope {
 std::string plugin_timeout_error();
 /// The limit in seconds ($KVCHECK_PLUGIN_TIMEOUT; default 60, 600 under ASan/UBSan; 0 = none).
 double call_timeout_seconds();
+
+/// In a child forked to run plugin code (a load probe, a case, a campaign worker): the
+/// child gets SIGKILL when its parent dies (PR_SET_PDEATHSIG), so a hung call never
+/// outlives a killed kvcheck holding its output pipe open; if `parent` (getpid() before
+/// the fork) is already gone, it _exits with `exit_code` at once.
+void die_with_parent(pid_t parent, int exit_code);
 
 }  // namespace kvcheck::plugin

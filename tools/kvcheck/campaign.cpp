@@ -200,16 +200,31 @@ void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
   }
 }
 
+// The summary's "options" (docs/spec.md §6): what the run was asked to select.
+nlohmann::json options_json(const CampaignOptions& options) {
+  return {{"backends", options.backends}, {"properties", options.properties}, {"fail_fast", options.fail_fast}};
+}
+
+// Each --property must name something: one typo among several filters would otherwise
+// drop its rows from a gate (or list nothing) without a word. 0, or 2 after printing
+// the first filter that matches no property, as `kvcheck <command>` refuses it.
+int refuse_unmatched_property(const std::vector<std::string>& filters, const std::string& command,
+                              std::ostream& out) {
+  const auto& all = props::registry().all();
+  for (const std::string& f : filters)
+    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
+      fmt::print(out, "kvcheck {}: no property matches {}: --property takes a substring of a property name or an "
+                      "op (kvcheck run --list names them)\n", command, f);
+      return 2;
+    }
+  return 0;
+}
+
 }  // namespace
 
 int list_properties(const std::vector<std::string>& filters, std::ostream& out) {
+  if (const int rc = refuse_unmatched_property(filters, "run", out); rc != 0) return rc;
   const auto& all = props::registry().all();
-  for (const std::string& f : filters)  // as run refuses it: a typo lists nothing, silently
-    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
-      fmt::print(out, "kvcheck run: no property matches {}: --property takes a substring of a property name or an "
-                      "op (kvcheck run --list names them)\n", f);
-      return 2;
-    }
   fmt::print(out, "{:<56} {:<12} {:<11} {}\n", "property", "op", "runs on", "invariant");
   for (const auto& p : all)
     if (filters.empty() || selected(p, filters))
@@ -281,16 +296,7 @@ struct Selection {
 // Fills `sel`; 0, or 2 after printing why the options select nothing runnable (a
 // plugin that cannot run, an unknown backend) on `terminal`.
 int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& terminal) {
-  // Each --property must name something: one typo among several filters would otherwise
-  // drop its rows from a gate without a word.
-  for (const std::string& f : options.properties) {
-    const auto& all = props::registry().all();
-    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
-      fmt::print(terminal, "kvcheck {}: no property matches {}: --property takes a substring of a property name or "
-                           "an op (kvcheck run --list names them)\n", options.command, f);
-      return 2;
-    }
-  }
+  if (const int rc = refuse_unmatched_property(options.properties, options.command, terminal); rc != 0) return rc;
   std::vector<std::string>& missing = sel.missing;
   auto& backends = sel.backends;
   backends = available_backends(&missing);
@@ -382,8 +388,7 @@ bool stop_requested() { return g_stop_signal != 0; }
 int interrupted_before_run(const CampaignOptions& options, std::ostream& out) {
   nlohmann::json s = summary_header("run", utc_now());
   s["run_dir"] = nullptr;
-  s["options"] = {{"backends", options.backends}, {"properties", options.properties},
-                  {"fail_fast", options.fail_fast}};
+  s["options"] = options_json(options);
   s["verdict"] = "interrupted";
   s["why"] = "interrupted while the backends loaded: nothing ran";
   s["end_time"] = utc_now();
@@ -393,7 +398,7 @@ int interrupted_before_run(const CampaignOptions& options, std::ostream& out) {
   fmt::print(out, "kvcheck {}: INTERRUPTED while the backends loaded: nothing ran\n", options.command);
   // An old --report must not stay behind as this run's answer.
   if (const std::string bad = write_summary_files(s, {options.report_path}, options.junit_path); !bad.empty()) {
-    fmt::print(out, "kvcheck {}: cannot write {}: {}\n", options.command, bad, std::strerror(errno));
+    fmt::print(out, "kvcheck {}: cannot write {}\n", options.command, bad);
     return 2;
   }
   return 130;
@@ -512,8 +517,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   header["run_dir"] = run_dir;
   header["seed"] = seed;
   header["budget"] = timed ? nlohmann::json{{"seconds", options.seconds}} : nlohmann::json{{"cases", per_row_cases}};
-  header["options"] = {{"backends", options.backends}, {"properties", options.properties},
-                       {"fail_fast", options.fail_fast}};
+  header["options"] = options_json(options);
   header["backends"] = backend_list;
   header["not_run"] = missing;
   header["host_properties_left_out"] = host_left_out;
@@ -582,9 +586,8 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   };
   // "" when written, else the file it could not write and why.
   auto write_summary = [&](const std::string& verdict) {
-    const std::string bad = write_summary_files(summary(verdict), {summary_path, options.report_path},
-                                                verdict == "running" ? std::string() : options.junit_path);
-    return bad.empty() ? bad : fmt::format("{}: {}", bad, std::strerror(errno));
+    return write_summary_files(summary(verdict), {summary_path, options.report_path},
+                               verdict == "running" ? std::string() : options.junit_path);
   };
   write_summary("running");
 

@@ -230,13 +230,13 @@ int run_on_devices(const std::string& self, const std::vector<std::string>& run_
     if (!(WIFEXITED(w.status) && (WEXITSTATUS(w.status) == 0 || WEXITSTATUS(w.status) == 1)) &&
         merged["verdict"] == "pass")
       merged["verdict"] = "incomplete";  // a worker that died never passes
-  const bool ok = write_summary_files(merged, {run_dir + "/summary.json", report_path}, junit_path).empty();
+  const std::string bad = write_summary_files(merged, {run_dir + "/summary.json", report_path}, junit_path);
   const auto& t = merged.value("totals", nlohmann::json::object());
   fmt::print(out, "{} (property, backend) pairs on {} devices, {} cases, {} failing; verdict {}\nsummary: {}\n",
              t.value("results", 0), n, t.value("execs", int64_t{0}), t.value("failures", 0),
              merged["verdict"].get<std::string>(), run_dir + "/summary.json");
-  if (!ok) {
-    fmt::print(out, "kvcheck run: cannot write the summary or report\n");
+  if (!bad.empty()) {
+    fmt::print(out, "kvcheck run: cannot write {}\n", bad);
     return 2;
   }
   return merged["verdict"] == "pass" ? 0 : 1;

@@ -12,12 +12,9 @@
 
 #include <sys/wait.h>
 
-#include <cstring>
-
 #include "fuzzers/checks.h"
 #include "impl/backends.h"
 #include "impl/error.h"
-#include "impl/plugin/watchdog.h"
 #include "properties/gen/ops/kv/kv_gen.h"
 #include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/regression.h"
@@ -111,16 +108,9 @@ std::string decoded_scenario(const nlohmann::json& s) {
 
 // How a forked check's process ended when it did not report: its crash, hang or exit.
 std::string death_text(int status) {
-  if (WIFSIGNALED(status))
-    return "the backend crashed: signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kHangExitCode)
-    return "the backend hung: a plugin call exceeded KVCHECK_PLUGIN_TIMEOUT";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
-    return "the backend ended the process: exit() inside a plugin call";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 3)  // run_forked's: its pipe to kvcheck broke
     return "the check's process lost its pipe to kvcheck (the backend closed a file descriptor it does not own?)";
-  return "the check's process exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-         " without a result";
+  return props::died_how(status);
 }
 
 // t->run on `backend` in a forked child, as the .json branch runs its case: its result

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -268,8 +267,7 @@ std::string ChunkRunner::start_worker(Worker& w) {
     signal(SIGHUP, SIG_IGN);
     // ... and when kvcheck itself is killed, the worker goes too (it went on running
     // the backend's call, orphaned, holding kvcheck's output open).
-    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
+    plugin::die_with_parent(parent, 1);
     const pid_t self = getpid();
     const props::ScopedCaseIsolation no_per_case(false);
     Request q;

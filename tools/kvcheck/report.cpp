@@ -606,7 +606,7 @@ int record_finish(const std::string& run_dir, const std::string& verdict, const 
   s["seconds"] = std::max<int64_t>(0, static_cast<int64_t>(std::time(nullptr)) - s["start_epoch"].get<int64_t>());
   s["totals"] = {{"results", s["results"].size()}, {"failures", failures}, {"execs", execs}};
   if (const std::string bad = write_summary_files(s, {summary_path}, junit_path); !bad.empty())
-    return refuse(fmt::format("cannot write {}: {}", bad, std::strerror(errno)));
+    return refuse(fmt::format("cannot write {}", bad));
   return written == verdict ? 0 : 1;
 }
 
@@ -614,11 +614,11 @@ std::string write_summary_files(const nlohmann::json& summary, const std::vector
                                 const std::string& junit_path) {
   const std::string text = summary.dump(2) + "\n";
   for (const auto& p : json_paths)
-    if (!p.empty() && !write_file_atomically(p, text)) return p;
+    if (!p.empty() && !write_file_atomically(p, text)) return fmt::format("{}: {}", p, std::strerror(errno));
   if (!junit_path.empty()) {
     std::ostringstream x;
     write_junit(summary, x);
-    if (!write_file_atomically(junit_path, x.str())) return junit_path;
+    if (!write_file_atomically(junit_path, x.str())) return fmt::format("{}: {}", junit_path, std::strerror(errno));
   }
   return "";
 }

@@ -73,8 +73,8 @@ std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::
 void check_summary(const nlohmann::json& summary, const std::string& path);
 
 /// Writes `summary` (pretty JSON) atomically to every non-empty path of `json_paths`
-/// and, when `junit_path` is not empty, its JUnit XML (write_junit) there. Returns ""
-/// or the first path that could not be written.
+/// and, when `junit_path` is not empty, its JUnit XML (write_junit) there. Returns "",
+/// or "PATH: reason" (strerror) for the first path that could not be written.
 std::string write_summary_files(const nlohmann::json& summary, const std::vector<std::string>& json_paths,
                                 const std::string& junit_path);
 

@@ -187,7 +187,7 @@ int summary_merge(const std::vector<std::string>& paths, const std::string& out_
              merged["missing_pairs"].empty() ? ""
                                              : fmt::format(" ({} pairs no shard holds)", merged["missing_pairs"].size()));
   if (const std::string bad = write_summary_files(merged, {out_path}, junit_path); !bad.empty()) {
-    err << "kvcheck summary merge: cannot write " << bad << ": " << std::strerror(errno) << "\n";
+    err << "kvcheck summary merge: cannot write " << bad << "\n";
     return 2;
   }
   fmt::print(out, "summary: {}\n", out_path);
