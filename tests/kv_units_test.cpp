@@ -3,6 +3,7 @@
 // (tested here on the host: the CUDA tests see the orders only through a kernel's bytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -86,7 +87,7 @@ TEST(KvUnits, SidesOrderIsChunkUnitOfWhereUDoesNotDivide32) {
 // partial tile too.
 TEST(KvUnits, SidesOrderIsABijectionWithOneSideWarpsAndPartnerLanes) {
   for (const int32_t heads : {1, 2, 3, 4, 8, 16, 40})
-    for (const int32_t chunks : {2, 4, 8})
+    for (const int32_t chunks : {2, 4, 8, 16, 32})
       for (const int64_t n : {1, 2, 3, 5, 7, 8, 9, 33}) {
         const int32_t per_side = heads * chunks;
         const int64_t units = 2 * n * per_side;
@@ -106,6 +107,22 @@ TEST(KvUnits, SidesOrderIsABijectionWithOneSideWarpsAndPartnerLanes) {
         }
         EXPECT_EQ(static_cast<int64_t>(seen.size()), units);
       }
+}
+
+// Past 2^31 units quot_rem takes its 64-bit path: spot checks against the same order in
+// plain int64 arithmetic, at n = 2^31 + 7 rows (2 heads x 4 chunks: tiles of 4 rows).
+TEST(KvUnits, SidesOrderPast32BitUnits) {
+  const int64_t n = (int64_t{1} << 31) + 7;
+  const int64_t per_side = 8, t = 4, tile = 2 * t * per_side;
+  for (const int64_t u : {int64_t{0x7FFFFFFF}, int64_t{0x80000000}, int64_t{0x80000000} + 45,
+                          (int64_t{1} << 34) + 3, 2 * n * per_side - 1, 2 * n * per_side - 40}) {
+    const int64_t first = u / tile * t, rows = std::min(t, n - first), r0 = u % tile;
+    const int side = r0 >= rows * per_side ? 1 : 0;
+    const int64_t r = r0 - side * rows * per_side;
+    EXPECT_EQ(as_tuple(chunk_unit_of_sides(u, 2, 4, n)),
+              (Cu{first + r / per_side, side, static_cast<int>(r % per_side / 4), static_cast<int>(r % 4)}))
+        << "u " << u;
+  }
 }
 
 }  // namespace

@@ -691,9 +691,9 @@ __device__ __forceinline__ void store_scales_warp(uint8_t* sfp, const uint8_t (&
 // WarpScales: the scale bytes warp-wide (store_scales_warp), else each lane writes its
 // own G bytes. The shuffles pay only where a token's bytes of a head are spread over a
 // shared sector, the 4-token interleave with G > 1; in the linear layouts a lane's G
-// bytes are adjacent and the shuffles cost 1.0-3.0 points (H200, 262,144 tokens, % of
-// the copy, per-lane / warp-wide: 8x128 62.1 / 59.1, 8x96 54.2 / 53.2, 8x80 44.5 /
-// 43.7; interleave4 8x128 43.1 / 58.1).
+// bytes are adjacent and the shuffles cost 0.8-3.0 points (H200, 262,144 tokens, % of
+// the copy, this split / warp-wide everywhere: 8x128 62.1 / 59.1, 8x96 54.2 / 53.2,
+// 8x80 44.5 / 43.7; interleave4 8x128 per-lane 43.1, warp-wide 58.1).
 template <KvDevDtype In, int Rope, int G, bool WarpScales>
 __global__ void __launch_bounds__(kThreads) store_nvfp4_kernel(StoreKvLaunch a, const DeviceStatus* status) {
   static_assert(32 % G == 0 && kThreads % 32 == 0, "whole warps, G bytes a lane");

@@ -1056,7 +1056,7 @@ TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
   EXPECT_EQ(checked, 84);
   // Heads whose side's units (heads x head_dim / 64) divide 32, where the pairs kernel
   // puts a tile of 32 / U rows' K units before their V units (chunk_unit_of_sides; 3
-  // heads above never do): U = 2 to 32, t = 16 to 1, and 47 rows (block size 12, 5
+  // heads above never do): U = 2 to 64, t = 16 to 1, and 47 rows (block size 12, 5
   // blocks), so the last tile is partial at every t > 1.
   int tiled = 0;
   for (const int32_t heads : {1, 2, 8})
