@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "impl/backends.h"  // backend_by_name, available_backends
+#include "impl/plugin/watchdog.h"  // plugin_timeout_error
 
 namespace kvcheck::fuzz {
 namespace {
@@ -35,6 +36,8 @@ const Backend& fuzz_backend() {
                    why.c_str());
       std::exit(2);
     };
+    // A bad limit is refused as kvcheck refuses it, not replaced by the default silently.
+    if (const std::string bad = plugin::plugin_timeout_error(); !bad.empty()) refuse(bad);
     try {
       // Default: the first backend $KVCHECK_PLUGIN loaded (a plugin under test), else cpu.
       std::string name = env && *env ? env : "cpu";
