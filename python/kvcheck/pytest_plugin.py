@@ -13,6 +13,8 @@ K/V cache dtype (paged format); pass it on, kvcheck_check(backend,
 kv_dtypes=[kvcheck_kv_dtype]), and an item whose dtype the backend does not declare is
 skipped, saying so.
 """
+import math
+
 import pytest
 
 from . import _abi
@@ -38,6 +40,15 @@ PARAMETERS = (("kvcheck_kv_dtype", "--kvcheck-kv-dtypes", KV_DTYPES), ("kvcheck_
 
 
 def pytest_configure(config):
+    # Bad budgets are the session's error, said once before any test runs (each check would
+    # raise the same ValueError, test after test).
+    seconds, cases, seed = (config.getoption(o) for o in ("--kvcheck-seconds", "--kvcheck-cases", "--kvcheck-seed"))
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise pytest.UsageError(f"--kvcheck-seconds: {seconds} is not a positive finite number of seconds")
+    if cases is not None and not 1 <= cases <= 2**31 - 1:
+        raise pytest.UsageError(f"--kvcheck-cases: {cases} is not a number of cases in [1, 2^31)")
+    if seed is not None and not 0 <= seed < 2**64:
+        raise pytest.UsageError(f"--kvcheck-seed: {seed} is not in [0, 2^64)")
     for _, option, known in PARAMETERS:
         values = [v for v in config.getoption(option).split(",") if v]
         unknown = [v for v in values if v not in known]

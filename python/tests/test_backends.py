@@ -525,7 +525,9 @@ def test_layout_fields_are_attributes_and_a_missing_one_is_an_attribute_error():
     assert copy.deepcopy(layout) == layout
 
 
-def test_a_dtype_no_backend_declares_is_a_usage_error_not_a_skip(tmp_path):
+def run_pytest_with(tmp_path, *options):
+    """A fresh pytest session with the kvcheck plugin over one trivial test file, given
+    `options`: (exit code, output)."""
     test = tmp_path / "test_typo.py"
     test.write_text("def test_x(kvcheck_kv_dtype):\n    pass\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(kvcheck.__file__))]
@@ -534,9 +536,23 @@ def test_a_dtype_no_backend_declares_is_a_usage_error_not_a_skip(tmp_path):
     plugin = [] if any(ep.name == "kvcheck" for ep in metadata.entry_points(group="pytest11")) else [
         "-p", "kvcheck.pytest_plugin"]  # as conftest.py: registered by an install, else named
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", *plugin, "-p", "no:cacheprovider",
-                           "--kvcheck-kv-dtypes=bf16,fp32", str(test)], env=env, cwd=tmp_path,
+                           *options, str(test)], env=env, cwd=tmp_path,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    assert done.returncode == 4 and "['fp32'] not among" in done.stdout, done.stdout
+    return done.returncode, done.stdout
+
+
+def test_a_dtype_no_backend_declares_is_a_usage_error_not_a_skip(tmp_path):
+    rc, out = run_pytest_with(tmp_path, "--kvcheck-kv-dtypes=bf16,fp32")
+    assert rc == 4 and "['fp32'] not among" in out, out
+
+
+@pytest.mark.parametrize("option, says", [("--kvcheck-seconds=0", "--kvcheck-seconds: 0.0 is not a positive"),
+                                          ("--kvcheck-seconds=inf", "--kvcheck-seconds: inf is not a positive"),
+                                          ("--kvcheck-cases=0", "--kvcheck-cases: 0 is not a number of cases"),
+                                          ("--kvcheck-seed=-1", "--kvcheck-seed: -1 is not in")])
+def test_a_bad_budget_is_a_usage_error_before_any_test(tmp_path, option, says):
+    rc, out = run_pytest_with(tmp_path, option)
+    assert rc == 4 and says in out, out
 
 
 def test_a_refusal_message_with_a_nul_reaches_the_report_escaped(monkeypatch):
