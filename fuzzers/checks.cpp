@@ -27,6 +27,14 @@ const Target* target_by_name(std::string_view name) {
   return nullptr;
 }
 
+void check_setup() {
+  // A bad limit is refused as kvcheck refuses it, not replaced by the default silently.
+  if (const std::string bad = plugin::plugin_timeout_error(); !bad.empty()) {
+    std::fprintf(stderr, "kvcheck: %s\n", bad.c_str());
+    std::exit(2);
+  }
+}
+
 const Backend& fuzz_backend() {
   static const std::shared_ptr<const Backend> backend = [] {
     const char* env = std::getenv("KVCHECK_FUZZ_BACKEND");
@@ -36,8 +44,7 @@ const Backend& fuzz_backend() {
                    why.c_str());
       std::exit(2);
     };
-    // A bad limit is refused as kvcheck refuses it, not replaced by the default silently.
-    if (const std::string bad = plugin::plugin_timeout_error(); !bad.empty()) refuse(bad);
+    check_setup();
     try {
       // Default: the first backend $KVCHECK_PLUGIN loaded (a plugin under test), else cpu.
       std::string name = env && *env ? env : "cpu";

@@ -38,6 +38,12 @@ const std::vector<Target>& targets();
 /// nullptr when there is no target `name`.
 const Target* target_by_name(std::string_view name);
 
+/// Refuses, before any input runs, a setting that would make every run meaningless: a bad
+/// $KVCHECK_PLUGIN_TIMEOUT (not a number of seconds in [0, 1e9]) prints why and exits 2,
+/// as kvcheck does. LLVMFuzzerInitialize and the replay main call it first: an exit inside
+/// an input is a libFuzzer crash (a crash-* file, exit 77), not a refusal.
+void check_setup();
+
 /// The backend under test: $KVCHECK_FUZZ_BACKEND, default the first plugin that
 /// $KVCHECK_PLUGIN loads, else "cpu" (resolved once; an unknown name or a plugin that
 /// does not load prints why and aborts).

@@ -12,6 +12,13 @@
 #define KVCHECK_STR2(x) #x
 #define KVCHECK_STR(x) KVCHECK_STR2(x)
 
+// Before the first input (libFuzzer calls it once per process; the replay main calls
+// check_setup itself).
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  kvcheck::fuzz::check_setup();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return kvcheck::fuzz::fuzz_one(KVCHECK_STR(KVCHECK_FUZZ_TARGET_NAME), data, size);
 }

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
+  kvcheck::fuzz::check_setup();
   size_t inputs = 0;
   for (int i = 1; i < argc; ++i) {
     const fs::path arg(argv[i]);

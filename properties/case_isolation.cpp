@@ -160,7 +160,7 @@ std::string died_how(int status) {
                        plugin::call_timeout_seconds());
   if (WIFEXITED(status) && WEXITSTATUS(status) == plugin::kPluginExitExitCode)
     return "the backend ended the process: exit() inside a plugin call";
-  return fmt::format("the backend crashed: the case's process exited with status {}",
+  return fmt::format("the backend's process exited with status {} and no result",
                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 

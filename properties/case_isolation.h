@@ -39,7 +39,7 @@ bool run_forked(const std::function<std::string()>& body, std::string* bytes, in
 /// How a run_forked child that left no result ended, from its wait status: "the backend
 /// crashed: signal N (name)", "the backend hung: a plugin call exceeded
 /// KVCHECK_PLUGIN_TIMEOUT=S s", "the backend ended the process: exit() inside a plugin
-/// call", else "the backend crashed: the case's process exited with status N".
+/// call", else "the backend's process exited with status N and no result".
 std::string died_how(int status);
 
 /// Runs `check`, one case's check of a backend (the one place a scenario property or a

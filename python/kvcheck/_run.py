@@ -1,4 +1,5 @@
 """kvcheck.check: run kvcheck's properties on a Python backend (docs/python.md)."""
+import decimal
 import json
 import math
 import os
@@ -78,6 +79,15 @@ class Result:
                 f"{len(self.not_exercised)} not exercised, {self.cases} cases)")
 
 
+def seconds_arg(seconds, what):
+    """`kvcheck run --seconds`' text for a time budget: a plain decimal (the binary takes
+    no exponent: str(1e-05) is '1e-05') of a number in (0, 1e9). ValueError naming `what`
+    otherwise."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 1e9:
+        raise ValueError(f"{what} {seconds!r} is not a number of seconds > 0 and below 1e9")
+    return format(decimal.Decimal(seconds if isinstance(seconds, int) else repr(float(seconds))), "f")
+
+
 def check(backend, *, ops=None, properties=None, kv_dtypes=None, formats=None, cases=None, seconds=None, seed=None,
           work_dir=None, timeout=None):
     """Runs every property of `backend`'s ops (or only `ops` / `properties`: names or
@@ -95,9 +105,7 @@ def check(backend, *, ops=None, properties=None, kv_dtypes=None, formats=None, c
         raise ValueError("kvcheck.check: cases or seconds, not both")
     if cases is not None:
         cases = count(cases, "kvcheck.check: cases", 1, 2**31 - 1)
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                or not 0 < seconds < math.inf):
-        raise ValueError(f"kvcheck.check: seconds {seconds!r} is not a positive finite number")
+    seconds_text = None if seconds is None else seconds_arg(seconds, "kvcheck.check: seconds")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 < timeout < math.inf):
         raise ValueError(f"kvcheck.check: timeout {timeout!r} is not a positive finite number of seconds")
@@ -114,7 +122,8 @@ def check(backend, *, ops=None, properties=None, kv_dtypes=None, formats=None, c
         report = os.path.join(tmp, "summary.json")
         command = [native("tools/kvcheck/kvcheck"), "run", "--plugin", "python:" + backend.spec(), "--backend",
                    backend.name, "--seed", str(seed), "--report", report]
-        command += ["--seconds", str(seconds)] if seconds is not None else ["--cases", str(200 if cases is None else cases)]
+        command += (["--seconds", seconds_text] if seconds_text is not None
+                    else ["--cases", str(200 if cases is None else cases)])
         for p in selected:
             command += ["--property", p]
         if work_dir:

@@ -13,13 +13,11 @@ K/V cache dtype (paged format); pass it on, kvcheck_check(backend,
 kv_dtypes=[kvcheck_kv_dtype]), and an item whose dtype the backend does not declare is
 skipped, saying so.
 """
-import math
-
 import pytest
 
 from . import _abi
 from ._backend import names
-from ._run import check
+from ._run import check, seconds_arg
 
 KV_DTYPES = _abi.KV_DTYPE_NAMES
 FORMATS = _abi.FORMAT_NAMES
@@ -43,8 +41,11 @@ def pytest_configure(config):
     # Bad budgets are the session's error, said once before any test runs (each check would
     # raise the same ValueError, test after test).
     seconds, cases, seed = (config.getoption(o) for o in ("--kvcheck-seconds", "--kvcheck-cases", "--kvcheck-seed"))
-    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
-        raise pytest.UsageError(f"--kvcheck-seconds: {seconds} is not a positive finite number of seconds")
+    if seconds is not None:
+        try:
+            seconds_arg(seconds, "--kvcheck-seconds:")
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
     if cases is not None and not 1 <= cases <= 2**31 - 1:
         raise pytest.UsageError(f"--kvcheck-cases: {cases} is not a number of cases in [1, 2^31)")
     if seed is not None and not 0 <= seed < 2**64:

@@ -546,13 +546,24 @@ def test_a_dtype_no_backend_declares_is_a_usage_error_not_a_skip(tmp_path):
     assert rc == 4 and "['fp32'] not among" in out, out
 
 
-@pytest.mark.parametrize("option, says", [("--kvcheck-seconds=0", "--kvcheck-seconds: 0.0 is not a positive"),
-                                          ("--kvcheck-seconds=inf", "--kvcheck-seconds: inf is not a positive"),
+@pytest.mark.parametrize("option, says", [("--kvcheck-seconds=0", "--kvcheck-seconds: 0.0 is not a number of seconds"),
+                                          ("--kvcheck-seconds=inf", "--kvcheck-seconds: inf is not a number of"),
+                                          ("--kvcheck-seconds=1e9", "1000000000.0 is not a number of seconds > 0"),
                                           ("--kvcheck-cases=0", "--kvcheck-cases: 0 is not a number of cases"),
                                           ("--kvcheck-seed=-1", "--kvcheck-seed: -1 is not in")])
 def test_a_bad_budget_is_a_usage_error_before_any_test(tmp_path, option, says):
     rc, out = run_pytest_with(tmp_path, option)
     assert rc == 4 and says in out, out
+
+
+def test_a_time_budget_goes_to_kvcheck_as_a_plain_decimal():
+    # kvcheck run --seconds takes no exponent: str(1e-05) is '1e-05', which it refused
+    # after the checks here had passed (every test then failed with "wrote no summary").
+    from kvcheck._run import seconds_arg
+    assert [seconds_arg(v, "s") for v in (10, 2.5, 1e-05, 999999999.5)] == ["10", "2.5", "0.00001", "999999999.5"]
+    for bad in (0, -1, 1e9, float("nan"), float("inf"), True, "3"):
+        with pytest.raises(ValueError, match="is not a number of seconds > 0 and below 1e9"):
+            seconds_arg(bad, "s")
 
 
 def test_a_refusal_message_with_a_nul_reaches_the_report_escaped(monkeypatch):

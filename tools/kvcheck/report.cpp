@@ -384,11 +384,11 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
     // A device, FIFO or pipe: written through; a rename would put a file in its place.
     const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return false;
-    bool ok = write_all(fd, content);
-    const int e = errno;
-    ok = close(fd) == 0 && ok;
-    if (!ok && e) errno = e;
-    return ok;
+    const bool written = write_all(fd, content);
+    const int e = written ? 0 : errno;  // write_all's own errno; close's when only it fails
+    const bool closed = close(fd) == 0;
+    if (!written) errno = e;
+    return written && closed;
   }
   // A symlink stays a symlink: the file it names is the one replaced.
   const std::string target = final_target(path);
@@ -399,7 +399,10 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
     f << content;
     f.flush();
     if (!f) {
+      const int e = errno;  // the failed write's: closing and removing may change errno
+      f.close();
       std::remove(tmp.c_str());
+      errno = e;
       return false;
     }
   }
