@@ -79,6 +79,11 @@ class Result:
                 f"{len(self.not_exercised)} not exercised, {self.cases} cases)")
 
 
+# kvcheck run's --cases and --seed ranges (tools/kvcheck/options.txt).
+CASES_RANGE = (1, 2**31 - 1)
+SEED_RANGE = (0, 2**64 - 1)
+
+
 def seconds_arg(seconds, what):
     """`kvcheck run --seconds`' text for a time budget: a plain decimal (the binary takes
     no exponent: str(1e-05) is '1e-05') of a number in (0, 1e9). ValueError naming `what`
@@ -104,12 +109,12 @@ def check(backend, *, ops=None, properties=None, kv_dtypes=None, formats=None, c
     if cases is not None and seconds is not None:
         raise ValueError("kvcheck.check: cases or seconds, not both")
     if cases is not None:
-        cases = count(cases, "kvcheck.check: cases", 1, 2**31 - 1)
+        cases = count(cases, "kvcheck.check: cases", *CASES_RANGE)
     seconds_text = None if seconds is None else seconds_arg(seconds, "kvcheck.check: seconds")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 < timeout < math.inf):
         raise ValueError(f"kvcheck.check: timeout {timeout!r} is not a positive finite number of seconds")
-    seed = random.randrange(1, 2**63) if seed is None else count(seed, "kvcheck.check: seed", 0, 2**64 - 1)
+    seed = random.randrange(1, 2**63) if seed is None else count(seed, "kvcheck.check: seed", *SEED_RANGE)
     # --property takes names, parts of names and op names; with neither, the backend's ops.
     selected = list(names(properties or (), "kvcheck.check: properties")) + list(
         names(ops or (), "kvcheck.check: ops"))

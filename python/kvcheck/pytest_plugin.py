@@ -16,8 +16,8 @@ skipped, saying so.
 import pytest
 
 from . import _abi
-from ._backend import names
-from ._run import check, seconds_arg
+from ._backend import count, names
+from ._run import CASES_RANGE, SEED_RANGE, check, seconds_arg
 
 KV_DTYPES = _abi.KV_DTYPE_NAMES
 FORMATS = _abi.FORMAT_NAMES
@@ -41,15 +41,15 @@ def pytest_configure(config):
     # Bad budgets are the session's error, said once before any test runs (each check would
     # raise the same ValueError, test after test).
     seconds, cases, seed = (config.getoption(o) for o in ("--kvcheck-seconds", "--kvcheck-cases", "--kvcheck-seed"))
-    if seconds is not None:
-        try:
+    try:  # kvcheck.check's own checks, so the two never disagree
+        if seconds is not None:
             seconds_arg(seconds, "--kvcheck-seconds:")
-        except ValueError as e:
-            raise pytest.UsageError(str(e)) from None
-    if cases is not None and not 1 <= cases <= 2**31 - 1:
-        raise pytest.UsageError(f"--kvcheck-cases: {cases} is not a number of cases in [1, 2^31)")
-    if seed is not None and not 0 <= seed < 2**64:
-        raise pytest.UsageError(f"--kvcheck-seed: {seed} is not in [0, 2^64)")
+        if cases is not None:
+            count(cases, "--kvcheck-cases:", *CASES_RANGE)
+        if seed is not None:
+            count(seed, "--kvcheck-seed:", *SEED_RANGE)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     for _, option, known in PARAMETERS:
         values = [v for v in config.getoption(option).split(",") if v]
         unknown = [v for v in values if v not in known]

@@ -503,10 +503,8 @@ int junit_file(const std::string& summary_path, const std::string& out_path, std
     err << "kvcheck junit: " << e.what() << "\n";
     return 2;
   }
-  std::ostringstream x;
-  write_junit(summary, x);
-  if (!write_file_atomically(out_path, x.str())) {
-    err << "kvcheck junit: cannot write " << out_path << ": " << std::strerror(errno) << "\n";
+  if (const std::string bad = write_summary_files(summary, {}, out_path); !bad.empty()) {
+    err << "kvcheck junit: cannot write " << bad << "\n";
     return 2;
   }
   return 0;
