@@ -859,13 +859,14 @@ bool rope_pairs_in_thread(const RopeArgs& q, int32_t head_dim, int width, int st
 }
 
 // nvfp4_rope_pairs_apply's shape: NeoX from the head's first element over all of it,
-// the head a power of two from 2 to 32 of G-group units (G >= 2: a group never
+// the head a whole number of G-group units (head_dim / (16 G) rounds down: 80 is 2.5
+// two-group units, not 2), a power of two from 2 to 32 of them (G >= 2: a group never
 // straddles the half), so a unit's partner unit is lane ^ units / 2 of the same warp.
 template <int G>
 bool nvfp4_rope_pairs(const RopeArgs& q, int32_t head_dim) {
   const int32_t chunks = nvfp4_units_per_head<G>(head_dim);
-  return q.is_neox && q.rope_offset == 0 && q.rot_dim == head_dim && G >= 2 && chunks >= 2 && chunks <= 32 &&
-         (chunks & (chunks - 1)) == 0;
+  return q.is_neox && q.rope_offset == 0 && q.rot_dim == head_dim && G >= 2 && head_dim % (kNvfp4Group * G) == 0 &&
+         chunks >= 2 && chunks <= 32 && (chunks & (chunks - 1)) == 0;
 }
 
 // CTAs for `units` work units, kThreads / width of them per CTA.
@@ -887,7 +888,7 @@ template <KvDevDtype M, int G, bool W>
 std::string store_nvfp4_launch_gw(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   const int64_t g = grid(nvfp4_units<G>(a), 1);
   if (a.rope.cos_sin_cache != nullptr) {
-    if constexpr (G == 4)  // the only G whose heads can be 2-32 units (G = 2: an odd count)
+    if constexpr (G >= 2)
       if (nvfp4_rope_pairs<G>(a.rope, a.layout.head_dim))
         return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopePairs, G, W>, g, false, o, a, st);
     return dev::launch_grid("store_nvfp4_kernel", store_nvfp4_kernel<M, kRopeAny, G, W>, g, false, o, a, st);
@@ -904,6 +905,14 @@ std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st,
 template <KvDevDtype M>
 std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (std::string why = nvfp4_refusal("store_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
+  // The NeoX-pairs store takes two-group units wherever they fit (head_dim 64 to 1024),
+  // even where four would divide the head: its four-group kernel needs 75-80 registers (3
+  // CTAs a multiprocessor), the two-group one 64-66 (4 CTAs, twice the threads at half
+  // the work each). H100, 262,144 tokens, "kv e2m1 8x128 rope" store, % of the copy, one
+  // machine, alternating builds: G = 2 53.7 / 53.6, G = 4 44.6 (its floor 78.8 %). G = 4
+  // stays for head_dim 2048 (32 units a head).
+  if (a.rope.cos_sin_cache != nullptr && nvfp4_rope_pairs<2>(a.rope, a.layout.head_dim))
+    return store_nvfp4_launch_g<M, 2>(a, st, o);
   switch (nvfp4_groups_per_unit(a.layout.head_dim)) {
     case 4: return store_nvfp4_launch_g<M, 4>(a, st, o);
     case 2: return store_nvfp4_launch_g<M, 2>(a, st, o);

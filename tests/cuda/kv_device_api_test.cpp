@@ -1029,9 +1029,10 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
 }
 
 // The e2m1 store under the engines' RoPE, NeoX over the whole head (§8.4 then §7.9):
-// head_dims 128 to 2048 (2 to 32 four-group units a head, 2048 a whole warp: the store's
-// shuffle-pairs path, nvfp4_rope_pairs) and 64, 96 (one unit, or two-group units:
-// element by element), bf16 and fp16 rows, NHD, HND and padded caches, linear and
+// head_dims 64 to 1024 (2 to 32 two-group units a head) and 2048 (32 four-group units, a
+// whole warp): the store's shuffle-pairs path, nvfp4_rope_pairs; and 80, 96, 144 (five
+// groups, three or nine two-group units: element by element; 80 / 32 and 144 / 32 round
+// to a power of two, which once sent them down the pairs path), bf16 and fp16 rows, NHD, HND and padded caches, linear and
 // interleave4 scales, -1 rows, aligned and odd row strides (drawn apart from the scale
 // layout), 3 heads and 1, 2 or 8 (the side-by-side unit tiles); the device's cache and
 // gather equal the cpu's bytes.
@@ -1039,7 +1040,7 @@ TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
   KVCHECK_NEED_GPU();
   uint64_t seed = 400;
   int checked = 0;
-  for (const int32_t d : {128, 256, 512, 1024, 2048, 64, 96})
+  for (const int32_t d : {128, 256, 512, 1024, 2048, 64, 80, 96, 144})
     for (const KvDtype model : {KvDtype::kBF16, KvDtype::kFP16})
       for (int order = 0; order < 3; ++order)
         for (const int sf : {0, 2}) {
@@ -1053,14 +1054,14 @@ TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
           check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kWholeNeox, seed);
           ++checked;
         }
-  EXPECT_EQ(checked, 84);
-  // Heads whose side's units (heads x head_dim / 64) divide 32, where the pairs kernel
+  EXPECT_EQ(checked, 108);
+  // Heads whose side's units (heads x head_dim / 32) divide 32, where the pairs kernel
   // puts a tile of 32 / U rows' K units before their V units (chunk_unit_of_sides; 3
-  // heads above never do): U = 2 to 64, t = 16 to 1, and 47 rows (block size 12, 5
+  // heads above never do): U = 2 to 128, t = 16 to 1, and 47 rows (block size 12, 5
   // blocks), so the last tile is partial at every t > 1.
   int tiled = 0;
   for (const int32_t heads : {1, 2, 8})
-    for (const int32_t d : {128, 256, 512})
+    for (const int32_t d : {64, 128, 256, 512})
       for (int order = 0; order < 3; ++order)
         for (const int sf : {0, 2}) {
           ++seed;
@@ -1074,7 +1075,7 @@ TEST(KvDeviceApi, Nvfp4WholeHeadNeoxRopeMatchesCpu) {
           check_nvfp4_store_gather(what, c, model, odd ? 3 : 0, odd ? 2 : 0, Nvfp4Rope::kWholeNeox, seed);
           ++tiled;
         }
-  EXPECT_EQ(tiled, 54);
+  EXPECT_EQ(tiled, 72);
 }
 
 // SPEC §7.9's store on every model value: each of the 65,536 bf16 (and fp16) bit
