@@ -2,6 +2,7 @@
 // round trip, a minimal counterexample found by RapidCheck replays without it and
 // fails exactly where the bug is, and the campaign's run records (summary.json,
 // JUnit) carry what a nightly script reads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <unistd.h>
@@ -451,6 +452,62 @@ TEST(Regression, KvScenariosRoundTripExactly) {
                                    props::gen_gather_kv_seq_starts_fault_scenario());
     RC_ASSERT(same(through_file(g), g));
   }));
+}
+
+// A large RoPE table (2^20 floats, the generators' pattern but for its last rows) is
+// written as the pattern's row count and its other rows: a campaign's failing case at
+// head_dim 80 once made a 10.5 MB file. The pattern here is the header's formula, by
+// hand; the full form (every row written) still reads, to the same table.
+TEST(Regression, RopeTablePatternRowsAreACount) {
+  props::ScenarioRope r;
+  r.rot_dim = 80;
+  r.max_position = (int64_t{1} << 20) / r.rot_dim - 3;
+  r.positions = {r.max_position - 1, 0};
+  r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
+  const int32_t half = r.rot_dim / 2;
+  const int64_t drawn = 4;
+  for (int64_t p = 0; p < r.max_position; ++p)
+    for (int32_t j = 0; j < half; ++j) {
+      float* row = r.cos_sin.data() + p * r.rot_dim;
+      row[j] = static_cast<float>((p + j) & 1023) / 1024.0f;
+      row[half + j] = -static_cast<float>((p ^ j) & 511) / 512.0f;
+      if (p >= r.max_position - drawn) row[j] = row[half + j] = std::bit_cast<float>(0x7FC01234u + uint32_t(p + j));
+    }
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("cos_sin_pattern_rows"), r.max_position - drawn);
+  EXPECT_EQ(j.at("cos_sin_bits").size(), size_t{drawn});
+  EXPECT_LT(j.dump().size(), size_t{8192});
+  EXPECT_TRUE(same(std::optional(through_file(r)), std::optional(r)));
+  // The full form: every row as hex halves, low half first, no count.
+  nlohmann::json full = j;
+  full.erase("cos_sin_pattern_rows");
+  full["cos_sin_bits"] = nlohmann::json::array();
+  for (int64_t p = 0; p < r.max_position; ++p) {
+    std::string row;
+    for (int32_t i = 0; i < r.rot_dim; ++i) {
+      const uint32_t b = std::bit_cast<uint32_t>(r.cos_sin[static_cast<size_t>(p * r.rot_dim + i)]);
+      row += fmt::format("{}{:04x} {:04x}", i ? " " : "", b & 0xFFFFu, b >> 16);
+    }
+    full["cos_sin_bits"].push_back(row);
+  }
+  EXPECT_TRUE(same(std::optional(full.get<props::ScenarioRope>()), std::optional(r)));
+  // A row off the pattern in the middle ends the count there.
+  r.cos_sin[static_cast<size_t>(5 * r.rot_dim + 7)] = -0.0f;
+  j = r;
+  EXPECT_EQ(j.at("cos_sin_pattern_rows"), 5);
+  EXPECT_TRUE(same(std::optional(through_file(r)), std::optional(r)));
+  // A table with no pattern row has no count.
+  r.cos_sin[3] = 2.0f;
+  EXPECT_FALSE(nlohmann::json(r).contains("cos_sin_pattern_rows"));
+  // Counts a table cannot have.
+  for (const int64_t bad : {int64_t{-1}, int64_t{1} << 40}) {
+    nlohmann::json b = nlohmann::json(r);
+    b["cos_sin_pattern_rows"] = bad;
+    EXPECT_THROW(b.get<props::ScenarioRope>(), std::runtime_error) << bad;
+  }
+  nlohmann::json odd = j;
+  odd["rot_dim"] = 79;
+  EXPECT_THROW(odd.get<props::ScenarioRope>(), std::runtime_error);
 }
 
 // concat_and_cache_mla scenarios with a fused RoPE (docs/spec.md §8.4), valid and faulted,

@@ -13,6 +13,7 @@
 #include <limits>
 #include <mutex>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 
 #include "properties/gen/scenario_json.h"
@@ -299,12 +300,31 @@ void showValue(const ScenarioRope& r, std::ostream& os) {
   os << (r.positions.size() > 16 ? " ..." : "") << "] rows=" << r.positions.size() << ")";
 }
 
+namespace {
+// The leading whole rows of r's table that equal fill_rope_pattern's, bit for bit (0
+// where rot_dim is not even and positive): a large table's drawn rows are its last few,
+// so its file names the pattern's rows by their count instead of holding 2^20 floats.
+int64_t pattern_prefix_rows(const ScenarioRope& r) {
+  if (r.rot_dim <= 0 || r.rot_dim % 2 != 0) return 0;
+  const int64_t rows = static_cast<int64_t>(r.cos_sin.size()) / r.rot_dim;
+  std::vector<float> pattern(static_cast<size_t>(rows * r.rot_dim));
+  fill_rope_pattern(pattern.data(), rows, r.rot_dim);
+  const size_t row_bytes = static_cast<size_t>(r.rot_dim) * sizeof(float);
+  int64_t k = 0;
+  while (k < rows && std::memcmp(pattern.data() + k * r.rot_dim, r.cos_sin.data() + k * r.rot_dim, row_bytes) == 0) ++k;
+  return k;
+}
+}  // namespace
+
 // cos_sin as hex rows of fp32 bit patterns (two 16-bit halves each, low first, one
-// table row per string), so NaN payloads survive.
+// table row per string), so NaN payloads survive; its leading rows that are
+// fill_rope_pattern's as their count, "cos_sin_pattern_rows" (absent when 0), the
+// strings then holding the rows after them.
 void to_json(nlohmann::json& j, const ScenarioRope& r) {
+  const int64_t pattern_rows = pattern_prefix_rows(r);
   std::vector<uint16_t> halves;
   halves.reserve(r.cos_sin.size() * 2);
-  for (float f : r.cos_sin) {
+  for (float f : std::span(r.cos_sin.data(), r.cos_sin.size()).subspan(static_cast<size_t>(pattern_rows * r.rot_dim))) {
     const uint32_t b = std::bit_cast<uint32_t>(f);
     halves.push_back(static_cast<uint16_t>(b & 0xFFFF));
     halves.push_back(static_cast<uint16_t>(b >> 16));
@@ -315,6 +335,7 @@ void to_json(nlohmann::json& j, const ScenarioRope& r) {
        {"max_position", r.max_position},
        {"cos_sin_bits", hex_rows(halves, 2 * std::max<int64_t>(r.rot_dim, 1))},
        {"positions", r.positions}};
+  if (pattern_rows > 0) j["cos_sin_pattern_rows"] = pattern_rows;
 }
 
 void from_json(const nlohmann::json& j, ScenarioRope& r) {
@@ -324,9 +345,15 @@ void from_json(const nlohmann::json& j, ScenarioRope& r) {
   r.max_position = int_at<int64_t>(j, "max_position");
   const std::vector<uint16_t> halves = parse_hex_rows(j.at("cos_sin_bits"));
   if (halves.size() % 2 != 0) throw std::runtime_error("rope cos_sin_bits holds an odd number of halves");
-  r.cos_sin.resize(halves.size() / 2);
-  for (size_t i = 0; i < r.cos_sin.size(); ++i)
-    r.cos_sin[i] = std::bit_cast<float>(uint32_t{halves[2 * i]} | (uint32_t{halves[2 * i + 1]} << 16));
+  const int64_t pattern_rows = j.contains("cos_sin_pattern_rows") ? int_at<int64_t>(j, "cos_sin_pattern_rows") : 0;
+  if (pattern_rows < 0 || (pattern_rows > 0 && (r.rot_dim <= 0 || r.rot_dim % 2 != 0)) ||
+      __int128{pattern_rows} * std::max<int32_t>(r.rot_dim, 0) + halves.size() / 2 > (__int128{1} << 22))
+    throw std::runtime_error("rope: cos_sin_pattern_rows must be 0 or more rows of an even rot_dim, 2^22 values at most");
+  const size_t first = static_cast<size_t>(pattern_rows * std::max<int32_t>(r.rot_dim, 0));
+  r.cos_sin.resize(first + halves.size() / 2);
+  fill_rope_pattern(r.cos_sin.data(), pattern_rows, r.rot_dim);
+  for (size_t i = 0; i < halves.size() / 2; ++i)
+    r.cos_sin[first + i] = std::bit_cast<float>(uint32_t{halves[2 * i]} | (uint32_t{halves[2 * i + 1]} << 16));
   r.positions = ints_at<int64_t>(j, "positions");
   // The table run_store passes is max_position rows of rot_dim floats: the file must hold
   // them (a shape the checks refuse reads nothing), and at most 2^22 of them.

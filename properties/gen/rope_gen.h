@@ -105,8 +105,11 @@ void fit_positions(ScenarioRope& r, int64_t old_n, size_t rows);
 
 void showValue(const ScenarioRope& r, std::ostream& os);
 /// JSON form (regression files): cos_sin as hex rows of fp32 bit patterns (NaN payloads
-/// survive); from_json throws when the table holds fewer than max_position * rot_dim
-/// values or more than 2^22, or positions more than 2^20.
+/// survive), its leading rows that equal the generators' cheap pattern as their count
+/// ("cos_sin_pattern_rows": a 2^20-float table's file is its last rows, not 10 MB);
+/// from_json throws when the table holds fewer than max_position * rot_dim values or
+/// more than 2^22, when the pattern's count is negative or names rows of an odd or
+/// non-positive rot_dim, or positions more than 2^20.
 void to_json(nlohmann::json& j, const ScenarioRope& r);
 void from_json(const nlohmann::json& j, ScenarioRope& r);
 
