@@ -65,6 +65,31 @@ bool is_symlink(const std::string& path) {
   return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
+// ---- the latest-<kind> link: ours is moved to the new run, anything else stays ----
+
+TEST(RunDir, MovesTheLatestLinkAndLeavesAFileOrDirectoryThere) {
+  TempDir t;
+  const std::string first = tool::make_run_dir(t.path(), "run");
+  ASSERT_TRUE(is_symlink(t / "latest-run"));
+  EXPECT_EQ(fs::read_symlink(t / "latest-run"), fs::path("runs") / fs::path(first).filename());
+  sleep(1);  // run directories are named by the second and the pid
+  const std::string second = tool::make_run_dir(t.path(), "run");
+  ASSERT_NE(first, second);
+  EXPECT_EQ(fs::read_symlink(t / "latest-run"), fs::path("runs") / fs::path(second).filename());
+  write(t / "latest-fuzz", "a person's notes\n");
+  fs::create_directory(t / "latest-mutants");
+  write(t / "latest-mutants/keep", "x");
+  testing::internal::CaptureStderr();
+  const std::string fuzz = tool::make_run_dir(t.path(), "fuzz");
+  const std::string mutants = tool::make_run_dir(t.path(), "mutants");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(fs::is_directory(fuzz) && fs::is_directory(mutants));
+  EXPECT_EQ(read(t / "latest-fuzz"), "a person's notes\n");
+  EXPECT_EQ(read(t / "latest-mutants/keep"), "x");
+  EXPECT_NE(err.find("latest-fuzz is not a symlink"), std::string::npos) << err;
+  EXPECT_NE(err.find("latest-mutants is not a symlink"), std::string::npos) << err;
+}
+
 // ---- H1: write_file_atomically onto what is not a regular file ----
 
 TEST(AtomicWrite, WritesThroughAFifoAndKeepsIt) {
@@ -196,6 +221,25 @@ TEST(Junit, AVerdictOtherThanPassIsAFailingTestcase) {
       EXPECT_NE(x.find("missing shards: 2"), std::string::npos) << x;
       EXPECT_NE(x.find("pairs no shard holds: 5, 6"), std::string::npos) << x;
     }
+  }
+  // A pass that its rows contradict: a failing row, or no passing one (none, or only
+  // rows not run). kvcheck never writes these; an edited summary can.
+  for (int variant = 0; variant < 3; ++variant) {
+    json p = run_summary("pass");
+    if (variant == 0) {
+      p["results"][0]["verdict"] = "fail";
+      p["results"][0]["failures"] = {{{"message", "differs"}}};
+    } else if (variant == 1) {
+      p["results"] = json::array();
+    } else {
+      p["results"][0]["verdict"] = "not_run";
+    }
+    const std::string x = junit_of(p);
+    EXPECT_NE(x.find("<testcase classname=\"kvcheck\" name=\"kvcheck verdict\""), std::string::npos) << x;
+    EXPECT_NE(x.find(variant == 0 ? "verdict pass: but 1 result failed" : "verdict pass: but no result passed"),
+              std::string::npos)
+        << x;
+    EXPECT_NE(x.find(variant == 0 ? "failures=\"2\"" : "failures=\"1\""), std::string::npos) << x;
   }
   // A failing row already says fail: no second failure for the verdict.
   json s = run_summary("fail");

@@ -173,12 +173,19 @@ void check_result(const nlohmann::json& r, const std::string& kind, const std::s
   }
 }
 
-// The run's verdict when it needs a testcase of its own in JUnit ("" when not: pass,
-// or fail that a failing row says): "verdict V: why".
-std::string verdict_failure(const nlohmann::json& summary, int failing_rows) {
+// The run's verdict when it needs a testcase of its own in JUnit ("" when not: pass
+// that a passing row and no failing one bear out, or fail that a failing row says):
+// "verdict V: why". kvcheck writes neither contradiction below; a summary edited or
+// written by another tool can hold one, and JUnit must not show it green.
+std::string verdict_failure(const nlohmann::json& summary, int failing_rows, int passing_rows) {
   const nlohmann::json none;
   const nlohmann::json& v = summary.contains("verdict") ? summary["verdict"] : none;
   const std::string verdict = v.is_string() ? v.get<std::string>() : "";
+  if (verdict == "pass" && failing_rows > 0)
+    return fmt::format("verdict pass: but {} result{} failed, so the summary contradicts itself", failing_rows,
+                       failing_rows == 1 ? "" : "s");
+  if (verdict == "pass" && passing_rows == 0)
+    return "verdict pass: but no result passed (none, or only ones not run), so nothing was exercised";
   if (verdict == "pass" || (verdict == "fail" && failing_rows > 0)) return "";
   if (verdict == "fail") return "verdict fail: the run failed, but no result says which";
   if (verdict == "running")
@@ -348,9 +355,16 @@ std::string make_run_dir(const std::string& work_dir, const std::string& kind) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create run directory " + dir.string() + ": " + ec.message());
+  // Only a symlink (ours) is replaced: a file or directory a person put there stays.
   const fs::path latest = fs::absolute(work_dir) / ("latest-" + kind);
-  fs::remove(latest, ec);
-  fs::create_directory_symlink(fs::path("runs") / dir.filename(), latest, ec);  // best effort
+  const fs::file_status st = fs::symlink_status(latest, ec);
+  if (fs::is_symlink(st) || !fs::exists(st)) {
+    fs::remove(latest, ec);
+    fs::create_directory_symlink(fs::path("runs") / dir.filename(), latest, ec);  // best effort
+  } else {
+    fmt::print(stderr, "kvcheck: {} is not a symlink, so it was left as it is and does not point at this run\n",
+               latest.string());
+  }
   return dir.string();
 }
 
@@ -418,14 +432,16 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
 void write_junit(const nlohmann::json& summary, std::ostream& out) {
   const std::string kind = string_or(summary, "kind", "run");
   const auto& results = summary.contains("results") ? summary["results"] : nlohmann::json::array();
-  int failures = 0, skipped = 0;
+  int failures = 0, skipped = 0, passes = 0;
   for (const auto& r : results) {
     const std::string v = string_or(r, "verdict", "");
     failures += v == "fail";
     skipped += v == "not_run";
+    passes += v == "pass";
   }
-  // A verdict other than pass that no failing row says is a failing testcase of its own.
-  const std::string verdict_failed = verdict_failure(summary, failures);
+  // A verdict other than pass that no failing row says, or a pass that the rows
+  // contradict, is a failing testcase of its own.
+  const std::string verdict_failed = verdict_failure(summary, failures, passes);
   const size_t tests = results.size() + !verdict_failed.empty();
   failures += !verdict_failed.empty();
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

@@ -25,7 +25,9 @@ inline constexpr int64_t kMaxPairs = int64_t{1} << 20;
 std::string default_work_dir();
 
 /// Creates and returns <work_dir>/runs/<UTC time>-<kind>-<pid> and points the
-/// <work_dir>/latest-<kind> symlink at it. Throws std::runtime_error on failure.
+/// <work_dir>/latest-<kind> symlink at it (where latest-<kind> is anything but a
+/// symlink it is left alone, with a line on stderr). Throws std::runtime_error when the
+/// directory cannot be made.
 std::string make_run_dir(const std::string& work_dir, const std::string& kind);
 
 /// "2026-12-01T09:30:00Z" for now.
