@@ -505,9 +505,40 @@ TEST(Regression, RopeTablePatternRowsAreACount) {
     b["cos_sin_pattern_rows"] = bad;
     EXPECT_THROW(b.get<props::ScenarioRope>(), std::runtime_error) << bad;
   }
-  nlohmann::json odd = j;
-  odd["rot_dim"] = 79;
-  EXPECT_THROW(odd.get<props::ScenarioRope>(), std::runtime_error);
+  for (const int32_t rot_dim : {79, 0, -80}) {
+    nlohmann::json b = j;
+    b["rot_dim"] = rot_dim;
+    EXPECT_THROW(b.get<props::ScenarioRope>(), std::runtime_error) << rot_dim;
+  }
+  // One row past 2^22 floats in all is refused; the last count that fits is read.
+  nlohmann::json past = j;
+  past["cos_sin_bits"] = nlohmann::json::array();
+  past["cos_sin_pattern_rows"] = (int64_t{1} << 22) / r.rot_dim + 1;
+  EXPECT_THROW(past.get<props::ScenarioRope>(), std::runtime_error);
+  past["cos_sin_pattern_rows"] = (int64_t{1} << 22) / r.rot_dim;
+  EXPECT_EQ(past.get<props::ScenarioRope>().cos_sin.size(), size_t((int64_t{1} << 22) / r.rot_dim * r.rot_dim));
+  // A table that is the pattern throughout: a count and no rows; one whose size is not
+  // a whole number of rows keeps its tail after the count.
+  props::ScenarioRope whole;
+  whole.rot_dim = 8;
+  whole.max_position = 3000;
+  whole.positions = {2999};
+  whole.cos_sin.resize(3000 * 8);
+  for (int64_t p = 0; p < 3000; ++p)
+    for (int32_t i = 0; i < 4; ++i) {
+      whole.cos_sin[static_cast<size_t>(p * 8 + i)] = static_cast<float>((p + i) & 1023) / 1024.0f;
+      whole.cos_sin[static_cast<size_t>(p * 8 + 4 + i)] = -static_cast<float>((p ^ i) & 511) / 512.0f;
+    }
+  j = whole;
+  EXPECT_EQ(j.at("cos_sin_pattern_rows"), 3000);
+  EXPECT_TRUE(j.at("cos_sin_bits").empty());
+  EXPECT_TRUE(same(std::optional(through_file(whole)), std::optional(whole)));
+  whole.cos_sin.resize(3000 * 8 + 3);
+  whole.cos_sin[3000 * 8 + 1] = -0.0f;
+  j = whole;
+  EXPECT_EQ(j.at("cos_sin_pattern_rows"), 3000);
+  EXPECT_EQ(j.at("cos_sin_bits").size(), 1u);
+  EXPECT_TRUE(same(std::optional(through_file(whole)), std::optional(whole)));
 }
 
 // concat_and_cache_mla scenarios with a fused RoPE (docs/spec.md §8.4), valid and faulted,

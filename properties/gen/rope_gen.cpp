@@ -307,11 +307,14 @@ namespace {
 int64_t pattern_prefix_rows(const ScenarioRope& r) {
   if (r.rot_dim <= 0 || r.rot_dim % 2 != 0) return 0;
   const int64_t rows = static_cast<int64_t>(r.cos_sin.size()) / r.rot_dim;
-  std::vector<float> pattern(static_cast<size_t>(rows * r.rot_dim));
-  fill_rope_pattern(pattern.data(), rows, r.rot_dim);
+  const int64_t period = std::min<int64_t>(rows, 1024);  // row p + 1024 = row p (fill_rope_pattern)
+  std::vector<float> pattern(static_cast<size_t>(period * r.rot_dim));
+  fill_rope_pattern(pattern.data(), period, r.rot_dim);
   const size_t row_bytes = static_cast<size_t>(r.rot_dim) * sizeof(float);
   int64_t k = 0;
-  while (k < rows && std::memcmp(pattern.data() + k * r.rot_dim, r.cos_sin.data() + k * r.rot_dim, row_bytes) == 0) ++k;
+  while (k < rows &&
+         std::memcmp(pattern.data() + (k % 1024) * r.rot_dim, r.cos_sin.data() + k * r.rot_dim, row_bytes) == 0)
+    ++k;
   return k;
 }
 }  // namespace

@@ -830,7 +830,7 @@ void on_stream(const std::function<cuda::PendingCheck(const cuda::LaunchOptions&
 /// a 16-byte boundary. With a rope, the key rows get a fused RoPE (§8.4) first: kPart
 /// rot_dim 24 from element 4 (across a group boundary), NeoX or GPT-J by seed; kWholeNeox
 /// NeoX over the whole head (the engines' shape: the store's pairs path where the head
-/// is 2-32 four-group units).
+/// is 2-32 two-group units, or 32 four-group ones at 2048).
 enum class Nvfp4Rope { kNone, kPart, kWholeNeox };
 void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDtype model, int64_t pad,
                               int64_t shift, Nvfp4Rope rope_shape, uint64_t seed) {
@@ -1030,9 +1030,9 @@ TEST(KvDeviceApi, Nvfp4StoreAndGatherMatchCpu) {
 
 // The e2m1 store under the engines' RoPE, NeoX over the whole head (§8.4 then §7.9):
 // head_dims 64 to 1024 (2 to 32 two-group units a head) and 2048 (32 four-group units, a
-// whole warp): the store's shuffle-pairs path, nvfp4_rope_pairs; and 80, 96, 144 (five
-// groups, three or nine two-group units: element by element; 80 / 32 and 144 / 32 round
-// to a power of two, which once sent them down the pairs path), bf16 and fp16 rows, NHD, HND and padded caches, linear and
+// whole warp): the store's shuffle-pairs path, nvfp4_rope_pairs; and 80, 96, 144 (5, 6
+// and 9 groups: one, two and one group a thread, element by element; 80 / 32 and 144 / 32
+// round down to a power of two, which once sent them down the pairs path), bf16 and fp16 rows, NHD, HND and padded caches, linear and
 // interleave4 scales, -1 rows, aligned and odd row strides (drawn apart from the scale
 // layout), 3 heads and 1, 2 or 8 (the side-by-side unit tiles); the device's cache and
 // gather equal the cpu's bytes.
