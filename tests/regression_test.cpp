@@ -458,21 +458,28 @@ TEST(Regression, KvScenariosRoundTripExactly) {
 // written as the pattern's row count and its other rows: a campaign's failing case at
 // head_dim 80 once made a 10.5 MB file. The pattern here is the header's formula, by
 // hand; the full form (every row written) still reads, to the same table.
-TEST(Regression, RopeTablePatternRowsAreACount) {
+// A table of `rows` rows of the pattern (rope_gen.h's formula, by hand).
+props::ScenarioRope pattern_table(int32_t rot_dim, int64_t rows) {
   props::ScenarioRope r;
-  r.rot_dim = 80;
-  r.max_position = (int64_t{1} << 20) / r.rot_dim - 3;
-  r.positions = {r.max_position - 1, 0};
-  r.cos_sin.resize(static_cast<size_t>(r.max_position * r.rot_dim));
-  const int32_t half = r.rot_dim / 2;
-  const int64_t drawn = 4;
-  for (int64_t p = 0; p < r.max_position; ++p)
+  r.rot_dim = rot_dim;
+  r.max_position = rows;
+  r.positions = {rows - 1, 0};
+  r.cos_sin.resize(static_cast<size_t>(rows * rot_dim));
+  const int32_t half = rot_dim / 2;
+  for (int64_t p = 0; p < rows; ++p)
     for (int32_t j = 0; j < half; ++j) {
-      float* row = r.cos_sin.data() + p * r.rot_dim;
-      row[j] = static_cast<float>((p + j) & 1023) / 1024.0f;
-      row[half + j] = -static_cast<float>((p ^ j) & 511) / 512.0f;
-      if (p >= r.max_position - drawn) row[j] = row[half + j] = std::bit_cast<float>(0x7FC01234u + uint32_t(p + j));
+      r.cos_sin[static_cast<size_t>(p * rot_dim + j)] = static_cast<float>((p + j) & 1023) / 1024.0f;
+      r.cos_sin[static_cast<size_t>(p * rot_dim + half + j)] = -static_cast<float>((p ^ j) & 511) / 512.0f;
     }
+  return r;
+}
+
+TEST(Regression, RopeTablePatternRowsAreACount) {
+  props::ScenarioRope r = pattern_table(80, (int64_t{1} << 20) / 80 - 3);
+  const int64_t drawn = 4;  // the last rows drawn, off the pattern
+  for (int64_t p = r.max_position - drawn; p < r.max_position; ++p)
+    for (int32_t i = 0; i < r.rot_dim; ++i)
+      r.cos_sin[static_cast<size_t>(p * r.rot_dim + i)] = std::bit_cast<float>(0x7FC01234u + uint32_t(p + i % 40));
   nlohmann::json j = r;
   EXPECT_EQ(j.at("cos_sin_pattern_rows"), r.max_position - drawn);
   EXPECT_EQ(j.at("cos_sin_bits").size(), size_t{drawn});
@@ -519,16 +526,7 @@ TEST(Regression, RopeTablePatternRowsAreACount) {
   EXPECT_EQ(past.get<props::ScenarioRope>().cos_sin.size(), size_t((int64_t{1} << 22) / r.rot_dim * r.rot_dim));
   // A table that is the pattern throughout: a count and no rows; one whose size is not
   // a whole number of rows keeps its tail after the count.
-  props::ScenarioRope whole;
-  whole.rot_dim = 8;
-  whole.max_position = 3000;
-  whole.positions = {2999};
-  whole.cos_sin.resize(3000 * 8);
-  for (int64_t p = 0; p < 3000; ++p)
-    for (int32_t i = 0; i < 4; ++i) {
-      whole.cos_sin[static_cast<size_t>(p * 8 + i)] = static_cast<float>((p + i) & 1023) / 1024.0f;
-      whole.cos_sin[static_cast<size_t>(p * 8 + 4 + i)] = -static_cast<float>((p ^ i) & 511) / 512.0f;
-    }
+  props::ScenarioRope whole = pattern_table(8, 3000);
   j = whole;
   EXPECT_EQ(j.at("cos_sin_pattern_rows"), 3000);
   EXPECT_TRUE(j.at("cos_sin_bits").empty());

@@ -453,7 +453,7 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
 // ---- NVFP4 (e2m1) caches, SPEC §7.9 ----
 // The store's work unit is (token row, K or V, head, chunk of G 16-element groups), G =
 // 4, 2 or 1 (the largest that divides head_dim / 16; 2 for the NeoX-pairs RoPE store
-// wherever two-group units fit, store_nvfp4_launch): one thread per unit, so each
+// wherever two-group units fit: nvfp4_store_groups): one thread per unit, so each
 // group's amax and scale stay in one thread's registers and the per-unit work (unit
 // split, slot, offsets) is paid once per G groups; a thread issues its row loads with
 // the slot's, before it waits on either. The gather moves 8-element pieces, a group of
@@ -463,13 +463,6 @@ __global__ void __launch_bounds__(kThreads) gather_kv_kernel(GatherKvLaunch a, i
 // dequantize_nvfp4_head: _rn intrinsics, IEEE division (or dev::div_rn, equal to it),
 // no FMA, and a NaN never relied on for its sign (pinned to SPEC §7.9's codes).
 constexpr int kNvfp4Group = 16;  // elements per e4m3 scale
-
-// Groups per thread: 4, 2 or 1, whichever is the largest to divide head_dim / 16 (the
-// NeoX-pairs RoPE store takes 2 where it can first: store_nvfp4_launch).
-int nvfp4_groups_per_unit(int32_t head_dim) {
-  const int32_t groups = head_dim / kNvfp4Group;
-  return groups % 4 == 0 ? 4 : groups % 2 == 0 ? 2 : 1;
-}
 
 // The e2m1 store's work: G-group units a head (head_dim % 16 == 0, validated), and
 // units in all (n rows, K and V, every head).
@@ -871,6 +864,21 @@ bool nvfp4_rope_pairs(const RopeArgs& q, int32_t head_dim) {
          chunks >= 2 && chunks <= 32 && (chunks & (chunks - 1)) == 0;
 }
 
+// The store's groups per thread, G. The NeoX-pairs store takes two-group units wherever
+// they fit (head_dim 64 to 1024), even where four would divide the head. ptxas (sm_90),
+// per-lane / warp-wide scale bytes: four-group 75-77 / 80-84 registers (3 / 3 or 2 CTAs
+// of 256 a multiprocessor, registers going 256 a warp), two-group 64 / 66 (4 / 3 CTAs),
+// at half the work a thread. H100, 262,144 tokens, "kv e2m1 8x128 rope" store (linear
+// scales: the 64-register build), % of the copy, one machine, alternating builds: G = 2
+// 53.7 / 53.6, G = 4 44.6 (its floor 78.6-78.9 %). The interleave4 RoPE store is not
+// measured. G = 4 stays for head_dim 2048 (32 units a head). Every other store: 4, 2 or
+// 1, whichever is the largest to divide head_dim / 16.
+int nvfp4_store_groups(const StoreKvLaunch& a) {
+  if (a.rope.cos_sin_cache != nullptr && nvfp4_rope_pairs<2>(a.rope, a.layout.head_dim)) return 2;
+  const int32_t groups = a.layout.head_dim / kNvfp4Group;
+  return groups % 4 == 0 ? 4 : groups % 2 == 0 ? 2 : 1;
+}
+
 // CTAs for `units` work units, kThreads / width of them per CTA.
 int64_t grid(int64_t units, int width) {
   const int64_t per_cta = kThreads / width;
@@ -907,17 +915,7 @@ std::string store_nvfp4_launch_g(const StoreKvLaunch& a, const DeviceStatus* st,
 template <KvDevDtype M>
 std::string store_nvfp4_launch(const StoreKvLaunch& a, const DeviceStatus* st, const LaunchOptions& o) {
   if (std::string why = nvfp4_refusal("store_kv", a.layout, a.k_sf, a.v_sf); !why.empty()) return why;
-  // The NeoX-pairs store takes two-group units wherever they fit (head_dim 64 to 1024),
-  // even where four would divide the head. ptxas (sm_90), per-lane / warp-wide scale
-  // bytes: four-group 75-77 / 80-84 registers (3 / 3 or 2 CTAs of 256 a multiprocessor,
-  // registers going 256 a warp), two-group 64 / 66 (4 / 3 CTAs), at half the work a
-  // thread. H100, 262,144 tokens, "kv e2m1 8x128 rope" store (linear scales: the 64-
-  // register build), % of the copy, one machine, alternating builds: G = 2 53.7 / 53.6,
-  // G = 4 44.6 (its floor 78.6-78.9 %). The interleave4 RoPE store is not measured. G = 4
-  // stays for head_dim 2048 (32 units a head).
-  if (a.rope.cos_sin_cache != nullptr && nvfp4_rope_pairs<2>(a.rope, a.layout.head_dim))
-    return store_nvfp4_launch_g<M, 2>(a, st, o);
-  switch (nvfp4_groups_per_unit(a.layout.head_dim)) {
+  switch (nvfp4_store_groups(a)) {
     case 4: return store_nvfp4_launch_g<M, 4>(a, st, o);
     case 2: return store_nvfp4_launch_g<M, 2>(a, st, o);
     default: return store_nvfp4_launch_g<M, 1>(a, st, o);
