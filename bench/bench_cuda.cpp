@@ -4,7 +4,12 @@
 // loads read whole blocks in a random order). Baselines timed in the same process: a
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
-//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE]... [--tolerance POINTS]
+//   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--slots scattered|blocks]
+//              [--check BASELINE]... [--tolerance POINTS]
+// --slots blocks: the stores' slot_mapping as a prefill writes it (each block's tokens in
+// order, the blocks in a random order) instead of every slot at random (the default, the
+// gated figures); the rows and the JSON say so, and --check refuses it (the baselines
+// are of scattered slots).
 // --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
 // earlier run (bench/baseline_<card>.json are the committed ones, one per GPU model; given
 // several times, the one from this device is used, none: no verdict); every bandwidth row it
@@ -238,6 +243,23 @@ bench::PatternArgs mla_pattern(const CacheLayout& layout, uint8_t* cache, bool s
 
 /// The performance gate (--check, bench/perf_gate.h) against the baseline of this
 /// device among `files`: prints its table, returns the exit code (0 or 1).
+/// The stores' slot_mapping over `num_slots` slots of blocks of `bs` tokens, in a random
+/// order: every slot at random (scattered), or each block's slots in order with the
+/// blocks in a random order (blocks: a prefill's pattern). num_slots % bs == 0.
+std::vector<int32_t> slot_order(int64_t num_slots, int32_t bs, bool blocks, std::mt19937_64& rng) {
+  std::vector<int32_t> perm(static_cast<size_t>(num_slots));
+  if (!blocks) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    return perm;
+  }
+  std::vector<int32_t> order(static_cast<size_t>(num_slots / bs));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = order[i / static_cast<size_t>(bs)] * bs + static_cast<int32_t>(i % static_cast<size_t>(bs));
+  return perm;
+}
+
 int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::vector<std::string>& files,
                    double tolerance, const std::string& this_device) {
   std::vector<bench::PerfRow> measured;
@@ -295,7 +317,7 @@ int main(int argc, char** argv) {
   using namespace kvcheck;
   std::string json, only_format;
   std::vector<std::string> baselines;  // --check, once per GPU model
-  bool quick = false;
+  bool quick = false, block_slots = false;
   int64_t only_tokens = 0;
   double tolerance = -1;
   for (int i = 1; i < argc; ++i) {
@@ -308,6 +330,8 @@ int main(int argc, char** argv) {
       only_tokens = std::atoll(argv[++i]);
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--slots" && i + 1 < argc && (std::string(argv[i + 1]) == "scattered" || std::string(argv[i + 1]) == "blocks")) {
+      block_slots = std::string(argv[++i]) == "blocks";
     } else if (a == "--check" && i + 1 < argc) {
       baselines.push_back(argv[++i]);
     } else if (a == "--tolerance" && i + 1 < argc) {
@@ -319,10 +343,15 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--check BASELINE]... "
+                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--slots scattered|blocks] "
+                   "[--check BASELINE]... "
                    "[--tolerance POINTS]\n");
       return 2;
     }
+  }
+  if (block_slots && !baselines.empty()) {
+    std::fprintf(stderr, "bench_cuda: --check gates scattered slots (the baselines' pattern), not --slots blocks\n");
+    return 2;
   }
   for (const std::string& b : baselines)
     if (!std::ifstream(b)) {
@@ -392,9 +421,7 @@ int main(int argc, char** argv) {
       // kv: random finite bf16 with a per-group spread of exponents.
       std::vector<uint16_t> kv(static_cast<size_t>(max_tokens * f.elements));
       for (auto& x : kv) x = static_cast<uint16_t>(((rng() & 1) << 15) | ((112 + rng() % 24) << 7) | (rng() & 0x7F));
-      std::vector<int32_t> perm(static_cast<size_t>(layout.num_slots()));
-      std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), rng);
+      const std::vector<int32_t> perm = slot_order(layout.num_slots(), bs, block_slots, rng);
       std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
       std::iota(blocks.begin(), blocks.end(), 0);
       std::shuffle(blocks.begin(), blocks.end(), rng);
@@ -552,9 +579,7 @@ int main(int argc, char** argv) {
     auto* d_value = static_cast<uint16_t*>(dmalloc(kv_rows.size() * 2));
     CK(cudaMemcpy(d_key, kv_rows.data(), kv_rows.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_value, kv_rows.data(), kv_rows.size() * 2, cudaMemcpyHostToDevice));
-    std::vector<int32_t> perm(static_cast<size_t>(n));
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    const std::vector<int32_t> perm = slot_order(n, bs, block_slots, rng);
     auto* d_slots = static_cast<int32_t*>(dmalloc(perm.size() * 4));
     CK(cudaMemcpy(d_slots, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice));
     const std::vector<float> scale(static_cast<size_t>(kc.heads), 0.0625f);
@@ -783,6 +808,7 @@ int main(int argc, char** argv) {
   }
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
     nlohmann::json j{{"device", prop.name},
+                     {"slots", block_slots ? "blocks" : "scattered"},
                      {"copy_gbps", copy_gbps},
                      {"empty_kernel_us", empty_ms * 1e3},
                      {"empty_kernel_graph_us", empty_graph_ms * 1e3},

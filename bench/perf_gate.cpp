@@ -32,6 +32,12 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                       base_device.c_str(), device.c_str());
     return g;
   }
+  const std::string slots = baseline.value("slots", std::string("scattered"));
+  if (slots != "scattered") {  // bench_cuda --slots blocks: another access pattern, another ratio
+    g.report = format("performance gate: not run: the baseline %s holds rows of --slots %s; the gate compares "
+                      "scattered slots\n", baseline_name.c_str(), slots.c_str());
+    return g;
+  }
   g.ran = true;
   g.report = format("performance gate: %s (%s), ratio to the copy in %% points, tolerance %.1f\n",
                     baseline_name.c_str(), base_device.c_str(), g.tolerance);

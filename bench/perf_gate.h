@@ -44,7 +44,8 @@ constexpr int64_t kMinGatedTokens = 65536;
 /// skipped; rows under kMinGatedTokens are listed "not gated" and never fail; this
 /// run's rows of kMinGatedTokens or more that the baseline lacks are listed "not in the
 /// baseline" and counted (never a pass, never a failure). A
-/// baseline from a device other than `device` is not compared (ran false).
+/// baseline from a device other than `device`, or of slots other than scattered (its
+/// "slots": bench_cuda --slots blocks), is not compared (ran false).
 /// Throws nlohmann::json::exception on a baseline without those fields.
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
                                    const std::string& device, const std::string& baseline_name);

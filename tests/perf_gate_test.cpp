@@ -112,6 +112,20 @@ TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
   EXPECT_NE(g.report.find("not run"), std::string::npos) << g.report;
 }
 
+// bench_cuda --slots blocks writes "slots": "blocks": a prefill's pattern, other ratios,
+// never a baseline of the gate (which times scattered slots).
+TEST(PerfGate, ABaselineOfBlockSlotsGivesNoVerdict) {
+  nlohmann::json b = baseline();
+  b["slots"] = "blocks";
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
+  const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_FALSE(g.ran);
+  EXPECT_EQ(g.compared, 0);
+  EXPECT_NE(g.report.find("--slots blocks"), std::string::npos) << g.report;
+  b["slots"] = "scattered";
+  EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
+}
+
 // One baseline per GPU model: this device's is the one compared (the H100's drop fails
 // on the H100, the H200's file is not consulted), and with none there is no verdict,
 // the report naming each file's device.

@@ -52,11 +52,11 @@ int64_t resident_ctas(const void* kernel);
 /// "<name>: <CUDA error>". The launch's own status, so an error the caller left
 /// pending is neither cleared nor taken for this launch's.
 template <typename... P, typename... A>
-std::string launch_exactly(const char* name, void (*kernel)(P...), int64_t grid, int threads, const LaunchOptions& o,
+std::string launch_exactly(const char* name, void (*kernel)(P...), int64_t grid, dim3 threads, const LaunchOptions& o,
                            A&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.blockDim = threads;
   cfg.stream = static_cast<cudaStream_t>(o.stream);
   cudaLaunchAttribute attr[1];
   if (o.pdl) {

@@ -413,13 +413,15 @@ __global__ void __launch_bounds__(kThreads, K == Src::kRope ? 3 : 1)
 /// store) inside a CUDA graph, so its time is the chain's, not bandwidth.
 constexpr int64_t kDecodeRows = 256;
 constexpr int64_t kDecodeChunks = kThreads;
+constexpr int kDecodeRowsPerCta = 1;  // rows a CTA (blockDim.y), where blockDim.x * that fits kThreads
 template <Src K>
 __global__ void __launch_bounds__(kThreads)
     store_copy_row_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
   dev::pdl_wait();
   if (dev::failed(status)) return;
   const PagedLayout& L = cache.layout;
-  const int32_t r = static_cast<int32_t>(blockIdx.x), c = static_cast<int32_t>(threadIdx.x);
+  const int32_t r = static_cast<int32_t>(blockIdx.x * blockDim.y + threadIdx.y), c = static_cast<int32_t>(threadIdx.x);
+  if (r >= a.num_tokens) return;  // the last CTA's rows past the end
   const int32_t chunks = static_cast<int32_t>(L.quantized_bytes / 16);
   const int32_t slot = a.slot_mapping[r];
   const uint4 v = c < chunks ? load_chunk<K>(a, r, c) : make_uint4(0, 0, 0, 0);  // with the slot's load
@@ -499,11 +501,13 @@ bool copy_rows_fit(const StoreArgs& a, int64_t chunks) {
 std::string copy_rows(const DeviceCache& c, const StoreArgs& a, int64_t chunks, Src src, const DeviceStatus* st,
                       const LaunchOptions& o) {
   const int threads = static_cast<int>((chunks + 31) / 32 * 32);
+  const int rows = static_cast<int>(std::min<int64_t>(kDecodeRowsPerCta, kThreads / threads));
   const SlotDivider d = SlotDivider::of(c.layout.block_size);
   const auto kernel = src == Src::kOne   ? store_copy_row_kernel<Src::kOne>
                       : src == Src::kTwo ? store_copy_row_kernel<Src::kTwo>
                                          : store_copy_row_kernel<Src::kRope>;
-  return dev::launch_exactly("store_copy_row_kernel", kernel, a.num_tokens, threads, o, c, a, d, st);
+  return dev::launch_exactly("store_copy_row_kernel", kernel, (a.num_tokens + rows - 1) / rows,
+                             dim3(static_cast<unsigned>(threads), static_cast<unsigned>(rows)), o, c, a, d, st);
 }
 
 }  // namespace
