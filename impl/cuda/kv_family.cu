@@ -591,6 +591,11 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
     const int32_t e0 = kNvfp4Group * (G * chunk + k);
     const bool first = e0 < half;
     const int32_t j0 = first ? e0 : e0 - half;
+    // The first half's x c - y s as x c + (-y) s: the same bits (IEEE defines a - b as
+    // a + (-b), and RN(-y s) = -RN(y s)), with the partners' sign bits flipped once a
+    // word instead of an add or a subtract chosen per element (lanes of both halves
+    // share a warp, so that choice was a divergent branch or both adds predicated).
+    const uint32_t flip = first ? 0x80008000u : 0u;  // both halves' sign bits (bf16 and fp16 alike)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
       float c[8], s[8];
@@ -600,11 +605,11 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
       dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i];
+        const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i] ^ flip;
         const float a0 = model_to_f32<In>(static_cast<uint16_t>(xw)), a1 = model_to_f32<In>(static_cast<uint16_t>(xw >> 16));
         const float b0 = model_to_f32<In>(static_cast<uint16_t>(yw)), b1 = model_to_f32<In>(static_cast<uint16_t>(yw >> 16));
-        x[k][4 * h + i] = f32x2_to_model<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], first),
-                                             dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], first));
+        x[k][4 * h + i] = f32x2_to_model<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], false),
+                                             dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], false));
       }
     }
   }

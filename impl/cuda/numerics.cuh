@@ -292,9 +292,12 @@ __device__ __forceinline__ RopePlace rope_place(int32_t k, int32_t rot_dim, bool
 }
 /// The rotated value of an element from its own value, its partner's, c and s:
 /// x' = (x*c) - (y*s) for a first, y' = (y*c) + (x*s) for a second, each product
-/// rounded before the sum (no FMA, whatever -fmad says).
+/// rounded before the sum (no FMA, whatever -fmad says). A first's difference is taken
+/// as x*c + (-y)*s: the same bits (IEEE defines a - b as a + (-b), and RN(-y*s) is
+/// -RN(y*s)), so a `first` that differs between a warp's lanes selects an operand's
+/// sign, not one of two instructions (a divergent branch, or both predicated).
 __device__ __forceinline__ float rope_value(float self, float other, float c, float s, bool first) {
-  return first ? __fsub_rn(__fmul_rn(self, c), __fmul_rn(other, s)) : __fadd_rn(__fmul_rn(self, c), __fmul_rn(other, s));
+  return __fadd_rn(__fmul_rn(self, c), __fmul_rn(first ? -other : other, s));
 }
 
 // The 8-element (16-byte) fast path: elements k0 .. k0+7 of a rotated range, all of them

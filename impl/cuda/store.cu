@@ -408,12 +408,15 @@ __global__ void __launch_bounds__(kThreads, K == Src::kRope ? 3 : 1)
 }
 
 /// Decode-size BF16 stores (launch_store: at most kDecodeRows rows of at most
-/// kDecodeChunks 16-byte chunks, the 16-byte path): a CTA per row, a thread per chunk, no
-/// loop. A decode step's store is one short dependent chain (slot and row loads, one
+/// kDecodeChunks 16-byte chunks, the 16-byte path): kDecodeRowsPerCta rows a CTA, a
+/// thread per chunk, no loop. A decode step's store is one short dependent chain (slot and row loads, one
 /// store) inside a CUDA graph, so its time is the chain's, not bandwidth.
 constexpr int64_t kDecodeRows = 256;
 constexpr int64_t kDecodeChunks = kThreads;
-constexpr int kDecodeRowsPerCta = 1;  // rows a CTA (blockDim.y), where blockDim.x * that fits kThreads
+// Rows a CTA (blockDim.y), as many of the 4 as fit kThreads: 1 KiB rows in CTAs of 4 x 64
+// threads replayed in 1.47-1.48 us at 256 rows against 1.57 with a CTA per row, and 8
+// rows (512 threads) in 1.50 (H100, graph replays beside Triton's 1.43; docs/cuda.md).
+constexpr int kDecodeRowsPerCta = 4;
 template <Src K>
 __global__ void __launch_bounds__(kThreads)
     store_copy_row_kernel(DeviceCache cache, StoreArgs a, SlotDivider split, const DeviceStatus* status) {
