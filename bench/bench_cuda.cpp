@@ -8,8 +8,10 @@
 //              [--check BASELINE]... [--tolerance POINTS]
 // --slots blocks: the stores' slot_mapping as a prefill writes it (each block's tokens in
 // order, the blocks in a random order) instead of every slot at random (the default, the
-// gated figures); the rows and the JSON say so, and --check refuses it (the baselines
-// are of scattered slots).
+// gated figures); the header line and the JSON ("slots") say so, and --check refuses it
+// (the baselines are of scattered slots). Its decode-size rows then write consecutive
+// slots of one block or a few (a decode batch's are random: read them from a scattered
+// run), and its other random inputs differ from a scattered run's (fewer draws).
 // --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
 // earlier run (bench/baseline_<card>.json are the committed ones, one per GPU model; given
 // several times, the one from this device is used, none: no verdict); every bandwidth row it
@@ -241,8 +243,6 @@ bench::PatternArgs mla_pattern(const CacheLayout& layout, uint8_t* cache, bool s
   return a;
 }
 
-/// The performance gate (--check, bench/perf_gate.h) against the baseline of this
-/// device among `files`: prints its table, returns the exit code (0 or 1).
 /// The stores' slot_mapping over `num_slots` slots of blocks of `bs` tokens, in a random
 /// order: every slot at random (scattered), or each block's slots in order with the
 /// blocks in a random order (blocks: a prefill's pattern). num_slots % bs == 0.
@@ -253,13 +253,21 @@ std::vector<int32_t> slot_order(int64_t num_slots, int32_t bs, bool blocks, std:
     std::shuffle(perm.begin(), perm.end(), rng);
     return perm;
   }
+  if (num_slots % bs != 0) {
+    std::fprintf(stderr, "bench_cuda: %lld slots are no whole number of blocks of %d\n",
+                 static_cast<long long>(num_slots), bs);
+    std::exit(2);
+  }
   std::vector<int32_t> order(static_cast<size_t>(num_slots / bs));
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
-  for (size_t i = 0; i < perm.size(); ++i) perm[i] = order[i / static_cast<size_t>(bs)] * bs + static_cast<int32_t>(i % static_cast<size_t>(bs));
+  const auto b = static_cast<size_t>(bs);
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = order[i / b] * bs + static_cast<int32_t>(i % b);
   return perm;
 }
 
+/// The performance gate (--check, bench/perf_gate.h) against the baseline of this
+/// device among `files`: prints its table, returns the exit code (0 or 1).
 int check_baseline(const std::vector<Row>& rows, double copy_gbps, const std::vector<std::string>& files,
                    double tolerance, const std::string& this_device) {
   std::vector<bench::PerfRow> measured;
@@ -383,6 +391,9 @@ int main(int argc, char** argv) {
   std::printf("device %s: d2d copy %.1f GB/s (read + written), empty kernel %.2f us per launch alone, %.2f us in a "
               "CUDA graph\n",
               prop.name, copy_gbps, empty_ms * 1e3, empty_graph_ms * 1e3);
+  if (block_slots)
+    std::printf("slots: blocks (--slots blocks: each block's slots in order, the blocks shuffled; not the gated "
+                "pattern)\n");
 
   const int64_t max_tokens = quick ? 65536 : 262144;
   std::vector<int64_t> sizes = {1, 16, 256, 4096, 65536};

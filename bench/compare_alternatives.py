@@ -387,6 +387,9 @@ def run_bench(args):
 def attach_ours(out, path):
     with open(path) as f:
         ours = json.load(f)
+    if ours.get("slots", "scattered") != "scattered":   # bench_cuda --slots blocks: another pattern
+        sys.exit(f"compare_alternatives: --ours {path} is a bench_cuda --slots {ours['slots']} run; the"
+                 " alternatives here write scattered slots: give a run without --slots")
     for r in out:
         if "same_process_ms" in r or "(graph, shim)" in r["alternative"]:
             continue                            # measured beside ours in this process (--shim)

@@ -98,7 +98,9 @@ PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std:
     } catch (const nlohmann::json::exception& e) {
       throw std::invalid_argument(b.name + ": " + e.what());
     }
-    if (match == nullptr && from == device) match = &b;
+    // A --slots blocks file is of another pattern: never the one compared (check_perf_baseline).
+    const bool scattered = b.json.value("slots", std::string("scattered")) == "scattered";
+    if (match == nullptr && from == device && scattered) match = &b;
     seen += (seen.empty() ? "" : ", ") + b.name + " ('" + from + "')";
   }
   if (match != nullptr) {

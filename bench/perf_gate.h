@@ -57,7 +57,8 @@ struct NamedBaseline {
 };
 
 /// The gate over several baselines, one per GPU model (bench/baseline_<card>.json): the
-/// first whose "device" is `device` is compared as check_perf_baseline does; with none,
+/// first whose "device" is `device` and whose rows are of scattered slots (no "slots",
+/// or "scattered") is compared as check_perf_baseline does; with none,
 /// ran is false and the report names each file's device (ratios to the copy differ
 /// between models, so another card's file gives no verdict). Every file needs a
 /// "device"; a file without one, or a matching file without check_perf_baseline's

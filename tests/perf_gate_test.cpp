@@ -124,6 +124,13 @@ TEST(PerfGate, ABaselineOfBlockSlotsGivesNoVerdict) {
   EXPECT_NE(g.report.find("--slots blocks"), std::string::npos) << g.report;
   b["slots"] = "scattered";
   EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
+  // Among several files, a blocks file of this device never shadows its scattered one.
+  nlohmann::json blocks = baseline();
+  blocks["slots"] = "blocks";
+  const PerfGateResult g2 =
+      check_perf_baselines(rows, {{"blocks.json", blocks}, {"scattered.json", baseline()}}, -1, "NVIDIA H200");
+  EXPECT_TRUE(g2.ran);
+  EXPECT_NE(g2.report.find("scattered.json"), std::string::npos) << g2.report;
 }
 
 // One baseline per GPU model: this device's is the one compared (the H100's drop fails

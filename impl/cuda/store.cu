@@ -20,9 +20,10 @@
 //
 // Fused RoPE (docs/spec.md §8.4, StoreArgs::rope): the second source's elements inside
 // [rope_offset, rope_offset + rot_dim) are rotated as they are read — each element from
-// itself and its pair partner, fp32 __fmul_rn / __fadd_rn / __fsub_rn (no FMA), then RNE
-// to BF16 — so every kernel below stores the rotated row with no extra pass (Src::kRope
-// on the 16-byte paths, a run-time test elsewhere). A 16-byte chunk inside the range is
+// itself and its pair partner, fp32 __fmul_rn / __fadd_rn (no FMA; a difference as the
+// sum with the negated partner, dev::rope_value), then RNE to BF16 — so every kernel
+// below stores the rotated row with no extra pass (Src::kRope on the 16-byte paths, a
+// run-time test elsewhere). A 16-byte chunk inside the range is
 // rotated as one (dev::rope_chunk_*: NeoX partners one 16-byte load, table as float4s);
 // other chunks and the run-time paths go element by element (rope_elem).
 #include "impl/cuda/common.cuh"
@@ -492,7 +493,7 @@ std::string copy(const DeviceCache& c, const StoreArgs& a, Src src, const Device
   }
 }
 
-/// Whether store_copy_row_kernel applies (a CTA per row) to rows of `chunks` 16-byte
+/// Whether store_copy_row_kernel applies (kDecodeRowsPerCta rows a CTA) to rows of `chunks` 16-byte
 /// chunks: at most kDecodeRows rows of at most kDecodeChunks chunks, and no grid cap
 /// (KVCHECK_CUDA_MAX_GRID) below the row count (the capped runs test the grid-stride loops).
 bool copy_rows_fit(const StoreArgs& a, int64_t chunks) {
