@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -447,6 +448,57 @@ TEST(KvFamilyLaunch, RefusesKeyAndValueOfTwoDtypes) {
 
 namespace kvcheck {
 namespace {
+
+// Decode-size BF16 stores take store_copy_row_kernel, kDecodeRowsPerCta rows a CTA (4 for
+// rows of up to 64 16-byte chunks, 2 up to 128, 1 up to 256): every row of every CTA,
+// the last CTA's ragged rows too, lands at its slot, padding (-1) rows nowhere, and no
+// other byte moves. The expected cache is built by hand: a BF16(E) cache holds slot s's
+// E elements at byte 2 E s (SPEC §2), the rest stays 0xA5.
+TEST(DeviceApi, DecodeStoresEveryRowOfEveryCta) {
+  KVCHECK_NEED_GPU();
+  std::mt19937 rng(7);
+  for (const int32_t e : {512, 576, 1024, 2048, 8}) {  // 64, 72, 128, 256 and 1 chunks a row
+    for (const int64_t n : {1, 2, 3, 5, 6, 7, 9, 255, 256}) {
+      SCOPED_TRACE("E " + std::to_string(e) + ", " + std::to_string(n) + " rows");
+      const int32_t bs = 16;
+      const int64_t num_blocks = 32, row_bytes = 2 * int64_t{e};
+      const CacheLayout layout = CacheLayout::make(KVCacheFormat::BF16(e), num_blocks, bs);
+      ASSERT_EQ(layout.size_bytes(), num_blocks * bs * row_bytes);
+      std::vector<int32_t> slots(static_cast<size_t>(num_blocks * bs));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      slots.resize(static_cast<size_t>(n));
+      if (n > 2) slots[1] = -1;  // padding, inside the first CTA
+      if (n > 4) slots[static_cast<size_t>(n - 1)] = -1;  // and the last row of the last
+      std::vector<uint16_t> kv(static_cast<size_t>(n * e));
+      for (auto& x : kv) x = static_cast<uint16_t>(rng());
+      Bytes want(static_cast<size_t>(layout.size_bytes()), 0xA5);
+      for (int64_t r = 0; r < n; ++r)
+        if (slots[static_cast<size_t>(r)] >= 0)
+          std::memcpy(want.data() + slots[static_cast<size_t>(r)] * row_bytes, kv.data() + r * e,
+                      static_cast<size_t>(row_bytes));
+      cuda_test::DeviceArray<uint8_t> d_cache(want.size());
+      cuda_test::DeviceArray<uint16_t> d_kv(kv.size());
+      cuda_test::DeviceArray<int32_t> d_slots(slots.size());
+      ck(cudaMemset(d_cache.p, 0xA5, want.size()));
+      ck(cudaMemcpy(d_kv.p, kv.data(), kv.size() * 2, cudaMemcpyHostToDevice));
+      ck(cudaMemcpy(d_slots.p, slots.data(), slots.size() * 4, cudaMemcpyHostToDevice));
+      cuda::StoreArgs a;
+      a.kv = d_kv.p;
+      a.kv_rows = n;
+      a.kv_row_stride = e;
+      a.slot_mapping = d_slots.p;
+      a.num_tokens = n;
+      cuda::store_kv_cache(cuda::DeviceCache{d_cache.p, layout.paged(), layout.size_bytes()}, a, {});
+      ck(cudaDeviceSynchronize());
+      Bytes got(want.size());
+      ck(cudaMemcpy(got.data(), d_cache.p, got.size(), cudaMemcpyDeviceToHost));
+      const auto diff = std::mismatch(got.begin(), got.end(), want.begin());
+      EXPECT_TRUE(diff.first == got.end()) << "first differing byte " << (diff.first - got.begin()) << " (slot "
+                                           << (diff.first - got.begin()) / row_bytes << ")";
+    }
+  }
+}
 
 // A launch reports its own status and leaves an error the caller had pending alone
 // (resident_ctas once cleared it with cudaGetLastError). CTest runs each test in a
