@@ -20,6 +20,10 @@ bool same_row(const nlohmann::json& b, const PerfRow& r) {
          b.at("tokens") == r.tokens && b.at("block_size") == r.block_size;
 }
 
+// A baseline's slot pattern: "scattered" (the gated one, and a file without "slots"),
+// or "blocks" (bench_cuda --slots blocks).
+std::string slots_of(const nlohmann::json& baseline) { return baseline.value("slots", std::string("scattered")); }
+
 }  // namespace
 
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
@@ -32,8 +36,8 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                       base_device.c_str(), device.c_str());
     return g;
   }
-  const std::string slots = baseline.value("slots", std::string("scattered"));
-  if (slots != "scattered") {  // bench_cuda --slots blocks: another access pattern, another ratio
+  // bench_cuda --slots blocks: another access pattern, another ratio.
+  if (const std::string slots = slots_of(baseline); slots != "scattered") {
     g.report = format("performance gate: not run: the baseline %s holds rows of --slots %s; the gate compares "
                       "scattered slots\n", baseline_name.c_str(), slots.c_str());
     return g;
@@ -99,8 +103,7 @@ PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std:
       throw std::invalid_argument(b.name + ": " + e.what());
     }
     // A --slots blocks file is of another pattern: never the one compared (check_perf_baseline).
-    const bool scattered = b.json.value("slots", std::string("scattered")) == "scattered";
-    if (match == nullptr && from == device && scattered) match = &b;
+    if (match == nullptr && from == device && slots_of(b.json) == "scattered") match = &b;
     seen += (seen.empty() ? "" : ", ") + b.name + " ('" + from + "')";
   }
   if (match != nullptr) {

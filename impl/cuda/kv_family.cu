@@ -591,10 +591,8 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
     const int32_t e0 = kNvfp4Group * (G * chunk + k);
     const bool first = e0 < half;
     const int32_t j0 = first ? e0 : e0 - half;
-    // The first half's x c - y s as x c + (-y) s: the same bits (IEEE defines a - b as
-    // a + (-b), and RN(-y s) = -RN(y s)), with the partners' sign bits flipped once a
-    // word instead of an add or a subtract chosen per element (lanes of both halves
-    // share a warp, so that choice was a divergent branch or both adds predicated).
+    // The first half's x c - y s as x c + (-y) s, as dev::rope_value takes it, with the
+    // partners' sign bits flipped once a word rather than an operand's sign per element.
     const uint32_t flip = first ? 0x80008000u : 0u;  // both halves' sign bits (bf16 and fp16 alike)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
