@@ -20,7 +20,8 @@
 // DROPPED and the exit code is 1. A baseline row this run did not measure is "not
 // measured", never a pass; a run that measured none of them fails too (it gated
 // nothing). Decode rows are not gated (a launch of a few microseconds: noise).
-// --format / --tokens run one format / one size (for ncu). K/V family rows (SPEC §7,
+// --format / --tokens run one format / one size (for ncu); --tokens also takes sizes past
+// 262,144 (up to 16,777,216: the MLA rows only, the K/V rows keep theirs). K/V family rows (SPEC §7,
 // "kv ..."; op "load" is gather_kv) follow the MLA formats, then copy_blocks (SPEC §8.1,
 // "copy ...": bytes = every copied block read and written), then swap_blocks (docs/spec.md
 // §8.3, "swap ...": bytes = the bytes moved, the ratio to a cudaMemcpyAsync of them in
@@ -321,6 +322,8 @@ RopeInputs rope_inputs(int32_t rot_dim, int64_t n, std::mt19937_64& rng) {
 }  // namespace
 }  // namespace kvcheck
 
+constexpr int64_t kMaxOnlyTokens = int64_t{1} << 24;  // --tokens' largest count
+
 int main(int argc, char** argv) {
   using namespace kvcheck;
   std::string json, only_format;
@@ -336,6 +339,11 @@ int main(int argc, char** argv) {
       only_format = argv[++i];
     } else if (a == "--tokens" && i + 1 < argc) {
       only_tokens = std::atoll(argv[++i]);
+      if (only_tokens < 1 || only_tokens > kMaxOnlyTokens) {
+        std::fprintf(stderr, "bench_cuda: --tokens %s: a count from 1 to %lld\n", argv[i],
+                     static_cast<long long>(kMaxOnlyTokens));
+        return 2;
+      }
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--slots" && i + 1 < argc && (std::string(argv[i + 1]) == "scattered" || std::string(argv[i + 1]) == "blocks")) {
@@ -395,10 +403,12 @@ int main(int argc, char** argv) {
     std::printf("slots: blocks (--slots blocks: each block's slots in order, the blocks shuffled; not the gated "
                 "pattern)\n");
 
-  const int64_t max_tokens = quick ? 65536 : 262144;
+  // --tokens N: that one size for the MLA rows, above 262,144 too (a working set past
+  // L2, whose 50-60 MB holds a small index load's whole cache between launches).
+  const int64_t max_tokens = std::max<int64_t>(quick ? 65536 : 262144, only_tokens);
   std::vector<int64_t> sizes = {1, 16, 256, 4096, 65536};
   if (!quick) sizes.push_back(262144);
-  if (only_tokens > 0 && only_tokens <= max_tokens) sizes = {only_tokens};
+  if (only_tokens > 0) sizes = {only_tokens};
   std::vector<KVCacheFormat> formats = supported_formats();
   if (!only_format.empty()) {
     if (only_format.rfind("kv ", 0) == 0 || only_format.rfind("copy ", 0) == 0 || only_format.rfind("swap ", 0) == 0) {

@@ -582,6 +582,9 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
   const int64_t pos = rotate ? q.positions[row] : 0;
   const float* cs =
       q.cos_sin_cache + (static_cast<uint64_t>(pos) < static_cast<uint64_t>(q.max_position) ? pos : 0) * q.rot_dim;
+  // Every table offset below is a multiple of 16 floats (j0, half: nvfp4_rope_pairs) and
+  // a row is rot_dim of them, so each float4 is aligned exactly where the table is.
+  const bool aligned16 = reinterpret_cast<uintptr_t>(q.cos_sin_cache) % 16 == 0;
 #pragma unroll
   for (int k = 0; k < G; ++k) {
     uint32_t y[8];
@@ -597,17 +600,19 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
       float c[8], s[8];
-      dev::load_table4(cs + j0 + 8 * h, c);
-      dev::load_table4(cs + j0 + 8 * h + 4, c + 4);
-      dev::load_table4(cs + half + j0 + 8 * h, s);
-      dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4);
+      dev::load_table4(cs + j0 + 8 * h, c, aligned16);
+      dev::load_table4(cs + j0 + 8 * h + 4, c + 4, aligned16);
+      dev::load_table4(cs + half + j0 + 8 * h, s, aligned16);
+      dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4, aligned16);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i] ^ flip;
         const float a0 = model_to_f32<In>(static_cast<uint16_t>(xw)), a1 = model_to_f32<In>(static_cast<uint16_t>(xw >> 16));
         const float b0 = model_to_f32<In>(static_cast<uint16_t>(yw)), b1 = model_to_f32<In>(static_cast<uint16_t>(yw >> 16));
-        x[k][4 * h + i] = f32x2_to_model<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], false),
-                                             dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], false));
+        // Unpinned: a NaN of any bits quantises alike (nvfp4_quantize: fmaxf skips it, its
+        // code is 0), so f32x2_to_model's 0x7FFF pin would be dead work here.
+        x[k][4 * h + i] = f32x2_to_model_cvt<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], false),
+                                                 dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], false));
       }
     }
   }

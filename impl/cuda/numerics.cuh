@@ -312,10 +312,11 @@ __device__ __forceinline__ bool rope_chunk_fast(int32_t k0, int32_t rot_dim, boo
 __device__ __forceinline__ int32_t rope_partner_offset(int32_t k0, int32_t rot_dim) {
   return k0 < rot_dim / 2 ? rot_dim / 2 : -(rot_dim / 2);
 }
-/// 4 consecutive table floats: one float4 load where p allows (the table's base and
-/// rot_dim decide that), else 4 scalar ones.
-__device__ __forceinline__ void load_table4(const float* p, float* f) {
-  if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+/// 4 consecutive table floats: one float4 load where `aligned16` (p % 16 == 0), else 4
+/// scalar ones. A caller whose offsets are all multiples of 4 floats passes the table
+/// row's alignment, tested once, rather than a test a load.
+__device__ __forceinline__ void load_table4(const float* p, float* f, bool aligned16) {
+  if (aligned16) {
     const float4 v = __ldg(reinterpret_cast<const float4*>(p));
     f[0] = v.x;
     f[1] = v.y;
@@ -325,6 +326,10 @@ __device__ __forceinline__ void load_table4(const float* p, float* f) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) f[i] = __ldg(p + i);
   }
+}
+/// load_table4 at p's own alignment (the table's base and rot_dim decide it).
+__device__ __forceinline__ void load_table4(const float* p, float* f) {
+  load_table4(p, f, reinterpret_cast<uintptr_t>(p) % 16 == 0);
 }
 /// The table values of the chunk at k0 (rope_chunk_fast holds), cs the position's row:
 /// NeoX c[i], s[i] for element i; GPT-J c[t], s[t] for pair t < 4 (c[4..7], s[4..7] not
