@@ -2,8 +2,13 @@
 """The CTest guard of the user's work area (issue 23: a test run left 10 run
 directories in .kvcheck-work/ and moved latest-run).
 
-  work_area.py snapshot WORK_DIR STATE   records WORK_DIR's entries (fixture setup)
-  work_area.py compare WORK_DIR STATE    fails when WORK_DIR differs from STATE (cleanup)
+  work_area.py snapshot WORK_DIR STATE [ROOT]   records WORK_DIR's entries (fixture setup),
+      and ROOT's top level (the source tree: its files with size and mtime, its folders
+      by name)
+  work_area.py compare WORK_DIR STATE [ROOT]    fails when WORK_DIR differs from STATE, or
+      when ROOT's top level gained or changed an entry (cleanup): a tool that writes
+      into the working directory (libFuzzer's crash-* artifacts of a `kvcheck fuzz` run
+      from the source root) litters the user's tree, ignored by git or not
   work_area.py audit CTEST BUILD_DIR ROOT
       fails when a test of BUILD_DIR has no KVCHECK_WORK_DIR under ROOT of its own or
       does not require the kvcheck_work_area fixture (ctest --show-only=json-v1)
@@ -24,6 +29,16 @@ def entries(work):
             link = os.readlink(p) if os.path.islink(p) else ""
             out.append(f"{os.path.relpath(p, work)}\t{st.st_mode:o}\t{link}\t{st.st_size}\t{st.st_mtime_ns}")
     return sorted(out)
+
+
+def top_level(root):
+    """ROOT's top-level entries: a file by name, size and mtime; a folder by name alone
+    (build trees and virtual environments under it change while the suite runs)."""
+    out = []
+    for n in sorted(os.listdir(root)):
+        st = os.lstat(os.path.join(root, n))
+        out.append(f"{n}/" if os.path.isdir(os.path.join(root, n)) else f"{n}\t{st.st_size}\t{st.st_mtime_ns}")
+    return out
 
 
 def audit(ctest, build, root):
@@ -53,25 +68,45 @@ def audit(ctest, build, root):
 
 
 def main(argv):
-    if len(argv) == 4 and argv[1] == "snapshot":
+    if len(argv) in (4, 5) and argv[1] == "snapshot":
         with open(argv[3], "w", encoding="utf-8") as f:
             f.write("\n".join(entries(argv[2])))
         print(f"snapshot of {argv[2]}: {len(entries(argv[2]))} entries")
+        if len(argv) == 5:
+            with open(argv[3] + ".root", "w", encoding="utf-8") as f:
+                f.write("\n".join(top_level(argv[4])))
+            print(f"snapshot of {argv[4]}'s top level: {len(top_level(argv[4]))} entries")
         return 0
-    if len(argv) == 4 and argv[1] == "compare":
+    if len(argv) in (4, 5) and argv[1] == "compare":
         with open(argv[3], encoding="utf-8") as f:
             before = set(filter(None, f.read().split("\n")))
         after = set(entries(argv[2]))
+        status = 0
         if before == after:
             print(f"{argv[2]} is as the suite found it ({len(after)} entries)")
-            return 0
-        print(f"FAIL: the test suite changed {argv[2]} (tests must use their own KVCHECK_WORK_DIR; "
-              "or something else wrote there while the suite ran):")
-        for e in sorted(after - before):
-            print("  new or changed: " + e.split("\t")[0])
-        for e in sorted(before - after):
-            print("  gone or changed: " + e.split("\t")[0])
-        return 1
+        else:
+            status = 1
+            print(f"FAIL: the test suite changed {argv[2]} (tests must use their own KVCHECK_WORK_DIR; "
+                  "or something else wrote there while the suite ran):")
+            for e in sorted(after - before):
+                print("  new or changed: " + e.split("\t")[0])
+            for e in sorted(before - after):
+                print("  gone or changed: " + e.split("\t")[0])
+        if len(argv) == 5:
+            with open(argv[3] + ".root", encoding="utf-8") as f:
+                before = set(filter(None, f.read().split("\n")))
+            added = sorted(set(top_level(argv[4])) - before)  # an entry gone is not litter
+            if added:
+                status = 1
+                print(f"FAIL: the test suite wrote into {argv[4]} (a tool run from the source root must keep "
+                      "its files in its run directory; or something else wrote there while the suite ran):")
+                for e in added[:20]:
+                    print("  new or changed: " + e.split("\t")[0])
+                if len(added) > 20:
+                    print(f"  ... and {len(added) - 20} more")
+            else:
+                print(f"{argv[4]}'s top level is as the suite found it")
+        return status
     if len(argv) == 5 and argv[1] == "audit":
         return audit(argv[2], argv[3], argv[4])
     print(__doc__, file=sys.stderr)

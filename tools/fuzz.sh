@@ -148,6 +148,11 @@ for t in "${TARGETS[@]}"; do
   corpus="$ROOT/corpus/$t"
   dir="$RUN/$t"
   mkdir -p "$dir/new" "$dir/artifacts" "$dir/merged"
+  # Every libFuzzer call of this target runs from its run directory: one given inputs to
+  # run (the corpus replays, the minimised input's report) or minimising writes each
+  # crashing input as crash-<sha1> into the working directory, which was the source
+  # tree (a crashing target left 119 of them there, ignored by git, during the suite).
+  cd "$dir"
   # This target's figures, null until reached (an interrupt records what is set).
   execs="" rate="" seed="" cov0="" ft0="" cov1="" ft1="" added="" by_features="" by_edges="" over=""
   bi="" bb="" tracked="" tracked_bytes="" replay="" failures=() start=$(date +%s)
@@ -167,10 +172,8 @@ for t in "${TARGETS[@]}"; do
   else
     mode=(-print_final_stats=1)
   fi
-  cd "$dir"  # libFuzzer's own files (fork mode) land in the run directory
   run_logged "$dir/fuzz.log" "$bin" "${mode[@]}" "${opts[@]}" -max_total_time="$SECONDS_PER_TARGET" \
     -artifact_prefix="$dir/artifacts/" "$dir/new" "$corpus" || true
-  cd "$ROOT"
   # Figures: final stats (single job) or the last status line (fork mode).
   read -r execs rate seed <<<"$(fuzz_log_figures "$dir/fuzz.log")"
   run_logged "$dir/coverage-end.log" "$bin" -runs=0 "$corpus" "$dir/new" || true
@@ -241,6 +244,7 @@ for t in "${TARGETS[@]}"; do
       '{message: $message, artifact: $artifact, regression_file: $file, log: $log,
         reproduce: $reproduce, explain: $explain}')")
   done
+  cd "$ROOT"
   record_result "$([[ $crashes -gt 0 ]] && echo fail || echo pass)"
   current=""
   finish running
