@@ -103,8 +103,9 @@ keep() {
 }
 
 stats() {
-  local t
+  local t stats_tmp
   [[ $COVERAGE == 1 ]] && { ensure_packages; build_fuzz "${TARGETS[@]}"; }
+  stats_tmp="$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-stats.XXXXXX")"
   printf '%-11s %6s %7s %9s %9s %10s %14s %9s %9s %s\n' target seeds merged reg-fuzz reg-prop bytes budget \
     pending pend-reg edges/features
   for t in "${TARGETS[@]}"; do
@@ -119,11 +120,14 @@ stats() {
     pending=$(count_files "$WORK_DIR"/runs/*/"$t"/merged -type f)
     pend_reg=$(count_files "$WORK_DIR"/runs/*/regressions/"$t" -type f)
     if [[ -x $FUZZ_BUILD/fuzzers/fuzz_$t ]]; then
-      cov="$("$FUZZ_BUILD/fuzzers/fuzz_$t" -runs=0 "$CORPUS/$t" 2>&1 | sed -n 's/^#[0-9]*[[:space:]]*INITED cov: \([0-9]*\) ft: \([0-9]*\).*/\1\/\2/p' | tail -1)"
+      # -artifact_prefix: a crashing input goes to a temporary folder, not the working
+      # directory (the source tree); the same in merge and prune.
+      cov="$("$FUZZ_BUILD/fuzzers/fuzz_$t" -runs=0 -artifact_prefix="$stats_tmp/" "$CORPUS/$t" 2>&1 | sed -n 's/^#[0-9]*[[:space:]]*INITED cov: \([0-9]*\) ft: \([0-9]*\).*/\1\/\2/p' | tail -1)"
     fi
     printf '%-11s %6s %7s %9s %9s %10s %14s %9s %9s %s\n' "$t" "$seeds" "$merged" "$regf" "$regp" "$bytes" \
       "$((seeds + merged))/$bi,$((bb / 1024))K" "$pending" "$pend_reg" "$cov"
   done
+  rm -rf "$stats_tmp"
   echo "(pending: inputs and regression files of runs in ${WORK_DIR#"$ROOT"/}/ not yet in corpus/; budget: corpus/BUDGET;"
   echo " edges/features: libFuzzer over the tracked corpus, where build-fuzz has the target; --coverage builds them)"
 }
@@ -152,7 +156,8 @@ merge() {
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/kvcheck-corpus.XXXXXX")"
     cp -r "$CORPUS/$t/." "$tmp/"
     find "$tmp" -type f -printf '%P\n' | sort >"$tmp.before"
-    "$bin" -merge=1 "$tmp" "${sources[@]}" >"$tmp.log" 2>&1 || { cat "$tmp.log" >&2; rm -rf "$tmp" "$tmp".*; return 1; }
+    "$bin" -merge=1 -artifact_prefix="$tmp." "$tmp" "${sources[@]}" >"$tmp.log" 2>&1 ||
+      { cat "$tmp.log" >&2; rm -rf "$tmp" "$tmp".*; return 1; }
     read -r bi bb <<<"$(corpus_budget "$t")"
     local count bytes added=0 over=0 f size
     count=$(corpus_inputs "$t" | wc -l)
@@ -173,7 +178,7 @@ merge() {
       while read -r f; do echo "$(stat -c %s "$tmp/$f") $f"; done | sort -n)
     echo "$t: $((added + over)) input(s) add coverage; $([[ $DRY_RUN == 1 ]] && echo "would add" || echo added) $added," \
       "$over over the budget ($bi inputs, $bb bytes); corpus now $count inputs, $bytes bytes"
-    rm -rf "$tmp" "$tmp.before" "$tmp.log"
+    rm -rf "$tmp" "$tmp".*
   done
   [[ $DRY_RUN == 1 ]] || echo "kvcheck corpus merge: review with git status corpus/, then commit"
 }
@@ -193,7 +198,8 @@ prune() {
     [[ -d $CORPUS/$t/regressions ]] && cp -r "$CORPUS/$t/regressions" "$base/"
     if ((total > 0)); then
       find "$base" -type f -printf '%P\n' | sort >"$base.before"
-      "$bin" -merge=1 "$base" "$cand" >"$base.log" 2>&1 || { cat "$base.log" >&2; return 1; }
+      "$bin" -merge=1 -artifact_prefix="$base." "$base" "$cand" >"$base.log" 2>&1 ||
+        { cat "$base.log" >&2; rm -rf "$base" "$cand" "$base".*; return 1; }
       # libFuzzer names what it keeps by the SHA-1 of the content.
       local keep
       keep="$(comm -13 "$base.before" <(find "$base" -type f -printf '%P\n' | sort) | while read -r f; do sha1sum "$base/$f" | cut -d' ' -f1; done)"
@@ -204,7 +210,7 @@ prune() {
       done < <(find "$cand" -type f -printf '%f\n')
     fi
     echo "$t: $total merged input(s), $removed add no coverage$([[ $DRY_RUN == 1 ]] && echo " (dry run: kept)" || echo " and were removed")"
-    rm -rf "$base" "$cand" "$base".before "$base".log
+    rm -rf "$base" "$cand" "$base".*
   done
 }
 
