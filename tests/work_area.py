@@ -3,10 +3,9 @@
 directories in .kvcheck-work/ and moved latest-run).
 
   work_area.py snapshot WORK_DIR STATE [ROOT]   records WORK_DIR's entries (fixture setup),
-      and ROOT's top level (the source tree: its files with size and mtime, its folders
-      by name)
+      and ROOT's top-level files that git does not track (the source tree; top_level)
   work_area.py compare WORK_DIR STATE [ROOT]    fails when WORK_DIR differs from STATE, or
-      when ROOT's top level gained or changed an entry (cleanup): a tool that writes
+      when ROOT's top level gained or changed such a file (cleanup): a tool that writes
       into the working directory (libFuzzer's crash-* artifacts of a `kvcheck fuzz` run
       from the source root) litters the user's tree, ignored by git or not
   work_area.py audit CTEST BUILD_DIR ROOT
@@ -32,12 +31,22 @@ def entries(work):
 
 
 def top_level(root):
-    """ROOT's top-level entries: a file by name, size and mtime; a folder by name alone
-    (build trees and virtual environments under it change while the suite runs)."""
+    """ROOT's top-level files that git does not track, by name, size and mtime: what a
+    tool run from the source root leaves there. Folders are left out (build trees and
+    virtual environments change while the suite runs), and tracked files (a person may
+    edit README.md meanwhile); outside a git checkout every file counts."""
+    try:
+        tracked = set(subprocess.run(["git", "-C", root, "ls-files", "--", ":(top,glob)*"], check=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.split("\n"))
+    except (OSError, subprocess.CalledProcessError):
+        tracked = set()
     out = []
     for n in sorted(os.listdir(root)):
-        st = os.lstat(os.path.join(root, n))
-        out.append(f"{n}/" if os.path.isdir(os.path.join(root, n)) else f"{n}\t{st.st_size}\t{st.st_mtime_ns}")
+        p = os.path.join(root, n)
+        if os.path.isdir(p) or n in tracked:
+            continue
+        st = os.lstat(p)
+        out.append(f"{n}\t{st.st_size}\t{st.st_mtime_ns}")
     return out
 
 

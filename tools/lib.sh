@@ -197,7 +197,8 @@ check_targets() {
 }
 
 # The libFuzzer build (clang-14, ASan+UBSan) shared by fuzz and corpus.
-FUZZ_BUILD="${KVCHECK_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+# Absolute: kvcheck fuzz runs each target from its run directory.
+FUZZ_BUILD="$(realpath -m -- "${KVCHECK_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}")"
 
 # build_fuzz TARGET...: configures build-fuzz once, builds the fuzz_<target> binaries
 # and the kvcheck tool (run records). KVCHECK_FUZZ_NO_BUILD=1 uses the binaries in

@@ -574,7 +574,8 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
 // never written, and waiting for the slot before the position and table loads would
 // chain three round trips). The position is clamped into the table, as rope_head_pairs
 // does, for a padding row's. The arithmetic is rope_value's, the result rounded to the
-// model dtype, so the bits are rope_elem's.
+// model dtype: rope_elem's bits but for a NaN's (left as the cvt gives it, below), so
+// nvfp4_quantize, which reads every NaN alike, writes rope_elem's codes and scales.
 template <KvDevDtype In, int G>
 __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], const RopeArgs& q, int32_t chunk,
                                                        int32_t chunks, int64_t row, bool rotate) {
@@ -582,8 +583,9 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
   const int64_t pos = rotate ? q.positions[row] : 0;
   const float* cs =
       q.cos_sin_cache + (static_cast<uint64_t>(pos) < static_cast<uint64_t>(q.max_position) ? pos : 0) * q.rot_dim;
-  // Every table offset below is a multiple of 16 floats (j0, half: nvfp4_rope_pairs) and
-  // a row is rot_dim of them, so each float4 is aligned exactly where the table is.
+  // Every float4 below starts a multiple of 4 floats into its row (j0 and half are
+  // multiples of 16 under nvfp4_rope_pairs, then + 8h, + 4) and a row is rot_dim floats,
+  // a multiple of 64: each is 16-byte aligned exactly where the table is.
   const bool aligned16 = reinterpret_cast<uintptr_t>(q.cos_sin_cache) % 16 == 0;
 #pragma unroll
   for (int k = 0; k < G; ++k) {
