@@ -221,12 +221,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tiles = tiles_per_segment(L, kTile);
   // The index formats' 4 scale bytes per token (every SPEC §2 one) as one word loaded
   // with the data, when every token's scale word and output row are 4-byte aligned
-  // (the byte copy after the data stores waited a whole load latency per tile). The
-  // tile's kTile (<= 32) words go by one load and one store, lane l holding token t0 + l's:
-  // a tile's tokens are consecutive in one block and in the output, so with 4-byte scale
-  // rows each is one run of 4 x kTile bytes (the FP8 index formats: 64), where a word per
-  // lane group and unroll step moved 4 x 32 / kLanes (16) at a time, half a sector.
-  static_assert(kTile <= 32, "a scale word a lane");
+  // (the byte copy after the data stores waited a whole load latency per tile).
   const bool scale_word = index && L.sf_bytes == 4 && (L.block_stride | L.scale_region | L.scale_token_stride) % 4 == 0 &&
                           reinterpret_cast<uintptr_t>(cache.base) % 4 == 0 &&
                           reinterpret_cast<uintptr_t>(a.out_scales) % 4 == 0 && a.out_scale_stride % 4 == 0;
@@ -235,11 +230,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kVec) {
       if (chunks <= 2 * kLanes) {
         uint4 v[kCopyUnroll][2];
-        // Zero rows (block -1) and lanes past the tile's tokens keep 0.
-        const bool sw_live = scale_word && lane < kTile && t.t0 + lane < t.len && t.block >= 0;
-        const uint32_t sw =
-            sw_live ? __ldcs(reinterpret_cast<const unsigned int*>(cache.base + L.scale_offset(t.block, t.begin + t.t0 + lane)))
-                    : 0u;
+        uint32_t sw[kCopyUnroll];
 #pragma unroll
         for (int u = 0; u < kCopyUnroll; ++u) {  // zero rows (block -1) keep v = 0
           const int64_t i = t.t0 + u * kTokensPerWarp + sub;
@@ -249,6 +240,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < 2; ++k)
             v[u][k] = live && sl + k * kLanes < chunks ? __ldcs(src + sl + k * kLanes) : make_uint4(0, 0, 0, 0);
+          sw[u] = scale_word && live && sl == 0
+                      ? __ldcs(reinterpret_cast<const unsigned int*>(cache.base + L.scale_offset(t.block, t.begin + i)))
+                      : 0u;
         }
 #pragma unroll
         for (int u = 0; u < kCopyUnroll; ++u) {
@@ -258,15 +252,15 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < 2; ++k)
             if (sl + k * kLanes < chunks) __stcs(o + sl + k * kLanes, v[u][k]);
-          if (!index || scale_word) continue;  // scale words: stored above
+          if (!index) continue;
           uint8_t* os = a.out_scales + (t.dst + i) * a.out_scale_stride;
-          if (t.block < 0)
+          if (scale_word) {  // zero rows: sw = 0
+            if (sl == 0) __stcs(reinterpret_cast<unsigned int*>(os), sw[u]);
+          } else if (t.block < 0)
             dev::zero_bytes(os, L.sf_bytes, sl, kLanes);
           else
             dev::copy_bytes(os, cache.base + L.scale_offset(t.block, t.begin + i), L.sf_bytes, sl, kLanes);
         }
-        if (scale_word && lane < kTile && t.t0 + lane < t.len)
-          __stcs(reinterpret_cast<unsigned int*>(a.out_scales + (t.dst + t.t0 + lane) * a.out_scale_stride), sw);
         continue;
       }
     }
