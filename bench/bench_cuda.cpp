@@ -5,13 +5,18 @@
 // 2 GiB device-to-device copy (bytes read + written) and an empty kernel launch.
 //
 //   bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--slots scattered|blocks]
-//              [--check BASELINE]... [--tolerance POINTS]
+//              [--pdl] [--check BASELINE]... [--tolerance POINTS]
 // --slots blocks: the stores' slot_mapping as a prefill writes it (each block's tokens in
 // order, the blocks in a random order) instead of every slot at random (the default, the
 // gated figures); the header line and the JSON ("slots") say so, and --check refuses it
 // (the baselines are of scattered slots). Its decode-size rows then write consecutive
 // slots of one block or a few (a decode batch's are random: read them from a scattered
 // run), and its other random inputs differ from a scattered run's (fewer draws).
+// --pdl: the store, load, concat, store_kv and gather_kv rows launched with programmatic
+// dependent launch (LaunchOptions::pdl), as an engine chains its kernels, instead of plain
+// launches (the default, the gated figures): how much of a short row's time is the launch
+// of back-to-back kernels. The header and the JSON ("launch": "pdl") say so; --check
+// refuses it. copy_blocks and swap_blocks rows launch plainly either way.
 // --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
 // earlier run (bench/baseline_<card>.json are the committed ones, one per GPU model; given
 // several times, the one from this device is used, none: no verdict); every bandwidth row it
@@ -330,7 +335,7 @@ int main(int argc, char** argv) {
   using namespace kvcheck;
   std::string json, only_format;
   std::vector<std::string> baselines;  // --check, once per GPU model
-  bool quick = false, block_slots = false;
+  bool quick = false, block_slots = false, pdl = false;
   int64_t only_tokens = 0;
   double tolerance = -1;
   for (int i = 1; i < argc; ++i) {
@@ -349,6 +354,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--pdl") {
+      pdl = true;
     } else if (a == "--slots" && i + 1 < argc && (std::string(argv[i + 1]) == "scattered" || std::string(argv[i + 1]) == "blocks")) {
       block_slots = std::string(argv[++i]) == "blocks";
     } else if (a == "--check" && i + 1 < argc) {
@@ -362,7 +369,7 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--slots scattered|blocks] "
+                   "usage: bench_cuda [--json FILE] [--quick] [--format NAME] [--tokens N] [--slots scattered|blocks] [--pdl] "
                    "[--check BASELINE]... "
                    "[--tolerance POINTS]\n");
       return 2;
@@ -370,6 +377,10 @@ int main(int argc, char** argv) {
   }
   if (block_slots && !baselines.empty()) {
     std::fprintf(stderr, "bench_cuda: --check gates scattered slots (the baselines' pattern), not --slots blocks\n");
+    return 2;
+  }
+  if (pdl && !baselines.empty()) {
+    std::fprintf(stderr, "bench_cuda: --check gates plain launches (the baselines'), not --pdl\n");
     return 2;
   }
   for (const std::string& b : baselines)
@@ -402,6 +413,9 @@ int main(int argc, char** argv) {
   std::printf("device %s: d2d copy %.1f GB/s (read + written), empty kernel %.2f us per launch alone, %.2f us in a "
               "CUDA graph\n",
               prop.name, copy_gbps, empty_ms * 1e3, empty_graph_ms * 1e3);
+  if (pdl)
+    std::printf("launches: PDL (--pdl: the store, load, concat, store_kv and gather_kv launches with programmatic "
+                "dependent launch, as an engine's kernel chain; not the gated figures)\n");
   if (block_slots)
     std::printf("slots: blocks (--slots blocks: each block's slots in order, the blocks shuffled; not the gated "
                 "pattern)\n");
@@ -459,7 +473,7 @@ int main(int argc, char** argv) {
       auto* d_out = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(max_tokens * out_row)));
       auto* d_sf = static_cast<uint8_t*>(dmalloc(static_cast<size_t>(max_tokens * std::max<int64_t>(sf_row, 4))));
       // Fill the cache once with real records.
-      cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
+      cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, pdl});
       // A fused RoPE of k_pe (docs/spec.md §8.4) as vLLM's MLA runs it: NeoX on all 64
       // rope dims, a 4096-position table of real angles, random positions.
       const RopeInputs ri = rope_inputs(64, max_tokens, rng);
@@ -468,7 +482,7 @@ int main(int argc, char** argv) {
       for (const int64_t n : sizes) {
         const bool decode = n <= 256;
         const cuda::StoreArgs st{d_kv, max_tokens, f.elements, d_slots, n};
-        const auto store = [&] { cuda::store_kv_cache(cache, st, {s, false}); };
+        const auto store = [&] { cuda::store_kv_cache(cache, st, {s, pdl}); };
         std::vector<int32_t> segs;
         for (int64_t b = 0, t = 0; t < n; ++b, t += bs)
           segs.insert(segs.end(), {blocks[static_cast<size_t>(b)], 0, static_cast<int32_t>(std::min<int64_t>(bs, n - t)),
@@ -477,14 +491,14 @@ int main(int argc, char** argv) {
         CK(cudaMemcpy(d_segs, segs.data(), segs.size() * 4, cudaMemcpyHostToDevice));
         const cuda::LoadArgs ld{d_segs, static_cast<int64_t>(segs.size() / 4), static_cast<int32_t>(n), d_out, out_row,
                                 f.is_index() ? d_sf : nullptr, sf_row, n};
-        const auto load = [&] { cuda::load_paged_kv_cache(cache, ld, {s, false}); };
+        const auto load = [&] { cuda::load_paged_kv_cache(cache, ld, {s, pdl}); };
         const double store_bytes = static_cast<double>(n) * (2.0 * f.elements + f.bytes_per_token());
         const double load_bytes = static_cast<double>(n) * (f.bytes_per_token() + out_row + sf_row);
         // concat_and_cache_mla (docs/spec.md §8.2) as vLLM calls it on the MLA records:
         // kv_c and k_pe two views of one [n][576] tensor, split 512 + 64.
         const cuda::ConcatArgs ct{d_kv, max_tokens, f.elements, d_kv + 512, max_tokens, f.elements,
                                   512, f.elements - 512, d_slots, n};
-        const auto concat = [&] { cuda::concat_and_cache_mla(cache, ct, {s, false}); };
+        const auto concat = [&] { cuda::concat_and_cache_mla(cache, ct, {s, pdl}); };
         std::vector<std::tuple<const char*, std::function<void()>, double>> ops{{"store", store, store_bytes},
                                                                                  {"load", load, load_bytes}};
         if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat", concat, store_bytes);
@@ -492,17 +506,17 @@ int main(int argc, char** argv) {
         // the 1 MiB table stays in L2).
         cuda::ConcatArgs rope_ct = ct;
         rope_ct.rope = &rope;
-        const auto concat_rope = [&] { cuda::concat_and_cache_mla(cache, rope_ct, {s, false}); };
+        const auto concat_rope = [&] { cuda::concat_and_cache_mla(cache, rope_ct, {s, pdl}); };
         if (f == KVCacheFormat::FP8_DS_MLA()) ops.emplace_back("concat rope", concat_rope, store_bytes + 8.0 * n);
         // kv_c the 512-element rows, k_pe a 64-element view into them: 1152 bytes read and
         // written per token.
         const cuda::ConcatArgs split_ct{d_kv, max_tokens, 512, d_kv + 448, max_tokens, 512, 512, 64, d_slots, n,
                                         &pe_cache};
-        const auto concat_split = [&] { cuda::concat_and_cache_mla(cache, split_ct, {s, false}); };
+        const auto concat_split = [&] { cuda::concat_and_cache_mla(cache, split_ct, {s, pdl}); };
         if (split) ops.emplace_back("concat split", concat_split, static_cast<double>(n) * 4.0 * 576);
         cuda::ConcatArgs split_rope_ct = split_ct;
         split_rope_ct.rope = &rope;
-        const auto concat_split_rope = [&] { cuda::concat_and_cache_mla(cache, split_rope_ct, {s, false}); };
+        const auto concat_split_rope = [&] { cuda::concat_and_cache_mla(cache, split_rope_ct, {s, pdl}); };
         if (split)
           ops.emplace_back("concat split rope", concat_split_rope, static_cast<double>(n) * (4.0 * 576 + 8.0));
         for (const auto& [op, fn, bytes] : ops) {
@@ -520,7 +534,7 @@ int main(int argc, char** argv) {
                                         {{cache.base, static_cast<size_t>(layout.size_bytes())}}, s);
               footprint_checked = true;
               CK(cudaMemsetAsync(cache.base, 0, static_cast<size_t>(layout.size_bytes()), s));  // real records again
-              cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, false});
+              cuda::store_kv_cache(cache, {d_kv, max_tokens, f.elements, d_slots, max_tokens}, {s, pdl});
             }
             if (copy && floor_ok) rows.back().floor_gbps = floor_gbps(*copy, bytes, s);
           }
@@ -666,7 +680,7 @@ int main(int argc, char** argv) {
     };
     const double bytes = static_cast<double>(n) * row * 2 * (2 + es);  // K and V: rows + records
     const double store_bytes = bytes + (kc.rope ? 8.0 * n : 0.0);
-    const double store_ms = time_batched([&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, 20, s);
+    const double store_ms = time_batched([&] { run(cuda::launch_store_kv(st, nullptr, {s, pdl})); }, 20, s);
     // The access-pattern floor: each side's row as one piece per head (NHD: one piece),
     // e2m1's block scales as one more (linear) or one per head (the 4-token interleave:
     // a head's scale bytes 4 apart).
@@ -696,14 +710,14 @@ int main(int argc, char** argv) {
     const auto store_copy = patterned ? pattern_copy(pat) : nullptr;
     const bool floor_ok =
         store_copy &&
-        same_footprint(kc.name, [&] { run(cuda::launch_store_kv(st, nullptr, {s, false})); }, *store_copy,
+        same_footprint(kc.name, [&] { run(cuda::launch_store_kv(st, nullptr, {s, pdl})); }, *store_copy,
                        {{d_k, cache_bytes}, {d_v, cache_bytes}, {d_k_sf, sf_bytes}, {d_v_sf, sf_bytes}}, s);
-    run(cuda::launch_store_kv(st, nullptr, {s, false}));  // real records again for the gather
+    run(cuda::launch_store_kv(st, nullptr, {s, pdl}));  // real records again for the gather
     rows.push_back({"store", kc.name, n, bs, store_bytes, store_ms, store_bytes / store_ms / 1e6,
                     store_bytes / store_ms / 1e6 / copy_gbps, false});
     if (floor_ok) rows.back().floor_gbps = floor_gbps(*store_copy, store_bytes, s);
     if (!kc.rope) {  // the rope rows' gather is the row without it
-      const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, false})); }, 20, s);
+      const double gather_ms = time_batched([&] { run(cuda::launch_gather_kv(ga, nullptr, {s, pdl})); }, 20, s);
       rows.push_back({"load", kc.name, n, bs, bytes, gather_ms, bytes / gather_ms / 1e6,
                       bytes / gather_ms / 1e6 / copy_gbps, false});
       pat.store = false;
@@ -833,6 +847,7 @@ int main(int argc, char** argv) {
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
     nlohmann::json j{{"device", prop.name},
                      {"slots", block_slots ? "blocks" : "scattered"},
+                     {"launch", pdl ? "pdl" : "plain"},
                      {"copy_gbps", copy_gbps},
                      {"empty_kernel_us", empty_ms * 1e3},
                      {"empty_kernel_graph_us", empty_graph_ms * 1e3},

@@ -390,6 +390,9 @@ def attach_ours(out, path):
     if ours.get("slots", "scattered") != "scattered":   # bench_cuda --slots blocks: another pattern
         sys.exit(f"compare_alternatives: --ours {path} is a bench_cuda --slots {ours['slots']} run; the"
                  " alternatives here write scattered slots: give a run without --slots")
+    if ours.get("launch", "plain") != "plain":  # bench_cuda --pdl: launches the alternatives do not get
+        sys.exit(f"compare_alternatives: --ours {path} is a bench_cuda --pdl run; the alternatives here"
+                 " launch plainly: give a run without --pdl")
     for r in out:
         if "same_process_ms" in r or "(graph, shim)" in r["alternative"]:
             continue                            # measured beside ours in this process (--shim)

@@ -20,9 +20,17 @@ bool same_row(const nlohmann::json& b, const PerfRow& r) {
          b.at("tokens") == r.tokens && b.at("block_size") == r.block_size;
 }
 
-// A baseline's slot pattern: "scattered" (the gated one, and a file without "slots"),
-// or "blocks" (bench_cuda --slots blocks).
-std::string slots_of(const nlohmann::json& baseline) { return baseline.value("slots", std::string("scattered")); }
+// How a baseline was measured where that is not the gated way (scattered slots, plain
+// launches; a file without "slots" or "launch" is of both): the bench_cuda options,
+// e.g. "--slots blocks --pdl"; "" for a gated file.
+std::string ungated_options(const nlohmann::json& baseline) {
+  std::string o;
+  if (const std::string slots = baseline.value("slots", std::string("scattered")); slots != "scattered")
+    o += "--slots " + slots;
+  if (const std::string launch = baseline.value("launch", std::string("plain")); launch != "plain")
+    o += (o.empty() ? "--" : " --") + launch;
+  return o;
+}
 
 }  // namespace
 
@@ -36,10 +44,10 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                       base_device.c_str(), device.c_str());
     return g;
   }
-  // bench_cuda --slots blocks: another access pattern, another ratio.
-  if (const std::string slots = slots_of(baseline); slots != "scattered") {
-    g.report = format("performance gate: not run: the baseline %s holds rows of --slots %s; the gate compares "
-                      "scattered slots\n", baseline_name.c_str(), slots.c_str());
+  // bench_cuda --slots blocks (another access pattern) or --pdl (another launch): other ratios.
+  if (const std::string o = ungated_options(baseline); !o.empty()) {
+    g.report = format("performance gate: not run: the baseline %s holds rows of %s; the gate compares "
+                      "scattered slots and plain launches\n", baseline_name.c_str(), o.c_str());
     return g;
   }
   g.ran = true;
@@ -102,8 +110,8 @@ PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std:
     } catch (const nlohmann::json::exception& e) {
       throw std::invalid_argument(b.name + ": " + e.what());
     }
-    // A --slots blocks file is of another pattern: never the one compared (check_perf_baseline).
-    if (match == nullptr && from == device && slots_of(b.json) == "scattered") match = &b;
+    // A --slots blocks or --pdl file is measured otherwise: never the one compared (check_perf_baseline).
+    if (match == nullptr && from == device && ungated_options(b.json).empty()) match = &b;
     seen += (seen.empty() ? "" : ", ") + b.name + " ('" + from + "')";
   }
   if (match != nullptr) {

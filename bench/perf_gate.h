@@ -44,8 +44,9 @@ constexpr int64_t kMinGatedTokens = 65536;
 /// skipped; rows under kMinGatedTokens are listed "not gated" and never fail; this
 /// run's rows of kMinGatedTokens or more that the baseline lacks are listed "not in the
 /// baseline" and counted (never a pass, never a failure). A
-/// baseline from a device other than `device`, or of slots other than scattered (its
-/// "slots": bench_cuda --slots blocks), is not compared (ran false).
+/// baseline from a device other than `device`, or measured otherwise than the gate's way
+/// (its "slots" other than scattered: bench_cuda --slots blocks; its "launch" other than
+/// plain: --pdl), is not compared (ran false).
 /// Throws nlohmann::json::exception on a baseline without those fields.
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
                                    const std::string& device, const std::string& baseline_name);
@@ -57,8 +58,9 @@ struct NamedBaseline {
 };
 
 /// The gate over several baselines, one per GPU model (bench/baseline_<card>.json): the
-/// first whose "device" is `device` and whose rows are of scattered slots (no "slots",
-/// or "scattered") is compared as check_perf_baseline does; with none,
+/// first whose "device" is `device` and whose rows are of scattered slots and plain
+/// launches (no "slots" or "scattered", no "launch" or "plain") is compared as
+/// check_perf_baseline does; with none,
 /// ran is false and the report names each file's device (ratios to the copy differ
 /// between models, so another card's file gives no verdict). Every file needs a
 /// "device"; a file without one, or a matching file without check_perf_baseline's

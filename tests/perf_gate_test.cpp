@@ -133,6 +133,31 @@ TEST(PerfGate, ABaselineOfBlockSlotsGivesNoVerdict) {
   EXPECT_NE(g2.report.find("scattered.json"), std::string::npos) << g2.report;
 }
 
+// bench_cuda --pdl writes "launch": "pdl": launches an engine's kernel chain makes, not
+// the gate's plain ones; with --slots blocks too, the report names both options.
+TEST(PerfGate, ABaselineOfPdlLaunchesGivesNoVerdict) {
+  nlohmann::json b = baseline();
+  b["launch"] = "pdl";
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
+  const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_FALSE(g.ran);
+  EXPECT_EQ(g.compared, 0);
+  EXPECT_NE(g.report.find("of --pdl;"), std::string::npos) << g.report;
+  b["slots"] = "blocks";
+  EXPECT_NE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").report.find("--slots blocks --pdl"),
+            std::string::npos);
+  b["slots"] = "scattered";
+  b["launch"] = "plain";
+  EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
+  // Among several files, a PDL file of this device never shadows its plain one.
+  nlohmann::json pdl = baseline();
+  pdl["launch"] = "pdl";
+  const PerfGateResult g2 =
+      check_perf_baselines(rows, {{"pdl.json", pdl}, {"plain.json", baseline()}}, -1, "NVIDIA H200");
+  EXPECT_TRUE(g2.ran);
+  EXPECT_NE(g2.report.find("plain.json"), std::string::npos) << g2.report;
+}
+
 // One baseline per GPU model: this device's is the one compared (the H100's drop fails
 // on the H100, the H200's file is not consulted), and with none there is no verdict,
 // the report naming each file's device.
