@@ -14,9 +14,13 @@
 // run), and its other random inputs differ from a scattered run's (fewer draws).
 // --pdl: the store, load, concat, store_kv and gather_kv rows launched with programmatic
 // dependent launch (LaunchOptions::pdl), as an engine chains its kernels, instead of plain
-// launches (the default, the gated figures): how much of a short row's time is the launch
-// of back-to-back kernels. The header and the JSON ("launch": "pdl") say so; --check
-// refuses it. copy_blocks and swap_blocks rows launch plainly either way.
+// launches (the default, the gated figures). Each kernel waits for the one before at its
+// start and releases the next after its last write, so plain minus PDL is a lower bound
+// on what launching back-to-back kernels costs a short row. Rows timed one launch at a
+// time (decode, "timing": "single") sync after each launch and do not change; the
+// access-pattern floor, the empty kernel and the copy_blocks / swap_blocks rows launch
+// plainly either way (their rows' "launch": "plain"). The header and each row's JSON
+// ("launch") say so; --check refuses it.
 // --check: the performance gate (docs/cuda.md, "The performance gate"). BASELINE is a --json file of an
 // earlier run (bench/baseline_<card>.json are the committed ones, one per GPU model; given
 // several times, the one from this device is used, none: no verdict); every bandwidth row it
@@ -847,7 +851,7 @@ int main(int argc, char** argv) {
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
     nlohmann::json j{{"device", prop.name},
                      {"slots", block_slots ? "blocks" : "scattered"},
-                     {"launch", pdl ? "pdl" : "plain"},
+                     {"launch", pdl ? "pdl" : "plain"},  // the run's option; each row says its own below
                      {"copy_gbps", copy_gbps},
                      {"empty_kernel_us", empty_ms * 1e3},
                      {"empty_kernel_graph_us", empty_graph_ms * 1e3},
@@ -857,7 +861,9 @@ int main(int argc, char** argv) {
                            {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps},
                            {"ratio_to_copy", r.decode ? r.gbps / copy_gbps : r.ratio},
                            {"ratio_to_empty_kernel", r.ms / (r.timing == "graph" ? empty_graph_ms : empty_ms)},
-                           {"decode", r.decode}, {"timing", r.timing}});
+                           {"decode", r.decode}, {"timing", r.timing},
+                           // --pdl reaches neither copy_blocks / swap_blocks nor a launch timed alone
+                           {"launch", pdl && r.op != "copy" && r.op != "swap" && r.timing != "single" ? "pdl" : "plain"}});
     for (size_t i = 0; i < rows.size(); ++i)
       if (rows[i].floor_gbps > 0) {
         j["rows"][i]["floor_ratio_to_copy"] = rows[i].floor_gbps / copy_gbps;

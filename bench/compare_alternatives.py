@@ -27,9 +27,10 @@ flat view(-1, 512) indexed by slot is kvcheck's layout. The script sets no GPU c
 
 Run on the GPU machine (needs torch with CUDA, triton, numpy):
   python3 bench/compare_alternatives.py --ours build-gpu/bench_cuda.json [--json out.json]
---ours reads kvcheck's C++ benchmark JSON ({"copy_gbps", "rows": [{"op", "format",
-"tokens", "block_size", "bytes", "ms", "gbps", "ratio_to_copy"}]}) and adds, per row,
-the matching kvcheck GB/s and ours/theirs (> 1: kvcheck faster).
+--ours reads kvcheck's C++ benchmark JSON ({"copy_gbps", "slots", "launch", "rows": [{"op",
+"format", "tokens", "block_size", "bytes", "ms", "gbps", "ratio_to_copy"}]}; a run of
+--slots blocks or --pdl is refused before any timing) and adds, per row, the matching
+kvcheck GB/s and ours/theirs (> 1: kvcheck faster).
   python3 bench/compare_alternatives.py --check   # correctness only; CPU is fine, no triton
 """
 import argparse
@@ -384,7 +385,9 @@ def run_bench(args):
         sys.exit("compare_alternatives: correctness checks failed")
     return out
 
-def attach_ours(out, path):
+def read_ours(path):
+    """bench_cuda's --json file, refused (before any GPU work) unless it was measured as the
+    alternatives here are: scattered slots, plain launches."""
     with open(path) as f:
         ours = json.load(f)
     if ours.get("slots", "scattered") != "scattered":   # bench_cuda --slots blocks: another pattern
@@ -393,6 +396,9 @@ def attach_ours(out, path):
     if ours.get("launch", "plain") != "plain":  # bench_cuda --pdl: launches the alternatives do not get
         sys.exit(f"compare_alternatives: --ours {path} is a bench_cuda --pdl run; the alternatives here"
                  " launch plainly: give a run without --pdl")
+    return ours
+
+def attach_ours(out, ours):
     for r in out:
         if "same_process_ms" in r or "(graph, shim)" in r["alternative"]:
             continue                            # measured beside ours in this process (--shim)
@@ -448,13 +454,14 @@ def main():
         if store is None:
             print(f"Triton store not checked (needs CUDA and triton; device {dev})")
         return 1 if run_checks(dev, store) else 0
+    ours = read_ours(args.ours) if args.ours else None
     out = run_bench(args)
     for r in out:
         if "same_process_ms" in r:              # ours/theirs by time, both measured here
             r["ours_gbps"] = r["bytes"] / r["same_process_ms"] / 1e6
             r["ours_over_theirs"] = r["ms"] / r["same_process_ms"]
-    if args.ours:
-        attach_ours(out, args.ours)
+    if ours is not None:
+        attach_ours(out, ours)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,

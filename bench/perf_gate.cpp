@@ -102,16 +102,19 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
 PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std::vector<NamedBaseline>& baselines,
                                     double tolerance, const std::string& device) {
   std::string seen;  // "name ('device')", ... for the report when none is from `device`
+  std::string ungated;  // "name (--pdl)", ...: this device's files measured otherwise
   const NamedBaseline* match = nullptr;
   for (const NamedBaseline& b : baselines) {
-    std::string from;
+    std::string from, options;
     try {
       from = b.json.at("device").get<std::string>();
+      options = ungated_options(b.json);
     } catch (const nlohmann::json::exception& e) {
       throw std::invalid_argument(b.name + ": " + e.what());
     }
     // A --slots blocks or --pdl file is measured otherwise: never the one compared (check_perf_baseline).
-    if (match == nullptr && from == device && ungated_options(b.json).empty()) match = &b;
+    if (from == device && !options.empty()) ungated += (ungated.empty() ? "" : ", ") + b.name + " (" + options + ")";
+    if (match == nullptr && from == device && options.empty()) match = &b;
     seen += (seen.empty() ? "" : ", ") + b.name + " ('" + from + "')";
   }
   if (match != nullptr) {
@@ -122,8 +125,12 @@ PerfGateResult check_perf_baselines(const std::vector<PerfRow>& rows, const std:
     }
   }
   PerfGateResult g;
-  g.report = "performance gate: not run: no baseline is from '" + device + "' (" +
-             (seen.empty() ? std::string("no baseline given") : seen) + ")\n";
+  if (!ungated.empty())
+    g.report = "performance gate: not run: the baselines from '" + device + "' hold rows measured otherwise than " +
+               "the gate's scattered slots and plain launches: " + ungated + "\n";
+  else
+    g.report = "performance gate: not run: no baseline is from '" + device + "' (" +
+               (seen.empty() ? std::string("no baseline given") : seen) + ")\n";
   return g;
 }
 

@@ -156,6 +156,15 @@ TEST(PerfGate, ABaselineOfPdlLaunchesGivesNoVerdict) {
       check_perf_baselines(rows, {{"pdl.json", pdl}, {"plain.json", baseline()}}, -1, "NVIDIA H200");
   EXPECT_TRUE(g2.ran);
   EXPECT_NE(g2.report.find("plain.json"), std::string::npos) << g2.report;
+  // This device's only file measured otherwise: no verdict, and the report says why (not
+  // "no baseline is from" this device).
+  const PerfGateResult g3 = check_perf_baselines(rows, {{"pdl.json", pdl}}, -1, "NVIDIA H200");
+  EXPECT_FALSE(g3.ran);
+  EXPECT_NE(g3.report.find("pdl.json (--pdl)"), std::string::npos) << g3.report;
+  // A "launch" that is not a string names the file, as a missing field does.
+  nlohmann::json bad = baseline();
+  bad["launch"] = 1;
+  EXPECT_THROW(check_perf_baselines(rows, {{"bad.json", bad}}, -1, "NVIDIA H200"), std::invalid_argument);
 }
 
 // One baseline per GPU model: this device's is the one compared (the H100's drop fails
