@@ -112,59 +112,46 @@ TEST(PerfGate, AnotherDeviceGivesNoVerdict) {
   EXPECT_NE(g.report.find("not run"), std::string::npos) << g.report;
 }
 
-// bench_cuda --slots blocks writes "slots": "blocks": a prefill's pattern, other ratios,
-// never a baseline of the gate (which times scattered slots).
-TEST(PerfGate, ABaselineOfBlockSlotsGivesNoVerdict) {
-  nlohmann::json b = baseline();
-  b["slots"] = "blocks";
+// bench_cuda --slots blocks writes "slots": "blocks" (a prefill's pattern) and --pdl
+// "launch": "pdl" (an engine's PDL chain): other ratios, never a baseline of the gate,
+// which times scattered slots and plain launches; the report names the option.
+TEST(PerfGate, ABaselineMeasuredOtherwiseGivesNoVerdict) {
   const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
-  const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
-  EXPECT_FALSE(g.ran);
-  EXPECT_EQ(g.compared, 0);
-  EXPECT_NE(g.report.find("--slots blocks"), std::string::npos) << g.report;
-  b["slots"] = "scattered";
-  EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
-  // Among several files, a blocks file of this device never shadows its scattered one.
-  nlohmann::json blocks = baseline();
-  blocks["slots"] = "blocks";
-  const PerfGateResult g2 =
-      check_perf_baselines(rows, {{"blocks.json", blocks}, {"scattered.json", baseline()}}, -1, "NVIDIA H200");
-  EXPECT_TRUE(g2.ran);
-  EXPECT_NE(g2.report.find("scattered.json"), std::string::npos) << g2.report;
-}
-
-// bench_cuda --pdl writes "launch": "pdl": launches an engine's kernel chain makes, not
-// the gate's plain ones; with --slots blocks too, the report names both options.
-TEST(PerfGate, ABaselineOfPdlLaunchesGivesNoVerdict) {
-  nlohmann::json b = baseline();
-  b["launch"] = "pdl";
-  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.10, false}};
-  const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
-  EXPECT_FALSE(g.ran);
-  EXPECT_EQ(g.compared, 0);
-  EXPECT_NE(g.report.find("of --pdl;"), std::string::npos) << g.report;
-  b["slots"] = "blocks";
-  EXPECT_NE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").report.find("--slots blocks --pdl"),
+  const struct {
+    const char *field, *value, *gated, *option;
+  } kOtherwise[] = {{"slots", "blocks", "scattered", "--slots blocks"}, {"launch", "pdl", "plain", "--pdl"}};
+  for (const auto& o : kOtherwise) {
+    SCOPED_TRACE(o.option);
+    nlohmann::json b = baseline();
+    b[o.field] = o.value;
+    const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
+    EXPECT_FALSE(g.ran);
+    EXPECT_EQ(g.compared, 0);
+    EXPECT_NE(g.report.find(std::string("of ") + o.option + ";"), std::string::npos) << g.report;
+    b[o.field] = o.gated;
+    EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
+    // Among several files, one measured otherwise never shadows this device's gated one ...
+    nlohmann::json other = baseline();
+    other[o.field] = o.value;
+    const PerfGateResult g2 =
+        check_perf_baselines(rows, {{"other.json", other}, {"gated.json", baseline()}}, -1, "NVIDIA H200");
+    EXPECT_TRUE(g2.ran);
+    EXPECT_NE(g2.report.find("gated.json"), std::string::npos) << g2.report;
+    // ... and as this device's only file it gives no verdict, the report saying why (not
+    // "no baseline is from" this device).
+    const PerfGateResult g3 = check_perf_baselines(rows, {{"other.json", other}}, -1, "NVIDIA H200");
+    EXPECT_FALSE(g3.ran);
+    EXPECT_NE(g3.report.find(std::string("other.json (") + o.option + ")"), std::string::npos) << g3.report;
+    // A value that is not a string names the file, as a missing field does.
+    other[o.field] = 1;
+    EXPECT_THROW(check_perf_baselines(rows, {{"bad.json", other}}, -1, "NVIDIA H200"), std::invalid_argument);
+  }
+  // Both options at once: the report names both.
+  nlohmann::json both = baseline();
+  both["slots"] = "blocks";
+  both["launch"] = "pdl";
+  EXPECT_NE(check_perf_baseline(rows, both, -1, "NVIDIA H200", "b.json").report.find("--slots blocks --pdl"),
             std::string::npos);
-  b["slots"] = "scattered";
-  b["launch"] = "plain";
-  EXPECT_TRUE(check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json").ran);
-  // Among several files, a PDL file of this device never shadows its plain one.
-  nlohmann::json pdl = baseline();
-  pdl["launch"] = "pdl";
-  const PerfGateResult g2 =
-      check_perf_baselines(rows, {{"pdl.json", pdl}, {"plain.json", baseline()}}, -1, "NVIDIA H200");
-  EXPECT_TRUE(g2.ran);
-  EXPECT_NE(g2.report.find("plain.json"), std::string::npos) << g2.report;
-  // This device's only file measured otherwise: no verdict, and the report says why (not
-  // "no baseline is from" this device).
-  const PerfGateResult g3 = check_perf_baselines(rows, {{"pdl.json", pdl}}, -1, "NVIDIA H200");
-  EXPECT_FALSE(g3.ran);
-  EXPECT_NE(g3.report.find("pdl.json (--pdl)"), std::string::npos) << g3.report;
-  // A "launch" that is not a string names the file, as a missing field does.
-  nlohmann::json bad = baseline();
-  bad["launch"] = 1;
-  EXPECT_THROW(check_perf_baselines(rows, {{"bad.json", bad}}, -1, "NVIDIA H200"), std::invalid_argument);
 }
 
 // One baseline per GPU model: this device's is the one compared (the H100's drop fails
