@@ -379,12 +379,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (block_slots && !baselines.empty()) {
-    std::fprintf(stderr, "bench_cuda: --check gates scattered slots (the baselines' pattern), not --slots blocks\n");
-    return 2;
-  }
-  if (pdl && !baselines.empty()) {
-    std::fprintf(stderr, "bench_cuda: --check gates plain launches (the baselines'), not --pdl\n");
+  // How this run measures: the JSON's "slots" and "launch", and what --check compares.
+  const nlohmann::json mode{{"slots", block_slots ? "blocks" : "scattered"}, {"launch", pdl ? "pdl" : "plain"}};
+  if (const std::string o = bench::ungated_options(mode); !o.empty() && !baselines.empty()) {
+    std::fprintf(stderr, "bench_cuda: --check gates scattered slots and plain launches (the baselines'), not %s\n",
+                 o.c_str());
     return 2;
   }
   for (const std::string& b : baselines)
@@ -850,8 +849,8 @@ int main(int argc, char** argv) {
   }
   if (!json.empty()) {  // the shape bench/compare_alternatives.py --ours reads
     nlohmann::json j{{"device", prop.name},
-                     {"slots", block_slots ? "blocks" : "scattered"},
-                     {"launch", pdl ? "pdl" : "plain"},  // the run's option; each row says its own below
+                     {"slots", mode["slots"]},
+                     {"launch", mode["launch"]},  // the run's option; each row says its own below
                      {"copy_gbps", copy_gbps},
                      {"empty_kernel_us", empty_ms * 1e3},
                      {"empty_kernel_graph_us", empty_graph_ms * 1e3},

@@ -20,19 +20,16 @@ bool same_row(const nlohmann::json& b, const PerfRow& r) {
          b.at("tokens") == r.tokens && b.at("block_size") == r.block_size;
 }
 
-// How a baseline was measured where that is not the gated way (scattered slots, plain
-// launches; a file without "slots" or "launch" is of both): the bench_cuda options,
-// e.g. "--slots blocks --pdl"; "" for a gated file.
-std::string ungated_options(const nlohmann::json& baseline) {
+}  // namespace
+
+std::string ungated_options(const nlohmann::json& run) {
   std::string o;
-  if (const std::string slots = baseline.value("slots", std::string("scattered")); slots != "scattered")
+  if (const std::string slots = run.value("slots", std::string("scattered")); slots != "scattered")
     o += "--slots " + slots;
-  if (const std::string launch = baseline.value("launch", std::string("plain")); launch != "plain")
+  if (const std::string launch = run.value("launch", std::string("plain")); launch != "plain")
     o += (o.empty() ? "--" : " --") + launch;
   return o;
 }
-
-}  // namespace
 
 PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohmann::json& baseline, double tolerance,
                                    const std::string& device, const std::string& baseline_name) {

@@ -57,6 +57,12 @@ struct NamedBaseline {
   nlohmann::json json;
 };
 
+/// How a bench_cuda run (its --json object, or one holding just "slots" and "launch")
+/// was measured where that is not the gate's way, scattered slots and plain launches: its
+/// options, e.g. "--slots blocks --pdl"; "" for the gated way (a file without "slots" or
+/// "launch" is of it). Throws nlohmann::json::exception on a value that is not a string.
+std::string ungated_options(const nlohmann::json& run);
+
 /// The gate over several baselines, one per GPU model (bench/baseline_<card>.json): the
 /// first whose "device" is `device` and whose rows are of scattered slots and plain
 /// launches (no "slots" or "scattered", no "launch" or "plain") is compared as
