@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,6 +42,20 @@ std::set<std::string> pids(const props::PropertyOutcome& o) {
 void note_pid(const Backend&) {
   (void)*rc::gen::inRange(0, 10);
   props::note_class("pid " + std::to_string(getpid()));
+}
+
+// Whether process pid (a child of this one, not reaped) has ended within `limit`: its
+// /proc state reads Z.
+bool becomes_zombie(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  do {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
 }
 
 const std::string kParent = "pid " + std::to_string(getpid());
@@ -143,20 +159,31 @@ TEST(ChunkRunner, AFailureThatNeedsEarlierChunksIsSaidToBeOne) {
       << o.message;
 }
 
+// The worker's thread waits on this pipe: the test says when it kills the worker.
+int g_kill_pipe[2] = {-1, -1};
+
 TEST(ChunkRunner, AWorkerThatDiesWhileIdleFailsTheRowOfItsLastChunk) {
   const cpu::CpuBackend b;
   const props::Property good = property("prop_pid", note_pid);
-  const props::Property late = property("prop_late_crash", [](const Backend&) {
+  const props::Property late = property("prop_late_crash", [](const Backend& backend) {
     static bool started = false;
+    note_pid(backend);
     if (!std::exchange(started, true))
       std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::raise(SIGKILL);
+        char go = 0;
+        if (read(g_kill_pipe[0], &go, 1) == 1) std::raise(SIGKILL);
       }).detach();
   });
+  ASSERT_EQ(pipe(g_kill_pipe), 0);
   ChunkRunner runner({{&good, &b}, {&late, &b}}, false);
-  EXPECT_FALSE(runner.run(1, {1, 3, 10}).failed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const props::PropertyOutcome first = runner.run(1, {1, 3, 10});
+  EXPECT_FALSE(first.failed) << first.message;
+  const auto worker = pids(first);
+  ASSERT_EQ(worker.size(), 1u);
+  // The idle worker's thread kills it now; the test waits for the death itself, not a
+  // fixed time (a 500 ms sleep once lost the race on a loaded 2-core machine under ASan).
+  ASSERT_EQ(write(g_kill_pipe[1], "k", 1), 1);
+  ASSERT_TRUE(becomes_zombie(std::stoi(worker.begin()->substr(4)), std::chrono::seconds(60)));
   EXPECT_TRUE(runner.take_idle_deaths().empty());  // not looked at yet
   EXPECT_FALSE(runner.run(0, {2, 3, 10}).failed);
   const auto deaths = runner.take_idle_deaths();
@@ -166,6 +193,8 @@ TEST(ChunkRunner, AWorkerThatDiesWhileIdleFailsTheRowOfItsLastChunk) {
             std::string::npos)
       << deaths[0].message;
   EXPECT_EQ(runner.workers_started(), 2);
+  close(g_kill_pipe[0]);
+  close(g_kill_pipe[1]);
 }
 
 // A worker that stops itself (or a run paused with Ctrl-Z and resumed) is continued:
