@@ -719,9 +719,10 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   print_not_exercised(rows, out);
   const bool interrupted = g_stop_signal != 0;
   // A run none of whose rows ran a case that reached its backend tested nothing: not a pass.
-  const bool exercised = std::any_of(rows.begin(), rows.end(),
-                                     [](const Row& r) { return r.cases > 0 && r.not_exercised.empty(); });
-  const bool nothing = !interrupted && failures == 0 && !exercised;
+  const int64_t exercised = std::count_if(rows.begin(), rows.end(),
+                                          [](const Row& r) { return r.cases > 0 && r.not_exercised.empty(); });
+  const std::string verdict = interrupted ? "interrupted" : finished_verdict(failures, exercised);
+  const bool nothing = verdict == "not_exercised";
   fmt::print(out, "{} in {:.1f}s, seed {}{}{}\n",
              interrupted ? "INTERRUPTED"
              : failures  ? "FAILED"
@@ -730,7 +731,6 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
              elapsed(), seed,
              failures ? fmt::format(", {} failing (property, backend) pairs", failures) : std::string(),
              stopped_early ? " (--fail-fast: stopped at the first failure)" : "");
-  const std::string verdict = interrupted ? "interrupted" : failures ? "fail" : nothing ? "not_exercised" : "pass";
   if (const std::string bad = write_summary(verdict); !bad.empty()) {
     fmt::print(out, "kvcheck {}: cannot write {} (the verdict above stands; exit 2)\n", options.command, bad);
     return 2;

@@ -30,6 +30,11 @@
 #endif
 
 namespace kvcheck::tool {
+
+std::string finished_verdict(int64_t failing, int64_t passing) {
+  return failing > 0 ? "fail" : passing == 0 ? "not_exercised" : "pass";
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -181,12 +186,16 @@ std::string verdict_failure(const nlohmann::json& summary, int failing_rows, int
   const nlohmann::json none;
   const nlohmann::json& v = summary.contains("verdict") ? summary["verdict"] : none;
   const std::string verdict = v.is_string() ? v.get<std::string>() : "";
-  if (verdict == "pass" && failing_rows > 0)
-    return fmt::format("verdict pass: but {} result{} failed, so the summary contradicts itself", failing_rows,
-                       failing_rows == 1 ? "" : "s");
-  if (verdict == "pass" && passing_rows == 0)
-    return "verdict pass: but no result passed (none, or only ones not run), so nothing was exercised";
-  if (verdict == "pass" || (verdict == "fail" && failing_rows > 0)) return "";
+  if (verdict == "pass") {
+    const std::string due = finished_verdict(failing_rows, passing_rows);
+    if (due == "fail")
+      return fmt::format("verdict pass: but {} result{} failed, so the summary contradicts itself", failing_rows,
+                         failing_rows == 1 ? "" : "s");
+    if (due == "not_exercised")
+      return "verdict pass: but no result passed (none, or only ones not run), so nothing was exercised";
+    return "";
+  }
+  if (verdict == "fail" && failing_rows > 0) return "";
   if (verdict == "fail") return "verdict fail: the run failed, but no result says which";
   if (verdict == "running")
     return "verdict running: the run never finished (its process died or was killed, or it still runs)";
@@ -606,13 +615,11 @@ int record_finish(const std::string& run_dir, const std::string& verdict, const 
       return refuse(fmt::format("{}: the execs of the results overflow a 64-bit total", results_path));
   }
   // Pass is never written over a failed result, nor when no result passed.
-  std::string written = verdict;
-  if (verdict == "pass" && failures > 0) {
-    written = "fail";
+  const std::string written = verdict == "pass" ? finished_verdict(failures, passed) : verdict;
+  if (written == "fail" && verdict == "pass") {
     err << fmt::format("kvcheck record: result {} failed ({} of {} failed): verdict fail written, not pass\n",
                        first_failed, failures, results.size());
-  } else if (verdict == "pass" && passed == 0) {
-    written = "not_exercised";
+  } else if (written == "not_exercised") {
     err << fmt::format("kvcheck record: {}: verdict not_exercised written, not pass\n",
                        results.empty() ? "no results in " + results_path
                                        : fmt::format("no result of the {} in {} passed", results.size(), results_path));

@@ -65,6 +65,11 @@ struct NamedPath {
 /// named twice. Returns "" or what is wrong, naming the paths.
 std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
+/// The pass rule of docs/spec.md §6, in one place for the campaign, `record finish` and
+/// the JUnit writer: a finished run with a failing result is "fail", one with no passing
+/// result (none, or only ones not run) "not_exercised", else "pass". Counts are results.
+std::string finished_verdict(int64_t failing, int64_t passing);
+
 /// Checks a parsed summary.json (docs/spec.md §6) before anything reads it: an object
 /// with schema "kvcheck-summary", schema_version kSummaryVersion (a number), kind run |
 /// fuzz, a known verdict and results[], each result an object with a name, a verdict
