@@ -65,6 +65,21 @@ rc, out = run("summary", "merge", shard_files[0], shard_files[0], "--out", f"{wo
 check(rc == 2 and "again" in out, f"a shard given twice is refused (exit {rc}): {out.strip()}")
 rc, out = run("summary", "merge", shard_files[0], f"{work}/full.json", "--out", f"{work}/mixed.json")
 check(rc == 2 and "not a shard" in out, f"an unsharded summary is refused (exit {rc}): {out.strip()}")
+# Shards of one run record the run's backends, not their part's: a selection whose host
+# pair falls in one shard only merged as "not shards of one run" (a newcomer's report).
+HOST = ["--property", "store", "--cases", "1", "--seed", "7", "--quiet", "--work-dir", work]
+host_files = []
+for i in (1, 2):
+    rc, out = run("run", *HOST, "--shard", f"{i}/2", "--report", f"{work}/host{i}.json")
+    check(rc == 0, f"host selection shard {i}/2 passes (exit {rc})\n{out}")
+    host_files.append(f"{work}/host{i}.json")
+holders = [any(r["backend"] == "host" for r in load(f)["results"]) for f in host_files]
+check(holders.count(True) == 1, f"the selection puts host pairs in one shard only ({holders}): the case this checks")
+check(all(load(f)["backends"] == ["cpu", "host"] for f in host_files),
+      f"each shard records the run's backends: {[load(f)['backends'] for f in host_files]}")
+rc, out = run("summary", "merge", *host_files, "--out", f"{work}/host_merged.json")
+check(rc == 0 and load(f"{work}/host_merged.json")["verdict"] == "pass", f"they merge (exit {rc})\n{out}")
+
 rc, out = run("run", *SELECT, "--shard", "4/3")
 check(rc == 2, f"--shard 4/3 is a bad option (exit {rc})")
 

@@ -424,6 +424,14 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   const int host_left_out = sel.host_left_out;
   const size_t pairs_total = rows.size();
   for (size_t i = 0; i < rows.size(); ++i) rows[i].index = i;
+  // The backends the run's rows run on, "host" included (the host properties' label):
+  // of the whole selection, before a --shard takes its part, so every shard of one run
+  // records the same list (summary merge checks it).
+  std::vector<std::string> backend_list;
+  for (const auto& b : backends) backend_list.emplace_back(b->name());
+  for (const Row& r : rows)
+    if (std::find(backend_list.begin(), backend_list.end(), r.backend_label) == backend_list.end())
+      backend_list.push_back(r.backend_label);
   if (options.shard_count > 0 && !rows.empty()) {
     std::vector<Row> mine;
     for (Row& r : rows)
@@ -494,12 +502,6 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   const bool timed = options.seconds > 0;
   const int per_row_cases = options.cases > 0 ? options.cases : 200;
   const int chunk = timed ? 20 : per_row_cases;
-  // The backends the rows run on, "host" included (the host properties' label).
-  std::vector<std::string> backend_list;
-  for (const auto& b : backends) backend_list.emplace_back(b->name());
-  for (const Row& r : rows)
-    if (std::find(backend_list.begin(), backend_list.end(), r.backend_label) == backend_list.end())
-      backend_list.push_back(r.backend_label);
   const std::string backend_names = fmt::format("{}", fmt::join(backend_list, ", "));
   fmt::print(out, "kvcheck {}: {} (property, backend) pairs{} on [{}], seed {}, budget {}\n", options.command, rows.size(),
              options.shard_count ? fmt::format(" (shard {}/{} of {})", options.shard_index, options.shard_count,

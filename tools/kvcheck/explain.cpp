@@ -2,12 +2,15 @@
 
 #include "properties/case_isolation.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -154,10 +157,29 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     try {
       const nlohmann::json doc = nlohmann::json::parse(bytes.begin(), bytes.end());
       if (props::is_regression_document(doc)) {
-        const Backend& backend = fuzz::fuzz_backend();
+        // A writer-to-reader pair's failure replays on that pair when both sides are here
+        // (a contract failure replayed on cpu alone read PASS), unless
+        // $KVCHECK_FUZZ_BACKEND names a backend; anything else on the fuzz backend (a
+        // plugin under test, cpu). A pass elsewhere says where it failed.
+        const std::string failed_on = doc.value("failed_on", "");
+        const char* forced = std::getenv("KVCHECK_FUZZ_BACKEND");
+        std::shared_ptr<const Backend> pair;
+        std::string pair_missing;
+        if (!(forced && *forced) && failed_on.find("-to-") != std::string::npos) {
+          try {
+            pair = backend_by_name(failed_on);
+          } catch (const std::exception& e) {
+            pair_missing = e.what();
+          }
+        }
+        const Backend& backend = pair ? *pair : fuzz::fuzz_backend();
+        const bool elsewhere = !failed_on.empty() && failed_on != backend.name();
         out << "file: " << path << ", property " << doc.value("property", "?") << " (op " << doc.value("op", "?")
-            << "), failed on " << doc.value("failed_on", "?") << ", backend " << backend.name() << "\n"
+            << "), failed on " << (failed_on.empty() ? "?" : failed_on) << ", backend " << backend.name() << "\n"
             << "invariant: " << doc.value("invariant", "") << "\n";
+        if (!pair_missing.empty())
+          out << "note: replayed on " << backend.name() << ", not on " << failed_on << " where it failed ("
+              << pair_missing << "; load both sides with --plugin)\n";
         const nlohmann::json& scenario = doc.at("scenario");
         out << "scenario (" << scenario.value("type", "?") << "):\n";
         print_fields(scenario, 2, out);
@@ -172,7 +194,8 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
           return 1;
         }
         if (failure.empty()) {
-          out << "result: PASS\n";
+          out << "result: PASS"
+              << (elsewhere ? fmt::format(" on {} (it failed on {})", backend.name(), failed_on) : std::string()) << "\n";
           return 0;
         }
         out << "result: FAIL\n" << failure << "\n";
