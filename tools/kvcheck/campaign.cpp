@@ -259,6 +259,7 @@ int g_stop_depth = 0;  // StopSignals alive on this thread (the outermost instal
 void (*g_old_int)(int) = nullptr;
 void (*g_old_term)(int) = nullptr;
 void (*g_old_hup)(int) = nullptr;
+void (*g_old_pipe)(int) = nullptr;
 
 // Writes to two streams: the terminal's and the run directory's campaign.log.
 class TeeBuf final : public std::streambuf {
@@ -266,15 +267,17 @@ class TeeBuf final : public std::streambuf {
   TeeBuf(std::streambuf* a, std::streambuf* b) : a_(a), b_(b) {}
 
  protected:
+  // A write that reaches either stream succeeds: the log goes on after the terminal's
+  // pipe closed (`kvcheck run | head`), and the terminal after the log's disk filled.
   int overflow(int c) override {
     if (c == EOF) return !EOF;
-    const bool ok = a_->sputc(static_cast<char>(c)) != EOF && (!b_ || b_->sputc(static_cast<char>(c)) != EOF);
-    return ok ? c : EOF;
+    const bool to_a = a_->sputc(static_cast<char>(c)) != EOF;
+    const bool to_b = b_ && b_->sputc(static_cast<char>(c)) != EOF;
+    return to_a || to_b ? c : EOF;
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
     const auto r = a_->sputn(s, n);
-    if (b_) b_->sputn(s, n);
-    return r;
+    return b_ ? std::max(r, b_->sputn(s, n)) : r;
   }
   int sync() override { return (a_->pubsync() == 0 && (!b_ || b_->pubsync() == 0)) ? 0 : -1; }
 
@@ -372,6 +375,9 @@ StopSignals::StopSignals() {
   g_old_int = std::signal(SIGINT, on_stop_signal);
   g_old_term = std::signal(SIGTERM, on_stop_signal);
   g_old_hup = std::signal(SIGHUP, on_stop_signal);
+  // The reader of our output went away (`kvcheck run | head`): stop as for SIGHUP, with
+  // a summary, where the default action killed the run and left it "running".
+  g_old_pipe = std::signal(SIGPIPE, on_stop_signal);
   plugin::set_stop_requested(stop_requested);  // a plugin's hung probe is cut at once
 }
 
@@ -381,6 +387,7 @@ StopSignals::~StopSignals() {
   std::signal(SIGINT, g_old_int);
   std::signal(SIGTERM, g_old_term);
   std::signal(SIGHUP, g_old_hup);
+  std::signal(SIGPIPE, g_old_pipe);
 }
 
 bool stop_requested() { return g_stop_signal != 0; }
@@ -707,6 +714,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
     }
     if (!ran || !timed) break;
   }
+  // Stopped before the rounds ended; a stop while the table prints (a reader that closed
+  // the pipe after the lines it wanted) leaves the verdict to the results.
+  const bool interrupted = g_stop_signal != 0;
   if (tty) progress << "\r\x1b[K" << std::flush;
   runner.stop();  // a profiling worker prints before the table
   fail_idle_deaths();
@@ -719,7 +729,6 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
   print_table(rows, out);
   print_class_table(rows, options.verbose, out);
   print_not_exercised(rows, out);
-  const bool interrupted = g_stop_signal != 0;
   // A run none of whose rows ran a case that reached its backend tested nothing: not a pass.
   const int64_t exercised = std::count_if(rows.begin(), rows.end(),
                                           [](const Row& r) { return r.cases > 0 && r.not_exercised.empty(); });

@@ -64,8 +64,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& out, std::ostream
 /// before selecting (an unknown backend, plugins none of which can run here).
 int selected_pairs(const CampaignOptions& options);
 
-/// While alive, SIGINT/SIGTERM/SIGHUP only ask the campaign to stop (SIGHUP: the
-/// terminal or ssh session of a long run went away): run_campaign then ends with an
+/// While alive, SIGINT/SIGTERM/SIGHUP/SIGPIPE only ask the campaign to stop (SIGHUP: the
+/// terminal or ssh session of a long run went away; SIGPIPE: the reader of its output,
+/// as in `kvcheck run | head`): run_campaign then ends with an
 /// "interrupted" summary and exit 130. The outermost of nested ones installs the
 /// handlers and clears what an earlier one saw; main holds one from before the backends
 /// load, so a Ctrl-C there is not lost.

@@ -199,7 +199,7 @@ std::string verdict_failure(const nlohmann::json& summary, int failing_rows, int
   if (verdict == "fail") return "verdict fail: the run failed, but no result says which";
   if (verdict == "running")
     return "verdict running: the run never finished (its process died or was killed, or it still runs)";
-  if (verdict == "interrupted") return "verdict interrupted: the run was stopped (SIGINT, SIGTERM or SIGHUP) before it finished";
+  if (verdict == "interrupted") return "verdict interrupted: the run was stopped (SIGINT, SIGTERM, SIGHUP or SIGPIPE) before it finished";
   if (verdict == "not_exercised") return "verdict not_exercised: no result reached the code under test";
   if (verdict == "incomplete") {
     std::vector<std::string> why;
