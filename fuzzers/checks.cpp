@@ -69,6 +69,20 @@ const Backend& fuzz_backend() {
   return *backend;
 }
 
+const Backend& regression_backend(const std::string& failed_on, std::string* why_not) {
+  if (why_not) why_not->clear();
+  const char* forced = std::getenv("KVCHECK_FUZZ_BACKEND");
+  if ((forced && *forced) || failed_on.find("-to-") == std::string::npos) return fuzz_backend();
+  try {
+    static std::vector<std::shared_ptr<const Backend>> pairs;  // alive as long as the references handed out
+    pairs.push_back(backend_by_name(failed_on));
+    return *pairs.back();
+  } catch (const std::exception& e) {
+    if (why_not) *why_not = e.what();
+    return fuzz_backend();
+  }
+}
+
 const std::string& last_skipped() { return last_skip; }
 
 int fuzz_one(std::string_view name, const uint8_t* data, size_t size) {

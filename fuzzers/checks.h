@@ -49,6 +49,14 @@ void check_setup();
 /// does not load prints why and aborts).
 const Backend& fuzz_backend();
 
+/// The backend a property regression file (its failed_on) replays on: a
+/// "<writer>-to-<reader>" pair's file on that pair when both sides are loaded here and
+/// $KVCHECK_FUZZ_BACKEND is unset (on the writer or the reader alone, or on cpu, a
+/// contract failure passes: each side agrees with itself); anything else on
+/// fuzz_backend(). `why_not` gets why the pair is not here ("" when it is, or when the
+/// file names no pair). Shared by the replays and `kvcheck explain`.
+const Backend& regression_backend(const std::string& failed_on, std::string* why_not);
+
 /// LLVMFuzzerTestOneInput body: runs target `name`; on failure prints the scenario
 /// and the decoded first difference to stderr and calls abort().
 int fuzz_one(std::string_view name, const uint8_t* data, size_t size);

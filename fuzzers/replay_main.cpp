@@ -2,7 +2,8 @@
 // file named on the command line, descending into directories (corpus/<target>/ and
 // its regressions/). A mismatch abort()s, so a failing regression fails the test.
 // Property regression files (*.json, properties/regression.h) are replayed through
-// their property on the fuzz backend instead; a failing one fails the run (exit 1).
+// their property on the fuzz backend instead (a writer-to-reader pair's on that pair
+// where both sides are loaded); a failing one fails the run (exit 1).
 // An input the backend does not support (outside its capabilities, or refused with
 // kUnsupported) is neither a pass nor a failure: it is counted apart, and a replay in
 // which no input ran at all is "not exercised" (exit 1), never a pass.
@@ -29,26 +30,31 @@ struct Tally {
 };
 Tally tally;
 
-// Counts one input: unsupported when `why` says what the backend could not run.
-void count(const std::filesystem::path& file, const std::string& why) {
+// Counts one input: unsupported (by `backend`) when `why` says what it could not run.
+void count(const std::filesystem::path& file, const std::string& why,
+           const kvcheck::Backend& backend = kvcheck::fuzz::fuzz_backend()) {
   if (why.empty()) {
     ++tally.passed;
     return;
   }
-  std::fprintf(stderr, "not supported by %s: %s: %s\n", std::string(kvcheck::fuzz::fuzz_backend().name()).c_str(),
-               file.c_str(), why.c_str());
+  std::fprintf(stderr, "not supported by %s: %s: %s\n", std::string(backend.name()).c_str(), file.c_str(),
+               why.c_str());
   ++tally.unsupported;
 }
 
-// A property regression file: replays its scenario on the fuzz backend.
+// A property regression file: replays its scenario on the fuzz backend, or a
+// writer-to-reader pair's on that pair where both sides are loaded (regression_backend).
 void replay_property_regression(const std::filesystem::path& file, std::ifstream& in) {
   std::string verdict, unsupported;
+  const kvcheck::Backend* on = &kvcheck::fuzz::fuzz_backend();
   try {
     const nlohmann::json doc = nlohmann::json::parse(in);
-    const auto& backend = kvcheck::fuzz::fuzz_backend();
-    std::fprintf(stderr, "replay: %s (%s on %s)\n", file.c_str(), doc.value("property", "?").c_str(),
-                 std::string(backend.name()).c_str());
-    verdict = kvcheck::props::replay_regression(doc, backend, &unsupported);
+    std::string pair_missing;
+    on = &kvcheck::fuzz::regression_backend(doc.value("failed_on", ""), &pair_missing);
+    std::fprintf(stderr, "replay: %s (%s on %s%s)\n", file.c_str(), doc.value("property", "?").c_str(),
+                 std::string(on->name()).c_str(),
+                 pair_missing.empty() ? "" : ("; it failed on " + doc.value("failed_on", "") + ", not loaded here").c_str());
+    verdict = kvcheck::props::replay_regression(doc, *on, &unsupported);
   } catch (const std::exception& e) {
     verdict = std::string("unusable regression file: ") + e.what();
   }
@@ -57,7 +63,7 @@ void replay_property_regression(const std::filesystem::path& file, std::ifstream
     ++tally.failed;
     return;
   }
-  count(file, unsupported);
+  count(file, unsupported, *on);
 }
 
 bool replay(const std::filesystem::path& file) {

@@ -118,6 +118,16 @@ std::optional<std::pair<int, int>> parse_shard(const std::string& text) {
   return std::make_pair(i, n);
 }
 
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+:,=@%", c) != nullptr;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 namespace {
 
 bool selected(const props::Property& p, const std::vector<std::string>& filters) {
@@ -153,18 +163,6 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
   }
   fmt::print(out, "{:-<{}}\n{:<{}}  {:<{}} {:>9} {:>9}\n", "", w + wb + 42, "total", w, "", wb, total_cases,
              total_failures);
-}
-
-// `s` as one word for a POSIX shell: as it is when it holds only characters no shell
-// reads specially, else in single quotes (a plugin path with a space or a quote).
-std::string shell_word(const std::string& s) {
-  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+:,=@%", c) != nullptr;
-  });
-  if (plain) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 // The environment a reproduce line needs: "KVCHECK_PLUGIN=... " when plugins beyond the
@@ -209,15 +207,26 @@ nlohmann::json options_json(const CampaignOptions& options) {
 // drop its rows from a gate (or list nothing) without a word. 0, or 2 after printing
 // the first filter that matches no property, as `kvcheck <command>` refuses it.
 int refuse_unmatched_property(const std::vector<std::string>& filters, const std::string& command,
-                              std::ostream& out) {
+                              std::ostream& out, const std::vector<std::string>& within = {}) {
   const auto& all = props::registry().all();
   for (const std::string& f : filters)
-    if (std::none_of(all.begin(), all.end(), [&f](const props::Property& p) { return selected(p, {f}); })) {
+    if (std::none_of(all.begin(), all.end(),
+                     [&](const props::Property& p) { return selected(p, {f}) && selected(p, within); })) {
       fmt::print(out, "kvcheck {}: no property matches {}: --property takes a substring of a property name or an "
-                      "op (kvcheck run --list names them)\n", command, f);
+                      "op{} (kvcheck run --list names them)\n",
+                 command, f, within.empty() ? "" : fmt::format(", among the {} properties", fmt::join(within, " and ")));
       return 2;
     }
   return 0;
+}
+
+// The line that reruns row (p, b) with RapidCheck's reproduce parameters (`params`, ""
+// for none) and the environment it needs.
+std::string reproduce_line(const CampaignOptions& options, const std::string& params, const props::Property& p,
+                           const Backend& b) {
+  return fmt::format("{}{}{}", plugin_env(), params.empty() ? "" : "RC_PARAMS=\"" + params + "\" ",
+                     options.rerun.empty() ? fmt::format("./kvcheck run --property {} --backend {}", p.name, b.name())
+                                           : fmt::format("{} --property {}", options.rerun, p.name));
 }
 
 }  // namespace
@@ -299,7 +308,8 @@ struct Selection {
 // Fills `sel`; 0, or 2 after printing why the options select nothing runnable (a
 // plugin that cannot run, an unknown backend) on `terminal`.
 int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& terminal) {
-  if (const int rc = refuse_unmatched_property(options.properties, options.command, terminal); rc != 0) return rc;
+  if (const int rc = refuse_unmatched_property(options.properties, options.command, terminal, options.within); rc != 0)
+    return rc;
   std::vector<std::string>& missing = sel.missing;
   auto& backends = sel.backends;
   backends = available_backends(&missing);
@@ -349,7 +359,7 @@ int select_rows(const CampaignOptions& options, Selection& sel, std::ostream& te
   std::vector<Row>& rows = sel.rows;
   int& host_left_out = sel.host_left_out;
   for (const auto& p : props::registry().all()) {
-    if (!selected(p, options.properties)) continue;
+    if (!selected(p, options.properties) || !selected(p, options.within)) continue;
     if (!p.per_backend) {  // host properties run once, as "host"
       if (!want_host || !host_backend) {
         ++host_left_out;
@@ -608,8 +618,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       ++failures;
       r.failures = 1;
       r.message = d.message;
-      const std::string reproduce = fmt::format("{}./kvcheck run --property {} --backend {} --fork-per-chunk",
-                                                plugin_env(), r.property->name, r.backend->name());
+      const std::string reproduce = reproduce_line(options, "", *r.property, *r.backend) + " --fork-per-chunk";
       fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, d.message, reproduce);
       r.failure = {{"message", d.message}, {"reproduce", reproduce}};
       out.flush();
@@ -666,8 +675,7 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
         r.failures = 1;
         r.message = o.message;
         r.reproduce = o.reproduce;
-        const std::string reproduce = fmt::format("{}RC_PARAMS=\"{}\" ./kvcheck run --property {} --backend {}",
-                                                  plugin_env(), o.reproduce, r.property->name, r.backend->name());
+        const std::string reproduce = reproduce_line(options, o.reproduce, *r.property, *r.backend);
         fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, o.message, reproduce);
         r.failure = {{"message", o.message}, {"seed", case_seed}, {"reproduce", reproduce}};
         if (!o.scenario.empty()) {

@@ -35,7 +35,14 @@ struct CampaignOptions {
   int shard_count = 0;                 // N; 0 = the whole run
   bool contract_pairs = true;          // without `backends`: also every writer x reader pair (docs/spec.md §6.2)
   ContractScope contract_scope;        // what the contract backends cover (`kvcheck contract --format/--kv-dtype`)
+  std::vector<std::string> within;     // a property must match these too (contract: round_trip, kv_step); empty = any
+  std::string rerun;                   // the command a reproduce line reruns a row with, before its " --property P";
+                                       // "" = "./kvcheck run --property P --backend B" (contract: its options)
 };
+
+/// `s` as one word for a POSIX shell: as it is when it holds only characters no shell
+/// reads specially, else in single quotes (a plugin path with a space or a quote).
+std::string shell_word(const std::string& s);
 
 /// "I/N" (1 <= I <= N <= 10000) -> {I, N}; nullopt for anything else.
 std::optional<std::pair<int, int>> parse_shard(const std::string& text);

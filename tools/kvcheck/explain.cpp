@@ -2,9 +2,7 @@
 
 #include "properties/case_isolation.h"
 
-#include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -157,22 +155,11 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     try {
       const nlohmann::json doc = nlohmann::json::parse(bytes.begin(), bytes.end());
       if (props::is_regression_document(doc)) {
-        // A writer-to-reader pair's failure replays on that pair when both sides are here
-        // (a contract failure replayed on cpu alone read PASS), unless
-        // $KVCHECK_FUZZ_BACKEND names a backend; anything else on the fuzz backend (a
-        // plugin under test, cpu). A pass elsewhere says where it failed.
+        // A writer-to-reader pair's failure on that pair when both sides are here (on cpu
+        // alone it read PASS); a pass elsewhere says where the file failed.
         const std::string failed_on = doc.value("failed_on", "");
-        const char* forced = std::getenv("KVCHECK_FUZZ_BACKEND");
-        std::shared_ptr<const Backend> pair;
         std::string pair_missing;
-        if (!(forced && *forced) && failed_on.find("-to-") != std::string::npos) {
-          try {
-            pair = backend_by_name(failed_on);
-          } catch (const std::exception& e) {
-            pair_missing = e.what();
-          }
-        }
-        const Backend& backend = pair ? *pair : fuzz::fuzz_backend();
+        const Backend& backend = fuzz::regression_backend(failed_on, &pair_missing);
         const bool elsewhere = !failed_on.empty() && failed_on != backend.name();
         out << "file: " << path << ", property " << doc.value("property", "?") << " (op " << doc.value("op", "?")
             << "), failed on " << (failed_on.empty() ? "?" : failed_on) << ", backend " << backend.name() << "\n"

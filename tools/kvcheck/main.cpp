@@ -1,5 +1,6 @@
 // kvcheck command line: parses options and calls the library (tools/kvcheck/*.h).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -252,6 +253,9 @@ int main(int argc, char** argv) {
       ->check(file_name);
   contract_cmd->add_option("--work-dir", contract.work_dir, "Work area for run directories");
   contract_cmd->add_flag("--quiet", contract_quiet, "No progress line");
+  contract_cmd->add_option("--property", contract.properties,
+                           "Only the contract properties (round_trip, kv_step) matching this substring of a name or op "
+                           "(repeatable)");
   std::vector<std::string> contract_formats, contract_kv_dtypes;
   contract_cmd->add_option("--format", contract_formats,
                            "Only this paged format (repeatable): V41 ... FP8_POW2SF_INDEX, BF16, OTHER; the K/V rows "
@@ -369,7 +373,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     contract.backends = {kvcheck::contract_name(contract_writer, contract_reader)};
-    contract.properties = {"round_trip", "kv_step"};
+    contract.within = {"round_trip", "kv_step"};
+    // A failure's reproduce line reruns this command, scope included: the same case is
+    // drawn only inside the same --format/--kv-dtype scope ("Unable to reproduce" under
+    // `run --backend W-to-R`, whose pair covers everything).
+    contract.rerun = fmt::format("./kvcheck contract --writer {} --reader {}", kvcheck::tool::shell_word(contract_writer),
+                                 kvcheck::tool::shell_word(contract_reader));
+    for (const std::string& f : contract_formats) contract.rerun += " --format " + kvcheck::tool::shell_word(f);
+    for (const std::string& d : contract_kv_dtypes) contract.rerun += " --kv-dtype " + kvcheck::tool::shell_word(d);
     contract.plugin_run = true;
     contract.progress = !contract_quiet;
     if (contract_seed_opt->count() > 0) contract.seed = contract_seed;
