@@ -117,7 +117,7 @@ bool BackendCapabilities::supports_format(const KVCacheFormat& f) const {
   if ((f.e4m3_tail || f.scales_last) && !(ops & KVCHECK_OP_RECORD_FLAGS)) return false;
   const int id = abi_format(f);
   if (id != KVCHECK_FORMAT_OTHER) return (formats >> id) & 1u;
-  if (formats == ~0u) return true;  // every format, named or not
+  if (takes_custom_records()) return true;  // every format, named or not (or a scope of OTHER)
   try {  // a valid format outside the table is outside a plugin's named formats
     f.validate();
     return false;
@@ -203,7 +203,8 @@ std::string BackendCapabilities::restrictions() const {
   int nf = 0;
   for (const auto& [id, name] : names)
     if ((formats >> id) & 1u) fmts += (nf++ ? ", " : "") + name;
-  if (nf < static_cast<int>(names.size()) && (ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
+  if (formats != ~0u && takes_custom_records()) fmts += (nf++ ? ", " : "") + std::string("custom records (OTHER)");
+  if (formats != ~0u && (ops & (KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE)))
     out += "formats: " + (nf ? fmts + " only" : std::string("none")) + "\n";
   int nd = 0;
   for (KvDtype d : kvcheck::kv_dtypes())

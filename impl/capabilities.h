@@ -57,6 +57,13 @@ struct BackendCapabilities {
   /// opts into (Backend::store_kv / gather_kv default to kUnsupported).
   uint32_t ops = ~0u & ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV);
   uint32_t formats = ~0u;          // KVCHECK_FORMAT_BIT(kvcheck_format) bits
+  /// Valid custom records (SPEC §2 fields no named format has) where `formats` is not
+  /// every bit: a writer x reader contract scoped to OTHER (`kvcheck contract --format
+  /// OTHER`) of two backends that take every format. The OTHER bit alone never meant
+  /// them (backend_abi.h: drawn only for formats ~0u).
+  bool scoped_custom_records = false;
+  /// Whether valid custom records are drawn and run: every format, or such a scope.
+  bool takes_custom_records() const { return formats == ~0u || scoped_custom_records; }
   uint32_t kv_dtypes = ~0u;        // 1 << KvDtype bits
   int32_t block_size_multiple = 1; // block sizes are multiples of this
   int32_t max_block_size = 0;      // 0 = no limit

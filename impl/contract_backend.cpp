@@ -22,6 +22,11 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   if (!(w.ops & KVCHECK_OP_ANY_BLOCK_STRIDE) || !(r.ops & KVCHECK_OP_ANY_BLOCK_STRIDE))
     c.ops &= ~KVCHECK_OP_ANY_BLOCK_STRIDE;  // a stride both must take
   c.formats = w.formats & r.formats & scope.formats;
+  constexpr uint32_t kOther = 1u << KVCHECK_FORMAT_OTHER;
+  c.scoped_custom_records =
+      c.formats != ~0u && (scope.formats & kOther) && w.takes_custom_records() && r.takes_custom_records();
+  // The scope's OTHER bit alone is no format: custom records are drawn only as above.
+  const bool any_format = (c.formats & ~kOther) != 0 || c.takes_custom_records();
   const uint32_t shared_kv_dtypes = w.kv_dtypes & r.kv_dtypes & scope.kv_dtypes;
   const uint32_t e2m1_bit = 1u << static_cast<int>(KvDtype::kE2M1);
   c.kv_dtypes = shared_kv_dtypes;
@@ -86,7 +91,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
   };
   const char* no_block = "no block size both take";
   family("paged", KVCHECK_OP_STORE_KV_CACHE, "store_kv_cache", KVCHECK_OP_LOAD_PAGED_KV_CACHE, "load_paged_kv_cache",
-         !block_sizes ? no_block : c.formats == 0 ? "no format both take (and the scope asks for)" : "");
+         !block_sizes ? no_block : !any_format ? "no format both take (and the scope asks for)" : "");
   family("K/V", KVCHECK_OP_STORE_KV, "store_kv", KVCHECK_OP_GATHER_KV, "gather_kv",
          !block_sizes      ? no_block
          : !kv_shapes      ? "no head_dim or row shape both declare"
@@ -94,7 +99,7 @@ BackendCapabilities both(const BackendCapabilities& w, const BackendCapabilities
              ? "no head_dim that is a multiple of 16 for the e2m1 caches both take"
          : c.kv_dtypes == 0 ? "no cache dtype with a (cache, rows) pair both take (and the scope asks for)"
                             : "");
-  if (!block_sizes || c.formats == 0)
+  if (!block_sizes || !any_format)
     c.ops &= ~(KVCHECK_OP_STORE_KV_CACHE | KVCHECK_OP_LOAD_PAGED_KV_CACHE | KVCHECK_OP_ANY_BLOCK_STRIDE);
   if (!block_sizes || c.kv_dtypes == 0 || !kv_shapes)
     c.ops &= ~(KVCHECK_OP_STORE_KV | KVCHECK_OP_GATHER_KV | KVCHECK_OP_GATHER_KV_SEQ_STARTS);

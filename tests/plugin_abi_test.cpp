@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "impl/capabilities.h"
+#include "impl/contract_backend.h"
 #include "impl/error.h"
 #include "impl/kv_cache.h"
 #include "impl/layout.h"
@@ -109,6 +110,27 @@ TEST(PluginAbi, CapabilitiesGateFormatsAndBlockSizes) {
   EXPECT_NE(c.restrictions().find("formats: BF16 only\nblock_size: multiples of 16\nblock_size: at most 64\n"),
             std::string::npos)
       << c.restrictions();
+}
+
+// The OTHER bit alone never meant custom records (backend_abi.h: formats ~0u only); a
+// writer x reader contract scoped to OTHER keeps them where both sides take every format
+// (`kvcheck contract --format OTHER` drew named formats and passed: "formats: none").
+TEST(PluginAbi, ACustomRecordScopeKeepsCustomRecordsOnly) {
+  KVCacheFormat custom = KVCacheFormat::V41();
+  custom.elements_per_sf = 16;
+  custom.validate();
+  BackendCapabilities other_bit;
+  other_bit.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_OTHER);
+  EXPECT_FALSE(other_bit.supports_format(custom));
+  const auto cpu_backend = std::make_shared<cpu::CpuBackend>();
+  ContractScope other;
+  other.formats = KVCHECK_FORMAT_BIT(KVCHECK_FORMAT_OTHER);
+  const BackendCapabilities c = ContractBackend(cpu_backend, cpu_backend, other).capabilities();
+  EXPECT_TRUE(c.supports_format(custom));
+  EXPECT_FALSE(c.supports_format(KVCacheFormat::V41()));
+  EXPECT_FALSE(c.supports_format(KVCacheFormat::BF16(512)));
+  EXPECT_TRUE(c.ops & KVCHECK_OP_LOAD_PAGED_KV_CACHE);
+  EXPECT_NE(c.restrictions().find("formats: custom records (OTHER) only\n"), std::string::npos) << c.restrictions();
 }
 
 // A recipe is an FP8 cache's: a plugin never sent one is not described by it.

@@ -30,10 +30,13 @@ std::vector<KVCacheFormat> quantised_formats(const BackendCapabilities& caps) {
 }
 
 StoreScenario draw_quantised_round_trip_scenario() {
-  const auto named = rc::gen::elementOf(quantised_formats(generator_caps()));
-  // Custom records (run-time group kernels) where the backend takes any format.
-  const auto f = generator_caps().formats == ~0u ? *rc::gen::weightedOneOf<KVCacheFormat>({{5, named}, {2, gen_custom_format()}})
-                                                 : *named;
+  const std::vector<KVCacheFormat> quantised = quantised_formats(generator_caps());
+  // Custom records (run-time group kernels) where the backend takes them; only those
+  // where it takes no named quantised format (a contract scoped to OTHER).
+  const bool custom = generator_caps().takes_custom_records();
+  const KVCacheFormat f = quantised.empty() ? *gen_custom_format()
+                          : custom ? *rc::gen::weightedOneOf<KVCacheFormat>({{5, rc::gen::elementOf(quantised)}, {2, gen_custom_format()}})
+                                   : *rc::gen::elementOf(quantised);
   return *gen_store_scenario(CacheShape{f, *gen_block_size(), *rc::gen::inRange(1, 3), 0});
 }
 
@@ -52,8 +55,9 @@ void register_round_trip_properties(Registry& r) {
       "per group, |round trip - x| <= half a code step (relative and scale-absolute) for finite groups",
       draw_quantised_round_trip_scenario, prop_round_trip_error_within_bound, bounds::round_trip_bound());
   bound.needs = [](const BackendCapabilities& c) {
-    return quantised_formats(c).empty() ? std::string("supports no quantised format (BF16 only: no error to bound)")
-                                        : std::string();
+    return quantised_formats(c).empty() && !c.takes_custom_records()
+               ? std::string("supports no quantised format (BF16 only: no error to bound)")
+               : std::string();
   };
   r.add(std::move(bound));
 }
