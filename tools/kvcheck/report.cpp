@@ -331,20 +331,31 @@ std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::
         return fmt::format("{} {} is the same file as {} {}: refused, nothing written", out.label, out.path,
                            other.named->label, other.named->path);
     seen.push_back(k);
+    fs::path dir = fs::path(final_target(out.path)).parent_path();
+    if (dir.empty()) dir = ".";
     if (k.exists) {
       struct stat st {};
       if (stat(out.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         return fmt::format("cannot write {} ({}): a directory", out.path, out.label);
       if (access(out.path.c_str(), W_OK) != 0)
         return fmt::format("cannot write {} ({}): {}", out.path, out.label, std::strerror(errno));
+      if (!k.regular) continue;  // a device, FIFO or pipe is written straight through
     } else {
-      fs::path dir = fs::path(final_target(out.path)).parent_path();
-      if (dir.empty()) dir = ".";
       std::error_code ec;
       if (!fs::is_directory(dir, ec)) return fmt::format("cannot write {} ({}): no directory {}", out.path, out.label, dir.string());
       if (access(dir.c_str(), W_OK | X_OK) != 0)
         return fmt::format("cannot write {} ({}): directory {}: {}", out.path, out.label, dir.string(), std::strerror(errno));
     }
+    // A regular file is written atomically through a temporary file beside it: make one
+    // now, so a directory that takes none (/proc, a read-only mount that access() lets
+    // root pass) is refused before the run, not after it.
+    std::string probe = (dir / ".kvcheck-probe-XXXXXX").string();
+    const int fd = mkstemp(probe.data());
+    if (fd < 0)
+      return fmt::format("cannot write {} ({}): cannot create a file in {}: {}", out.path, out.label, dir.string(),
+                         std::strerror(errno));
+    close(fd);
+    unlink(probe.c_str());
   }
   return "";
 }
