@@ -69,6 +69,10 @@ std::string replay_regression(const nlohmann::json& document, const Backend& b, 
   const std::string name = document.at("property").get<std::string>();  // named: g++ 13 -Wdangling-reference
   const Property& p = property_named(name);
   if (!p.replay) throw std::runtime_error(p.name + " has no scenario replay");
+  // The file's op is what explain and the reports say: one at odds with the property's
+  // is a hand edit gone wrong, not a case to replay under the wrong name.
+  if (document.contains("op") && document.at("op") != p.op)
+    throw std::runtime_error("op " + document.at("op").dump() + " is not " + p.name + "'s (\"" + p.op + "\")");
   std::string why = why_not_exercised(p, b);  // the capabilities exclude it: not called
   if (why.empty()) {
     try {

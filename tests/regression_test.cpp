@@ -117,6 +117,14 @@ TEST(Regression, BlockOpPoolsPast16MiBAreRefused) {
   EXPECT_NO_THROW(j.get<props::SwapBlocksScenario>());
   j["dst"]["size_bytes"] = (int64_t{1} << 24) + 1;
   EXPECT_THROW(j.get<props::SwapBlocksScenario>(), std::runtime_error);
+  // dst_inside_src: -1 (dst apart) or an offset into src; -2 read as -1 silently.
+  j = s;
+  j["dst_inside_src"] = -1;
+  EXPECT_NO_THROW(j.get<props::SwapBlocksScenario>());
+  for (const int64_t bad : {int64_t{-2}, int64_t{-100}}) {
+    j["dst_inside_src"] = bad;
+    EXPECT_THROW(j.get<props::SwapBlocksScenario>(), std::runtime_error) << bad;
+  }
 }
 
 // A concat fault file may put pe_cache inside the cache's buffer (pe_inside_cache):
@@ -169,6 +177,11 @@ TEST(Regression, UnknownPropertyOrVersionIsAnError) {
   EXPECT_THROW(props::replay_regression(doc, *available_backends().front()), std::runtime_error);
   doc["property"] = "prop_store_matches_reference";
   doc["kvcheck_regression"] = 99;
+  EXPECT_THROW(props::replay_regression(doc, *available_backends().front()), std::runtime_error);
+  // An op at odds with the property's (a hand edit: it replayed and said "op load").
+  doc["kvcheck_regression"] = props::kRegressionVersion;
+  EXPECT_EQ(props::replay_regression(doc, *available_backends().front()), "");
+  doc["op"] = "load";
   EXPECT_THROW(props::replay_regression(doc, *available_backends().front()), std::runtime_error);
 }
 

@@ -274,6 +274,9 @@ void from_json(const nlohmann::json& j, SwapBlocksScenario& s) {
   s.code.reset();
   if (j.contains("expected_error")) s.code = error_code_from_name(j.at("expected_error").get<std::string>());
   if (s.dst_inside_src >= s.src.size_bytes) throw std::runtime_error("swap_blocks dst_inside_src past src");
+  if (s.dst_inside_src < -1)  // -1 is "dst apart"; another negative read as it silently
+    throw std::runtime_error("swap_blocks dst_inside_src " + std::to_string(s.dst_inside_src) +
+                             ": -1 (dst apart) or a byte offset into src");
 }
 
 }  // namespace kvcheck::props
