@@ -507,6 +507,14 @@ TEST(RecordFinish, NeverWritesPassOverAFailureOrNoResults) {
   EXPECT_EQ(summary_of(dir)["verdict"], "fail");
   EXPECT_NE(err.str().find("b failed"), std::string::npos) << err.str();
 
+  TempDir d3;  // a target that passed without one execution ran nothing
+  const std::string idle = started_fuzz_run(d3);
+  write(idle + "/results.jsonl", "{\"name\":\"store\",\"verdict\":\"pass\",\"execs\":0}\n");
+  std::ostringstream err3;
+  EXPECT_EQ(tool::record_finish(idle, "pass", "", err3), 1);
+  EXPECT_EQ(summary_of(idle)["verdict"], "not_exercised");
+  EXPECT_EQ(summary_of(idle)["results"][0]["verdict"], "not_run");
+
   TempDir d2;  // (a second run directory in the same second would be the same one)
   const std::string empty = started_fuzz_run(d2);  // no results.jsonl
   std::ostringstream err2;

@@ -111,12 +111,17 @@ void list_recipes(std::ostream& out) {
 
 int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& err) {
   // Two paged formats: their scale rules (SPEC §4), e.g. V41_FP4 and NVFP4_DS_MLA.
-  const auto format = [](const std::string& name) -> std::optional<KVCacheFormat> {
-    try {
-      return format_by_name(name);
-    } catch (const Error&) {
-      return std::nullopt;
-    }
+  // Names in any case, as contract --format and --kv-dtype take them (v41_fp4, SGLANG).
+  const auto cased = [](std::string s, int (*to)(int)) {
+    for (char& c : s) c = static_cast<char>(to(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const auto format = [&](const std::string& name) -> std::optional<KVCacheFormat> {
+    for (const std::string& n : {name, cased(name, ::toupper)}) try {
+        return format_by_name(n);
+      } catch (const Error&) {
+      }
+    return std::nullopt;
   };
   const auto fa = format(o.a), fb = format(o.b);
   if (fa && fb) {
@@ -136,22 +141,29 @@ int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& er
   }
   KvRecipe a, b;
   KvDtype fp8, model;
+  for (const auto& [name, recipe] : {std::pair{&o.a, &a}, std::pair{&o.b, &b}}) try {
+      *recipe = kv_recipe_from_string(cased(*name, ::tolower));
+    } catch (const Error& e) {
+      err << "kvcheck recipes diff: " << e.what() << "; nor a paged format (V41, V41_FP4, FP4_INDEX, "
+          << "FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA)\n";
+      return 2;
+    }
   try {
-    a = kv_recipe_from_string(o.a);
-    b = kv_recipe_from_string(o.b);
-    fp8 = dtype_named(o.dtype, {KvDtype::kE4M3, KvDtype::kE5M2}, "FP8 dtype");
-    model = dtype_named(o.model, {KvDtype::kBF16, KvDtype::kFP16}, "model dtype");
+    fp8 = dtype_named(cased(o.dtype, ::tolower), {KvDtype::kE4M3, KvDtype::kE5M2}, "FP8 dtype");
+    model = dtype_named(cased(o.model, ::tolower), {KvDtype::kBF16, KvDtype::kFP16}, "model dtype");
   } catch (const Error& e) {
     err << "kvcheck recipes diff: " << e.what() << "\n";
     return 2;
   }
-  std::vector<float> scales = o.scales;
-  if (scales.empty()) scales = {1.0f, 3.0f, 7.0f, 0.1f};
-  for (float s : scales)
-    if (!std::isfinite(s) || s <= 0) {
-      err << "kvcheck recipes diff: scale " << s << " is not positive and finite (SPEC §7.3)\n";
+  std::vector<float> scales;
+  for (double given : o.scales.empty() ? std::vector<double>{1, 3, 7, 0.1} : o.scales) {
+    const float s = static_cast<float>(given);
+    if (!std::isfinite(s) || s <= 0) {  // 1e39 is finite as typed, inf as the float a scale is
+      err << fmt::format("kvcheck recipes diff: scale {} is not a positive finite float (SPEC §7.3)\n", given);
       return 2;
     }
+    scales.push_back(s);
+  }
   const auto value = [&](uint16_t x) { return ref::model_to_float(model, x); };
   const std::vector<uint16_t> inputs =
       readable_order(model == KvDtype::kBF16 ? +[](uint16_t x) { return ref::model_to_float(KvDtype::kBF16, x); }

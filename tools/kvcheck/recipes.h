@@ -15,7 +15,7 @@ struct RecipeDiffOptions {
   std::string a, b;                  // recipe names (spec, vllm, sglang)
   std::string dtype = "e4m3";        // the FP8 cache dtype: e4m3 or e5m2
   std::string model = "bf16";        // the model dtype of the inputs: bf16 or fp16
-  std::vector<float> scales;         // positive finite; empty: 1, 3, 7, 0.1
+  std::vector<double> scales;        // positive, finite as floats; empty: 1, 3, 7, 0.1
   int count = 5;                     // inputs printed per scale
 };
 

@@ -618,7 +618,13 @@ int record_finish(const std::string& run_dir, const std::string& verdict, const 
   }
   int64_t failures = 0, execs = 0, passed = 0;
   std::string first_failed;
-  for (const auto& r : results) {
+  for (auto& r : results) {
+    // A target that passed without one execution ran nothing: not a pass (the run's pass
+    // rule then counts it apart). Unknown execs (null) stay as the driver said.
+    if (r["verdict"] == "pass" && r.contains("execs") && r["execs"].is_number() && r["execs"] == 0) {
+      r["verdict"] = "not_run";
+      r["why"] = "0 executions: the target ran no input";
+    }
     if (r["verdict"] == "fail" && failures++ == 0) first_failed = r["name"];
     passed += r["verdict"] == "pass";
     if (r.contains("execs") && !r["execs"].is_null() &&
