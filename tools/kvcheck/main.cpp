@@ -293,6 +293,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"pass", "fail", "interrupted", "running"}));
   record_finish->add_option("--junit", record_junit, "Also write JUnit XML to this file")->check(file_name);
 
+  // `kvcheck help [COMMAND]`, as the ./kvcheck script takes it: the same as --help.
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    CLI::App* of = &app;
+    if (argc >= 3)
+      for (CLI::App* c : app.get_subcommands({}))
+        if (c->get_name() == argv[2]) of = c;
+    std::cout << of->help();
+    return 0;
+  }
   // An unknown word where a subcommand goes is named (CLI11 said "A subcommand is required").
   for (CLI::App* parent : {&app, summary_cmd, recipes_cmd, record_cmd}) {
     int at = 1;  // argv position of parent's subcommand: after the parent's own name
