@@ -82,10 +82,13 @@ def _address(array):
     return array.__array_interface__["data"][0]
 
 
-def _ints(array, what):
-    """int32 copy of an index array: integers only (no bool, no float), each in int32's
-    range, so that no index is silently truncated or rounded into another."""
+def _ints(array, what, ndim=1):
+    """int32 copy of an index array of `ndim` dimensions (a [1][n] slot_mapping was
+    flattened and taken): integers only (no bool, no float), each in int32's range, so
+    that no index is silently truncated or rounded into another."""
     a = np.asarray(array)
+    if a.ndim != ndim:
+        raise ValueError(f"kvcheck.reference: {what} has {a.ndim} dimensions (shape {a.shape}), not {ndim}")
     if a.size == 0:
         return np.zeros(a.shape, dtype=np.int32)
     if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
@@ -182,9 +185,7 @@ def gather_kv(key_cache, value_cache, block_table, cu_seqlens_k, out_k, out_v, k
     for what, a in (("out_k", out_k), ("out_v", out_v)):
         _writable(a, what)
     keep = []
-    table = _ints(block_table, "block_table")
-    if table.ndim != 2:
-        raise ValueError(f"kvcheck.reference: block_table is [num_seqs][max_blocks], got shape {table.shape}")
+    table = _ints(block_table, "block_table [num_seqs][max_blocks]", ndim=2)
     cu = _ints(cu_seqlens_k, "cu_seqlens_k")
     starts = None if seq_starts is None else _ints(seq_starts, "seq_starts")
     _cache_shape(key_cache)

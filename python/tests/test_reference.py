@@ -123,6 +123,23 @@ def test_index_arrays_are_never_truncated_rounded_or_cast(slots, why):
     assert (k[0, 2] == 1).all()
 
 
+def test_index_arrays_of_another_rank_are_refused_not_flattened():
+    # A [1][2] slot_mapping was flattened and stored; a [1][n] seq_starts or cu_seqlens_k likewise.
+    key = np.ones((2, 2, 8), np.uint16)
+    k, v = caches(fill=0)
+    with pytest.raises(ValueError, match=r"slot_mapping has 2 dimensions"):
+        reference.store_kv(key, key, k, v, np.array([[0, 1]]))
+    out = np.zeros((1, 2, 8), np.uint16)
+    table = np.array([[0]])
+    with pytest.raises(ValueError, match=r"cu_seqlens_k has 2 dimensions"):
+        reference.gather_kv(k, v, table, np.array([[0, 1]]), out, out.copy())
+    with pytest.raises(ValueError, match=r"seq_starts has 2 dimensions"):
+        reference.gather_kv(k, v, table, np.array([0, 1]), out, out.copy(), seq_starts=np.array([[0]]))
+    with pytest.raises(ValueError, match=r"block_table .* has 1 dimensions"):
+        reference.gather_kv(k, v, np.array([0]), np.array([0, 1]), out, out.copy())
+    assert not k.any() and not v.any() and not out.any()
+
+
 def test_arrays_in_the_other_byte_order_are_refused_not_stored_swapped():
     key = np.full((1, 2, 8), 0x3F80, ">u2")
     k, v = caches(fill=0)
