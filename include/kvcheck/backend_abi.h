@@ -53,7 +53,7 @@ extern "C" {
 #define KVCHECK_ABI_VERSION 1u
 #define KVCHECK_ENTRY_SYMBOL "kvcheck_backend_v1"
 
-/* Status codes: 0 = OK; 1..14 = kvcheck::ErrorCode + 1 (impl/error.h, same order);
+/* Status codes: 0 = OK; 1..15 = kvcheck::ErrorCode + 1 (impl/error.h, same order);
  * 64 = the plugin failed. */
 typedef enum kvcheck_status {
   KVCHECK_STATUS_OK = 0,

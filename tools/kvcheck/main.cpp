@@ -258,8 +258,9 @@ int main(int argc, char** argv) {
                            "(repeatable)");
   std::vector<std::string> contract_formats, contract_kv_dtypes;
   contract_cmd->add_option("--format", contract_formats,
-                           "Only this paged format (repeatable): V41 ... FP8_POW2SF_INDEX, BF16, OTHER; the K/V rows "
-                           "then run only with --kv-dtype");
+                           "Only this paged format (repeatable, any case): V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, "
+                           "MXFP8_INDEX, BF16, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA, or OTHER (custom "
+                           "records, where both sides take every format); the K/V rows then run only with --kv-dtype");
   contract_cmd->add_option("--kv-dtype", contract_kv_dtypes,
                            "Only this K/V cache dtype (repeatable): bf16, fp16, e4m3, e5m2, e2m1; the paged rows then run "
                            "only with --format");
