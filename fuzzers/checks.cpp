@@ -1,5 +1,7 @@
 #include "fuzzers/checks.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -69,17 +71,15 @@ const Backend& fuzz_backend() {
   return *backend;
 }
 
-const Backend& regression_backend(const std::string& failed_on, std::string* why_not) {
+const Backend* regression_backend(const std::string& failed_on, std::string* why_not) {
   if (why_not) why_not->clear();
   const char* forced = std::getenv("KVCHECK_FUZZ_BACKEND");
-  if ((forced && *forced) || failed_on.find("-to-") == std::string::npos) return fuzz_backend();
+  if ((forced && *forced) || failed_on.find("-to-") == std::string::npos) return &fuzz_backend();
   try {
-    static std::vector<std::shared_ptr<const Backend>> pairs;  // alive as long as the references handed out
-    pairs.push_back(backend_by_name(failed_on));
-    return *pairs.back();
+    return backend_by_name(failed_on).get();  // contract_backend keeps each pair alive
   } catch (const std::exception& e) {
-    if (why_not) *why_not = e.what();
-    return fuzz_backend();
+    if (why_not) *why_not = fmt::format("it failed on {}, not here ({}): load both sides with --plugin", failed_on, e.what());
+    return nullptr;
   }
 }
 

@@ -50,12 +50,12 @@ void check_setup();
 const Backend& fuzz_backend();
 
 /// The backend a property regression file (its failed_on) replays on: a
-/// "<writer>-to-<reader>" pair's file on that pair when both sides are loaded here and
-/// $KVCHECK_FUZZ_BACKEND is unset (on the writer or the reader alone, or on cpu, a
-/// contract failure passes: each side agrees with itself); anything else on
-/// fuzz_backend(). `why_not` gets why the pair is not here ("" when it is, or when the
-/// file names no pair). Shared by the replays and `kvcheck explain`.
-const Backend& regression_backend(const std::string& failed_on, std::string* why_not);
+/// "<writer>-to-<reader>" pair's file on that pair when $KVCHECK_FUZZ_BACKEND is unset
+/// (on the writer or the reader alone, or on cpu, a contract failure passes: each side
+/// agrees with itself), nullptr when a side is not loaded here, with why in `why_not`
+/// (the file is then not exercised, never a pass); anything else on fuzz_backend().
+/// Shared by the replays and `kvcheck explain`.
+const Backend* regression_backend(const std::string& failed_on, std::string* why_not);
 
 /// LLVMFuzzerTestOneInput body: runs target `name`; on failure prints the scenario
 /// and the decoded first difference to stderr and calls abort().

@@ -156,6 +156,13 @@ std::vector<KVCacheFormat> supported_formats() {
           KVCacheFormat::NVFP4_DS_MLA(),     KVCacheFormat::BF16(512)};
 }
 
+std::string quantized_format_names() {
+  std::string out;
+  for (const auto& f : supported_formats())
+    if (f.is_quantized()) out += (out.empty() ? "" : ", ") + f.name;
+  return out;
+}
+
 KVCacheFormat format_by_name(const std::string& name) {
   for (const auto& f : supported_formats())
     if (f.name == name) return f;
@@ -166,8 +173,7 @@ KVCacheFormat format_by_name(const std::string& name) {
       return KVCacheFormat::BF16(std::stoi(digits));
   }
   throw Error(ErrorCode::kUnknownFormat,
-              "no format named '" + name +
-                  "'; known: V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA, BF16(E)");
+              "no format named '" + name + "'; known: " + quantized_format_names() + ", BF16(E)");
 }
 
 std::string to_string(QuantizedDtype q) {

@@ -132,6 +132,9 @@ struct KVCacheFormat {
 
 /// The nine quantised formats plus BF16(512), in SPEC order.
 std::vector<KVCacheFormat> supported_formats();
+/// The quantised formats' names in SPEC order, ", "-separated ("V41, V41_FP4, ...,
+/// NVFP4_DS_MLA"): the one list the messages and help texts print.
+std::string quantized_format_names();
 /// "V41", "V41_FP4", "FP4_INDEX", "FP8_FP32SF_INDEX", "MXFP8_INDEX", "FP8_DS_MLA",
 /// "FP8_POW2SF_INDEX", "MODEL1", "NVFP4_DS_MLA", "BF16(E)".
 /// Throws Error(kUnknownFormat) listing the valid names.

@@ -67,7 +67,8 @@ rc, out = run("summary", "merge", shard_files[0], f"{work}/full.json", "--out", 
 check(rc == 2 and "not a shard" in out, f"an unsharded summary is refused (exit {rc}): {out.strip()}")
 # Shards of one run record the run's backends, not their part's: a selection whose host
 # pair falls in one shard only merged as "not shards of one run" (a newcomer's report).
-HOST = ["--property", "store", "--cases", "1", "--seed", "7", "--quiet", "--work-dir", work]
+HOST = ["--backend", "cpu", "--backend", "host", "--property", "store", "--cases", "1", "--seed", "7", "--quiet",
+        "--work-dir", work]
 host_files = []
 for i in (1, 2):
     rc, out = run("run", *HOST, "--shard", f"{i}/2", "--report", f"{work}/host{i}.json")

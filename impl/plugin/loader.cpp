@@ -95,6 +95,7 @@ ChildEnd run_in_child(Body body, double limit, std::string& error) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     // An exit() inside body ends this child at once with its own status (glibc's on_exit
     // hands the handler the status; registered last, it runs first): no other exit
     // handler runs, LeakSanitizer's included, whose report (the half-made strings of
@@ -159,7 +160,7 @@ void preflight_dlopen(const std::string& path, const std::string& file) {
       },
       limit, error);
   if (!error.empty()) fail(path, "cannot load it in a child process first: " + error);
-  if (e.interrupted) fail(path, "loading it was interrupted (a stop signal: Ctrl-C, SIGTERM or SIGHUP)");
+  if (e.interrupted) fail(path, "loading it was interrupted (a stop signal: Ctrl-C, SIGTERM, SIGHUP or SIGPIPE)");
   if (e.timed_out)
     fail(path, "loading it (dlopen: the library's constructors) did not return within " + seconds_text(limit) +
                    " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)");
@@ -476,7 +477,7 @@ std::string probe_in_child(const Library& lib) {
       },
       limit, error);
   if (!error.empty()) return "cannot run the probe in a child process: " + error;
-  if (e.interrupted) return "probe interrupted (a stop signal: Ctrl-C, SIGTERM or SIGHUP)";
+  if (e.interrupted) return "probe interrupted (a stop signal: Ctrl-C, SIGTERM, SIGHUP or SIGPIPE)";
   if (e.timed_out)
     return "probe did not return within " + seconds_text(limit) +
            " s, the harness's limit (KVCHECK_PLUGIN_TIMEOUT; 0 = off)";

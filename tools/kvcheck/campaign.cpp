@@ -200,7 +200,10 @@ void print_not_exercised(const std::vector<Row>& rows, std::ostream& out) {
 
 // The summary's "options" (docs/spec.md §6): what the run was asked to select.
 nlohmann::json options_json(const CampaignOptions& options) {
-  return {{"backends", options.backends}, {"properties", options.properties}, {"fail_fast", options.fail_fast}};
+  // A contract's selection is its own properties unless --property narrowed them.
+  return {{"backends", options.backends},
+          {"properties", options.properties.empty() ? options.within : options.properties},
+          {"fail_fast", options.fail_fast}};
 }
 
 // Each --property must name something: one typo among several filters would otherwise
@@ -288,7 +291,11 @@ class TeeBuf final : public std::streambuf {
     const auto r = a_->sputn(s, n);
     return b_ ? std::max(r, b_->sputn(s, n)) : r;
   }
-  int sync() override { return (a_->pubsync() == 0 && (!b_ || b_->pubsync() == 0)) ? 0 : -1; }
+  int sync() override {  // both, always; either will do (a failed flush set the stream bad: the log stopped)
+    const bool a = a_->pubsync() == 0;
+    const bool b = b_ && b_->pubsync() == 0;
+    return a || b ? 0 : -1;
+  }
 
  private:
   std::streambuf* a_;
@@ -618,7 +625,9 @@ int run_campaign(const CampaignOptions& options, std::ostream& terminal, std::os
       ++failures;
       r.failures = 1;
       r.message = d.message;
-      const std::string reproduce = reproduce_line(options, "", *r.property, *r.backend) + " --fork-per-chunk";
+      // `run` reruns it alone in a fresh worker; contract has no such option.
+      const std::string reproduce =
+          reproduce_line(options, "", *r.property, *r.backend) + (options.rerun.empty() ? " --fork-per-chunk" : "");
       fmt::print(out, "\nFAIL {} on {}\n{}\nreproduce: {}\n", r.property->name, r.backend_label, d.message, reproduce);
       r.failure = {{"message", d.message}, {"reproduce", reproduce}};
       out.flush();

@@ -108,6 +108,13 @@ int run_on_devices(const std::string& self, const std::vector<std::string>& run_
     fmt::print(out, "kvcheck run: {}\n", bad);
     return 2;
   }
+  // A reader that went away (`kvcheck run --devices 0,1 | head`) must not kill this
+  // parent before it merges the workers' summaries (it died with 141, leaving none):
+  // its writes to stdout then fail, the workers (their output in files) go on.
+  struct IgnorePipe {
+    void (*old)(int) = std::signal(SIGPIPE, SIG_IGN);
+    ~IgnorePipe() { std::signal(SIGPIPE, old); }
+  } const ignore_pipe;
   // A worker per pair at most: the shard of any further one would hold none.
   const std::vector<std::string> devices(named.begin(), named.begin() + static_cast<std::ptrdiff_t>(
                                                                           std::max<size_t>(1, std::min(named.size(), pairs))));
@@ -155,6 +162,7 @@ int run_on_devices(const std::string& self, const std::vector<std::string>& run_
       // Test hook (tests/devices_test.py): this device's worker dies at once.
       if (const char* v = std::getenv("KVCHECK_TEST_KILL_WORKER"); v && w.device == v) raise(SIGKILL);
       setenv("CUDA_VISIBLE_DEVICES", w.device.c_str(), 1);
+      std::signal(SIGPIPE, SIG_DFL);  // the parent's SIG_IGN would survive exec
       FILE* f = std::freopen(w.log.c_str(), "w", stdout);
       if (f == nullptr || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
       std::vector<char*> argv;

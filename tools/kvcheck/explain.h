@@ -14,8 +14,8 @@ namespace kvcheck {
 /// corpus/ (corpus/<target>/..., regressions/ included), else a file name starting
 /// with "<target>-" or "fuzz_<target>". Runs on the backend named by
 /// $KVCHECK_FUZZ_BACKEND (default: the first plugin loaded, else cpu); a regression file
-/// that failed on a "<writer>-to-<reader>" pair, on that pair when both are here and
-/// $KVCHECK_FUZZ_BACKEND is unset, else with a note that says so. A pass on another
+/// that failed on a "<writer>-to-<reader>" pair, on that pair when $KVCHECK_FUZZ_BACKEND
+/// is unset, and not exercised (exit 1) when a side is not loaded. A pass on another
 /// backend than the one it failed on reads "PASS on B (it failed on A)". Returns 0 when the input passes, 1 when it
 /// fails (report written to `out`), 2 when the file or the target is unusable.
 int explain_file(const std::string& path, const std::string& target, std::ostream& out);

@@ -265,7 +265,9 @@ std::string ChunkRunner::start_worker(Worker& w) {
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);  // a closed stdout fails a write (EPIPE), not the worker
+    // A closed stdout fails a write (EPIPE), never kills the worker mid-chunk (a false
+    // CRASHED); a handler, not SIG_IGN, so what a plugin execs starts with the default.
+    signal(SIGPIPE, +[](int) {});
     // ... and when kvcheck itself is killed, the worker goes too (it went on running
     // the backend's call, orphaned, holding kvcheck's output open).
     plugin::die_with_parent(parent, 1);

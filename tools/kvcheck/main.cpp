@@ -258,9 +258,9 @@ int main(int argc, char** argv) {
                            "(repeatable)");
   std::vector<std::string> contract_formats, contract_kv_dtypes;
   contract_cmd->add_option("--format", contract_formats,
-                           "Only this paged format (repeatable, any case): V41, V41_FP4, FP4_INDEX, FP8_FP32SF_INDEX, "
-                           "MXFP8_INDEX, BF16, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA, or OTHER (custom "
-                           "records, where both sides take every format); the K/V rows then run only with --kv-dtype");
+                           "Only this paged format (repeatable, any case): " + kvcheck::quantized_format_names() +
+                               ", BF16, or OTHER (custom records, where both sides take every format); the K/V rows "
+                               "then run only with --kv-dtype");
   contract_cmd->add_option("--kv-dtype", contract_kv_dtypes,
                            "Only this K/V cache dtype (repeatable): bf16, fp16, e4m3, e5m2, e2m1; the paged rows then run "
                            "only with --format");
@@ -296,10 +296,17 @@ int main(int argc, char** argv) {
 
   // `kvcheck help [COMMAND]`, as the ./kvcheck script takes it: the same as --help.
   if (argc >= 2 && std::string(argv[1]) == "help") {
-    CLI::App* of = &app;
-    if (argc >= 3)
-      for (CLI::App* c : app.get_subcommands({}))
-        if (c->get_name() == argv[2]) of = c;
+    CLI::App* of = &app;  // help [COMMAND [SUBCOMMAND]]
+    for (int at = 2; at < argc && at < 4; ++at) {
+      CLI::App* sub = nullptr;
+      for (CLI::App* c : of->get_subcommands({}))
+        if (c->get_name() == argv[at]) sub = c;
+      if (sub == nullptr) {
+        std::cerr << "kvcheck help: unknown command '" << argv[at] << "'\n";
+        return 2;
+      }
+      of = sub;
+    }
     std::cout << of->help();
     return 0;
   }

@@ -126,7 +126,7 @@ int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& er
   const auto fa = format(o.a), fb = format(o.b);
   if (fa && fb) {
     // --dtype, --model and --scale are the FP8 recipes' (the formats fix their own).
-    if (!o.scales.empty() || o.dtype != "e4m3" || o.model != "bf16") {
+    if (!o.scales.empty() || cased(o.dtype, ::tolower) != "e4m3" || cased(o.model, ::tolower) != "bf16") {
       err << "kvcheck recipes diff: --dtype, --model and --scale apply to the FP8 recipes, not to paged formats ("
           << o.a << ", " << o.b << " fix their own dtypes and compute their scales)\n";
       return 2;
@@ -144,8 +144,7 @@ int diff_recipes(const RecipeDiffOptions& o, std::ostream& out, std::ostream& er
   for (const auto& [name, recipe] : {std::pair{&o.a, &a}, std::pair{&o.b, &b}}) try {
       *recipe = kv_recipe_from_string(cased(*name, ::tolower));
     } catch (const Error& e) {
-      err << "kvcheck recipes diff: " << e.what() << "; nor a paged format (V41, V41_FP4, FP4_INDEX, "
-          << "FP8_FP32SF_INDEX, MXFP8_INDEX, FP8_DS_MLA, FP8_POW2SF_INDEX, MODEL1, NVFP4_DS_MLA)\n";
+      err << "kvcheck recipes diff: " << e.what() << "; nor a paged format (" << quantized_format_names() << ")\n";
       return 2;
     }
   try {

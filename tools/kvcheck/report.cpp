@@ -96,6 +96,10 @@ bool write_all(int fd, const std::string& content) {
   return true;
 }
 
+// The temporary file write_file_atomically writes `target` through, renamed over it;
+// check_output_paths creates it once before a run.
+std::string temporary_beside(const std::string& target) { return fmt::format("{}.tmp-{}", target, getpid()); }
+
 // The path a chain of symlinks ends at (a relative link resolved against its own
 // directory), `path` itself when it is no symlink; a dangling chain ends at the name
 // that does not exist. After 40 links (the kernel's ELOOP limit) the path reached.
@@ -346,13 +350,13 @@ std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::
       if (access(dir.c_str(), W_OK | X_OK) != 0)
         return fmt::format("cannot write {} ({}): directory {}: {}", out.path, out.label, dir.string(), std::strerror(errno));
     }
-    // A regular file is written atomically through a temporary file beside it: make one
-    // now, so a directory that takes none (/proc, a read-only mount that access() lets
-    // root pass) is refused before the run, not after it.
-    std::string probe = (dir / ".kvcheck-probe-XXXXXX").string();
-    const int fd = mkstemp(probe.data());
+    // A regular file is written atomically through a temporary file beside it: make
+    // that very file now, so a directory that takes none (/proc, a read-only mount that
+    // access() lets root pass) or a name too long for one is refused before the run.
+    const std::string probe = temporary_beside(final_target(out.path));
+    const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-      return fmt::format("cannot write {} ({}): cannot create a file in {}: {}", out.path, out.label, dir.string(),
+      return fmt::format("cannot write {} ({}): cannot create {}: {}", out.path, out.label, probe,
                          std::strerror(errno));
     close(fd);
     unlink(probe.c_str());
@@ -426,7 +430,7 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
   }
   // A symlink stays a symlink: the file it names is the one replaced.
   const std::string target = final_target(path);
-  const std::string tmp = fmt::format("{}.tmp-{}", target, getpid());
+  const std::string tmp = temporary_beside(target);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;

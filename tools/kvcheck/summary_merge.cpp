@@ -138,11 +138,12 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& shards, const 
   merged["totals"] = {{"results", results.size()}, {"failures", failures}, {"execs", execs},
                       {"workers_started", workers}};
   const bool incomplete = unfinished || !missing_shards.empty() || !missing_pairs.empty();
-  merged["verdict"] = failed ? "fail"
-                      : incomplete ? "incomplete"
-                      : interrupted ? "interrupted"
-                      : !exercised ? "not_exercised"
-                                   : "pass";
+  // The pass rule (finished_verdict), a failure first, then what kept the run from ending.
+  const std::string finished = finished_verdict(failed ? 1 : 0, exercised ? 1 : 0);
+  merged["verdict"] = finished == "fail" ? finished
+                      : incomplete       ? "incomplete"
+                      : interrupted      ? "interrupted"
+                                         : finished;
   merged["start_time"] = start_time;
   merged["end_time"] = ended ? nlohmann::json(end_time) : nlohmann::json(nullptr);
   return merged;
