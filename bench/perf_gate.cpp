@@ -63,7 +63,7 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
       continue;
     }
     const double now = 100 * it->ratio_to_copy, delta = now - want;
-    if (tokens < kMinGatedTokens) {
+    if (tokens < kMinGatedTokens || b.value("ms", kMinGatedMs) < kMinGatedMs) {
       ++g.not_gated;
       g.report += format("%-6s %-28s %7lld %4lld %8.2f %8.2f %+7.2f  %s\n", op.c_str(), fmt.c_str(),
                          static_cast<long long>(tokens), static_cast<long long>(bs), want, now, delta,
@@ -89,9 +89,9 @@ PerfGateResult check_perf_baseline(const std::vector<PerfRow>& rows, const nlohm
                        100 * r.ratio_to_copy, "", "not in the baseline (not gated)");
   }
   g.report += format("performance gate: %d rows compared, %d dropped by more than %.1f points, %d not measured (not "
-                     "in this run), %d under %lld tokens not gated, %d not in the baseline: %s\n",
+                     "in this run), %d under %lld tokens or %.0f us not gated, %d not in the baseline: %s\n",
                      g.compared, g.dropped, g.tolerance, g.not_measured, g.not_gated,
-                     static_cast<long long>(kMinGatedTokens), g.not_in_baseline,
+                     static_cast<long long>(kMinGatedTokens), kMinGatedMs * 1e3, g.not_in_baseline,
                      g.compared == 0 ? "FAILED (nothing compared)" : g.dropped ? "FAILED" : "passed");
   return g;
 }

@@ -85,6 +85,33 @@ TEST(PerfGate, RowsUnderTheGatedSizeAreListedNeverFailed) {
   EXPECT_EQ(d.exit_code(), 1) << d.report;
 }
 
+// A row whose baseline launch took under kMinGatedMs (the 65,536-token FP4_INDEX load,
+// 5.6 us, spread 9 points over four runs on one H100) is listed, never failed; the
+// same drop on a row of kMinGatedMs or more fails; a row without "ms" is gated.
+TEST(PerfGate, RowsShorterThanTheGatedTimeAreListedNeverFailed) {
+  nlohmann::json b = baseline();
+  b["rows"].push_back({{"op", "load"}, {"format", "FP4_INDEX"}, {"tokens", 65536}, {"block_size", 64},
+                       {"ratio_to_copy", 0.607}, {"decode", false}, {"ms", 0.00483}});
+  b["rows"].push_back({{"op", "load"}, {"format", "FP4_INDEX"}, {"tokens", 65536}, {"block_size", 133},
+                       {"ratio_to_copy", 0.607}, {"decode", false}, {"ms", kMinGatedMs}});
+  const std::vector<PerfRow> rows{{"store", "V41", 262144, 64, 0.70, false},
+                                  {"load", "V41", 262144, 64, 0.74, false},
+                                  {"load", "FP4_INDEX", 65536, 64, 0.512, false}};
+  const PerfGateResult g = check_perf_baseline(rows, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(g.compared, 2);
+  EXPECT_EQ(g.not_gated, 1);
+  EXPECT_EQ(g.dropped, 0);
+  EXPECT_EQ(g.exit_code(), 0) << g.report;
+  EXPECT_NE(g.report.find("not gated (launch-bound)"), std::string::npos) << g.report;
+  EXPECT_NE(g.report.find("under 65536 tokens or 10 us not gated"), std::string::npos) << g.report;
+  const std::vector<PerfRow> at_limit{{"load", "FP4_INDEX", 65536, 133, 0.512, false}};
+  const PerfGateResult d = check_perf_baseline(at_limit, b, -1, "NVIDIA H200", "b.json");
+  EXPECT_EQ(d.dropped, 1);
+  EXPECT_EQ(d.exit_code(), 1) << d.report;
+  const std::vector<PerfRow> no_ms{{"store", "V41", 262144, 64, 0.60, false}};
+  EXPECT_EQ(check_perf_baseline(no_ms, b, -1, "NVIDIA H200", "b.json").dropped, 1);
+}
+
 TEST(PerfGate, RowsTheBaselineLacksAreListedNeverPassedOrFailed) {
   // A row added since the baseline was written (a new format, another block size) at
   // any ratio is listed and counted; launch-bound and decode rows are not listed.
