@@ -564,6 +564,46 @@ __device__ __forceinline__ uint8_t nvfp4_quantize(const uint32_t (&w)[8], const 
   return sf;
 }
 
+// nvfp4_rope_pairs_apply's shuffles and arithmetic, the table read as float4s where
+// Aligned16, else as floats: one copy of the loop each, chosen once a call by a uniform
+// branch. A load_table4(p, f, aligned16) a float4 compiled to its two forms predicated,
+// the five loads issued for every four floats (sm_90 SASS of the two-group kernel: 80
+// table loads a unit where 16 do).
+template <KvDevDtype In, int G, bool Aligned16>
+__device__ __forceinline__ void nvfp4_rope_pairs_rotate(uint32_t (&x)[G][8], const float* cs, int32_t half,
+                                                        int32_t chunk, int32_t chunks, bool rotate) {
+#pragma unroll
+  for (int k = 0; k < G; ++k) {
+    uint32_t y[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) y[i] = __shfl_xor_sync(0xFFFFFFFFu, x[k][i], chunks / 2);
+    if (!rotate) continue;
+    const int32_t e0 = kNvfp4Group * (G * chunk + k);
+    const bool first = e0 < half;
+    const int32_t j0 = first ? e0 : e0 - half;
+    // The first half's x c - y s as x c + (-y) s, as dev::rope_value takes it, with the
+    // partners' sign bits flipped once a word rather than an operand's sign per element.
+    const uint32_t flip = first ? 0x80008000u : 0u;  // both halves' sign bits (bf16 and fp16 alike)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
+      float c[8], s[8];
+      dev::load_table4(cs + j0 + 8 * h, c, Aligned16);
+      dev::load_table4(cs + j0 + 8 * h + 4, c + 4, Aligned16);
+      dev::load_table4(cs + half + j0 + 8 * h, s, Aligned16);
+      dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4, Aligned16);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i] ^ flip;
+        const float a0 = model_to_f32<In>(static_cast<uint16_t>(xw)), a1 = model_to_f32<In>(static_cast<uint16_t>(xw >> 16));
+        const float b0 = model_to_f32<In>(static_cast<uint16_t>(yw)), b1 = model_to_f32<In>(static_cast<uint16_t>(yw >> 16));
+        // Unpinned: a NaN of any bits quantises alike (nvfp4_quantize: fmaxf skips it, its
+        // code is 0), so f32x2_to_model's 0x7FFF pin would be dead work here.
+        x[k][4 * h + i] = f32x2_to_model_cvt<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], false),
+                                                 dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], false));
+      }
+    }
+  }
+}
 // The e2m1 store's NeoX-pairs RoPE (nvfp4_rope_pairs: NeoX from element 0 over the whole
 // head, a power-of-two number m2 >= 2 of G-group units a head): a unit's 16 G elements
 // lie on one side of their pairs and their partners are the same words of the unit
@@ -583,41 +623,13 @@ __device__ __forceinline__ void nvfp4_rope_pairs_apply(uint32_t (&x)[G][8], cons
   const int64_t pos = rotate ? q.positions[row] : 0;
   const float* cs =
       q.cos_sin_cache + (static_cast<uint64_t>(pos) < static_cast<uint64_t>(q.max_position) ? pos : 0) * q.rot_dim;
-  // Every float4 below starts a multiple of 4 floats into its row (j0 and half are
-  // multiples of 16 under nvfp4_rope_pairs, then + 8h, + 4) and a row is rot_dim floats,
-  // a multiple of 64: each is 16-byte aligned exactly where the table is.
-  const bool aligned16 = reinterpret_cast<uintptr_t>(q.cos_sin_cache) % 16 == 0;
-#pragma unroll
-  for (int k = 0; k < G; ++k) {
-    uint32_t y[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) y[i] = __shfl_xor_sync(0xFFFFFFFFu, x[k][i], chunks / 2);
-    if (!rotate) continue;
-    const int32_t e0 = kNvfp4Group * (G * chunk + k);
-    const bool first = e0 < half;
-    const int32_t j0 = first ? e0 : e0 - half;
-    // The first half's x c - y s as x c + (-y) s, as dev::rope_value takes it, with the
-    // partners' sign bits flipped once a word rather than an operand's sign per element.
-    const uint32_t flip = first ? 0x80008000u : 0u;  // both halves' sign bits (bf16 and fp16 alike)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {  // 8 elements (4 words) at a time: 16 table floats live
-      float c[8], s[8];
-      dev::load_table4(cs + j0 + 8 * h, c, aligned16);
-      dev::load_table4(cs + j0 + 8 * h + 4, c + 4, aligned16);
-      dev::load_table4(cs + half + j0 + 8 * h, s, aligned16);
-      dev::load_table4(cs + half + j0 + 8 * h + 4, s + 4, aligned16);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t xw = x[k][4 * h + i], yw = y[4 * h + i] ^ flip;
-        const float a0 = model_to_f32<In>(static_cast<uint16_t>(xw)), a1 = model_to_f32<In>(static_cast<uint16_t>(xw >> 16));
-        const float b0 = model_to_f32<In>(static_cast<uint16_t>(yw)), b1 = model_to_f32<In>(static_cast<uint16_t>(yw >> 16));
-        // Unpinned: a NaN of any bits quantises alike (nvfp4_quantize: fmaxf skips it, its
-        // code is 0), so f32x2_to_model's 0x7FFF pin would be dead work here.
-        x[k][4 * h + i] = f32x2_to_model_cvt<In>(dev::rope_value(a0, b0, c[2 * i], s[2 * i], false),
-                                                 dev::rope_value(a1, b1, c[2 * i + 1], s[2 * i + 1], false));
-      }
-    }
-  }
+  // Every float4 starts a multiple of 4 floats into its row (j0 and half are multiples
+  // of 16 under nvfp4_rope_pairs, then + 8h, + 4) and a row is rot_dim floats, a
+  // multiple of 64: each is 16-byte aligned exactly where the table is.
+  if (reinterpret_cast<uintptr_t>(q.cos_sin_cache) % 16 == 0)
+    nvfp4_rope_pairs_rotate<In, G, true>(x, cs, half, chunk, chunks, rotate);
+  else
+    nvfp4_rope_pairs_rotate<In, G, false>(x, cs, half, chunk, chunks, rotate);
 }
 
 // One store_kv unit into an e2m1 cache (G groups of a head, unit u; live false: a lane

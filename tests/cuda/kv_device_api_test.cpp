@@ -826,8 +826,8 @@ void on_stream(const std::function<cuda::PendingCheck(const cuda::LaunchOptions&
 /// groups to slots (with -1 padding; the slots nothing stores keep random bytes, NaN
 /// scale bytes among them), the whole cache buffer compared (data, scales and the bytes
 /// around them); then three sequences over every block gathered from the cpu's cache,
-/// the whole output buffer compared. `pad` > 0 gives odd row strides, `shift` rows off
-/// a 16-byte boundary. With a rope, the key rows get a fused RoPE (§8.4) first: kPart
+/// the whole output buffer compared. `pad` > 0 gives odd row strides, `shift` rows (and
+/// the device's RoPE table) off a 16-byte boundary. With a rope, the key rows get a fused RoPE (§8.4) first: kPart
 /// rot_dim 24 from element 4 (across a group boundary), NeoX or GPT-J by seed; kWholeNeox
 /// NeoX over the whole head (the engines' shape: the store's pairs path where the head
 /// is 2-32 two-group units, or 32 four-group ones at 2048).
@@ -892,9 +892,13 @@ void check_nvfp4_store_gather(const std::string& what, const Nvfp4Cache& c, KvDt
   }
   Bytes got(cache.size());
   {
-    const DeviceRopeStore d(cache, rows, scales, slots, cos_sin, positions, l);
+    // With `shift`, the device's table starts 4 bytes past a 16-byte boundary: the pairs
+    // path's float loads (nvfp4_rope_pairs_rotate<..., false>), else its float4 loads.
+    std::vector<float> table = cos_sin;
+    if (shift != 0) table.insert(table.begin(), 0.0f);
+    const DeviceRopeStore d(cache, rows, scales, slots, table, positions, l);
     const KvCacheView v = nvfp4_view(c, d.cache.get(), d.scales.as<float>());
-    const RopeArgs r = rope_of(d.cos_sin.as<float>(), d.positions.as<int64_t>());
+    const RopeArgs r = rope_of(d.cos_sin.as<float>() + (shift != 0 ? 1 : 0), d.positions.as<int64_t>());
     const std::string error = outcome([&] {
       on_stream([&](const cuda::LaunchOptions& o) {
         return cuda::store_kv_checked(nvfp4_tokens(in, d.rows.get(), 0), nvfp4_tokens(in, d.rows.get(), 1),
