@@ -37,7 +37,7 @@ struct PerfGateResult {
 constexpr int64_t kMinGatedTokens = 65536;
 /// The shortest gated row, by the baseline's "ms" (a launch, batched). Under it the
 /// gaps between back-to-back launches are a large, varying part of the time: the
-/// 65,536-token FP4_INDEX load at block 64 (8.5 MiB, 5.6 us) read 51.5, 60.5, 55.1 and
+/// 65,536-token FP4_INDEX load at block 64 (8.5 MiB, 4.8-5.7 us a launch) read 51.5, 60.5, 55.1 and
 /// 51.2 % of the copy in four runs in a row on one H100 (2026-12-07), where every row
 /// of 10 us or more stayed within 2.6 points of the baseline in the same run. The same
 /// kernel is gated at 262,144 tokens. A baseline row without "ms" is gated.

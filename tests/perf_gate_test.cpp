@@ -86,7 +86,7 @@ TEST(PerfGate, RowsUnderTheGatedSizeAreListedNeverFailed) {
 }
 
 // A row whose baseline launch took under kMinGatedMs (the 65,536-token FP4_INDEX load,
-// 5.6 us, spread 9 points over four runs on one H100) is listed, never failed; the
+// 4.8-5.7 us, spread 9 points over four runs on one H100) is listed, never failed; the
 // same drop on a row of kMinGatedMs or more fails; a row without "ms" is gated.
 TEST(PerfGate, RowsShorterThanTheGatedTimeAreListedNeverFailed) {
   nlohmann::json b = baseline();

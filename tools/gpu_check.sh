@@ -14,8 +14,9 @@
 #      cases per property on the GPU) when python3 has torch, Triton and pytest (in
 #      parallel with 1 and 2: correctness only, nothing timed runs beside them)
 # KVCHECK_GPU_BENCH=0 skips 3 and 4 (a correctness-only pass); KVCHECK_GPU_NCU=0 skips 4
-# alone; KVCHECK_GPU_TESTS=0 skips 1, 2 and 5 (the timed stages only, summary.json not
-# written). A 10-minute slot no longer holds the whole check (H100, 2026-12-07: setup
+# alone; KVCHECK_GPU_TESTS=0 skips 1, 2 and 5 (the timed stages only; summary.json then
+# takes the campaign.json an earlier run left in OUT_DIR, named on the output, or is not
+# written; both knobs 0: exit 2, nothing to run). A 10-minute slot no longer holds the whole check (H100, 2026-12-07: setup
 # 128 s, stages 1, 2 and 5 done at 390 s, 3 alone 154 s and the comparison 21 s): run
 # KVCHECK_GPU_BENCH=0 and then KVCHECK_GPU_TESTS=0 on the same warm machine. Each stage prints its seconds. JUnit: ctest-junit.xml,
 # campaign-junit.xml, python-junit.xml in OUT_DIR (.github/workflows/gpu.yml uploads them).
@@ -32,6 +33,11 @@ mkdir -p "$out"
 # temporary folders) find them: a relative build dir broke the README example's test.
 build=$(cd "$build" && pwd) out=$(cd "$out" && pwd)
 kvcheck="$build/tools/kvcheck/kvcheck"
+[[ -x $kvcheck ]] || { echo "gpu_check.sh: no $kvcheck (cmake --build $build -j first)" >&2; exit 2; }
+if [[ ${KVCHECK_GPU_TESTS:-1} == 0 && ${KVCHECK_GPU_BENCH:-1} == 0 ]]; then
+  echo "gpu_check.sh: KVCHECK_GPU_TESTS=0 and KVCHECK_GPU_BENCH=0: nothing to run (exit 2)" >&2
+  exit 2
+fi
 # No usable GPU: every stage would skip or measure nothing, which is not a pass.
 backends=$("$kvcheck" backends 2>&1)
 echo "$backends"
@@ -96,6 +102,8 @@ if [[ ! -f $out/campaign.json ]]; then
 elif ! python3 - "$out/campaign.json" "$out/bench.json" "$out/summary.json" <<'PY'; then
 import json, sys
 summary = json.load(open(sys.argv[1]))
+print(f"summary.json: the campaign of {summary.get('commit', '?')[:12]} at {summary.get('start_time', '?')} "
+      f"({sys.argv[1]}) with this run's benchmark")
 bench = json.load(open(sys.argv[2]))
 summary["bench"] = {"device": bench["device"], "copy_gbps": bench["copy_gbps"],
                     "rows": [{k: r[k] for k in ("op", "format", "tokens", "block_size", "ratio_to_copy",
