@@ -13,6 +13,7 @@
 #include "impl/backend.h"
 #include "impl/error.h"
 #include "properties/case_isolation.h"
+#include "properties/gen/scenario_json.h"
 #include "properties/gen/ops/kv/kv_gen.h"
 #include "properties/gen/ops/store_load/store_load_gen.h"
 #include "properties/registry.h"
@@ -65,6 +66,7 @@ Property scenario_property(std::string name, std::string op, std::string invaria
     }
   };
   p.replay = [check](const Backend& b, const nlohmann::json& scenario) {
+    check_scenario_fields(scenario, [](const nlohmann::json& j) { return nlohmann::json(j.get<S>()); });
     const S s = scenario.get<S>();
     run_case([&] { check(b, s); });
   };

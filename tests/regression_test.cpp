@@ -185,6 +185,51 @@ TEST(Regression, UnknownPropertyOrVersionIsAnError) {
   EXPECT_THROW(props::replay_regression(doc, *available_backends().front()), std::runtime_error);
 }
 
+// A hand-edited field that changes nothing (misspelt, or meaningless there) is refused
+// by name, at any depth; the same field spelt right, even at its default value (which
+// the writers leave out), replays.
+TEST(Regression, AScenarioFieldThatChangesNothingIsRefused) {
+  const auto& p = property("prop_store_matches_reference");
+  const auto cpu = available_backends().front();
+  const auto doc = props::regression_document(p, "cpu", small_store(), {}, "");
+  const auto refusal = [&](const nlohmann::json& d) {
+    try {
+      props::replay_regression(d, *cpu);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("replayed");
+  };
+  EXPECT_EQ(props::replay_regression(doc, *cpu), "");
+  auto typo = doc;
+  typo["scenario"]["threadz"] = 2;
+  EXPECT_NE(refusal(typo).find("scenario field 'threadz' has no effect"), std::string::npos) << refusal(typo);
+  auto defaults = doc;
+  defaults["scenario"]["threads"] = 0;
+  defaults["scenario"]["slot_mapping_tail"] = nlohmann::json::array();
+  EXPECT_EQ(props::replay_regression(defaults, *cpu), "");
+  // Nested: a store_kv file's cache and rope objects.
+  const auto& kv = property("prop_store_kv_matches_reference");
+  props::StoreKvScenario k;
+  k.cache.dtype = KvDtype::kBF16;
+  k.cache.block_size = 4;
+  k.cache.num_blocks = 2;
+  k.cache.num_kv_heads = 1;
+  k.cache.head_dim = 8;
+  k.slot_mapping = {5, -1};
+  k.key = {KvDtype::kBF16, 2, 8, 8, std::vector<uint16_t>(16, 0x3F80)};
+  k.value = k.key;
+  const auto kv_doc = props::regression_document(kv, "cpu", k, {}, "");
+  ASSERT_EQ(props::replay_regression(kv_doc, *cpu), "");
+  auto nested = kv_doc;
+  nested["scenario"]["cache"]["blok_size"] = 8;
+  EXPECT_NE(refusal(nested).find("scenario field 'cache.blok_size' has no effect"), std::string::npos)
+      << refusal(nested);
+  auto in_rows = kv_doc;
+  in_rows["scenario"]["key"]["token_strid"] = 16;
+  EXPECT_NE(refusal(in_rows).find("'key.token_strid'"), std::string::npos) << refusal(in_rows);
+}
+
 TEST(Regression, FileNameIsStableAndContentAddressed) {
   const auto& p = property("prop_store_matches_reference");
   const auto a = props::regression_document(p, "cpu", small_store(), {{"seed", 1}}, "x");

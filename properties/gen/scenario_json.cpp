@@ -73,4 +73,59 @@ ErrorCode error_code_from_name(const std::string& name) {
                         [](ErrorCode c) { return to_string(c); }, "error code");
 }
 
+namespace {
+
+// Another value of the same kind as v (check_scenario_fields).
+nlohmann::json other_value(const nlohmann::json& v) {
+  if (v.is_boolean()) return !v.get<bool>();
+  if (v.is_number_unsigned()) return v.get<uint64_t>() == UINT64_MAX ? v.get<uint64_t>() - 1 : v.get<uint64_t>() + 1;
+  if (v.is_number_integer()) return v.get<int64_t>() == INT64_MAX ? v.get<int64_t>() - 1 : v.get<int64_t>() + 1;
+  if (v.is_number_float()) return v.get<double>() == 0 ? 1.0 : -v.get<double>();  // +1 can round back to v
+  if (v.is_string()) return v.get<std::string>() + "~";
+  if (v.is_array()) {
+    if (v.empty()) return nlohmann::json::array({0});
+    nlohmann::json shorter = v;
+    shorter.erase(shorter.size() - 1);
+    return shorter;
+  }
+  return 0;  // an object or null
+}
+
+void check_fields_at(const nlohmann::json& root, const nlohmann::json::json_pointer& at, const nlohmann::json& canon,
+                     const nlohmann::json& canon_here,
+                     const std::function<nlohmann::json(const nlohmann::json&)>& canonical) {
+  const nlohmann::json& here = root.at(at);
+  if (!here.is_object()) return;
+  for (auto it = here.begin(); it != here.end(); ++it) {
+    const nlohmann::json::json_pointer field = at / it.key();
+    const auto c = canon_here.is_object() ? canon_here.find(it.key()) : canon_here.end();
+    if (canon_here.is_object() && c != canon_here.end()) {
+      check_fields_at(root, field, canon, *c, canonical);  // read: its nested fields may not be
+      continue;
+    }
+    nlohmann::json tried = root;
+    tried[field] = other_value(it.value());
+    bool read = true;
+    try {
+      read = canonical(tried) != canon;
+    } catch (...) {  // the reader took the value and refused it
+    }
+    if (!read) {
+      std::string name = field.to_string().substr(1);
+      for (char& ch : name) ch = ch == '/' ? '.' : ch;
+      throw std::runtime_error("scenario field '" + name +
+                               "' has no effect on the case: misspelt, or meaningless in this scenario (no kvcheck "
+                               "writer puts it there); remove or correct it");
+    }
+  }
+}
+
+}  // namespace
+
+void check_scenario_fields(const nlohmann::json& scenario,
+                           const std::function<nlohmann::json(const nlohmann::json&)>& canonical) {
+  const nlohmann::json canon = canonical(scenario);
+  check_fields_at(scenario, nlohmann::json::json_pointer(), canon, canon, canonical);
+}
+
 }  // namespace kvcheck::props

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <stdexcept>
@@ -114,5 +115,19 @@ inline int32_t threads_value(const nlohmann::json& j) {
 
 /// The ErrorCode named `name` (to_string's stable names: "slot-out-of-range", ...).
 ErrorCode error_code_from_name(const std::string& name);
+
+/// Refuses a scenario field that changes nothing: a misspelt optional field ("threadz",
+/// "rope_ofset") would otherwise read as its default and the file replay another case.
+/// `canonical` parses a scenario object and writes it back (from_json then to_json; the
+/// writers omit default-valued optional fields). Every field of `scenario`, at any depth
+/// of nested objects, that the canonical form lacks is tried with another value (a
+/// number +1 or negated, a string with a suffix, a bool flipped, an array one shorter or
+/// [0], anything else 0): a field the reader takes changes the canonical form or makes
+/// the parse throw; one it never reads changes neither, and std::runtime_error names it
+/// ("scenario field 'cache.blok_size' has no effect ..."). A field written by a kvcheck
+/// writer is in the canonical form and costs nothing. Throws what `canonical` throws on
+/// `scenario` itself.
+void check_scenario_fields(const nlohmann::json& scenario,
+                           const std::function<nlohmann::json(const nlohmann::json&)>& canonical);
 
 }  // namespace kvcheck::props
