@@ -41,6 +41,10 @@ struct Property {
   /// When > 0, what one case costs (seconds, on a 2-core VM): a timed `kvcheck run`
   /// starts a case only when the budget left fits it, else the row is not exercised.
   double seconds_per_case = 0;
+  /// Set with replay: refuses a scenario whose fields do not all take effect
+  /// (check_scenario_fields); run by check_regression_document, whether or not the
+  /// case then runs on a backend.
+  std::function<void(const nlohmann::json&)> check_scenario = {};
 };
 
 /// Property::needs of a property that calls one operation: "" when `ops` has `bit`,

@@ -1,6 +1,8 @@
 #include "properties/regression.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 
 #include "properties/gen/scenario_json.h"
@@ -61,11 +63,21 @@ std::string regression_file_name(const nlohmann::json& document) {
 
 bool is_regression_document(const nlohmann::json& j) { return j.is_object() && j.contains("kvcheck_regression"); }
 
-std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported) {
+const Property& check_regression_document(const nlohmann::json& document) {
   if (!is_regression_document(document)) throw std::runtime_error("not a kvcheck regression file");
   if (int_at<int>(document, "kvcheck_regression") != kRegressionVersion)
     throw std::runtime_error("regression file version " + document.at("kvcheck_regression").dump() +
                              " (this build reads " + std::to_string(kRegressionVersion) + ")");
+  // Before anything copies or prints it: nlohmann's copy recurses (a field nested 100,000
+  // arrays deep overflowed the stack); no writer nests deeper than a few levels.
+  check_json_depth(document, 32);
+  for (auto it = document.begin(); it != document.end(); ++it) {
+    static const char* const kFields[] = {"kvcheck_regression", "engine", "property", "op", "invariant",
+                                          "failed_on", "found", "failure", "scenario"};
+    if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return it.key() == f; }))
+      throw std::runtime_error("field '" + it.key() + "' is not one of a regression file's (kvcheck_regression, " +
+                               "engine, property, op, invariant, failed_on, found, failure, scenario)");
+  }
   const std::string name = document.at("property").get<std::string>();  // named: g++ 13 -Wdangling-reference
   const Property& p = property_named(name);
   if (!p.replay) throw std::runtime_error(p.name + " has no scenario replay");
@@ -73,6 +85,12 @@ std::string replay_regression(const nlohmann::json& document, const Backend& b, 
   // is a hand edit gone wrong, not a case to replay under the wrong name.
   if (document.contains("op") && document.at("op") != p.op)
     throw std::runtime_error("op " + document.at("op").dump() + " is not " + p.name + "'s (\"" + p.op + "\")");
+  if (p.check_scenario) p.check_scenario(document.at("scenario"));
+  return p;
+}
+
+std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported) {
+  const Property& p = check_regression_document(document);
   std::string why = why_not_exercised(p, b);  // the capabilities exclude it: not called
   if (why.empty()) {
     try {

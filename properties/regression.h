@@ -65,8 +65,10 @@ Property scenario_property(std::string name, std::string op, std::string invaria
       throw;
     }
   };
-  p.replay = [check](const Backend& b, const nlohmann::json& scenario) {
+  p.check_scenario = [](const nlohmann::json& scenario) {
     check_scenario_fields(scenario, [](const nlohmann::json& j) { return nlohmann::json(j.get<S>()); });
+  };
+  p.replay = [check](const Backend& b, const nlohmann::json& scenario) {
     const S s = scenario.get<S>();
     run_case([&] { check(b, s); });
   };
@@ -83,6 +85,13 @@ std::string regression_file_name(const nlohmann::json& document);
 
 /// True when `j` is a property regression document (has "kvcheck_regression").
 bool is_regression_document(const nlohmann::json& j);
+
+/// Throws std::runtime_error when `document` (is_regression_document) cannot be
+/// replayed as written: another version, an unknown property or one without replay, an
+/// op at odds with the property's, a top-level field regression_document never writes
+/// ("faild_on" read as no pair), JSON nested deeper than 32 levels, or a scenario field
+/// that changes nothing (Property::check_scenario). Returns the property.
+const Property& check_regression_document(const nlohmann::json& document);
 
 /// Replays a regression document on `b`: "" when the property holds for its
 /// scenario, else the failure report. A case `b` does not support — its capabilities

@@ -79,6 +79,26 @@ TEST(Explain, RegressionScenarioIsReadableNotOneLineJson) {
   EXPECT_NE(s.find("result: PASS"), std::string::npos) << s;
 }
 
+// An empty string field (a store_kv's `"fault": ""`, read as no fault) is printed as
+// "" (it was taken for an array of rows: json type_error 305, exit 2); a field the case
+// never reads is refused before anything is printed.
+TEST(Explain, AnEmptyStringFieldIsShownAndAFieldOfNoEffectRefused) {
+  std::ifstream in(kRoot + "/corpus/store_kv/regressions/store_kv_rope_matches_reference-417dd02de86e5149.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["scenario"]["fault"] = "";
+  const std::string tmp = ::testing::TempDir() + "/kvcheck_explain_empty_fault.json";
+  std::ofstream(tmp) << doc.dump();
+  std::ostringstream out;
+  EXPECT_EQ(kvcheck::explain_file(tmp, "", out), 0) << out.str();
+  EXPECT_NE(out.str().find("\n  fault: \"\"\n"), std::string::npos) << out.str();
+  doc["scenario"]["rope"]["rot_dimm"] = 8;
+  std::ofstream(tmp) << doc.dump();
+  std::ostringstream refused;
+  EXPECT_EQ(kvcheck::explain_file(tmp, "", refused), 2) << refused.str();
+  EXPECT_NE(refused.str().find("scenario field 'rope.rot_dimm' has no effect"), std::string::npos) << refused.str();
+  EXPECT_EQ(refused.str().find("scenario (store_kv):"), std::string::npos) << refused.str();
+}
+
 TEST(Explain, LongArraysAndManyRowsAreAbbreviated) {
   std::ifstream in(kStoreRegression);
   nlohmann::json doc = nlohmann::json::parse(in);

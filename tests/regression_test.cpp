@@ -228,6 +228,29 @@ TEST(Regression, AScenarioFieldThatChangesNothingIsRefused) {
   auto in_rows = kv_doc;
   in_rows["scenario"]["key"]["token_strid"] = 16;
   EXPECT_NE(refusal(in_rows).find("'key.token_strid'"), std::string::npos) << refusal(in_rows);
+  // Rows as an object's values were read in its keys' order, any key taken.
+  auto rows_object = kv_doc;
+  rows_object["scenario"]["key"]["data"] = {{"zz", rows_object["scenario"]["key"]["data"][1]},
+                                            {"aa", rows_object["scenario"]["key"]["data"][0]}};
+  EXPECT_NE(refusal(rows_object).find("'key.data' is object where the case has an array"), std::string::npos)
+      << refusal(rows_object);
+  // An optional object the writer leaves out: its own fields are checked one by one.
+  auto pe = doc;
+  pe["scenario"]["pe_cache"] = {{"block_size", 16}, {"fill_seed", 0}, {"format", doc["scenario"]["format"]},
+                                {"num_blocks", 1}};
+  EXPECT_NE(refusal(pe).find("scenario field 'pe_cache."), std::string::npos) << refusal(pe);
+  // Outside the scenario: "faild_on" read as no pair, and the check runs where the case
+  // would not (a capability the backend lacks).
+  auto top = doc;
+  top["faild_on"] = "x-to-cpu";
+  EXPECT_NE(refusal(top).find("field 'faild_on' is not one of a regression file's"), std::string::npos)
+      << refusal(top);
+  // Nested past 32 levels: refused without recursion (a copy of 100,000 levels overflowed).
+  auto deep = doc;
+  nlohmann::json v = 1;
+  for (int i = 0; i < 100000; ++i) v = nlohmann::json::array({std::move(v)});
+  deep["scenario"]["x"] = std::move(v);
+  EXPECT_NE(refusal(deep).find("nested deeper than 32 levels"), std::string::npos) << refusal(deep);
 }
 
 TEST(Regression, FileNameIsStableAndContentAddressed) {

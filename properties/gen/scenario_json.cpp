@@ -3,6 +3,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 namespace kvcheck::props {
 
@@ -91,41 +93,85 @@ nlohmann::json other_value(const nlohmann::json& v) {
   return 0;  // an object or null
 }
 
-void check_fields_at(const nlohmann::json& root, const nlohmann::json::json_pointer& at, const nlohmann::json& canon,
-                     const nlohmann::json& canon_here,
-                     const std::function<nlohmann::json(const nlohmann::json&)>& canonical) {
-  const nlohmann::json& here = root.at(at);
-  if (!here.is_object()) return;
-  for (auto it = here.begin(); it != here.end(); ++it) {
-    const nlohmann::json::json_pointer field = at / it.key();
-    const auto c = canon_here.is_object() ? canon_here.find(it.key()) : canon_here.end();
-    if (canon_here.is_object() && c != canon_here.end()) {
-      check_fields_at(root, field, canon, *c, canonical);  // read: its nested fields may not be
-      continue;
-    }
+// A field's path as the message shows it: "cache.block_size".
+std::string field_name(const nlohmann::json::json_pointer& p) {
+  std::string name;
+  for (nlohmann::json::json_pointer q = p; !q.empty(); q.pop_back()) name = q.back() + (name.empty() ? "" : ".") + name;
+  return name;
+}
+
+struct FieldCheck {
+  const nlohmann::json& root;
+  const nlohmann::json& canon;
+  const std::function<nlohmann::json(const nlohmann::json&)>& canonical;
+  int tries = 0;
+
+  // Whether the case reads `field` at `value`: the canonical form changes, or the
+  // reader refuses it.
+  bool reads(const nlohmann::json::json_pointer& field, nlohmann::json value) {
+    // Each try parses the whole scenario: a file of thousands of extra fields (an
+    // object of junk keys) would take minutes; no writer leaves out more than a few.
+    if (++tries > 256)
+      throw std::runtime_error("scenario has more than 256 fields its canonical form lacks: not a scenario kvcheck "
+                               "wrote (first: '" + field_name(field) + "')");
     nlohmann::json tried = root;
-    tried[field] = other_value(it.value());
-    bool read = true;
+    tried[field] = std::move(value);
     try {
-      read = canonical(tried) != canon;
+      return canonical(tried) != canon;
     } catch (...) {  // the reader took the value and refused it
-    }
-    if (!read) {
-      std::string name = field.to_string().substr(1);
-      for (char& ch : name) ch = ch == '/' ? '.' : ch;
-      throw std::runtime_error("scenario field '" + name +
-                               "' has no effect on the case: misspelt, or meaningless in this scenario (no kvcheck "
-                               "writer puts it there); remove or correct it");
+      return true;
     }
   }
-}
+
+  // `at`: an object of the input; canon_here: the canonical form there (null: none).
+  void walk(const nlohmann::json::json_pointer& at, const nlohmann::json* canon_here) {
+    const nlohmann::json& here = root.at(at);
+    for (auto it = here.begin(); it != here.end(); ++it) {
+      const nlohmann::json::json_pointer field = at / it.key();
+      const nlohmann::json* c = nullptr;
+      if (canon_here != nullptr && canon_here->is_object())
+        if (const auto f = canon_here->find(it.key()); f != canon_here->end()) c = &*f;
+      if (c != nullptr) {
+        // The readers iterate an object's values as an array's: rows keyed by any name
+        // were taken, in the keys' order.
+        if (c->is_array() && !it->is_array())
+          throw std::runtime_error("scenario field '" + field_name(field) + "' is " + it->type_name() +
+                                   " where the case has an array");
+        if (c->is_object() && it->is_object()) walk(field, c);  // read: its own fields may not be
+        continue;
+      }
+      if (!reads(field, other_value(*it)))
+        throw std::runtime_error("scenario field '" + field_name(field) +
+                                 "' has no effect on the case: misspelt, or meaningless in this scenario (no kvcheck "
+                                 "writer puts it there); remove or correct it");
+      // An object the canonical form lacks whose replacement the reader refused (an
+      // optional structure the writer drops, such as a pe_cache on a plain store): each
+      // of its fields must take effect on its own.
+      if (it->is_object()) walk(field, nullptr);
+    }
+  }
+};
 
 }  // namespace
 
+void check_json_depth(const nlohmann::json& j, int max_depth) {
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&j, 0}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth >= max_depth)
+      throw std::runtime_error("JSON nested deeper than " + std::to_string(max_depth) + " levels");
+    for (const nlohmann::json& e : *v) todo.emplace_back(&e, depth + 1);
+  }
+}
+
 void check_scenario_fields(const nlohmann::json& scenario,
                            const std::function<nlohmann::json(const nlohmann::json&)>& canonical) {
+  check_json_depth(scenario, 32);
+  if (!scenario.is_object()) throw std::runtime_error("the scenario is not an object");
   const nlohmann::json canon = canonical(scenario);
-  check_fields_at(scenario, nlohmann::json::json_pointer(), canon, canon, canonical);
+  FieldCheck{scenario, canon, canonical}.walk(nlohmann::json::json_pointer(), &canon);
 }
 
 }  // namespace kvcheck::props

@@ -116,6 +116,10 @@ inline int32_t threads_value(const nlohmann::json& j) {
 /// The ErrorCode named `name` (to_string's stable names: "slot-out-of-range", ...).
 ErrorCode error_code_from_name(const std::string& name);
 
+/// Throws std::runtime_error when `j` nests arrays or objects deeper than `max_depth`
+/// levels (walked without recursion: nlohmann's copy and dump recurse).
+void check_json_depth(const nlohmann::json& j, int max_depth);
+
 /// Refuses a scenario field that changes nothing: a misspelt optional field ("threadz",
 /// "rope_ofset") would otherwise read as its default and the file replay another case.
 /// `canonical` parses a scenario object and writes it back (from_json then to_json; the
@@ -124,9 +128,14 @@ ErrorCode error_code_from_name(const std::string& name);
 /// number +1 or negated, a string with a suffix, a bool flipped, an array one shorter or
 /// [0], anything else 0): a field the reader takes changes the canonical form or makes
 /// the parse throw; one it never reads changes neither, and std::runtime_error names it
-/// ("scenario field 'cache.blok_size' has no effect ..."). A field written by a kvcheck
-/// writer is in the canonical form and costs nothing. Throws what `canonical` throws on
-/// `scenario` itself.
+/// ("scenario field 'cache.blok_size' has no effect ..."). An object the canonical form
+/// lacks but the reader takes (its replacement refused) has each of its own fields
+/// tried the same way. Also refused: a field the canonical form holds as an array given
+/// as anything else (the readers iterate an object's values), more than 256 tries, and
+/// nesting deeper than 32 levels. Not caught: a meaningless field the reader still
+/// validates (its other value refused), fields inside arrays. A field written by a
+/// kvcheck writer is in the canonical form and costs nothing. Throws what `canonical`
+/// throws on `scenario` itself.
 void check_scenario_fields(const nlohmann::json& scenario,
                            const std::function<nlohmann::json(const nlohmann::json&)>& canonical);
 

@@ -53,7 +53,10 @@ std::string abbreviate_row(const std::string& row) {
 // A value on one line: scalars as JSON, arrays of scalars abbreviated to kShownValues,
 // objects of scalars as {key value, ...}; "" when the value needs lines of its own.
 std::string inline_value(const nlohmann::json& v) {
-  if (v.is_string()) return abbreviate_row(v.get<std::string>());
+  if (v.is_string()) {  // "" (or blanks) as JSON: the caller takes "" for a value of lines
+    const std::string r = abbreviate_row(v.get<std::string>());
+    return r.empty() ? v.dump() : r;
+  }
   if (!v.is_structured()) return v.dump();
   std::string r;
   size_t i = 0;
@@ -155,6 +158,7 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     try {
       const nlohmann::json doc = nlohmann::json::parse(bytes.begin(), bytes.end());
       if (props::is_regression_document(doc)) {
+        props::check_regression_document(doc);  // before it is printed: a file replayed as written, or why not
         // A writer-to-reader pair's failure on that pair (on cpu alone it read PASS); not
         // exercised where a side is not loaded. A pass elsewhere says where it failed.
         const std::string failed_on = doc.value("failed_on", "");
