@@ -65,12 +65,12 @@ bool is_regression_document(const nlohmann::json& j) { return j.is_object() && j
 
 const Property& check_regression_document(const nlohmann::json& document) {
   if (!is_regression_document(document)) throw std::runtime_error("not a kvcheck regression file");
+  // Before anything copies, dumps or prints it: nlohmann's copy recurses (a field nested
+  // 100,000 arrays deep overflowed the stack); no writer nests deeper than a few levels.
+  check_json_depth(document, 32);
   if (int_at<int>(document, "kvcheck_regression") != kRegressionVersion)
     throw std::runtime_error("regression file version " + document.at("kvcheck_regression").dump() +
                              " (this build reads " + std::to_string(kRegressionVersion) + ")");
-  // Before anything copies or prints it: nlohmann's copy recurses (a field nested 100,000
-  // arrays deep overflowed the stack); no writer nests deeper than a few levels.
-  check_json_depth(document, 32);
   for (auto it = document.begin(); it != document.end(); ++it) {
     static const char* const kFields[] = {"kvcheck_regression", "engine", "property", "op", "invariant",
                                           "failed_on", "found", "failure", "scenario"};
