@@ -49,7 +49,10 @@ void replay_property_regression(const std::filesystem::path& file, std::ifstream
   std::string verdict, unsupported;
   const kvcheck::Backend* on = &kvcheck::fuzz::fuzz_backend();
   try {
-    const nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json doc =
+        kvcheck::props::parse_regression_text(std::string(std::istreambuf_iterator<char>(in), {}));
+    // As written or not at all, also where its pair is not loaded here (explain's order).
+    kvcheck::props::check_regression_document(doc);
     std::string pair_missing;
     const kvcheck::Backend* pair = kvcheck::fuzz::regression_backend(doc.value("failed_on", ""), &pair_missing);
     std::fprintf(stderr, "replay: %s (%s on %s)\n", file.c_str(), doc.value("property", "?").c_str(),

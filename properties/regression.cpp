@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "properties/gen/scenario_json.h"
 #include "properties/harness.h"
@@ -62,6 +65,22 @@ std::string regression_file_name(const nlohmann::json& document) {
 }
 
 bool is_regression_document(const nlohmann::json& j) { return j.is_object() && j.contains("kvcheck_regression"); }
+
+nlohmann::json parse_regression_text(const std::string& text) {
+  std::vector<std::set<std::string>> keys;  // one set per object being read
+  const nlohmann::json::parser_callback_t seen = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& v) {
+    if (event == nlohmann::json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == nlohmann::json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == nlohmann::json::parse_event_t::key && !keys.empty() &&
+               !keys.back().insert(v.get<std::string>()).second) {
+      throw std::runtime_error("field '" + v.get<std::string>() + "' appears twice in one object (the last would win)");
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, seen);
+}
 
 const Property& check_regression_document(const nlohmann::json& document) {
   if (!is_regression_document(document)) throw std::runtime_error("not a kvcheck regression file");

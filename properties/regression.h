@@ -86,6 +86,12 @@ std::string regression_file_name(const nlohmann::json& document);
 /// True when `j` is a property regression document (has "kvcheck_regression").
 bool is_regression_document(const nlohmann::json& j);
 
+/// Parses a regression file's text (JSON) as nlohmann::json::parse does, but throws
+/// std::runtime_error on an object holding one key twice (a hand edit's second
+/// "threads" would silently win), naming the key. Throws nlohmann's parse_error on
+/// malformed JSON.
+nlohmann::json parse_regression_text(const std::string& text);
+
 /// Throws std::runtime_error when `document` (is_regression_document) cannot be
 /// replayed as written: another version, an unknown property or one without replay, an
 /// op at odds with the property's, a top-level field regression_document never writes

@@ -253,6 +253,30 @@ TEST(Regression, AScenarioFieldThatChangesNothingIsRefused) {
   EXPECT_NE(refusal(deep).find("nested deeper than 32 levels"), std::string::npos) << refusal(deep);
 }
 
+// One key twice in an object: nlohmann's parse keeps the last silently; a regression
+// file's text is refused naming it, at any depth; a file as written parses as before.
+TEST(Regression, AKeyTwiceInARegressionFileIsRefused) {
+  const auto doc = props::regression_document(property("prop_store_matches_reference"), "cpu", small_store(), {}, "");
+  EXPECT_EQ(props::parse_regression_text(doc.dump()), doc);
+  const auto refusal = [](const std::string& text) {
+    try {
+      props::parse_regression_text(text);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  std::string twice = doc.dump();
+  twice.insert(twice.find("\"scenario\":{") + 12, "\"threads\":2,");
+  twice.insert(twice.rfind('}'), ",\"op\":\"store\"");
+  EXPECT_NE(refusal(twice).find("field 'op' appears twice"), std::string::npos) << refusal(twice);
+  std::string nested = doc.dump();
+  nested.insert(nested.find("\"scenario\":{") + 12, "\"threads\":2,\"threads\":0,");
+  EXPECT_NE(refusal(nested).find("field 'threads' appears twice"), std::string::npos) << refusal(nested);
+  // The same key in two objects is no repeat.
+  EXPECT_EQ(refusal(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":3},{"k":4}]})"), "parsed");
+}
+
 TEST(Regression, FileNameIsStableAndContentAddressed) {
   const auto& p = property("prop_store_matches_reference");
   const auto a = props::regression_document(p, "cpu", small_store(), {{"seed", 1}}, "x");

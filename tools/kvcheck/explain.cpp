@@ -156,7 +156,7 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
   if (std::filesystem::path(path).extension() == ".json") {
     // A property regression file (regression.h): its scenario replayed through its property.
     try {
-      const nlohmann::json doc = nlohmann::json::parse(bytes.begin(), bytes.end());
+      const nlohmann::json doc = props::parse_regression_text(std::string(bytes.begin(), bytes.end()));
       if (props::is_regression_document(doc)) {
         props::check_regression_document(doc);  // before it is printed: a file replayed as written, or why not
         // A writer-to-reader pair's failure on that pair (on cpu alone it read PASS); not
