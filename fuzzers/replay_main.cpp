@@ -52,7 +52,7 @@ void replay_property_regression(const std::filesystem::path& file, std::ifstream
     const nlohmann::json doc =
         kvcheck::props::parse_regression_text(std::string(std::istreambuf_iterator<char>(in), {}));
     // As written or not at all, also where its pair is not loaded here (explain's order).
-    kvcheck::props::check_regression_document(doc);
+    const kvcheck::props::Property& property = kvcheck::props::check_regression_document(doc);
     std::string pair_missing;
     const kvcheck::Backend* pair = kvcheck::fuzz::regression_backend(doc.value("failed_on", ""), &pair_missing);
     std::fprintf(stderr, "replay: %s (%s on %s)\n", file.c_str(), doc.value("property", "?").c_str(),
@@ -63,7 +63,7 @@ void replay_property_regression(const std::filesystem::path& file, std::ifstream
       return;
     }
     on = pair;
-    verdict = kvcheck::props::replay_regression(doc, *on, &unsupported);
+    verdict = kvcheck::props::replay_checked_regression(property, doc, *on, &unsupported);
   } catch (const std::exception& e) {
     verdict = std::string("unusable regression file: ") + e.what();
   }

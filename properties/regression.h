@@ -107,5 +107,9 @@ const Property& check_regression_document(const nlohmann::json& document);
 /// by <backend>: <reason>". Throws std::runtime_error when the document is unusable
 /// (unknown property, property without replay, bad scenario).
 std::string replay_regression(const nlohmann::json& document, const Backend& b, std::string* unsupported = nullptr);
+/// replay_regression of a document check_regression_document already passed, returning
+/// `p` (a caller that checks first, before choosing the backend, checks once).
+std::string replay_checked_regression(const Property& p, const nlohmann::json& document, const Backend& b,
+                                      std::string* unsupported = nullptr);
 
 }  // namespace kvcheck::props

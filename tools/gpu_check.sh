@@ -63,7 +63,6 @@ if [[ ${KVCHECK_GPU_TESTS:-1} != 0 ]]; then
     --output-junit "$out/ctest-junit.xml" > "$out/ctest.log" 2>&1)
   ctest_rc=$?
   echo "ctest done in $((SECONDS - t0)) s"
-  python_rc=0
   if [[ -n $python_pid ]]; then
     wait "$python_pid"
     python_rc=$?

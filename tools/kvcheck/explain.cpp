@@ -158,7 +158,8 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
     try {
       const nlohmann::json doc = props::parse_regression_text(std::string(bytes.begin(), bytes.end()));
       if (props::is_regression_document(doc)) {
-        props::check_regression_document(doc);  // before it is printed: a file replayed as written, or why not
+        // Before it is printed: a file replayed as written, or why not.
+        const props::Property& property = props::check_regression_document(doc);
         // A writer-to-reader pair's failure on that pair (on cpu alone it read PASS); not
         // exercised where a side is not loaded. A pass elsewhere says where it failed.
         const std::string failed_on = doc.value("failed_on", "");
@@ -181,7 +182,7 @@ int explain_file(const std::string& path, const std::string& target, std::ostrea
         out.flush();  // what is decoded so far reaches the file even if the backend dies
         // Each case in its own process: a backend that crashes or exits is reported, not fatal.
         const props::ScopedCaseIsolation per_case;
-        const std::string failure = props::replay_regression(doc, *pair, &unsupported);
+        const std::string failure = props::replay_checked_regression(property, doc, *pair, &unsupported);
         if (!unsupported.empty()) {
           out << "result: NOT SUPPORTED by " << on << " (not exercised): " << unsupported << "\n";
           return 1;

@@ -335,7 +335,8 @@ std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::
         return fmt::format("{} {} is the same file as {} {}: refused, nothing written", out.label, out.path,
                            other.named->label, other.named->path);
     seen.push_back(k);
-    fs::path dir = fs::path(final_target(out.path)).parent_path();
+    const std::string target = final_target(out.path);  // where the atomic write's temporary goes
+    fs::path dir = fs::path(target).parent_path();
     if (dir.empty()) dir = ".";
     if (k.exists) {
       struct stat st {};
@@ -353,7 +354,7 @@ std::string check_output_paths(const std::vector<NamedPath>& inputs, const std::
     // A regular file is written atomically through a temporary file beside it: make
     // that very file now, so a directory that takes none (/proc, a read-only mount that
     // access() lets root pass) or a name too long for one is refused before the run.
-    const std::string probe = temporary_beside(final_target(out.path));
+    const std::string probe = temporary_beside(target);
     const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
       return fmt::format("cannot write {} ({}): cannot create {}: {}", out.path, out.label, probe,
